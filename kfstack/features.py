@@ -1,0 +1,165 @@
+"""The feature spec: the contract between the Spark feature job, the trainers and serving.
+
+The Spark job (``kfstack.spark_jobs.flights_features``) *writes* it as ``feature_spec.json``
+beside the Parquet shards; the trainers read it to size their embeddings and to pick columns;
+the predictor reads it to turn a raw request into exactly the tensors the model saw in
+training. Pure Python + NumPy on purpose: serving must not need Spark.
+
+Shard layout (one directory, the ``features`` Dataset)::
+
+    <features>/train/part-*.parquet        N shards per split, ranks read disjoint shards
+    <features>/validation/part-*.parquet
+    <features>/test/part-*.parquet
+    <features>/feature_spec.json           this module's FeatureSpec
+    <features>/plane_lookup.parquet        plane attributes keyed by tailnum (for serving)
+    <features>/profile.json                per-feature quantiles/histograms, label rate
+
+Shard columns: ``label`` (int, 0/1), one ``cat__<name>`` int column per categorical feature
+(index into its vocabulary; ``len(vocabulary)`` is the out-of-vocabulary bucket) and one
+``num__<name>`` float column per numeric feature (imputed, then standardised).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from typing import Any
+
+import fsspec
+
+FEATURE_SPEC_FILE = "feature_spec.json"
+PLANE_LOOKUP_FILE = "plane_lookup.parquet"
+PROFILE_FILE = "profile.json"
+SPLITS = ("train", "validation", "test")
+LABEL_COLUMN = "label"
+CATEGORICAL_PREFIX = "cat__"
+NUMERIC_PREFIX = "num__"
+SPEC_FORMAT_VERSION = 1
+
+
+@dataclasses.dataclass(frozen=True)
+class CategoricalFeature:
+    """A string feature looked up in a vocabulary.
+
+    Attributes:
+        name: Feature name; its shard column is ``cat__<name>``.
+        vocabulary: Known values, index = position. Unknown values map to ``len(vocabulary)``.
+    """
+
+    name: str
+    vocabulary: tuple[str, ...]
+
+    @property
+    def column(self) -> str:
+        return CATEGORICAL_PREFIX + self.name
+
+    @property
+    def oov_index(self) -> int:
+        return len(self.vocabulary)
+
+    @property
+    def cardinality(self) -> int:
+        """Embedding rows needed: the vocabulary plus the out-of-vocabulary bucket."""
+        return len(self.vocabulary) + 1
+
+
+@dataclasses.dataclass(frozen=True)
+class NumericFeature:
+    """A numeric feature: missing values take ``impute_value``, then ``(x - mean) / std``.
+
+    Attributes:
+        name: Feature name; its shard column is ``num__<name>``.
+        impute_value: Value used when the raw value is missing (the training median).
+        mean: Training mean after imputation.
+        std: Training standard deviation after imputation (1.0 when it was 0).
+    """
+
+    name: str
+    impute_value: float
+    mean: float
+    std: float
+
+    @property
+    def column(self) -> str:
+        return NUMERIC_PREFIX + self.name
+
+
+@dataclasses.dataclass(frozen=True)
+class FeatureSpec:
+    """Column order, vocabularies, imputation values and scaling statistics.
+
+    ``categorical`` and ``numeric`` are in model input order: the model takes an int64
+    matrix ``[batch, len(categorical)]`` and a float32 matrix ``[batch, len(numeric)]``.
+    ``extras`` holds job-specific facts (split rule, label definition, source row counts)
+    that consumers may show but must not depend on.
+    """
+
+    categorical: tuple[CategoricalFeature, ...]
+    numeric: tuple[NumericFeature, ...]
+    label: str = LABEL_COLUMN
+    extras: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+    @property
+    def categorical_columns(self) -> list[str]:
+        return [f.column for f in self.categorical]
+
+    @property
+    def numeric_columns(self) -> list[str]:
+        return [f.column for f in self.numeric]
+
+    @property
+    def cardinalities(self) -> list[int]:
+        return [f.cardinality for f in self.categorical]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "format_version": SPEC_FORMAT_VERSION,
+            "label": self.label,
+            "categorical": [
+                {"name": f.name, "column": f.column, "vocabulary": list(f.vocabulary),
+                 "oov_index": f.oov_index}
+                for f in self.categorical
+            ],
+            "numeric": [
+                {"name": f.name, "column": f.column, "impute_value": f.impute_value,
+                 "mean": f.mean, "std": f.std}
+                for f in self.numeric
+            ],
+            "column_order": [self.label, *self.categorical_columns, *self.numeric_columns],
+            "extras": self.extras,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> FeatureSpec:
+        version = data.get("format_version")
+        if version != SPEC_FORMAT_VERSION:
+            raise ValueError(
+                f"feature spec format_version {version!r} is not supported "
+                f"(expected {SPEC_FORMAT_VERSION})"
+            )
+        return cls(
+            categorical=tuple(
+                CategoricalFeature(name=c["name"], vocabulary=tuple(c["vocabulary"]))
+                for c in data["categorical"]
+            ),
+            numeric=tuple(
+                NumericFeature(name=n["name"], impute_value=float(n["impute_value"]),
+                               mean=float(n["mean"]), std=float(n["std"]))
+                for n in data["numeric"]
+            ),
+            label=data.get("label", LABEL_COLUMN),
+            extras=dict(data.get("extras", {})),
+        )
+
+    def save(self, uri: str) -> None:
+        """Writes the spec as JSON to ``uri`` (any fsspec URI)."""
+        with fsspec.open(uri, "w") as f:
+            json.dump(self.to_dict(), f, indent=2, sort_keys=False)
+
+    @classmethod
+    def load(cls, uri: str) -> FeatureSpec:
+        """Reads a spec written by :meth:`save`. ``uri`` may be the file or its directory."""
+        if not uri.endswith(".json"):
+            uri = uri.rstrip("/") + "/" + FEATURE_SPEC_FILE
+        with fsspec.open(uri, "r") as f:
+            return cls.from_dict(json.load(f))

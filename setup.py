@@ -1,0 +1,28 @@
+"""Maps the fixed top-level folders onto one import root, ``kfstack``.
+
+``components/`` becomes ``kfstack.components``, ``pipelines/`` ``kfstack.pipelines`` and
+``spark_jobs/`` ``kfstack.spark_jobs`` -- the way kubeflow/pipelines-components maps
+``kfp_components.components`` onto its ``components/`` folder. The generic names then never
+collide with other installed packages, and every image imports the same dotted paths. The
+mapping needs code (pyproject's ``packages.find`` cannot prefix names), hence this file; all
+metadata stays in pyproject.toml.
+"""
+
+from setuptools import find_packages, setup
+
+FOLDER_TO_PACKAGE = {
+    "kfstack": "kfstack",
+    "components": "kfstack.components",
+    "pipelines": "kfstack.pipelines",
+    "spark_jobs": "kfstack.spark_jobs",
+}
+
+packages: list[str] = []
+package_dir: dict[str, str] = {}
+for folder, package in FOLDER_TO_PACKAGE.items():
+    package_dir[package] = folder
+    packages.append(package)
+    for sub in find_packages(folder, exclude=["tests", "tests.*", "*.tests", "*.tests.*"]):
+        packages.append(f"{package}.{sub}")
+
+setup(packages=packages, package_dir=package_dir, package_data={"": ["*.yaml", "*.json"]})
