@@ -1,0 +1,40 @@
+import pytest
+
+from kfstack import platforms
+from kfstack.errors import InvalidParameterError, PlatformNotAvailableError
+from kfstack.run_parameters import validate_training_run
+
+GOOD = dict(platform="local", workers=2, num_shards=4, epochs=2, batch_size=256,
+            learning_rate=0.01, max_restarts=1, max_quarantine_fraction=0.05,
+            sample_fraction=1.0)
+
+
+def test_good_parameters_pass():
+    validate_training_run(**GOOD)
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"workers": 0}, "workers=0 must be >= 1"),
+    ({"num_shards": 1, "workers": 2}, "num_shards=1 < workers=2"),
+    ({"epochs": 0}, "epochs=0"),
+    ({"batch_size": 0}, "batch_size=0"),
+    ({"learning_rate": 0.0}, "learning_rate=0.0"),
+    ({"max_restarts": -1}, "max_restarts=-1"),
+    ({"max_quarantine_fraction": 1.5}, "max_quarantine_fraction=1.5"),
+    ({"sample_fraction": 0.0}, "sample_fraction=0.0"),
+    ({"platform": "mars"}, "platform='mars'"),
+])
+def test_bad_parameters_fail_with_the_reason(change, message):
+    with pytest.raises(InvalidParameterError, match=message.replace("(", r"\(")):
+        validate_training_run(**{**GOOD, **change})
+
+
+def test_all_problems_are_reported_at_once():
+    with pytest.raises(InvalidParameterError) as err:
+        validate_training_run(**{**GOOD, "epochs": 0, "batch_size": 0})
+    assert "epochs=0" in str(err.value) and "batch_size=0" in str(err.value)
+
+
+def test_kubernetes_is_not_available_yet_and_says_so():
+    with pytest.raises(PlatformNotAvailableError, match="not available yet.*Nothing was submitted"):
+        validate_training_run(**{**GOOD, "platform": platforms.KUBERNETES})
