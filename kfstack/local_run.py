@@ -256,6 +256,8 @@ def run_pipeline_locally(
     # kfp.local warns that our (non-python:*) image is not used by the SubprocessRunner. That is
     # the design: the image holds exactly this package and its pins, which this process has.
     warnings.filterwarnings("ignore", message=".*custom or non-Python base image.*")
+    # Display names, accelerators and node selectors only mean something on a cluster.
+    warnings.filterwarnings("ignore", message=".*have no effect in the current local runner.*")
     local.init(
         runner=local.SubprocessRunner(use_venv=False),
         pipeline_root=os.path.abspath(pipeline_root),

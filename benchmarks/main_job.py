@@ -1,0 +1,66 @@
+"""Benchmark: the main job (flights-training, embedded, full data) end to end.
+
+Runs ``kfstack run --local`` in a fresh process, exactly as ``make run`` does, and reports its
+wall time, seconds per stage and the peak resident memory summed over the whole process tree
+(the kfp.local tasks, Spark's JVM and the trainer ranks) as sampled by the local runner.
+
+    python -m benchmarks.main_job [--param k=v ...]
+
+Goals (issue: the flights training pipeline runs end to end): <= 180 s and <= 6 GiB on 2 cores.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+from benchmarks.common import machine_facts, write_result
+
+WALL_GOAL_SECONDS = 180.0
+MEMORY_GOAL_BYTES = 6 * 2**30
+
+
+def run(params: list[str]) -> dict:
+    with tempfile.TemporaryDirectory(prefix="kfstack-bench-") as tmp:
+        summary_path = os.path.join(tmp, "summary.json")
+        cmd = [sys.executable, "-m", "kfstack.cli", "run", "--local", "flights-training",
+               "--pipeline-root", os.path.join(tmp, "runs"), "--summary-json", summary_path]
+        for p in params:
+            cmd += ["--param", p]
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise SystemExit(f"main job failed:\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}")
+        with open(summary_path, encoding="utf-8") as f:
+            summary = json.load(f)
+    return {
+        "benchmark": "main_job",
+        "command": "kfstack run --local flights-training " + " ".join(f"--param {p}" for p in params),
+        "machine": machine_facts(),
+        "wall_seconds": summary["wall_seconds"],
+        "stages": summary["stages"],
+        "peak_rss_gib": round(summary["peak_rss_bytes"] / 2**30, 2),
+        "data": summary["data"],
+        "test_auc": summary["metrics"].get("test_metrics.auc"),
+        "goal": {"wall_seconds": WALL_GOAL_SECONDS, "peak_rss_gib": MEMORY_GOAL_BYTES / 2**30},
+        "meets_goal": {
+            "wall": summary["wall_seconds"] <= WALL_GOAL_SECONDS,
+            "memory": summary["peak_rss_bytes"] <= MEMORY_GOAL_BYTES,
+        },
+    }
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--param", action="append", default=[])
+    args = parser.parse_args(argv)
+    result = run(args.param)
+    write_result(result)
+    print(json.dumps(result, indent=2))
+
+
+if __name__ == "__main__":
+    main()
