@@ -12,6 +12,8 @@ Shard layout (one directory, the ``features`` Dataset)::
     <features>/test/part-*.parquet
     <features>/feature_spec.json           this module's FeatureSpec
     <features>/plane_lookup.parquet        plane attributes keyed by tailnum (for serving)
+    <features>/airport_lookup.parquet      destination attributes keyed by FAA code (for serving)
+    <features>/job_report.json             rows read / written / quarantined (per reason, split)
     <features>/profile.json                per-feature quantiles/histograms, label rate
 
 Shard columns: ``label`` (int, 0/1), one ``cat__<name>`` int column per categorical feature
@@ -23,12 +25,16 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import fsspec
+import numpy as np
 
 FEATURE_SPEC_FILE = "feature_spec.json"
 PLANE_LOOKUP_FILE = "plane_lookup.parquet"
+AIRPORT_LOOKUP_FILE = "airport_lookup.parquet"
+JOB_REPORT_FILE = "job_report.json"
 PROFILE_FILE = "profile.json"
 SPLITS = ("train", "validation", "test")
 LABEL_COLUMN = "label"
@@ -71,7 +77,8 @@ class NumericFeature:
         name: Feature name; its shard column is ``num__<name>``.
         impute_value: Value used when the raw value is missing (the training median).
         mean: Training mean after imputation.
-        std: Training standard deviation after imputation (1.0 when it was 0).
+        std: Training (sample) standard deviation after imputation. When it is 0 the feature
+            was constant in training and encodes as 0.0, as Spark's ``StandardScaler`` does.
     """
 
     name: str
@@ -110,6 +117,35 @@ class FeatureSpec:
     @property
     def cardinalities(self) -> list[int]:
         return [f.cardinality for f in self.categorical]
+
+    def encode(self, columns: Mapping[str, Sequence[Any]]) -> tuple[np.ndarray, np.ndarray]:
+        """Turns raw feature columns into the model's two inputs, as the Spark job did.
+
+        Args:
+            columns: Feature name -> values (one per example). Categorical values are strings
+                (unknown ones go to the out-of-vocabulary bucket); numeric values are floats,
+                NaN or None when missing (imputed).
+
+        Returns:
+            ``(categorical, numeric)``: int64 ``[n, len(categorical)]`` and float32
+            ``[n, len(numeric)]``, in spec order.
+        """
+        n = len(next(iter(columns.values()))) if columns else 0
+        categorical = np.empty((n, len(self.categorical)), dtype=np.int64)
+        for j, feature in enumerate(self.categorical):
+            index = {value: i for i, value in enumerate(feature.vocabulary)}
+            categorical[:, j] = [index.get(v, feature.oov_index) for v in columns[feature.name]]
+        numeric = np.empty((n, len(self.numeric)), dtype=np.float32)
+        for j, feature in enumerate(self.numeric):
+            values = np.array(
+                [np.nan if v is None else v for v in columns[feature.name]], dtype=np.float64
+            )
+            values = np.where(np.isnan(values), feature.impute_value, values)
+            if feature.std == 0.0:
+                numeric[:, j] = 0.0
+            else:
+                numeric[:, j] = (values - feature.mean) / feature.std
+        return categorical, numeric
 
     def to_dict(self) -> dict[str, Any]:
         return {

