@@ -9,6 +9,9 @@ mean and sample standard deviation). Its fitted statistics become the feature sp
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Sequence
+
 from pyspark.ml import Pipeline, PipelineModel
 from pyspark.ml.feature import Imputer, StandardScaler, StringIndexer, VectorAssembler
 from pyspark.ml.functions import vector_to_array
@@ -34,6 +37,8 @@ from kfstack.flight_features import (
     WEATHER_FIELDS,
 )
 from kfstack.spark_jobs.flights_features.validation import FLIGHT_KEY
+
+logger = logging.getLogger(__name__)
 
 SPLIT = "split"
 # Share of flights per split, by a hash of the flight key: stable across runs, input order and
@@ -111,13 +116,19 @@ def split_column(seed: int) -> Column:
 
 
 def raw_features(
-    flights: DataFrame, weather: DataFrame, planes: DataFrame, airports: DataFrame, seed: int
+    flights: DataFrame,
+    weather: DataFrame,
+    planes: DataFrame,
+    airports: DataFrame,
+    seed: int,
+    passthrough: Sequence[str] = (),
 ) -> DataFrame:
     """flights ⋈ weather (origin, time_hour) ⋈ planes (tailnum) ⋈ airports (dest).
 
     Left joins: a flight is never lost to a missing weather, plane or airport row; those
     features are then missing and get imputed. Returns the label, the split and one column per
-    raw feature (:data:`CATEGORICAL_FEATURES` strings, :data:`NUMERIC_FEATURES` doubles).
+    raw feature (:data:`CATEGORICAL_FEATURES` strings, :data:`NUMERIC_FEATURES` doubles),
+    plus the ``passthrough`` flight columns (e.g. the flight key, to match rows in tests).
     """
     joined = (
         flights.join(weather, ["origin", "time_hour"], "left")
@@ -151,6 +162,7 @@ def raw_features(
     }
     assert tuple(categorical) == CATEGORICAL_FEATURES and tuple(numeric) == NUMERIC_FEATURES
     return joined.select(
+        *passthrough,
         label(joined).alias(LABEL_COLUMN),
         split_column(seed).alias(SPLIT),
         *[col.alias(name) for name, col in categorical.items()],
@@ -177,6 +189,21 @@ def encoding_pipeline() -> Pipeline:
     ])
 
 
+def fit_encoding(train: DataFrame) -> PipelineModel:
+    """Fits :func:`encoding_pipeline` on the training split.
+
+    A numeric feature with no value at all in training (e.g. a small sample of a station that
+    never reports gusts) has no median; it is fitted as a constant 0, so it encodes to 0.0 at
+    training and serving time alike instead of failing the job.
+    """
+    present = train.agg(*[F.count(n).alias(n) for n in NUMERIC_FEATURES]).collect()[0].asDict()
+    empty = [name for name, count in present.items() if count == 0]
+    if empty:
+        logger.warning("no training values for %s: encoded as constant 0", ", ".join(empty))
+        train = train.fillna(0.0, subset=empty)
+    return encoding_pipeline().fit(train)
+
+
 def feature_spec(model: PipelineModel, extras: dict) -> FeatureSpec:
     """The fitted pipeline's statistics as the serving contract."""
     indexer, imputer, _, scaler = model.stages
@@ -199,11 +226,12 @@ def feature_spec(model: PipelineModel, extras: dict) -> FeatureSpec:
     )
 
 
-def encode(model: PipelineModel, features: DataFrame) -> DataFrame:
+def encode(model: PipelineModel, features: DataFrame, passthrough: Sequence[str] = ()) -> DataFrame:
     """The shard columns: label, ``cat__*`` int32 indices, ``num__*`` float32 scaled values."""
     transformed = model.transform(features)
     scaled = vector_to_array(F.col(_SCALED), dtype="float32")
     return transformed.select(
+        *passthrough,
         F.col(LABEL_COLUMN),
         F.col(SPLIT),
         *[F.col(_INDEXED + n).cast("int").alias(CATEGORICAL_PREFIX + n) for n in CATEGORICAL_FEATURES],

@@ -255,7 +255,7 @@ def run_feature_job(config: FeatureJobConfig, spark: SparkSession | None = None)
         ).persist(StorageLevel.MEMORY_AND_DISK)
         cached.append(raw)
 
-        model = featurize.encoding_pipeline().fit(raw.where(F.col(featurize.SPLIT) == "train"))
+        model = featurize.fit_encoding(raw.where(F.col(featurize.SPLIT) == "train"))
         report.rows_per_split = write_shards(featurize.encode(model, raw), config.output_uri, config.num_shards)
         report.rows_written = sum(report.rows_per_split.values())
         if report.rows_read != report.rows_written + report.rows_quarantined:

@@ -1,0 +1,197 @@
+"""The whole feature job on a small real input: accounting, outputs, threshold, parity, argv."""
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pyarrow.parquet as pq
+import pytest
+from pyspark.sql import functions as F
+
+from kfstack.errors import DataQualityError, InvalidParameterError
+from kfstack.features import (
+    AIRPORT_LOOKUP_FILE,
+    JOB_REPORT_FILE,
+    PLANE_LOOKUP_FILE,
+    PROFILE_FILE,
+    SPLITS,
+    FeatureSpec,
+)
+from kfstack.flight_features import CATEGORICAL_FEATURES, NUMERIC_FEATURES, raw_feature_columns
+from kfstack.spark_jobs.flights_features import featurize
+from kfstack.spark_jobs.flights_features.job import FeatureJobConfig, run_feature_job
+from kfstack.spark_jobs.flights_features.validation import FLIGHT_KEY, tag_flights, valid_rows
+from tests.spark_jobs.conftest import write_input_dir
+
+SAMPLE_ROWS = 3000
+NUM_SHARDS = 3
+
+
+@pytest.fixture(scope="module")
+def flights_with_bad_rows(real_flights) -> pd.DataFrame:
+    flights = real_flights.head(SAMPLE_ROWS).copy()
+    bad = flights.head(3).copy()
+    bad.loc[bad.index[0], "distance"] = "14OO"           # unparseable_distance
+    bad.loc[bad.index[1], "carrier"] = "ZZ"              # unknown_carrier
+    # bad.index[2] is unchanged: a duplicate of a flight already in the table
+    return pd.concat([flights, bad], ignore_index=True)
+
+
+@pytest.fixture(scope="module")
+def job_run(tmp_path_factory, spark, shipped_data_dir, flights_with_bad_rows):
+    root = tmp_path_factory.mktemp("job")
+    input_dir = write_input_dir(root / "input", shipped_data_dir, flights_with_bad_rows, "csv.zip")
+    config = FeatureJobConfig(
+        input_uri=input_dir, output_uri=str(root / "features"),
+        quarantine_uri=str(root / "quarantine"), num_shards=NUM_SHARDS, seed=42,
+    )
+    return config, run_feature_job(config, spark=spark)
+
+
+def test_every_row_is_written_or_quarantined_with_its_reason(job_run):
+    _, report = job_run
+    assert report.rows_read == SAMPLE_ROWS + 3
+    assert report.quarantined_by_reason == {
+        "duplicate": 1, "unknown_carrier": 1, "unparseable_distance": 1,
+    }
+    assert report.rows_written == SAMPLE_ROWS
+    assert report.rows_read == report.rows_written + report.rows_quarantined
+    assert sum(report.rows_per_split.values()) == report.rows_written
+
+
+def test_quarantine_holds_the_rejected_rows_as_they_arrived(job_run):
+    config, _ = job_run
+    quarantine = pq.read_table(config.quarantine_uri).to_pandas()
+    assert sorted(quarantine["reason"]) == ["duplicate", "unknown_carrier", "unparseable_distance"]
+    assert "14OO" in set(quarantine["distance"]) and "ZZ" in set(quarantine["carrier"])
+
+
+def test_exactly_num_shards_per_split_with_the_spec_columns(job_run):
+    config, report = job_run
+    spec = FeatureSpec.load(config.output_uri)
+    expected_columns = ["label", *spec.categorical_columns, *spec.numeric_columns]
+    for split in SPLITS:
+        split_dir = os.path.join(config.output_uri, split)
+        shards = sorted(f for f in os.listdir(split_dir) if f.endswith(".parquet"))
+        assert len(shards) == NUM_SHARDS
+        sizes = [pq.ParquetFile(os.path.join(split_dir, s)).metadata.num_rows for s in shards]
+        assert sum(sizes) == report.rows_per_split[split]
+        assert max(sizes) - min(sizes) <= max(2, 0.1 * max(sizes))  # balanced for the ranks
+        table = pq.read_table(os.path.join(split_dir, shards[0]))
+        assert table.column_names == expected_columns
+        for name in spec.categorical_columns:
+            values = table[name].to_numpy()
+            card = next(f.cardinality for f in spec.categorical if f.column == name)
+            assert values.min() >= 0 and values.max() < card
+        for name in spec.numeric_columns:
+            assert not np.isnan(table[name].to_numpy()).any()
+
+
+def test_spec_lookups_profile_and_report_are_written(job_run):
+    config, report = job_run
+    spec = FeatureSpec.load(config.output_uri)
+    assert [f.name for f in spec.categorical] == list(CATEGORICAL_FEATURES)
+    assert [f.name for f in spec.numeric] == list(NUMERIC_FEATURES)
+    assert spec.extras["rows_per_split"] == report.rows_per_split
+    planes = pq.read_table(os.path.join(config.output_uri, PLANE_LOOKUP_FILE)).to_pandas()
+    assert planes["tailnum"].is_unique and len(planes) > 3000
+    airports = pq.read_table(os.path.join(config.output_uri, AIRPORT_LOOKUP_FILE)).to_pandas()
+    assert airports["faa"].is_unique
+    with open(os.path.join(config.output_uri, JOB_REPORT_FILE)) as f:
+        assert json.load(f)["rows_written"] == report.rows_written
+    with open(os.path.join(config.output_uri, PROFILE_FILE)) as f:
+        profile = json.load(f)
+    assert profile["splits"]["train"]["rows"] == report.rows_per_split["train"]
+    assert 0.05 < profile["splits"]["train"]["label_rate"] < 0.6
+    distance = profile["numeric"]["distance"]
+    quantiles = list(distance["quantiles"].values())
+    assert quantiles == sorted(quantiles)
+    assert sum(distance["histogram"]["counts"]) == distance["count"]
+    assert abs(sum(profile["categorical"]["carrier"]["top_values"].values()) - 1.0) < 1e-9
+
+
+def test_serving_transform_matches_the_spark_encoding(spark, job_run, shipped_data_dir):
+    """Training/serving parity: NumPy on raw request fields == Spark on the joined tables."""
+    config, _ = job_run
+    from kfstack.spark_jobs.flights_features import sources
+
+    tables = sources.read_tables(spark, config.input_uri, config.output_uri + "/_parity_staging")
+    flights = valid_rows(tag_flights(tables["flights"], ["UA", "AA", "B6", "DL", "EV", "MQ", "US",
+                                                          "WN", "VX", "FL", "AS", "9E", "F9",
+                                                          "HA", "YV", "OO"]))
+    flights = flights.withColumn("flight_id", F.concat_ws("|", *FLIGHT_KEY))
+    weather = featurize.weather_by_hour(tables["weather"])
+    planes = featurize.plane_lookup(tables["planes"])
+    airports = featurize.airport_lookup(tables["airports"])
+    raw = featurize.raw_features(flights, weather, planes, airports, seed=42, passthrough=["flight_id"])
+    model = featurize.fit_encoding(raw.where("split = 'train'"))
+    spec = featurize.feature_spec(model, extras={})
+    spark_rows = featurize.encode(model, raw, passthrough=["flight_id"]).toPandas()
+
+    # What a caller would send: the flight's own fields plus the origin's weather that hour.
+    requests = (
+        flights.join(weather, ["origin", "time_hour"], "left").toPandas()
+        .replace({np.nan: None}).to_dict("records")
+    )
+    plane_table = pq.read_table(os.path.join(config.output_uri, PLANE_LOOKUP_FILE)).to_pylist()
+    airport_table = pq.read_table(os.path.join(config.output_uri, AIRPORT_LOOKUP_FILE)).to_pylist()
+    categorical, numeric = spec.encode(raw_feature_columns(
+        requests,
+        {p["tailnum"]: p for p in plane_table},
+        {a["faa"]: a for a in airport_table},
+    ))
+
+    position = {r["flight_id"]: i for i, r in enumerate(requests)}
+    order = [position[flight_id] for flight_id in spark_rows["flight_id"]]
+    assert len(order) == len(requests) == SAMPLE_ROWS
+    np.testing.assert_array_equal(spark_rows[spec.categorical_columns].to_numpy(), categorical[order])
+    np.testing.assert_allclose(spark_rows[spec.numeric_columns].to_numpy(), numeric[order],
+                               rtol=1e-5, atol=1e-5)
+
+
+def test_too_many_quarantined_rows_fail_with_the_top_reasons(tmp_path, spark, shipped_data_dir,
+                                                             real_flights):
+    flights = real_flights.head(200).copy()
+    flights.loc[flights.index[:30], "carrier"] = "ZZ"
+    flights.loc[flights.index[30:40], "distance"] = "-1"
+    input_dir = write_input_dir(tmp_path / "input", shipped_data_dir, flights, "csv")
+    config = FeatureJobConfig(input_uri=input_dir, output_uri=str(tmp_path / "features"),
+                              quarantine_uri=str(tmp_path / "quarantine"), num_shards=1)
+    with pytest.raises(DataQualityError) as err:
+        run_feature_job(config, spark=spark)
+    message = str(err.value)
+    assert "40 of 200 rows (20.0%)" in message
+    assert "unknown_carrier (30), nonpositive_distance (10)" in message
+    assert str(tmp_path / "quarantine") in message
+    assert len(pq.read_table(config.quarantine_uri)) == 40  # nothing lost
+
+
+def test_missing_table_or_bad_parameters_fail_before_spark(tmp_path):
+    (tmp_path / "flights.csv").write_text("year\n")
+    config = FeatureJobConfig(input_uri=str(tmp_path), output_uri=str(tmp_path / "o"),
+                              quarantine_uri=str(tmp_path / "q"))
+    with pytest.raises(InvalidParameterError, match="no 'weather' table"):
+        run_feature_job(config)
+    with pytest.raises(InvalidParameterError, match="sample_fraction=0"):
+        run_feature_job(FeatureJobConfig(output_uri="o", quarantine_uri="q", sample_fraction=0))
+    assert not (tmp_path / "o").exists()
+
+
+def test_runs_as_a_script_on_parquet_input(tmp_path, shipped_data_dir, real_flights):
+    """The SparkApplication main file: argv in, exit code and a JSON report out."""
+    input_dir = write_input_dir(tmp_path / "input", shipped_data_dir, real_flights.head(2000), "parquet")
+    proc = subprocess.run(
+        [sys.executable, "-m", "kfstack.spark_jobs.flights_features",
+         "--input-uri", input_dir, "--output-uri", str(tmp_path / "features"),
+         "--quarantine-uri", str(tmp_path / "quarantine"), "--num-shards", "2",
+         "--sample-fraction", "0.5", "--seed", "7"],
+        capture_output=True, text=True, timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    report = json.loads(proc.stdout[proc.stdout.index("{"):])
+    assert 800 < report["rows_read"] < 1200  # half of 2000, chosen by hash
+    assert report["rows_read"] == report["rows_written"] + report["rows_quarantined"]
+    assert len([f for f in os.listdir(tmp_path / "features" / "train") if f.endswith(".parquet")]) == 2
