@@ -1,0 +1,61 @@
+"""The delay classifier: one embedding per categorical feature, concatenated with the numeric
+features, through a small MLP to one logit.
+
+Inputs follow the feature spec (:mod:`kfstack.features`): ``categorical`` int64
+``[batch, n_categorical]`` (vocabulary indices, OOV included in each cardinality) and ``numeric``
+float32 ``[batch, n_numeric]`` (already imputed and scaled).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import torch
+from torch import nn
+
+
+def embedding_dim(cardinality: int) -> int:
+    """Half the categories, capped at 16: 4 rows (3 origins + OOV) -> 2, 101 dests -> 16."""
+    return max(1, min(16, (cardinality + 1) // 2))
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelConfig:
+    """Everything needed to rebuild the network (stored in checkpoints)."""
+
+    cardinalities: tuple[int, ...]
+    num_numeric: int
+    hidden: tuple[int, ...] = (64, 32)
+
+
+class DelayClassifier(nn.Module):
+    """Returns logits ``[batch]``; :class:`DelayProbability` wraps it for serving."""
+
+    def __init__(self, config: ModelConfig):
+        super().__init__()
+        self.config = config
+        self.embeddings = nn.ModuleList(
+            nn.Embedding(card, embedding_dim(card)) for card in config.cardinalities
+        )
+        width = sum(embedding_dim(c) for c in config.cardinalities) + config.num_numeric
+        layers: list[nn.Module] = []
+        for hidden in config.hidden:
+            layers += [nn.Linear(width, hidden), nn.ReLU()]
+            width = hidden
+        layers.append(nn.Linear(width, 1))
+        self.mlp = nn.Sequential(*layers)
+
+    def forward(self, categorical: torch.Tensor, numeric: torch.Tensor) -> torch.Tensor:
+        embedded = [emb(categorical[:, i]) for i, emb in enumerate(self.embeddings)]
+        return self.mlp(torch.cat([*embedded, numeric], dim=1)).squeeze(1)
+
+
+class DelayProbability(nn.Module):
+    """The exported graph: inputs ``categorical``, ``numeric`` -> ``probability`` ``[batch]``."""
+
+    def __init__(self, classifier: DelayClassifier):
+        super().__init__()
+        self.classifier = classifier
+
+    def forward(self, categorical: torch.Tensor, numeric: torch.Tensor) -> torch.Tensor:
+        return torch.sigmoid(self.classifier(categorical, numeric))
