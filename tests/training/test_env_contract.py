@@ -1,0 +1,47 @@
+"""The PyTorchJob env the operator sets, and how the trainer reads it."""
+
+import pytest
+
+from kfstack.errors import InvalidParameterError
+from kfstack.training.env_contract import DistributedEnv, pytorchjob_env
+
+
+def test_master_env_matches_the_training_operator():
+    assert pytorchjob_env("job-master-0", "master", 0, 3) == {
+        "MASTER_ADDR": "job-master-0", "MASTER_PORT": "23456", "WORLD_SIZE": "3", "RANK": "0",
+        "PET_MASTER_ADDR": "job-master-0", "PET_MASTER_PORT": "23456", "PET_NNODES": "3",
+        "PET_NPROC_PER_NODE": "1", "PET_NODE_RANK": "0",
+    }
+
+
+def test_worker_i_has_node_rank_i_plus_one():
+    env = pytorchjob_env("job-master-0", "worker", 1, 3, port=29500)
+    assert env["RANK"] == env["PET_NODE_RANK"] == "2"
+    assert env["MASTER_PORT"] == "29500"
+
+
+@pytest.mark.parametrize("args", [("a", "master", 1, 2), ("a", "worker", 2, 3), ("a", "chief", 0, 2)])
+def test_impossible_replicas_are_refused(args):
+    with pytest.raises(InvalidParameterError):
+        pytorchjob_env(*args)
+
+
+def test_no_world_size_means_a_single_process():
+    env = DistributedEnv.from_env({})
+    assert (env.rank, env.world_size, env.is_distributed, env.is_chief) == (0, 1, False, True)
+
+
+def test_round_trip_through_the_env():
+    env = DistributedEnv.from_env(pytorchjob_env("10.0.0.5", "worker", 0, 2, port=1234))
+    assert (env.rank, env.world_size, env.master_addr, env.master_port) == (1, 2, "10.0.0.5", 1234)
+    assert env.is_distributed and not env.is_chief
+
+
+@pytest.mark.parametrize("env", [
+    {"WORLD_SIZE": "2", "RANK": "2", "MASTER_ADDR": "a"},
+    {"WORLD_SIZE": "two", "RANK": "0"},
+    {"WORLD_SIZE": "2", "RANK": "1"},  # no MASTER_ADDR
+])
+def test_inconsistent_env_is_a_clear_error(env):
+    with pytest.raises(InvalidParameterError):
+        DistributedEnv.from_env(env)
