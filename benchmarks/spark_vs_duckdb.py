@@ -1,0 +1,215 @@
+"""Benchmark: the Spark feature job vs the same joins and aggregations in DuckDB.
+
+Both engines read the same CSV tables, tag every flight with the same validation rules (the
+rule lists are imported from the Spark job), join weather, planes and airports, derive the
+label, the hash split and the raw features, compute the training statistics (vocabularies,
+medians, means, standard deviations, quantiles) and write the encoded splits as Parquet.
+Spark runs as the real job (``python -m kfstack.spark_jobs.flights_features``, JVM start
+included, as a SparkApplication would); DuckDB runs the equivalent SQL in-process. DuckDB is
+the baseline, not a second implementation: it writes no quarantine file, lookups or profile
+JSON, which makes the comparison conservative for Spark.
+
+Two inputs: the shipped tables (336,776 flights) and the flights table replicated x10 with
+distinct flight numbers (3,367,760 flights). Goal: Spark <= 3 x DuckDB on x10.
+
+    python -m benchmarks.spark_vs_duckdb [--skip-x10]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import zipfile
+
+import duckdb
+
+from benchmarks.common import machine_facts, write_result
+from kfstack.flight_features import CATEGORICAL_FEATURES, NUMERIC_FEATURES, WEATHER_FIELDS
+from kfstack.spark_jobs.flights_features import sources
+from kfstack.spark_jobs.flights_features.validation import (
+    FLIGHT_COLUMNS,
+    HHMM_FIELDS,
+    NUMERIC_FIELDS,
+    REQUIRED_FIELDS,
+    TIMESTAMP_FIELDS,
+)
+
+GOAL_RATIO = 3.0
+REPLICAS = 10
+
+
+def prepare_inputs(tmp: str) -> dict[str, str]:
+    """``{"x1": dir, "x10": dir}`` of plain CSV tables (flights extracted from the zip)."""
+    shipped = sources.default_data_dir()
+    x1 = os.path.join(tmp, "x1")
+    os.makedirs(x1)
+    for table in ("weather", "planes", "airports", "airlines"):
+        shutil.copy(os.path.join(shipped, f"{table}.csv"), x1)
+    with zipfile.ZipFile(os.path.join(shipped, "flights.csv.zip")) as z:
+        z.extract("flights.csv", x1)
+    x10 = os.path.join(tmp, "x10")
+    shutil.copytree(x1, x10)
+    # Replica k gets flight numbers + k * 10000: distinct flights, not duplicates.
+    columns = duckdb.sql(f"SELECT * FROM read_csv('{x1}/flights.csv', all_varchar=true) LIMIT 0").columns
+    select = ", ".join(
+        f"CAST(CAST(flight AS INTEGER) + r.range * 10000 AS VARCHAR) AS flight" if c == "flight" else c
+        for c in columns
+    )
+    duckdb.sql(
+        f"COPY (SELECT {select} FROM read_csv('{x1}/flights.csv', all_varchar=true, nullstr='NA') "
+        f"CROSS JOIN range({REPLICAS}) r) TO '{x10}/flights.csv' (HEADER, NULLSTR 'NA')"
+    )
+    return {"x1": x1, "x10": x10}
+
+
+def spark_job(input_dir: str, out: str) -> float:
+    started = time.perf_counter()
+    proc = subprocess.run(
+        [sys.executable, "-m", "kfstack.spark_jobs.flights_features", "--input-uri", input_dir,
+         "--output-uri", os.path.join(out, "features"), "--quarantine-uri", os.path.join(out, "q"),
+         "--num-shards", "4"],
+        capture_output=True, text=True,
+    )
+    if proc.returncode != 0:
+        raise SystemExit(f"spark job failed:\n{proc.stderr[-4000:]}")
+    return time.perf_counter() - started
+
+
+def _num(col: str) -> str:
+    return f"TRY_CAST({col} AS DOUBLE)"
+
+
+def duckdb_job(input_dir: str, out: str) -> float:
+    """The same reads, rules, joins, statistics and writes in DuckDB SQL."""
+    started = time.perf_counter()
+    os.makedirs(out, exist_ok=True)
+    con = duckdb.connect()
+    con.execute("SET enable_progress_bar = false")
+    read = lambda t: f"read_csv('{input_dir}/{t}.csv', all_varchar=true, nullstr='NA')"
+    rules = [f"WHEN {c} IS NOT NULL AND {_num(c)} IS NULL THEN 'unparseable_{c}'" for c in NUMERIC_FIELDS]
+    rules += [f"WHEN {c} IS NOT NULL AND TRY_CAST({c} AS TIMESTAMP) IS NULL THEN 'unparseable_{c}'" for c in TIMESTAMP_FIELDS]
+    rules += [f"WHEN {c} IS NULL THEN 'missing_{c}'" for c in REQUIRED_FIELDS]
+    rules.append(
+        "WHEN TRY_CAST(printf('%04d-%02d-%02d', CAST(year AS INT), CAST(month AS INT), "
+        "CAST(day AS INT)) AS DATE) IS NULL THEN 'invalid_date'"
+    )
+    rules += [f"WHEN {_num(c)} NOT BETWEEN 0 AND 2400 OR {_num(c)} % 100 >= 60 THEN 'invalid_{c}'" for c in HHMM_FIELDS]
+    rules.append(f"WHEN {_num('distance')} <= 0 THEN 'nonpositive_distance'")
+    rules.append(f"WHEN {_num('air_time')} <= 0 THEN 'nonpositive_air_time'")
+    rules.append(f"WHEN carrier NOT IN (SELECT carrier FROM {read('airlines')}) THEN 'unknown_carrier'")
+    con.execute(f"CREATE TEMP TABLE tagged AS SELECT *, CASE {' '.join(rules)} END AS reason FROM {read('flights')}")
+    con.execute(f"""
+        CREATE TEMP TABLE checked AS SELECT * REPLACE (
+            CASE WHEN reason IS NULL AND row_number() OVER (
+                PARTITION BY year, month, day, carrier, flight, origin, sched_dep_time, reason IS NULL
+                ORDER BY {', '.join(FLIGHT_COLUMNS)}) > 1 THEN 'duplicate' ELSE reason END AS reason)
+        FROM tagged""")
+    con.execute("SELECT reason, count(*) FROM checked GROUP BY reason").fetchall()
+    weather = ", ".join(f"avg({_num(c)}) AS {c}" for c in WEATHER_FIELDS)
+    con.execute(f"""
+        CREATE TEMP TABLE raw AS
+        WITH f AS (SELECT * FROM checked WHERE reason IS NULL),
+        w AS (SELECT origin, time_hour, {weather} FROM {read('weather')} GROUP BY ALL),
+        p AS (SELECT tailnum, {_num('year')} AS plane_year, manufacturer AS plane_manufacturer,
+                     engine AS plane_engine, {_num('seats')} AS plane_seats,
+                     {_num('engines')} AS plane_engines FROM {read('planes')}),
+        a AS (SELECT faa, {_num('lat')} AS dest_lat, {_num('lon')} AS dest_lon,
+                     {_num('alt')} AS dest_alt FROM {read('airports')}),
+        j AS (SELECT f.*, w.* EXCLUDE (origin, time_hour), p.* EXCLUDE (tailnum), a.* EXCLUDE (faa),
+                     make_date(CAST(f.year AS INT), CAST(f.month AS INT), CAST(f.day AS INT)) AS d,
+                     floor({_num('f.sched_dep_time')} / 100) * 60 + {_num('f.sched_dep_time')} % 100 AS dep,
+                     floor({_num('f.sched_arr_time')} / 100) * 60 + {_num('f.sched_arr_time')} % 100 AS arr
+              FROM f LEFT JOIN w USING (origin, time_hour) LEFT JOIN p USING (tailnum)
+                     LEFT JOIN a ON f.dest = a.faa)
+        SELECT
+            CASE WHEN {_num('arr_delay')} > 15 OR dep_time IS NULL OR arr_delay IS NULL THEN 1 ELSE 0 END AS label,
+            CASE WHEN hash(year, month, day, carrier, flight, origin, sched_dep_time) % 100 < 80 THEN 'train'
+                 WHEN hash(year, month, day, carrier, flight, origin, sched_dep_time) % 100 < 90 THEN 'validation'
+                 ELSE 'test' END AS split,
+            carrier, origin, dest, CAST(floor(dep / 60) AS INT)::VARCHAR AS dep_hour,
+            isodow(d)::VARCHAR AS day_of_week,
+            coalesce(plane_manufacturer, '<missing>') AS plane_manufacturer,
+            coalesce(plane_engine, '<missing>') AS plane_engine,
+            {_num('month')} AS month, dayofyear(d)::DOUBLE AS day_of_year, dep AS dep_minute_of_day,
+            arr AS arr_minute_of_day, (arr - dep + 1440) % 1440 AS scheduled_minutes,
+            {_num('distance')} AS distance, {_num('year')} - plane_year AS plane_age,
+            plane_seats, plane_engines, dest_lat, dest_lon, dest_alt, {', '.join(WEATHER_FIELDS)}
+        FROM j""")
+    stats = ", ".join(
+        f"median({n}) AS {n}_median, avg({n}) AS {n}_mean, stddev_samp({n}) AS {n}_std, "
+        f"quantile_cont({n}, [0.01, 0.05, 0.25, 0.5, 0.75, 0.95, 0.99]) AS {n}_q"
+        for n in NUMERIC_FEATURES
+    )
+    con.execute(f"CREATE TEMP TABLE stats AS SELECT {stats} FROM raw WHERE split = 'train'")
+    vocab = " UNION ALL ".join(
+        f"SELECT '{c}' AS feature, {c} AS value, count(*) AS n FROM raw WHERE split = 'train' GROUP BY ALL"
+        for c in CATEGORICAL_FEATURES
+    )
+    con.execute(f"""CREATE TEMP TABLE vocab AS SELECT feature, value,
+        row_number() OVER (PARTITION BY feature ORDER BY n DESC, value) - 1 AS idx FROM ({vocab})""")
+    encoded_cat = ", ".join(
+        f"coalesce((SELECT idx FROM vocab v WHERE v.feature = '{c}' AND v.value = raw.{c}), "
+        f"(SELECT count(*) FROM vocab v WHERE v.feature = '{c}')) AS cat__{c}"
+        for c in CATEGORICAL_FEATURES
+    )
+    encoded_num = ", ".join(
+        f"CAST((coalesce({n}, {n}_median) - {n}_mean) / nullif({n}_std, 0) AS FLOAT) AS num__{n}"
+        for n in NUMERIC_FEATURES
+    )
+    for split in ("train", "validation", "test"):
+        con.execute(
+            f"COPY (SELECT label, {encoded_cat}, {encoded_num} FROM raw, stats WHERE split = '{split}') "
+            f"TO '{out}/{split}' (FORMAT parquet, PER_THREAD_OUTPUT)"
+        )
+    con.close()
+    return time.perf_counter() - started
+
+
+def run(skip_x10: bool) -> dict:
+    rows = {"x1": 336_776, "x10": 336_776 * REPLICAS}
+    figures = {}
+    with tempfile.TemporaryDirectory(prefix="kfstack-spark-bench-") as tmp:
+        inputs = prepare_inputs(tmp)
+        for name, input_dir in inputs.items():
+            if skip_x10 and name == "x10":
+                continue
+            spark_seconds = spark_job(input_dir, os.path.join(tmp, f"spark-{name}"))
+            duck_seconds = duckdb_job(input_dir, os.path.join(tmp, f"duckdb-{name}"))
+            figures[name] = {
+                "flights": rows[name],
+                "spark_seconds": round(spark_seconds, 1),
+                "duckdb_seconds": round(duck_seconds, 1),
+                "spark_rows_per_second": round(rows[name] / spark_seconds),
+                "duckdb_rows_per_second": round(rows[name] / duck_seconds),
+                "spark_to_duckdb_time_ratio": round(spark_seconds / duck_seconds, 2),
+            }
+    result = {
+        "benchmark": "spark_vs_duckdb",
+        "command": "python -m benchmarks.spark_vs_duckdb" + (" --skip-x10" if skip_x10 else ""),
+        "machine": machine_facts(),
+        "duckdb_version": duckdb.__version__,
+        "figures": figures,
+        "goal": f"spark time <= {GOAL_RATIO} x duckdb time on x10",
+    }
+    if "x10" in figures:
+        result["meets_goal"] = figures["x10"]["spark_to_duckdb_time_ratio"] <= GOAL_RATIO
+    return result
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--skip-x10", action="store_true")
+    args = parser.parse_args(argv)
+    result = run(args.skip_x10)
+    write_result(result)
+    print(json.dumps(result, indent=2))
+
+
+if __name__ == "__main__":
+    main()
