@@ -14,15 +14,22 @@ import uuid
 
 import fsspec
 
+from kfstack.errors import InvalidParameterError
+
 _NAME = re.compile(r"epoch-(\d+)\.ckpt$")
 
 
 def checkpoint_name(epoch: int) -> str:
+    """The file name of epoch ``epoch``'s checkpoint; zero-padded so names sort by epoch."""
     return f"epoch-{epoch:04d}.ckpt"
 
 
 def write_atomically(directory_uri: str, name: str, payload: bytes) -> str:
-    """Writes ``payload`` to ``<directory_uri>/<name>`` via a temporary name; returns the URI."""
+    """Writes ``payload`` to ``<directory_uri>/<name>`` via a temporary name; returns the path.
+
+    Readers see either no file or the whole of it: locally the final step is a rename within one
+    directory (atomic on POSIX); on object stores it is the store's copy + delete.
+    """
     fs, directory = fsspec.core.url_to_fs(directory_uri)
     fs.makedirs(directory, exist_ok=True)
     final = f"{directory.rstrip('/')}/{name}"
@@ -31,6 +38,24 @@ def write_atomically(directory_uri: str, name: str, payload: bytes) -> str:
         f.write(payload)
     fs.mv(temporary, final)
     return final
+
+
+def save_checkpoint(directory_uri: str, epoch: int, payload: bytes, keep: int = 2) -> str:
+    """Writes epoch ``epoch``'s checkpoint atomically, then keeps only the ``keep`` newest.
+
+    Returns:
+        Where the checkpoint was written.
+    """
+    path = write_atomically(directory_uri, checkpoint_name(epoch), payload)
+    prune(directory_uri, keep=keep)
+    return path
+
+
+def load_checkpoint(directory_uri: str, epoch: int) -> bytes:
+    """The payload of epoch ``epoch``'s checkpoint (``FileNotFoundError`` if there is none)."""
+    fs, directory = fsspec.core.url_to_fs(directory_uri)
+    with fs.open(f"{directory.rstrip('/')}/{checkpoint_name(epoch)}", "rb") as f:
+        return f.read()
 
 
 def list_checkpoints(directory_uri: str) -> list[tuple[int, str]]:
@@ -58,7 +83,9 @@ def latest_checkpoint(directory_uri: str) -> tuple[int, bytes] | None:
 
 
 def prune(directory_uri: str, keep: int) -> None:
-    """Deletes all but the ``keep`` newest checkpoints."""
+    """Deletes all but the ``keep`` newest checkpoints (``keep`` >= 1)."""
+    if keep < 1:
+        raise InvalidParameterError(f"keep={keep} would delete the checkpoint a restart resumes from")
     fs, _ = fsspec.core.url_to_fs(directory_uri)
     for _, path in list_checkpoints(directory_uri)[:-keep]:
         fs.rm(path)

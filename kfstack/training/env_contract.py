@@ -33,11 +33,19 @@ def pytorchjob_env(
 
     Args:
         master_addr: What ``MASTER_ADDR`` resolves to (``<job>-master-0`` on a cluster).
-        replica_type: ``master`` or ``worker``.
+        replica_type: ``master`` or ``worker`` (any case: the CRD spells them ``Master``,
+            ``Worker``).
         index: The replica index within its type (Worker i has node rank i + 1).
         num_replicas: Master + Workers, one process per pod (nprocPerNode 1).
         port: The master's ``pytorchjob-port``.
+
+    Returns:
+        Variable name -> value, all strings, exactly the operator's set (no more, no less).
+
+    Raises:
+        InvalidParameterError: The replica does not exist in such a job.
     """
+    replica_type = replica_type.lower()
     if replica_type == MASTER:
         if index != 0:
             raise InvalidParameterError("a PyTorchJob has exactly one Master (index 0)")
@@ -84,11 +92,21 @@ class DistributedEnv:
     def from_env(cls, env: Mapping[str, str] | None = None) -> DistributedEnv:
         """Parses the operator's env (see the module docstring).
 
-        One process per pod is the supported layout: with ``PET_NPROC_PER_NODE`` > 1 the pod
-        must be started through torchrun, which sets a global ``RANK`` and ``LOCAL_RANK`` itself.
+        One process per pod (``nprocPerNode: 1``) is the supported layout. With
+        ``PET_NPROC_PER_NODE`` > 1 the operator's ``RANK`` is a *node* rank and ``WORLD_SIZE``
+        counts processes, so a pod must start its processes through ``torchrun``, which
+        replaces ``RANK`` with the global rank and sets ``LOCAL_RANK`` and ``TORCHELASTIC_RUN_ID``;
+        a process that sees the operator's values directly is refused.
+
+        Args:
+            env: The variables to read; default ``os.environ``.
+
+        Returns:
+            Rank 0 of 1 without ``WORLD_SIZE``, else what the variables say.
 
         Raises:
-            InvalidParameterError: The variables are inconsistent (e.g. RANK >= WORLD_SIZE).
+            InvalidParameterError: The variables are inconsistent (e.g. RANK >= WORLD_SIZE) or
+                describe several processes per pod without torchrun.
         """
         env = os.environ if env is None else env
         if "WORLD_SIZE" not in env:
@@ -98,8 +116,15 @@ class DistributedEnv:
             rank = int(env.get("RANK", "0"))
             local_rank = int(env.get("LOCAL_RANK", "0"))
             port = int(env.get("MASTER_PORT", DEFAULT_PYTORCHJOB_PORT))
+            nproc_per_node = int(env.get("PET_NPROC_PER_NODE", "1"))
         except ValueError as err:
             raise InvalidParameterError(f"malformed distributed env: {err}") from err
+        if nproc_per_node > 1 and "TORCHELASTIC_RUN_ID" not in env:
+            raise InvalidParameterError(
+                f"PET_NPROC_PER_NODE={nproc_per_node}: RANK={rank} is a node rank, not a process "
+                f"rank. Start the trainer through torchrun (which sets the global RANK) or use "
+                f"nprocPerNode: 1 with one replica per process"
+            )
         if world_size < 1 or not 0 <= rank < world_size:
             raise InvalidParameterError(f"RANK={rank} is not in [0, WORLD_SIZE={world_size})")
         if world_size > 1 and "MASTER_ADDR" not in env:

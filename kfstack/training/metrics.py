@@ -15,15 +15,11 @@ def roc_auc(labels: np.ndarray, scores: np.ndarray) -> float:
     negatives = labels.size - positives
     if positives == 0 or negatives == 0:
         return 0.5
-    order = np.argsort(scores, kind="mergesort")
-    sorted_scores = scores[order]
-    ranks = np.empty(scores.size, dtype=np.float64)
-    # Average rank within each run of equal scores.
-    boundaries = np.flatnonzero(np.diff(sorted_scores)) + 1
-    starts = np.concatenate(([0], boundaries))
-    ends = np.concatenate((boundaries, [scores.size]))
-    for start, end in zip(starts, ends):
-        ranks[order[start:end]] = (start + end + 1) / 2.0
+    # Average rank (1-based) of each distinct score: ties count as half-correct pairs.
+    _, inverse, counts = np.unique(scores, return_inverse=True, return_counts=True)
+    ends = np.cumsum(counts)
+    average_rank = ends - (counts - 1) / 2.0
+    ranks = average_rank[inverse]
     return float((ranks[labels].sum() - positives * (positives + 1) / 2.0) / (positives * negatives))
 
 
@@ -35,7 +31,10 @@ def log_loss(labels: np.ndarray, probabilities: np.ndarray) -> float:
 
 
 def confusion_matrix(labels: np.ndarray, probabilities: np.ndarray, threshold: float) -> list[list[int]]:
-    """``[[TN, FP], [FN, TP]]``: rows are the true class (0, 1), columns the predicted one."""
+    """``[[TN, FP], [FN, TP]]``: rows are the true class (0, 1), columns the predicted one.
+
+    A row is predicted positive when its probability is ``>= threshold``.
+    """
     y = np.asarray(labels).astype(bool)
     predicted = np.asarray(probabilities) >= threshold
     return [
@@ -45,6 +44,7 @@ def confusion_matrix(labels: np.ndarray, probabilities: np.ndarray, threshold: f
 
 
 def accuracy(labels: np.ndarray, probabilities: np.ndarray, threshold: float = 0.5) -> float:
+    """Share of rows whose prediction (``probability >= threshold``) equals the label."""
     (tn, _), (_, tp) = confusion_matrix(labels, probabilities, threshold)
     return (tn + tp) / len(labels) if len(labels) else 0.0
 
@@ -54,16 +54,35 @@ def roc_curve(
 ) -> tuple[list[float], list[float], list[float]]:
     """(fpr, tpr, thresholds), at most ``max_points`` points, all finite (KFP's UI needs that).
 
-    Thresholds run from high to low; the first point is (0, 0) at threshold 1.0.
+    Thresholds are observed scores (quantiles of them when there are many), from high to low; the first point is (0, 0) at threshold
+    1.0 (nothing predicted positive), the last predicts every row positive (1, 1).
+
+    Args:
+        labels: 0/1 per row.
+        probabilities: Scores in [0, 1].
+        max_points: Upper bound on the points returned (the KFP UI renders every one).
+
+    Returns:
+        ``(fpr, tpr, thresholds)`` as lists of Python floats of equal length.
     """
     y = np.asarray(labels).astype(bool)
     p = np.asarray(probabilities, dtype=np.float64)
-    thresholds = np.unique(np.quantile(p, np.linspace(1.0, 0.0, max_points - 1)))[::-1]
+    if p.size == 0:
+        return [0.0], [0.0], [1.0]
+    # Observed scores only (every point is reachable by some decision threshold): all of them
+    # when few, else evenly spaced quantiles of them.
+    distinct = np.unique(p)
+    if distinct.size > max_points - 1:
+        distinct = np.unique(np.quantile(p, np.linspace(0.0, 1.0, max_points - 1), method="lower"))
+    thresholds = distinct[::-1]
     thresholds = np.concatenate(([1.0 + EPSILON], thresholds))
     positives, negatives = max(int(y.sum()), 1), max(int((~y).sum()), 1)
-    fpr, tpr = [], []
-    for t in thresholds:
-        predicted = p >= t
-        tpr.append(float((predicted & y).sum() / positives))
-        fpr.append(float((predicted & ~y).sum() / negatives))
-    return fpr, tpr, [float(min(t, 1.0)) for t in thresholds]
+    # Rows scored >= t, per class, by binary search over each class's sorted scores.
+    positive_scores, negative_scores = np.sort(p[y]), np.sort(p[~y])
+    tp = positive_scores.size - np.searchsorted(positive_scores, thresholds, side="left")
+    fp = negative_scores.size - np.searchsorted(negative_scores, thresholds, side="left")
+    return (
+        (fp / negatives).tolist(),
+        (tp / positives).tolist(),
+        np.minimum(thresholds, 1.0).tolist(),
+    )

@@ -1,12 +1,16 @@
 """Runs a training job's replicas as local processes, the way the training-operator runs pods.
 
 One *attempt* starts every replica with its own env (built per attempt, so each gets a fresh
-port), streams each replica's output to this process prefixed with its name and keeps it in
-``<logs_dir>/attempt-<k>/<name>.log``. When any replica exits non-zero the others are stopped
+port), streams each replica's output to this process prefixed ``[rank i]`` and keeps it in
+``<logs_dir>/attempt-<k>/rank-<i>.log``. When any replica exits non-zero the others are stopped
 (SIGTERM, then SIGKILL after a grace period) and, like ``restartPolicy: OnFailure`` on a
 cluster, the whole group starts again -- the trainers resume from their latest checkpoint -- up
 to ``max_restarts`` times. After that :class:`TrainingFailedError` carries the failed replica's
-name, exit code and log tail.
+rank, role, exit code and log tail.
+
+Each replica gets ``OMP_NUM_THREADS`` (the cores split evenly over the replicas unless the
+caller or the replica's env says otherwise): N processes that each start one intra-op thread per
+core would oversubscribe the machine N times over.
 """
 
 from __future__ import annotations
@@ -33,23 +37,46 @@ LOG_TAIL_LINES = 40
 
 @dataclasses.dataclass(frozen=True)
 class ReplicaProcess:
-    """One replica to start: a name (``master-0``, ``worker-1``), its argv and its extra env."""
+    """One replica to start.
 
-    name: str
+    Attributes:
+        rank: Its rank in the group; names its log file and output prefix.
+        argv: The command line.
+        env: Variables added to this process's environment (e.g. the operator's contract).
+        role: What the operator would call its pod (``master-0``, ``worker-1``); shown in errors.
+    """
+
+    rank: int
     argv: list[str]
     env: dict[str, str]
+    role: str = ""
+
+    @property
+    def label(self) -> str:
+        return f"rank {self.rank}" + (f" ({self.role})" if self.role else "")
 
 
 @dataclasses.dataclass
 class GroupResult:
-    """How the group finished: attempts used and each replica's log of the last attempt."""
+    """How the group finished.
+
+    Attributes:
+        attempts: Attempts started (1 when nothing failed).
+        logs: Rank -> its log file in the last (successful) attempt.
+        attempt_logs: Attempt number -> rank -> log file, for every attempt.
+    """
 
     attempts: int
-    logs: dict[str, str]
+    logs: dict[int, str]
+    attempt_logs: dict[int, dict[int, str]] = dataclasses.field(default_factory=dict)
 
     @property
     def restarts(self) -> int:
         return self.attempts - 1
+
+
+class GroupCancelledError(Exception):
+    """This launcher got SIGTERM (a cancelled task): the replicas were stopped, nothing retried."""
 
 
 @dataclasses.dataclass
@@ -59,6 +86,8 @@ class _Running:
     log_path: str
     tail: collections.deque
     reader: threading.Thread
+    # When the replica's output ended (it exited); picks the first of several failures.
+    ended_at: list[float] = dataclasses.field(default_factory=list)
 
 
 def free_port() -> int:
@@ -68,30 +97,42 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def _pump(process: subprocess.Popen, name: str, log_path: str, tail: collections.deque, out: TextIO) -> None:
+def default_threads(processes: int) -> int:
+    """Intra-op threads per process so that ``processes`` of them share the cores evenly."""
+    return max(1, (os.cpu_count() or 1) // max(1, processes))
+
+
+def _pump(process: subprocess.Popen, rank: int, log_path: str, tail: collections.deque,
+          out: TextIO, ended_at: list[float]) -> None:
+    prefix = f"[rank {rank}] "
     with open(log_path, "w", encoding="utf-8") as log:
         for line in process.stdout:
             log.write(line)
             log.flush()
             tail.append(line.rstrip("\n"))
-            out.write(f"[{name}] {line}" if line.endswith("\n") else f"[{name}] {line}\n")
+            out.write(prefix + line if line.endswith("\n") else prefix + line + "\n")
             out.flush()
+    ended_at.append(time.monotonic())
 
 
-def _start(replica: ReplicaProcess, attempt_dir: str, out: TextIO) -> _Running:
-    log_path = os.path.join(attempt_dir, f"{replica.name}.log")
+def _start(replica: ReplicaProcess, attempt_dir: str, out: TextIO, threads: int) -> _Running:
+    log_path = os.path.join(attempt_dir, f"rank-{replica.rank}.log")
+    env = {**os.environ, "OMP_NUM_THREADS": str(threads), **replica.env, "PYTHONUNBUFFERED": "1"}
     process = subprocess.Popen(
         replica.argv,
-        env={**os.environ, **replica.env, "PYTHONUNBUFFERED": "1"},
+        env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
         bufsize=1,
     )
     tail: collections.deque = collections.deque(maxlen=LOG_TAIL_LINES)
-    reader = threading.Thread(target=_pump, args=(process, replica.name, log_path, tail, out), daemon=True)
+    ended_at: list[float] = []
+    reader = threading.Thread(
+        target=_pump, args=(process, replica.rank, log_path, tail, out, ended_at), daemon=True
+    )
     reader.start()
-    return _Running(replica, process, log_path, tail, reader)
+    return _Running(replica, process, log_path, tail, reader, ended_at)
 
 
 def _stop(running: list[_Running], grace_seconds: float) -> None:
@@ -111,8 +152,44 @@ def _stop(running: list[_Running], grace_seconds: float) -> None:
 
 def _describe_exit(code: int) -> str:
     if code < 0:
-        return f"killed by {signal.Signals(-code).name}"
+        try:
+            return f"killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
     return f"exit code {code}"
+
+
+def _first_failure(running: list[_Running]) -> _Running | None:
+    """The replica that failed first: the others often fail *because* of it (lost peer)."""
+    failed = [r for r in running if r.process.poll() not in (None, 0)]
+    if not failed:
+        return None
+    # The peers of a dead rank notice within moments; give their exits time to be recorded
+    # so that the root cause, not a "connection reset" follower, is reported.
+    for r in failed:
+        r.reader.join(timeout=2)
+    return min(failed, key=lambda r: r.ended_at[0] if r.ended_at else float("inf"))
+
+
+class _SigtermAsError:
+    """Turns SIGTERM into :class:`GroupCancelledError` while the group runs (main thread only).
+
+    A cancelled KFP task (or a deleted pod) gets SIGTERM; without this the launcher would die at
+    once and orphan its replicas instead of stopping them.
+    """
+
+    def __enter__(self) -> None:
+        self.previous = None
+        if threading.current_thread() is threading.main_thread():
+            self.previous = signal.signal(signal.SIGTERM, self._raise)
+
+    def __exit__(self, *exc) -> None:
+        if self.previous is not None:
+            signal.signal(signal.SIGTERM, self.previous)
+
+    @staticmethod
+    def _raise(signum, frame) -> None:
+        raise GroupCancelledError("the launcher received SIGTERM; replicas were stopped")
 
 
 def run_process_group(
@@ -120,59 +197,74 @@ def run_process_group(
     logs_dir: str,
     max_restarts: int,
     on_group_started: Callable[[int, list[subprocess.Popen]], None] | None = None,
+    threads_per_process: int | None = None,
     grace_seconds: float = 10.0,
-    poll_seconds: float = 0.1,
+    poll_seconds: float = 0.05,
     out: TextIO | None = None,
 ) -> GroupResult:
     """Runs attempts until every replica exits 0 or the restarts are used up.
 
     Args:
-        build_replicas: Attempt number (1-based) -> the replicas to start.
-        logs_dir: Local directory for ``attempt-<k>/<name>.log``.
+        build_replicas: Attempt number (1-based) -> the replicas to start (a fresh env per
+            attempt, e.g. a new free port, since the old one may linger in TIME_WAIT).
+        logs_dir: Local directory for ``attempt-<k>/rank-<i>.log``.
         max_restarts: Whole-group restarts after a failure (0: fail on the first one).
-        on_group_started: Called with the attempt number and the started processes (tests use
-            it to kill a replica mid-training).
+        on_group_started: Called with the attempt number and the started processes, in the
+            order ``build_replicas`` returned them (tests use it to kill a replica mid-run).
+        threads_per_process: ``OMP_NUM_THREADS`` of each replica unless its own env sets it;
+            default: the cores split evenly (:func:`default_threads`).
         grace_seconds: Time between SIGTERM and SIGKILL when stopping the others.
         poll_seconds: How often exit codes are checked.
         out: Where the prefixed live output goes (default: stdout).
 
+    Returns:
+        Attempts used and the log file of every rank.
+
     Raises:
-        TrainingFailedError: The last allowed attempt failed; names the replica and its log tail.
+        TrainingFailedError: The last allowed attempt failed; names the rank, its exit code and
+            the tail of its log.
+        GroupCancelledError: This process got SIGTERM; every replica was stopped first.
     """
     out = out or sys.stdout
+    attempt_logs: dict[int, dict[int, str]] = {}
     attempt = 0
     while True:
         attempt += 1
         attempt_dir = os.path.join(logs_dir, f"attempt-{attempt}")
         os.makedirs(attempt_dir, exist_ok=True)
         replicas = build_replicas(attempt)
-        logger.info("attempt %d: starting %s", attempt, ", ".join(r.name for r in replicas))
-        running = [_start(r, attempt_dir, out) for r in replicas]
+        threads = threads_per_process or default_threads(len(replicas))
+        logger.info("attempt %d: starting %s", attempt, ", ".join(r.label for r in replicas))
+        running: list[_Running] = []
         failed: _Running | None = None
-        try:
-            if on_group_started is not None:
-                on_group_started(attempt, [r.process for r in running])
-            while True:
-                codes = [r.process.poll() for r in running]
-                failed = next((r for r, c in zip(running, codes) if c not in (None, 0)), None)
-                if failed is not None or all(c == 0 for c in codes):
-                    break
-                time.sleep(poll_seconds)
-        finally:
-            # Also on KeyboardInterrupt / SIGTERM of this launcher: never orphan a replica.
-            _stop(running, grace_seconds)
-        logs = {r.replica.name: r.log_path for r in running}
+        with _SigtermAsError():
+            try:
+                running.extend(_start(r, attempt_dir, out, threads) for r in replicas)
+                if on_group_started is not None:
+                    on_group_started(attempt, [r.process for r in running])
+                while True:
+                    codes = [r.process.poll() for r in running]
+                    if any(c not in (None, 0) for c in codes):
+                        failed = _first_failure(running)
+                        break
+                    if all(c == 0 for c in codes):
+                        break
+                    time.sleep(poll_seconds)
+            finally:
+                # Also on KeyboardInterrupt / SIGTERM of this launcher: never orphan a replica.
+                _stop(running, grace_seconds)
+        attempt_logs[attempt] = {r.replica.rank: r.log_path for r in running}
         if failed is None:
-            return GroupResult(attempts=attempt, logs=logs)
+            return GroupResult(attempts=attempt, logs=attempt_logs[attempt], attempt_logs=attempt_logs)
         reason = _describe_exit(failed.process.returncode)
         tail = "\n".join(failed.tail)
         if attempt > max_restarts:
             raise TrainingFailedError(
-                f"{failed.replica.name} failed ({reason}) on attempt {attempt} of "
-                f"{max_restarts + 1}; the other replicas were stopped. Last lines of its log "
+                f"{failed.replica.label} failed ({reason}) on attempt {attempt} of "
+                f"{max_restarts + 1}; the other ranks were stopped. Last lines of its log "
                 f"({failed.log_path}):\n{tail}"
             )
         logger.warning(
             "attempt %d: %s failed (%s); restarting the group from the latest checkpoint "
-            "(%d of %d restarts)", attempt, failed.replica.name, reason, attempt, max_restarts,
+            "(restart %d of %d)", attempt, failed.replica.label, reason, attempt, max_restarts,
         )

@@ -3,20 +3,30 @@
 from __future__ import annotations
 
 import fsspec
+import fsspec.implementations.local
 import numpy as np
+import pyarrow as pa
 import pyarrow.parquet as pq
 
-from kfstack.errors import InvalidParameterError
+from kfstack.errors import DataQualityError, InvalidParameterError
 
 
 def list_shards(split_uri: str) -> list[str]:
-    """The split's ``*.parquet`` files (any fsspec URI), sorted so every rank sees one order."""
+    """The split's ``*.parquet`` files (any fsspec URI), sorted so every rank sees one order.
+
+    Spark's ``_SUCCESS`` marker and other files are ignored.
+
+    Raises:
+        InvalidParameterError: ``split_uri`` is not a directory.
+    """
     fs, path = fsspec.core.url_to_fs(split_uri)
     if not fs.isdir(path):
         raise InvalidParameterError(f"{split_uri} is not a directory of Parquet shards")
     files = sorted(p for p in fs.ls(path, detail=False) if p.endswith(".parquet"))
-    protocol = fs.protocol if isinstance(fs.protocol, str) else fs.protocol[0]
-    return files if protocol in ("file", "local") else [f"{protocol}://{p}" for p in files]
+    if isinstance(fs, fsspec.implementations.local.LocalFileSystem):
+        return files
+    # Object-store listings drop the scheme; put it back so the URIs open on any rank.
+    return [fs.unstrip_protocol(p) for p in files]
 
 
 def shards_for_rank(shards: list[str], rank: int, world_size: int) -> list[str]:
@@ -34,11 +44,31 @@ def shards_for_rank(shards: list[str], rank: int, world_size: int) -> list[str]:
 
 
 def read_shards(shards: list[str], columns: list[str]) -> dict[str, np.ndarray]:
-    """Reads and concatenates ``columns`` of the given shards into NumPy arrays."""
+    """Reads and concatenates ``columns`` of the given shards into NumPy arrays.
+
+    Args:
+        shards: Shard URIs (local paths or any fsspec URI).
+        columns: Columns to read; a missing one is an error naming the shard.
+
+    Returns:
+        Column name -> one array over all shards, in shard order.
+
+    Raises:
+        DataQualityError: A shard is not Parquet or lacks one of ``columns``.
+    """
     tables = []
     for uri in shards:
         with fsspec.open(uri, "rb") as f:
-            tables.append(pq.read_table(f, columns=columns))
+            try:
+                parquet = pq.ParquetFile(f)
+            except pa.ArrowException as err:
+                raise DataQualityError(f"{uri} is not a readable Parquet shard: {err}") from err
+            missing = [c for c in columns if c not in parquet.schema_arrow.names]
+            if missing:
+                raise DataQualityError(
+                    f"{uri} lacks columns {missing}: was it written with this feature spec?"
+                )
+            tables.append(parquet.read(columns=columns))
     if not tables:
         return {c: np.empty(0) for c in columns}
     return {c: np.concatenate([t[c].to_numpy() for t in tables]) for c in columns}

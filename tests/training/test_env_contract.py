@@ -45,3 +45,17 @@ def test_round_trip_through_the_env():
 def test_inconsistent_env_is_a_clear_error(env):
     with pytest.raises(InvalidParameterError):
         DistributedEnv.from_env(env)
+
+
+def test_the_crd_spelling_of_replica_types_is_accepted():
+    assert pytorchjob_env("a", "Worker", 0, 2) == pytorchjob_env("a", "worker", 0, 2)
+
+
+def test_several_processes_per_pod_need_torchrun():
+    operator_env = {**pytorchjob_env("a", "worker", 0, 2), "PET_NPROC_PER_NODE": "4", "WORLD_SIZE": "8"}
+    with pytest.raises(InvalidParameterError, match="torchrun"):
+        DistributedEnv.from_env(operator_env)
+    # What torchrun hands its third process on node 1: a global RANK and a LOCAL_RANK.
+    under_torchrun = {**operator_env, "RANK": "6", "LOCAL_RANK": "2", "TORCHELASTIC_RUN_ID": "j"}
+    env = DistributedEnv.from_env(under_torchrun)
+    assert (env.rank, env.local_rank, env.world_size) == (6, 2, 8)

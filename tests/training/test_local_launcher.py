@@ -1,5 +1,7 @@
 """The local launcher's failure handling: stop the others, keep the log tail, restart the group."""
 
+import io
+import os
 import signal
 import sys
 import time
@@ -9,39 +11,96 @@ import pytest
 from kfstack.components.training.train_pytorch.launcher import launch_pytorch_training
 from kfstack.errors import TrainingFailedError
 from kfstack.training import checkpoints
-from kfstack.training.process_group import ReplicaProcess, run_process_group
+from kfstack.training.process_group import GroupCancelledError, ReplicaProcess, run_process_group
 from tests.training.conftest import make_feature_dir
 from tests.training.test_trainer import katib_metrics
 
 SLEEPER = [sys.executable, "-c", "import time; print('waiting', flush=True); time.sleep(120)"]
 FAILER = [sys.executable, "-c", "import sys; print('loading shards'); print('boom: disk full'); sys.exit(3)"]
+SHOW_THREADS = [sys.executable, "-c", "import os; print('threads', os.environ['OMP_NUM_THREADS'])"]
 
 
 def test_one_failing_replica_fails_the_group_with_its_log_tail(tmp_path):
+    started_processes = []
+    out = io.StringIO()
     started = time.monotonic()
     with pytest.raises(TrainingFailedError) as err:
         run_process_group(
-            lambda attempt: [ReplicaProcess("master-0", SLEEPER, {}), ReplicaProcess("worker-0", FAILER, {})],
-            logs_dir=str(tmp_path), max_restarts=0, grace_seconds=5,
+            lambda attempt: [ReplicaProcess(0, SLEEPER, {}, "master-0"),
+                             ReplicaProcess(1, FAILER, {}, "worker-0")],
+            logs_dir=str(tmp_path), max_restarts=0, grace_seconds=5, out=out,
+            on_group_started=lambda attempt, processes: started_processes.extend(processes),
         )
     message = str(err.value)
-    assert "worker-0 failed (exit code 3) on attempt 1 of 1" in message
+    assert "rank 1 (worker-0) failed (exit code 3) on attempt 1 of 1" in message
     assert "boom: disk full" in message
-    # The sleeping master was stopped, not waited for.
+    # The sleeping master was stopped (SIGTERM), not waited for.
+    assert started_processes[0].returncode == -signal.SIGTERM
     assert time.monotonic() - started < 60
-    assert "waiting" in (tmp_path / "attempt-1" / "master-0.log").read_text()
+    assert "waiting" in (tmp_path / "attempt-1" / "rank-0.log").read_text()
+    assert "[rank 1] boom: disk full" in out.getvalue()
 
 
 def test_the_group_restarts_until_an_attempt_succeeds(tmp_path):
     def replicas(attempt):
         # Fails on the first two attempts, like a pod that lost its node.
         code = 1 if attempt < 3 else 0
-        return [ReplicaProcess("master-0", [sys.executable, "-c", f"raise SystemExit({code})"], {})]
+        return [ReplicaProcess(0, [sys.executable, "-c", f"raise SystemExit({code})"], {})]
 
     result = run_process_group(replicas, logs_dir=str(tmp_path), max_restarts=2)
     assert (result.attempts, result.restarts) == (3, 2)
+    assert sorted(result.attempt_logs) == [1, 2, 3]
+    assert result.logs == {0: str(tmp_path / "attempt-3" / "rank-0.log")}
     with pytest.raises(TrainingFailedError, match="attempt 2 of 2"):
         run_process_group(replicas, logs_dir=str(tmp_path / "again"), max_restarts=1)
+
+
+def test_each_replica_gets_its_share_of_the_cores(tmp_path):
+    replicas = lambda attempt: [ReplicaProcess(r, SHOW_THREADS, {}) for r in range(2)]  # noqa: E731
+    result = run_process_group(replicas, logs_dir=str(tmp_path / "default"), max_restarts=0)
+    expected = max(1, (os.cpu_count() or 1) // 2)
+    for path in result.logs.values():
+        assert open(path).read().strip() == f"threads {expected}"
+    result = run_process_group(replicas, logs_dir=str(tmp_path / "given"), max_restarts=0,
+                               threads_per_process=3)
+    assert open(result.logs[1]).read().strip() == "threads 3"
+
+
+def test_sigterm_to_the_launcher_stops_every_replica(tmp_path):
+    started_processes = []
+
+    def cancel(attempt, processes):
+        started_processes.extend(processes)
+        os.kill(os.getpid(), signal.SIGTERM)  # what a cancelled KFP task gets
+        time.sleep(5)  # the handler raises before this ends
+
+    previous = signal.getsignal(signal.SIGTERM)
+    with pytest.raises(GroupCancelledError):
+        run_process_group(lambda attempt: [ReplicaProcess(0, SLEEPER, {})],
+                          logs_dir=str(tmp_path), max_restarts=3, on_group_started=cancel,
+                          grace_seconds=5)
+    assert started_processes[0].poll() is not None
+    assert signal.getsignal(signal.SIGTERM) is previous
+    assert not (tmp_path / "attempt-2").exists()  # a cancel is not a failure to retry
+
+
+def test_a_rank_that_cannot_read_its_shard_fails_the_ddp_group(tmp_path):
+    """A real trainer failure: rank 1's shard is corrupt; rank 0 waits in a collective."""
+    features = make_feature_dir(tmp_path / "features", rows=2000, shards=2, seed=2)
+    (tmp_path / "features" / "train" / "part-00001.parquet").write_bytes(b"not parquet at all")
+    started_processes = []
+    with pytest.raises(TrainingFailedError) as err:
+        launch_pytorch_training(
+            platform="local", features_uri=features, model_uri=str(tmp_path / "model"),
+            logs_uri=str(tmp_path / "logs"), epochs=1, workers=2, batch_size=64,
+            learning_rate=0.01, max_restarts=0, threads_per_worker=1,
+            on_group_started=lambda attempt, processes: started_processes.extend(processes),
+        )
+    message = str(err.value)
+    assert message.startswith("rank 1 (worker-0) failed (exit code 1) on attempt 1 of 1")
+    assert "part-00001.parquet is not a readable Parquet shard" in message  # from its log
+    assert started_processes[0].returncode != 0  # rank 0 did not outlive the group
+    assert not (tmp_path / "model" / "model.onnx").exists()
 
 
 def test_killed_rank_restarts_the_group_which_resumes_from_the_checkpoint(tmp_path):
@@ -68,7 +127,7 @@ def test_killed_rank_restarts_the_group_which_resumes_from_the_checkpoint(tmp_pa
     )
     assert killed, "the worker finished before it could be killed"
     assert metrics["restarts"] == 1
-    master_after = (logs / "attempt-2" / "master-0.log").read_text()
+    master_after = (logs / "attempt-2" / "rank-0.log").read_text()
     assert "resumed from checkpoint of epoch" in master_after
     epochs_after = [m["epoch"] for m in katib_metrics(master_after)]
     assert epochs_after and epochs_after[0] > 1 and epochs_after[-1] == 5

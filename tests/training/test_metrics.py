@@ -39,3 +39,15 @@ def test_roc_curve_is_finite_monotone_and_bounded():
     assert all(math.isfinite(t) for t in thresholds)
     assert fpr[0] == tpr[0] == 0.0 and fpr[-1] == tpr[-1] == 1.0
     assert fpr == sorted(fpr) and tpr == sorted(tpr)
+
+
+def test_roc_curve_points_by_hand():
+    labels = np.array([0, 0, 1, 1])
+    probs = np.array([0.1, 0.4, 0.35, 0.8])
+    fpr, tpr, thresholds = metrics.roc_curve(labels, probs, max_points=10)
+    # Thresholds are the distinct scores, high to low, after the "nothing positive" point.
+    assert thresholds == [1.0, 0.8, 0.4, 0.35, 0.1]
+    assert tpr == [0.0, 0.5, 0.5, 1.0, 1.0]
+    assert fpr == [0.0, 0.0, 0.5, 0.5, 1.0]
+    # Trapezoids under these points give the rank-based AUC.
+    assert np.trapezoid(tpr, fpr) == metrics.roc_auc(labels, probs) == 0.75

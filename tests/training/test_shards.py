@@ -1,8 +1,11 @@
 """Each rank reads its own shards: balanced, disjoint, covering."""
 
+import fsspec
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
-from kfstack.errors import InvalidParameterError
+from kfstack.errors import DataQualityError, InvalidParameterError
 from kfstack.training.shards import list_shards, read_shards, shards_for_rank
 
 
@@ -28,3 +31,20 @@ def test_listing_and_reading_real_shards(feature_dir):
     both = read_shards(shards, ["label"])
     assert len(mine["label"]) == len(mine["num__signal"]) == 2000
     assert len(both["label"]) == 4000
+
+
+def test_shards_on_a_non_local_filesystem_keep_their_scheme():
+    fs = fsspec.filesystem("memory")
+    for i in (1, 0):
+        with fs.open(f"/kfstack-test/train/part-{i}.parquet", "wb") as f:
+            pq.write_table(pa.table({"label": [i, i]}), f)
+    fs.pipe("/kfstack-test/train/_SUCCESS", b"")
+    shards = list_shards("memory://kfstack-test/train")
+    assert shards == ["memory:///kfstack-test/train/part-0.parquet",
+                      "memory:///kfstack-test/train/part-1.parquet"]
+    assert read_shards(shards, ["label"])["label"].tolist() == [0, 0, 1, 1]
+
+
+def test_a_shard_without_the_spec_columns_is_a_data_error(feature_dir):
+    with pytest.raises(DataQualityError, match="lacks columns"):
+        read_shards(list_shards(f"{feature_dir}/test"), ["label", "cat__missing"])

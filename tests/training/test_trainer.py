@@ -44,8 +44,8 @@ def test_two_ranks_train_with_ddp_and_learn(two_rank_run):
     assert metrics["world_size"] == 2 and metrics["restarts"] == 0
     assert metrics["val_auc"] > 0.75  # the synthetic label is learnable
     assert metrics["samples_per_second"] > 0
-    master_log = (root / "logs" / "attempt-1" / "master-0.log").read_text()
-    worker_log = (root / "logs" / "attempt-1" / "worker-0.log").read_text()
+    master_log = (root / "logs" / "attempt-1" / "rank-0.log").read_text()
+    worker_log = (root / "logs" / "attempt-1" / "rank-1.log").read_text()
     assert "rank 0 of 2" in master_log and "rank 1 of 2" in worker_log
     # Each rank read one of the two 2000-row train shards.
     assert "2000 train rows" in master_log and "2000 train rows" in worker_log
@@ -53,11 +53,11 @@ def test_two_ranks_train_with_ddp_and_learn(two_rank_run):
 
 def test_rank0_prints_one_katib_line_per_epoch(two_rank_run):
     root, metrics = two_rank_run
-    master = katib_metrics((root / "logs" / "attempt-1" / "master-0.log").read_text())
+    master = katib_metrics((root / "logs" / "attempt-1" / "rank-0.log").read_text())
     assert [m["epoch"] for m in master] == [1, 2, 3]
     assert set(master[-1]) == {"epoch", "val_auc", "val_logloss", "val_accuracy"}
     assert abs(master[-1]["val_auc"] - metrics["val_auc"]) < 1e-4
-    assert katib_metrics((root / "logs" / "attempt-1" / "worker-0.log").read_text()) == []
+    assert katib_metrics((root / "logs" / "attempt-1" / "rank-1.log").read_text()) == []
 
 
 def test_export_matches_the_checkpointed_torch_model(two_rank_run, feature_dir):

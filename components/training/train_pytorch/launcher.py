@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 from collections.abc import Callable
 
@@ -24,6 +25,7 @@ from kfstack.training.process_group import ReplicaProcess, free_port, run_proces
 TRAINER_MODULE = "kfstack.components.training.train_pytorch.trainer"
 METRICS_FILE = "training_metrics.json"
 CHECKPOINT_DIR = "checkpoints"
+LOOPBACK = "127.0.0.1"
 
 
 def validate_parameters(*, features_uri: str, epochs: int, workers: int, batch_size: int,
@@ -47,20 +49,21 @@ def validate_parameters(*, features_uri: str, epochs: int, workers: int, batch_s
         shards.shards_for_rank(shards.list_shards(f"{features_uri.rstrip('/')}/{split}"), 0, workers)
 
 
-def local_replicas(workers: int, trainer_args: list[str], threads_per_worker: int) -> Callable[[int], list[ReplicaProcess]]:
-    """Per attempt: one Master and ``workers - 1`` Workers with the PyTorchJob env."""
+def local_replicas(workers: int, trainer_args: list[str]) -> Callable[[int], list[ReplicaProcess]]:
+    """Per attempt: one Master and ``workers - 1`` Workers with the PyTorchJob env.
+
+    The env is rebuilt per attempt with a new free port: the previous master's port can still be
+    in TIME_WAIT when the group restarts.
+    """
 
     def build(attempt: int) -> list[ReplicaProcess]:
         port = free_port()
         argv = [sys.executable, "-m", TRAINER_MODULE, *trainer_args]
-        threads = {"OMP_NUM_THREADS": str(threads_per_worker)}
-        if workers == 1:
-            # A one-replica PyTorchJob still gets WORLD_SIZE=1; the trainer then skips DDP.
-            return [ReplicaProcess("master-0", argv, {**pytorchjob_env("127.0.0.1", MASTER, 0, 1, port), **threads})]
-        replicas = [ReplicaProcess("master-0", argv, {**pytorchjob_env("127.0.0.1", MASTER, 0, workers, port), **threads})]
+        # A one-replica PyTorchJob still gets WORLD_SIZE=1; the trainer then skips DDP.
+        replicas = [ReplicaProcess(0, argv, pytorchjob_env(LOOPBACK, MASTER, 0, workers, port), "master-0")]
         for i in range(workers - 1):
-            env = pytorchjob_env("127.0.0.1", WORKER, i, workers, port)
-            replicas.append(ReplicaProcess(f"worker-{i}", argv, {**env, **threads}))
+            env = pytorchjob_env(LOOPBACK, WORKER, i, workers, port)
+            replicas.append(ReplicaProcess(i + 1, argv, env, f"worker-{i}"))
         return replicas
 
     return build
@@ -79,7 +82,7 @@ def launch_pytorch_training(
     max_restarts: int,
     seed: int = 42,
     threads_per_worker: int | None = None,
-    on_group_started=None,
+    on_group_started: Callable[[int, list[subprocess.Popen]], None] | None = None,
 ) -> dict[str, float]:
     """Trains and returns flat metrics: ``val_auc``, ``val_log_loss``, ``val_accuracy``,
     ``samples_per_second``, ``restarts``, ``world_size``.
@@ -101,7 +104,6 @@ def launch_pytorch_training(
     validate_parameters(features_uri=features_uri, epochs=epochs, workers=workers,
                         batch_size=batch_size, learning_rate=learning_rate, max_restarts=max_restarts)
     os.makedirs(logs_uri, exist_ok=True)
-    threads = threads_per_worker or max(1, (os.cpu_count() or 1) // workers)
     trainer_args = [
         "--features-uri", features_uri, "--model-uri", model_uri,
         "--checkpoint-uri", os.path.join(logs_uri, CHECKPOINT_DIR),
@@ -109,8 +111,8 @@ def launch_pytorch_training(
         "--learning-rate", str(learning_rate), "--seed", str(seed),
     ]
     result = run_process_group(
-        local_replicas(workers, trainer_args, threads), logs_dir=logs_uri,
-        max_restarts=max_restarts, on_group_started=on_group_started,
+        local_replicas(workers, trainer_args), logs_dir=logs_uri, max_restarts=max_restarts,
+        on_group_started=on_group_started, threads_per_process=threads_per_worker,
     )
     with fsspec.open(f"{model_uri.rstrip('/')}/{METRICS_FILE}") as f:
         trained = json.load(f)

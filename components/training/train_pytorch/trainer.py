@@ -72,16 +72,42 @@ class RankData:
         return self.labels.shape[0]
 
 
+def agree_on_resume_epoch(checkpoint_uri: str, env: DistributedEnv, device: torch.device) -> int:
+    """The epoch every rank resumes from (0: none): rank 0's newest checkpoint, broadcast.
+
+    Ranks that listed the directory themselves could disagree (a listing that lags on an object
+    store) and would then train different models under one DDP group.
+    """
+    found = checkpoints.list_checkpoints(checkpoint_uri) if env.is_chief else []
+    epoch = torch.tensor([found[-1][0] if found else 0], dtype=torch.int64, device=device)
+    if env.is_distributed:
+        dist.broadcast(epoch, src=0)
+    return int(epoch.item())
+
+
 def _autocast(device: torch.device):
     # bf16 keeps fp32's exponent range, so no loss scaling is needed (unlike fp16).
     return torch.autocast("cuda", dtype=torch.bfloat16, enabled=device.type == "cuda")
 
 
 def steps_per_epoch(local_rows: int, per_rank_batch: int, env: DistributedEnv, device: torch.device) -> int:
-    """The same step count on every rank: the smallest rank's number of full batches (>= 1)."""
-    steps = torch.tensor([max(1, local_rows // per_rank_batch)], device=device)
+    """The same step count on every rank: the smallest rank's number of full batches.
+
+    DDP's all-reduce in ``backward`` waits for every rank, so a rank that ran out of batches
+    early would leave the others blocked until the process-group timeout.
+
+    Raises:
+        InvalidParameterError: Some rank has less than one batch (on every rank alike, since
+            all see the same minimum).
+    """
+    steps = torch.tensor([local_rows // per_rank_batch], device=device)
     if env.is_distributed:
         dist.all_reduce(steps, op=dist.ReduceOp.MIN)
+    if int(steps.item()) < 1:
+        raise InvalidParameterError(
+            f"some rank has fewer train rows than its batch of {per_rank_batch} "
+            f"(this rank: {local_rows}); lower batch_size or write larger shards"
+        )
     return int(steps.item())
 
 
@@ -133,19 +159,23 @@ def export_onnx(classifier: DelayClassifier, spec: FeatureSpec, sample: RankData
     import onnxruntime  # deferred: only rank 0 exports
 
     serving = DelayProbability(classifier).cpu().float().eval()
+    # >= 2 rows: the exporter specialises a batch dimension of size 1 to a constant.
     n = min(len(sample), 512)
+    if n < 2:
+        raise TrainingFailedError("the validation split needs at least 2 rows to export the model")
     categorical = sample.categorical[:n].cpu()
     numeric = sample.numeric[:n].cpu()
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, MODEL_FILE)
+        # One symbolic batch dimension shared by both inputs (and so by the output).
+        batch = torch.export.Dim("batch")
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # exporter chatter about merged dynamic axis names
             torch.onnx.export(
                 serving, (categorical, numeric), path,
                 input_names=["categorical", "numeric"], output_names=["probability"],
-                dynamic_axes={"categorical": {0: "batch"}, "numeric": {0: "batch"},
-                              "probability": {0: "batch"}},
-                external_data=False,
+                dynamic_shapes={"categorical": {0: batch}, "numeric": {0: batch}},
+                external_data=False, verbose=False,
             )
         session = onnxruntime.InferenceSession(path, providers=["CPUExecutionProvider"])
         onnx_out = session.run(None, {"categorical": categorical.numpy(), "numeric": numeric.numpy()})[0]
@@ -164,6 +194,11 @@ def export_onnx(classifier: DelayClassifier, spec: FeatureSpec, sample: RankData
 
 
 def train(args: argparse.Namespace) -> dict[str, float] | None:
+    """Runs this rank's part of the job (see the module docstring).
+
+    Returns:
+        On rank 0 what it wrote to ``training_metrics.json``; ``None`` on the other ranks.
+    """
     env = DistributedEnv.from_env()
     device = torch.device(f"cuda:{env.local_rank}" if torch.cuda.is_available() else "cpu")
     if device.type == "cuda":
@@ -185,19 +220,21 @@ def train(args: argparse.Namespace) -> dict[str, float] | None:
     logger.info("rank %d: %d train rows, %d steps/epoch of %d", env.rank, len(train_data), steps, per_rank_batch)
 
     classifier = DelayClassifier(ModelConfig(tuple(spec.cardinalities), len(spec.numeric))).to(device)
-    # The fused CUDA kernel updates every parameter in one launch (the MLP is launch-bound).
-    optimizer = torch.optim.Adam(classifier.parameters(), lr=args.learning_rate, fused=device.type == "cuda")
+    # The fused kernel (CUDA and CPU) updates all parameters in one call: per-tensor Adam was a
+    # third of a CPU step for this small, overhead-bound MLP.
+    optimizer = torch.optim.Adam(classifier.parameters(), lr=args.learning_rate, fused=True)
     history: list[dict[str, float]] = []
     start_epoch, train_seconds, samples = 1, 0.0, 0
-    resumed = checkpoints.latest_checkpoint(args.checkpoint_uri)
-    if resumed is not None:
-        epoch, payload = resumed
+    resume_epoch = agree_on_resume_epoch(args.checkpoint_uri, env, device)
+    if resume_epoch:
+        payload = checkpoints.load_checkpoint(args.checkpoint_uri, resume_epoch)
         state = torch.load(io.BytesIO(payload), map_location=device, weights_only=False)
         classifier.load_state_dict(state["model"])
         optimizer.load_state_dict(state["optimizer"])
+        torch.set_rng_state(state["rng"].cpu())
         history, train_seconds, samples = state["history"], state["train_seconds"], state["samples"]
-        start_epoch = epoch + 1
-        logger.info("rank %d: resumed from checkpoint of epoch %d", env.rank, epoch)
+        start_epoch = resume_epoch + 1
+        logger.info("rank %d: resumed from checkpoint of epoch %d", env.rank, resume_epoch)
     model: nn.Module = classifier
     if env.is_distributed:
         model = DistributedDataParallel(classifier, device_ids=[device.index] if device.type == "cuda" else None)
@@ -208,11 +245,15 @@ def train(args: argparse.Namespace) -> dict[str, float] | None:
         generator = torch.Generator(device=device).manual_seed(args.seed * 100_003 + epoch * 1_009 + env.rank)
         order = torch.randperm(len(train_data), generator=generator, device=device)
         started = time.perf_counter()
+        # One gather per epoch, then every batch is a contiguous slice (a view, no copy).
+        categorical = train_data.categorical.index_select(0, order)
+        numeric = train_data.numeric.index_select(0, order)
+        labels = train_data.labels.index_select(0, order)
         for step in range(steps):
-            index = order[step * per_rank_batch:(step + 1) * per_rank_batch]
+            batch = slice(step * per_rank_batch, (step + 1) * per_rank_batch)
             with _autocast(device):
-                logits = model(train_data.categorical[index], train_data.numeric[index])
-            loss = loss_fn(logits.float(), train_data.labels[index])
+                logits = model(categorical[batch], numeric[batch])
+            loss = loss_fn(logits.float(), labels[batch])
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             optimizer.step()
@@ -229,13 +270,12 @@ def train(args: argparse.Namespace) -> dict[str, float] | None:
             history.append({"epoch": epoch, **scores})
             print(katib_line(epoch, scores), flush=True)
             state = {"model": classifier.state_dict(), "optimizer": optimizer.state_dict(),
-                     "epoch": epoch, "history": history, "train_seconds": train_seconds,
-                     "samples": samples}
-            checkpoints.write_atomically(
-                args.checkpoint_uri, checkpoints.checkpoint_name(epoch),
-                checkpoints.to_bytes(torch.save, state),
+                     "epoch": epoch, "rng": torch.get_rng_state(), "history": history,
+                     "train_seconds": train_seconds, "samples": samples}
+            checkpoints.save_checkpoint(
+                args.checkpoint_uri, epoch, checkpoints.to_bytes(torch.save, state),
+                keep=CHECKPOINTS_KEPT,
             )
-            checkpoints.prune(args.checkpoint_uri, keep=CHECKPOINTS_KEPT)
         if env.is_distributed:
             dist.barrier()  # nobody runs ahead of a checkpoint a restart would resume from
 
@@ -282,6 +322,8 @@ def main(argv: list[str] | None = None) -> int:
     # Our progress at INFO; the ONNX exporter's pass-by-pass chatter only when it warns.
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("kfstack").setLevel(logging.INFO)
+    # The exporter warns about optional torchvision ops this model never uses.
+    logging.getLogger("torch.onnx").setLevel(logging.ERROR)
     train(parse_args(argv))
     return 0
 

@@ -1,0 +1,10 @@
+"""``python -m benchmarks`` (``make bench``): every CPU benchmark, one after the other.
+
+They run serially because each measures the whole machine. The GPU benchmark
+(``python -m benchmarks.gpu_throughput``) needs a CUDA device and runs only when asked.
+"""
+
+from benchmarks import ddp_scaling, main_job, spark_vs_duckdb
+
+for benchmark in (main_job, spark_vs_duckdb, ddp_scaling):
+    benchmark.main([])
