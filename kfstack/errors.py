@@ -23,3 +23,18 @@ class DataQualityError(KfstackError):
 
 class TrainingFailedError(KfstackError):
     """A training process group failed and could not be recovered by restarts."""
+
+
+class CancelledError(KfstackError):
+    """The step got SIGTERM (a cancelled run, a deleted pod); what it started was stopped."""
+
+
+class ResourceFailedError(KfstackError):
+    """A launched Kubernetes object (SparkApplication, PyTorchJob, TFJob...) ended in failure.
+
+    The message carries the object's state or conditions and the tail of its primary pod's log.
+    """
+
+
+class ResourceTimeoutError(ResourceFailedError):
+    """A launched object did not finish within the step's timeout; it was deleted."""

@@ -28,6 +28,7 @@ import time
 from collections.abc import Callable
 from typing import TextIO
 
+from kfstack.cancellation import sigterm_raises
 from kfstack.errors import TrainingFailedError
 
 logger = logging.getLogger(__name__)
@@ -73,10 +74,6 @@ class GroupResult:
     @property
     def restarts(self) -> int:
         return self.attempts - 1
-
-
-class GroupCancelledError(Exception):
-    """This launcher got SIGTERM (a cancelled task): the replicas were stopped, nothing retried."""
 
 
 @dataclasses.dataclass
@@ -171,27 +168,6 @@ def _first_failure(running: list[_Running]) -> _Running | None:
     return min(failed, key=lambda r: r.ended_at[0] if r.ended_at else float("inf"))
 
 
-class _SigtermAsError:
-    """Turns SIGTERM into :class:`GroupCancelledError` while the group runs (main thread only).
-
-    A cancelled KFP task (or a deleted pod) gets SIGTERM; without this the launcher would die at
-    once and orphan its replicas instead of stopping them.
-    """
-
-    def __enter__(self) -> None:
-        self.previous = None
-        if threading.current_thread() is threading.main_thread():
-            self.previous = signal.signal(signal.SIGTERM, self._raise)
-
-    def __exit__(self, *exc) -> None:
-        if self.previous is not None:
-            signal.signal(signal.SIGTERM, self.previous)
-
-    @staticmethod
-    def _raise(signum, frame) -> None:
-        raise GroupCancelledError("the launcher received SIGTERM; replicas were stopped")
-
-
 def run_process_group(
     build_replicas: Callable[[int], list[ReplicaProcess]],
     logs_dir: str,
@@ -223,7 +199,7 @@ def run_process_group(
     Raises:
         TrainingFailedError: The last allowed attempt failed; names the rank, its exit code and
             the tail of its log.
-        GroupCancelledError: This process got SIGTERM; every replica was stopped first.
+        CancelledError: This process got SIGTERM; every replica was stopped first.
     """
     out = out or sys.stdout
     attempt_logs: dict[int, dict[int, str]] = {}
@@ -237,7 +213,7 @@ def run_process_group(
         logger.info("attempt %d: starting %s", attempt, ", ".join(r.label for r in replicas))
         running: list[_Running] = []
         failed: _Running | None = None
-        with _SigtermAsError():
+        with sigterm_raises():
             try:
                 running.extend(_start(r, attempt_dir, out, threads) for r in replicas)
                 if on_group_started is not None:

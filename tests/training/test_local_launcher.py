@@ -9,9 +9,9 @@ import time
 import pytest
 
 from kfstack.components.training.train_pytorch.launcher import launch_pytorch_training
-from kfstack.errors import TrainingFailedError
+from kfstack.errors import CancelledError, TrainingFailedError
 from kfstack.training import checkpoints
-from kfstack.training.process_group import GroupCancelledError, ReplicaProcess, run_process_group
+from kfstack.training.process_group import ReplicaProcess, run_process_group
 from tests.training.conftest import make_feature_dir
 from tests.training.test_trainer import katib_metrics
 
@@ -75,7 +75,7 @@ def test_sigterm_to_the_launcher_stops_every_replica(tmp_path):
         time.sleep(5)  # the handler raises before this ends
 
     previous = signal.getsignal(signal.SIGTERM)
-    with pytest.raises(GroupCancelledError):
+    with pytest.raises(CancelledError):
         run_process_group(lambda attempt: [ReplicaProcess(0, SLEEPER, {})],
                           logs_dir=str(tmp_path), max_restarts=3, on_group_started=cancel,
                           grace_seconds=5)

@@ -1,0 +1,99 @@
+"""Names, labels and the namespace of the objects kfstack creates.
+
+A launched object's name derives from the pipeline run and the task (STYLE 6): a retried
+launcher pod computes the same name, finds the object its previous attempt created and adopts it
+instead of starting a second job. Labels carry the run so that the pipeline's exit handler can
+find and delete whatever the run left behind.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from collections.abc import Mapping
+
+from kfstack.errors import InvalidParameterError
+
+PART_OF_LABEL = "app.kubernetes.io/part-of"
+RUN_LABEL = "kfstack.dev/pipeline-run"
+TASK_LABEL = "kfstack.dev/pipeline-task"
+NAMESPACE_ENV = "KFSTACK_NAMESPACE"
+SERVICE_ACCOUNT_NAMESPACE_FILE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+
+# Pod and Service names derive from the job name plus e.g. "-worker-12": DNS-1035 labels of at
+# most 63 characters. A 12-hex digest keeps collisions between runs negligible (2^48).
+_PREFIX = re.compile(r"^[a-z]([-a-z0-9]{0,38}[a-z0-9])?$")
+_LABEL_VALUE_INVALID = re.compile(r"[^A-Za-z0-9_.-]+")
+
+
+def resource_name(prefix: str, run_id: str, task_name: str) -> str:
+    """``<prefix>-<12 hex digits of sha256(run_id/task_name)>``: stable across task retries.
+
+    Raises:
+        InvalidParameterError: ``prefix`` is not a short DNS label, or ``run_id`` is empty.
+    """
+    if not _PREFIX.match(prefix):
+        raise InvalidParameterError(f"resource name prefix {prefix!r} must be a DNS label of <= 40 characters")
+    if not run_id:
+        raise InvalidParameterError("the pipeline run id is empty: names would not be unique per run")
+    digest = hashlib.sha256(f"{run_id}/{task_name}".encode()).hexdigest()[:12]
+    return f"{prefix}-{digest}"
+
+
+def label_value(value: str) -> str:
+    """``value`` made a valid label value (<= 63 characters of ``[A-Za-z0-9_.-]``, alnum ends)."""
+    cleaned = _LABEL_VALUE_INVALID.sub("-", value)[:63]
+    return cleaned.strip("-_.")
+
+
+def run_labels(run_id: str, task_name: str) -> dict[str, str]:
+    """Labels of every object and pod a launcher creates for ``task_name`` of run ``run_id``."""
+    return {
+        PART_OF_LABEL: "kfstack",
+        RUN_LABEL: label_value(run_id),
+        TASK_LABEL: label_value(task_name),
+    }
+
+
+def run_selector(run_id: str) -> str:
+    """Label selector of everything the run created (used by the cleanup step)."""
+    return f"{PART_OF_LABEL}=kfstack,{RUN_LABEL}={label_value(run_id)}"
+
+
+def current_namespace(
+    env: Mapping[str, str] | None = None,
+    service_account_file: str = SERVICE_ACCOUNT_NAMESPACE_FILE,
+) -> str:
+    """The namespace this process runs in -- never a literal in code (STYLE 8).
+
+    In order: ``$KFSTACK_NAMESPACE`` (the pipeline sets it from the pod's own
+    ``metadata.namespace`` through the downward API), the service-account namespace file every
+    pod has, the current kubeconfig context (a workstation).
+
+    Raises:
+        InvalidParameterError: None of them names a namespace.
+    """
+    env = os.environ if env is None else env
+    if env.get(NAMESPACE_ENV):
+        return env[NAMESPACE_ENV]
+    try:
+        with open(service_account_file, encoding="utf-8") as f:
+            namespace = f.read().strip()
+        if namespace:
+            return namespace
+    except OSError:
+        pass
+    try:
+        from kubernetes import config
+
+        _, context = config.list_kube_config_contexts()
+        namespace = (context or {}).get("context", {}).get("namespace")
+        if namespace:
+            return namespace
+    except Exception:  # noqa: BLE001 - no kubeconfig is an expected case, reported below
+        pass
+    raise InvalidParameterError(
+        f"cannot tell which namespace to use: set {NAMESPACE_ENV}, run in a pod, or set a "
+        f"namespace on the current kubeconfig context"
+    )

@@ -1,0 +1,178 @@
+"""The pods kfstack launches: security context, scratch volumes, credentials, node pool.
+
+Every job pod (trainer replicas, Spark driver and executors) gets the same treatment:
+
+- **Restricted security.** Non-root UID/GID 1000, ``seccompProfile: RuntimeDefault``, no
+  privilege escalation, all capabilities dropped, read-only root filesystem. What the frameworks
+  must write goes to a ``scratch`` emptyDir on ``/tmp`` (``HOME`` points there); GPU pods also get
+  a memory-backed ``/dev/shm`` (NCCL's intra-node transport; the container default is 64 MiB).
+- **Credentials only as Secret references.** Object-store keys reach the container as ``env``
+  with ``secretKeyRef`` to a Secret the platform team created; images come through
+  ``imagePullSecrets``. A secret's *name* is a parameter, its value never is.
+- **The node pool** of a :class:`~kfstack.kubernetes.node_pools.NodePoolProfile`.
+
+Builders return official Kubernetes SDK models; :func:`to_dict` turns them into manifest dicts.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from kubernetes import client
+
+from kfstack.kubernetes.node_pools import NodePoolProfile
+
+NON_ROOT_UID = 1000
+SCRATCH_VOLUME = "scratch"
+SCRATCH_PATH = "/tmp"
+SHM_VOLUME = "dshm"
+SHM_PATH = "/dev/shm"
+
+# Env name == key in the object-store Secret; optional keys may be absent from the Secret.
+OBJECT_STORE_KEYS: tuple[tuple[str, bool], ...] = (
+    ("AWS_ACCESS_KEY_ID", False),
+    ("AWS_SECRET_ACCESS_KEY", False),
+    ("AWS_ENDPOINT_URL", True),
+    ("AWS_DEFAULT_REGION", True),
+)
+
+_serializer = client.ApiClient()
+
+
+def to_dict(model: Any) -> Any:
+    """An SDK model (or a structure of them) as the camelCase dict a manifest holds."""
+    return _serializer.sanitize_for_serialization(model)
+
+
+@dataclasses.dataclass(frozen=True)
+class SecretRefs:
+    """Names (never values) of the Secrets job pods use.
+
+    Attributes:
+        object_store: Secret holding ``AWS_ACCESS_KEY_ID`` and ``AWS_SECRET_ACCESS_KEY`` (and
+            optionally ``AWS_ENDPOINT_URL``, ``AWS_DEFAULT_REGION``) for s3:// URIs; empty when
+            the pods authenticate otherwise (workload identity, IRSA).
+        image_pull: Secret of type ``kubernetes.io/dockerconfigjson``; empty for public images.
+    """
+
+    object_store: str = ""
+    image_pull: str = ""
+
+    def env(self) -> list[client.V1EnvVar]:
+        if not self.object_store:
+            return []
+        return [
+            client.V1EnvVar(
+                name=key,
+                value_from=client.V1EnvVarSource(
+                    secret_key_ref=client.V1SecretKeySelector(
+                        name=self.object_store, key=key, optional=optional or None
+                    )
+                ),
+            )
+            for key, optional in OBJECT_STORE_KEYS
+        ]
+
+    def image_pull_secrets(self) -> list[client.V1LocalObjectReference] | None:
+        return [client.V1LocalObjectReference(name=self.image_pull)] if self.image_pull else None
+
+
+def container_security_context(read_only_root: bool = True) -> client.V1SecurityContext:
+    """The restricted Pod Security Standard for one container."""
+    return client.V1SecurityContext(
+        allow_privilege_escalation=False,
+        capabilities=client.V1Capabilities(drop=["ALL"]),
+        read_only_root_filesystem=read_only_root,
+        run_as_non_root=True,
+        run_as_user=NON_ROOT_UID,
+        run_as_group=NON_ROOT_UID,
+        seccomp_profile=client.V1SeccompProfile(type="RuntimeDefault"),
+    )
+
+
+def pod_security_context() -> client.V1PodSecurityContext:
+    return client.V1PodSecurityContext(
+        run_as_non_root=True,
+        run_as_user=NON_ROOT_UID,
+        run_as_group=NON_ROOT_UID,
+        fs_group=NON_ROOT_UID,
+        seccomp_profile=client.V1SeccompProfile(type="RuntimeDefault"),
+    )
+
+
+def scratch_volumes(profile: NodePoolProfile) -> tuple[list[client.V1Volume], list[client.V1VolumeMount]]:
+    """The writable volumes of a job pod on ``profile``: ``/tmp``, plus ``/dev/shm`` on GPUs."""
+    volumes = [client.V1Volume(name=SCRATCH_VOLUME, empty_dir=client.V1EmptyDirVolumeSource())]
+    mounts = [client.V1VolumeMount(name=SCRATCH_VOLUME, mount_path=SCRATCH_PATH)]
+    if profile.gpu:
+        volumes.append(client.V1Volume(name=SHM_VOLUME, empty_dir=client.V1EmptyDirVolumeSource(medium="Memory")))
+        mounts.append(client.V1VolumeMount(name=SHM_VOLUME, mount_path=SHM_PATH))
+    return volumes, mounts
+
+
+def base_env(secrets: SecretRefs, extra: dict[str, str] | None = None) -> list[client.V1EnvVar]:
+    """``HOME`` on the scratch volume, unbuffered Python, the object-store Secret refs, ``extra``."""
+    env = [
+        client.V1EnvVar(name="HOME", value=SCRATCH_PATH),
+        client.V1EnvVar(name="PYTHONUNBUFFERED", value="1"),
+        client.V1EnvVar(name="PYTHONDONTWRITEBYTECODE", value="1"),
+    ]
+    env += [client.V1EnvVar(name=k, value=v) for k, v in sorted((extra or {}).items())]
+    return env + secrets.env()
+
+
+def job_pod_template(
+    *,
+    container_name: str,
+    image: str,
+    command: list[str],
+    profile: NodePoolProfile,
+    secrets: SecretRefs,
+    labels: dict[str, str],
+    env: dict[str, str] | None = None,
+    service_account: str | None = None,
+) -> client.V1PodTemplateSpec:
+    """The pod template of one replica type of a training job.
+
+    Args:
+        container_name: What the operator looks for (``pytorch``, ``tensorflow``).
+        image: The role's image (:mod:`kfstack.images`).
+        command: The full command line.
+        profile: Node pool of the pod.
+        secrets: Secret names for credentials and image pulls.
+        labels: Pod labels (run and task of the pipeline, for lookups and cleanup).
+        env: Extra plain variables (never credentials).
+        service_account: Pod service account; default: the namespace's default.
+    """
+    volumes, mounts = scratch_volumes(profile)
+    container = client.V1Container(
+        name=container_name,
+        image=image,
+        command=command,
+        env=base_env(secrets, env),
+        resources=client.V1ResourceRequirements(**profile.resources()),
+        security_context=container_security_context(),
+        volume_mounts=mounts,
+    )
+    settings = profile.pod_settings()
+    tolerations = [client.V1Toleration(
+        key=t.get("key"), operator=t.get("operator"), value=t.get("value"), effect=t.get("effect"),
+        toleration_seconds=t.get("tolerationSeconds"),
+    ) for t in settings["tolerations"]]
+    return client.V1PodTemplateSpec(
+        metadata=client.V1ObjectMeta(labels=dict(labels)),
+        spec=client.V1PodSpec(
+            containers=[container],
+            node_selector=settings["nodeSelector"] or None,
+            tolerations=tolerations or None,
+            priority_class_name=settings.get("priorityClassName"),
+            security_context=pod_security_context(),
+            image_pull_secrets=secrets.image_pull_secrets(),
+            service_account_name=service_account,
+            volumes=volumes,
+            # The trainers checkpoint every epoch; on SIGTERM they stop at once, and this
+            # bounds how long a preempted pod holds its GPU.
+            termination_grace_period_seconds=30,
+        ),
+    )

@@ -1,0 +1,200 @@
+"""A fake Kubernetes API server on loopback, for the launchers' state-machine tests.
+
+It serves the few endpoints the official client calls -- custom objects (get, list, create,
+delete), pod list and pod log -- over real HTTP, so the tests exercise the client, its
+serialisation and our error handling exactly as against a cluster. It is not a cluster: no
+controller runs; a test scripts the ``status`` an object shows on successive reads.
+"""
+
+from __future__ import annotations
+
+import copy
+import http.server
+import json
+import re
+import threading
+import urllib.parse
+import uuid
+from collections.abc import Callable
+
+from kubernetes import client
+
+_CUSTOM = re.compile(r"^/apis/(?P<group>[^/]+)/(?P<version>[^/]+)/namespaces/(?P<ns>[^/]+)/(?P<plural>[^/]+)(?:/(?P<name>[^/]+))?$")
+_PODS = re.compile(r"^/api/v1/namespaces/(?P<ns>[^/]+)/pods(?:/(?P<name>[^/]+)/log)?$")
+
+
+def _matches(labels: dict, selector: str | None) -> bool:
+    if not selector:
+        return True
+    for term in selector.split(","):
+        key, _, value = term.partition("=")
+        if labels.get(key) != value:
+            return False
+    return True
+
+
+class FakeKubernetesApi:
+    """In-memory objects behind a loopback HTTP server (use as a context manager).
+
+    Attributes:
+        objects: ``(plural, namespace, name)`` -> stored object.
+        statuses: ``name`` -> statuses the object shows on its next reads, one per read (the
+            last one sticks).
+        pods: Pods the list endpoint returns (``{"name", "namespace", "labels"}``).
+        logs: Pod name -> its log text.
+        requests: ``(method, path)`` of every request, in order.
+        on_read: Called with the object name on every read of a custom object (e.g. to send
+            this process SIGTERM mid-run).
+        conflict_on_create: The next create first stores the body (as a concurrent creator
+            would) and answers 409.
+    """
+
+    def __init__(self) -> None:
+        self.objects: dict[tuple[str, str, str], dict] = {}
+        self.statuses: dict[str, list[dict]] = {}
+        self.pods: list[dict] = []
+        self.logs: dict[str, str] = {}
+        self.requests: list[tuple[str, str]] = []
+        self.on_read: Callable[[str], None] | None = None
+        self.conflict_on_create = False
+        self._lock = threading.Lock()
+        self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    # -- test-facing helpers --------------------------------------------------------------------
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self._server.server_address[1]}"
+
+    def api_client(self) -> client.ApiClient:
+        configuration = client.Configuration(host=self.url)
+        configuration.retries = False
+        return client.ApiClient(configuration)
+
+    def put(self, plural: str, namespace: str, obj: dict) -> None:
+        """Stores ``obj`` as if an earlier attempt had created it."""
+        stored = copy.deepcopy(obj)
+        stored["metadata"].setdefault("uid", str(uuid.uuid4()))
+        stored["metadata"]["namespace"] = namespace
+        self.objects[(plural, namespace, stored["metadata"]["name"])] = stored
+
+    def add_pod(self, name: str, namespace: str, labels: dict | None = None, log: str = "") -> None:
+        self.pods.append({"name": name, "namespace": namespace, "labels": labels or {}})
+        self.logs[name] = log
+
+    def count(self, method: str, fragment: str = "") -> int:
+        return sum(1 for m, p in self.requests if m == method and fragment in p)
+
+    def __enter__(self) -> FakeKubernetesApi:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    # -- the server ----------------------------------------------------------------------------
+
+    def _read(self, key: tuple[str, str, str]) -> dict | None:
+        obj = self.objects.get(key)
+        if obj is None:
+            return None
+        script = self.statuses.get(key[2])
+        if script:
+            obj["status"] = script.pop(0) if len(script) > 1 else script[0]
+        return copy.deepcopy(obj)
+
+    def _handler(self):
+        fake = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *args) -> None:  # keep test output clean
+                pass
+
+            def _reply(self, code: int, body, content_type: str = "application/json") -> None:
+                data = body.encode() if isinstance(body, str) else json.dumps(body).encode()
+                self.send_response(code)
+                self.send_header("Content-Type", content_type)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def _status(self, code: int, reason: str, message: str) -> None:
+                self._reply(code, {"kind": "Status", "apiVersion": "v1", "status": "Failure",
+                                   "reason": reason, "message": message, "code": code})
+
+            def _route(self, method: str) -> None:
+                parsed = urllib.parse.urlparse(self.path)
+                query = urllib.parse.parse_qs(parsed.query)
+                fake.requests.append((method, parsed.path))
+                length = int(self.headers.get("Content-Length") or 0)
+                body = json.loads(self.rfile.read(length)) if length else None
+                if m := _PODS.match(parsed.path):
+                    return self._pods(method, m, query)
+                m = _CUSTOM.match(parsed.path)
+                if not m:
+                    return self._status(404, "NotFound", f"no route {parsed.path}")
+                key_prefix = (m["plural"], m["ns"])
+                if m["name"] is None and method == "GET":
+                    selector = query.get("labelSelector", [None])[0]
+                    with fake._lock:
+                        items = [copy.deepcopy(o) for (p, ns, _), o in fake.objects.items()
+                                 if (p, ns) == key_prefix and _matches(o["metadata"].get("labels", {}), selector)]
+                    return self._reply(200, {"apiVersion": f"{m['group']}/{m['version']}", "kind": "List", "items": items})
+                if m["name"] is None and method == "POST":
+                    return self._create(key_prefix, body)
+                key = (*key_prefix, m["name"])
+                if method == "GET":
+                    if fake.on_read is not None:
+                        fake.on_read(m["name"])
+                    with fake._lock:
+                        obj = fake._read(key)
+                    if obj is None:
+                        return self._status(404, "NotFound", f"{m['plural']} {m['name']} not found")
+                    return self._reply(200, obj)
+                if method == "DELETE":
+                    with fake._lock:
+                        obj = fake.objects.pop(key, None)
+                    if obj is None:
+                        return self._status(404, "NotFound", f"{m['plural']} {m['name']} not found")
+                    return self._reply(200, {"kind": "Status", "apiVersion": "v1", "status": "Success"})
+                return self._status(405, "MethodNotAllowed", method)
+
+            def _create(self, key_prefix, body) -> None:
+                name = body["metadata"]["name"]
+                key = (*key_prefix, name)
+                with fake._lock:
+                    if fake.conflict_on_create:
+                        fake.conflict_on_create = False
+                        fake.put(key_prefix[0], key_prefix[1], body)
+                        return self._status(409, "AlreadyExists", f"{name} already exists")
+                    if key in fake.objects:
+                        return self._status(409, "AlreadyExists", f"{name} already exists")
+                    fake.put(key_prefix[0], key_prefix[1], body)
+                    return self._reply(201, copy.deepcopy(fake.objects[key]))
+
+            def _pods(self, method, m, query) -> None:
+                if method != "GET":
+                    return self._status(405, "MethodNotAllowed", method)
+                if m["name"]:
+                    if m["name"] not in fake.logs:
+                        return self._status(404, "NotFound", f"pod {m['name']} not found")
+                    lines = fake.logs[m["name"]].splitlines()
+                    tail = int(query.get("tailLines", [len(lines)])[0])
+                    return self._reply(200, "\n".join(lines[-tail:]) + "\n", "text/plain")
+                selector = query.get("labelSelector", [None])[0]
+                items = [{"metadata": {"name": p["name"], "namespace": p["namespace"], "labels": p["labels"]}}
+                         for p in fake.pods if p["namespace"] == m["ns"] and _matches(p["labels"], selector)]
+                return self._reply(200, {"apiVersion": "v1", "kind": "PodList", "metadata": {}, "items": items})
+
+            def do_GET(self) -> None:
+                self._route("GET")
+
+            def do_POST(self) -> None:
+                self._route("POST")
+
+            def do_DELETE(self) -> None:
+                self._route("DELETE")
+
+        return Handler

@@ -1,0 +1,214 @@
+"""Spec builders: compared as data, round-tripped through the official SDK models, validated
+against the upstream CRDs (``../shared/tools/validate_manifests.py``)."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+import yaml
+from kubeflow.training import ApiClient as TrainingApiClient
+
+from kfstack.errors import InvalidParameterError
+from kfstack.kubernetes import node_pools
+from kfstack.kubernetes.spark_application import build_spark_application
+from kfstack.kubernetes.training_jobs import (
+    PARAMETER_SERVER,
+    ElasticSettings,
+    build_pytorchjob,
+    build_tfjob,
+)
+from tests.conftest import SHARED_DIR
+from tests.kubernetes.conftest import spark_request, training_request
+
+VALIDATOR = SHARED_DIR / "tools" / "validate_manifests.py"
+PROFILES = sorted(node_pools.load_profiles())
+
+
+class _Response:
+    def __init__(self, obj):
+        self.data = json.dumps(obj)
+
+
+def round_trip(obj: dict, model: str) -> dict:
+    """Through the SDK model and back: a field the model does not know would be lost."""
+    api = TrainingApiClient()
+    return api.sanitize_for_serialization(api.deserialize(_Response(obj), model))
+
+
+def validate_with_crds(tmp_path, objects: list[dict]) -> str:
+    """Runs the upstream-CRD validator on ``objects``; skips (saying why) without ../shared."""
+    if not VALIDATOR.is_file():
+        pytest.skip(f"upstream CRDs and validator not found at {VALIDATOR.parent.parent} "
+                    f"(set KFSTACK_SHARED_DIR); CRD validation not run, SDK-model checks did run")
+    path = tmp_path / "objects.yaml"
+    path.write_text(yaml.safe_dump_all(objects, sort_keys=False))
+    proc = subprocess.run([sys.executable, str(VALIDATOR), str(path)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.count("OK ") == len(objects), proc.stdout
+    return proc.stdout
+
+
+def all_objects() -> list[dict]:
+    objects = []
+    for profile in PROFILES:
+        objects.append(build_pytorchjob(training_request(profile)))
+        objects.append(build_tfjob(training_request(profile)))
+        objects.append(build_tfjob(training_request(profile, topology=PARAMETER_SERVER, parameter_servers=2)))
+    objects.append(build_pytorchjob(training_request(
+        "h100", workers=4, elastic=ElasticSettings(min_replicas=2, max_replicas=8, max_restarts=5))))
+    objects.append(build_spark_application(spark_request()))
+    return objects
+
+
+def test_every_object_validates_against_the_upstream_crds(tmp_path):
+    for obj in all_objects():
+        if obj["kind"] == "PyTorchJob":
+            assert round_trip(obj, "KubeflowOrgV1PyTorchJob") == obj
+        elif obj["kind"] == "TFJob":
+            assert round_trip(obj, "KubeflowOrgV1TFJob") == obj
+    validate_with_crds(tmp_path, all_objects())
+
+
+def test_the_validator_would_catch_a_wrong_field(tmp_path):
+    """The CRD check can fail: a misspelt field is reported."""
+    if not VALIDATOR.is_file():
+        pytest.skip(f"upstream CRDs and validator not found at {VALIDATOR.parent.parent}")
+    job = build_pytorchjob(training_request())
+    job["spec"]["runPolicy"]["backOffLimit"] = 3
+    path = tmp_path / "bad.yaml"
+    path.write_text(yaml.safe_dump(job))
+    proc = subprocess.run([sys.executable, str(VALIDATOR), str(path)], capture_output=True, text=True)
+    assert proc.returncode == 1 and "backOffLimit" in proc.stdout
+
+
+def test_pytorchjob_replicas_policies_and_gpu_pool():
+    job = build_pytorchjob(training_request("h100", workers=3))
+    specs = job["spec"]["pytorchReplicaSpecs"]
+    assert (specs["Master"]["replicas"], specs["Worker"]["replicas"]) == (1, 2)
+    assert job["spec"]["runPolicy"] == {"backoffLimit": 3, "activeDeadlineSeconds": 7200,
+                                        "ttlSecondsAfterFinished": 86400, "cleanPodPolicy": "Running",
+                                        "suspend": True}
+    assert job["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "kfstack-h100"
+    for spec in specs.values():
+        assert spec["restartPolicy"] == "OnFailure"
+        pod = spec["template"]["spec"]
+        (container,) = pod["containers"]
+        assert container["name"] == "pytorch"
+        assert container["command"][:3] == ["python", "-m", "kfstack.components.training.train_pytorch.trainer"]
+        assert container["resources"]["limits"]["nvidia.com/gpu"] == "1"
+        assert pod["nodeSelector"] == {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"}
+        assert {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"} in pod["tolerations"]
+        assert pod["priorityClassName"] == "kfstack-training"
+        assert {"name": "dshm", "emptyDir": {"medium": "Memory"}} in pod["volumes"]
+        assert pod["imagePullSecrets"] == [{"name": "regcred"}]
+
+
+def test_single_worker_pytorchjob_has_only_a_master():
+    job = build_pytorchjob(training_request("cpu", workers=1))
+    assert set(job["spec"]["pytorchReplicaSpecs"]) == {"Master"}
+    assert "suspend" not in job["spec"]["runPolicy"]  # the cpu pool has no Kueue queue
+    pod = job["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]
+    assert "nvidia.com/gpu" not in pod["containers"][0]["resources"]["limits"]
+    assert all(v["name"] != "dshm" for v in pod["volumes"])
+
+
+def test_mig_profile_requests_the_mig_slice():
+    job = build_pytorchjob(training_request("a100-mig"))
+    container = job["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]
+    assert container["resources"]["limits"]["nvidia.com/mig-1g.10gb"] == "1"
+    assert "nvidia.com/gpu" not in container["resources"]["limits"]
+
+
+def test_spot_pool_retries_preemption_and_requires_a_checkpoint():
+    job = build_pytorchjob(training_request("h100-spot"))
+    for spec in job["spec"]["pytorchReplicaSpecs"].values():
+        assert spec["restartPolicy"] == "ExitCode"
+        keys = {t["key"] for t in spec["template"]["spec"]["tolerations"]}
+        assert {"kfstack.dev/spot", "cloud.google.com/gke-spot", "nvidia.com/gpu"} <= keys
+    with pytest.raises(InvalidParameterError, match="checkpoint URI is required"):
+        build_pytorchjob(training_request("h100-spot", checkpoint_uri=""))
+
+
+def test_elastic_pytorchjob_runs_workers_through_torchrun():
+    job = build_pytorchjob(training_request(
+        "h100", workers=4, elastic=ElasticSettings(min_replicas=2, max_replicas=8, max_restarts=5)))
+    assert set(job["spec"]["pytorchReplicaSpecs"]) == {"Worker"}
+    assert job["spec"]["elasticPolicy"] == {"minReplicas": 2, "maxReplicas": 8, "maxRestarts": 5,
+                                            "rdzvBackend": "c10d"}
+    container = job["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]
+    assert container["command"][:3] == ["torchrun", "-m", "kfstack.components.training.train_pytorch.trainer"]
+    with pytest.raises(InvalidParameterError, match="min_replicas"):
+        build_pytorchjob(training_request(workers=9, elastic=ElasticSettings(2, 8, 5)))
+    with pytest.raises(InvalidParameterError, match="PyTorchJob feature"):
+        build_tfjob(training_request(elastic=ElasticSettings(2, 8, 5)))
+
+
+def test_tfjob_topologies():
+    mwms = build_tfjob(training_request("h100", workers=2))
+    assert set(mwms["spec"]["tfReplicaSpecs"]) == {"Worker"}
+    assert mwms["spec"]["successPolicy"] == "AllWorkers"
+    assert mwms["spec"]["tfReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]["name"] == "tensorflow"
+    ps = build_tfjob(training_request("h100", workers=2, topology=PARAMETER_SERVER, parameter_servers=2))
+    specs = ps["spec"]["tfReplicaSpecs"]
+    assert {k: v["replicas"] for k, v in specs.items()} == {"Chief": 1, "Worker": 2, "PS": 2}
+    ps_limits = specs["PS"]["template"]["spec"]["containers"][0]["resources"]["limits"]
+    assert "nvidia.com/gpu" not in ps_limits  # parameter servers hold variables, not kernels
+    with pytest.raises(InvalidParameterError, match="topology"):
+        build_tfjob(training_request(topology="ring"))
+
+
+def test_pods_are_restricted_and_get_credentials_only_as_secret_refs():
+    job = build_pytorchjob(training_request())
+    pod = job["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+    (container,) = pod["containers"]
+    security = container["securityContext"]
+    assert security["allowPrivilegeEscalation"] is False
+    assert security["capabilities"] == {"drop": ["ALL"]}
+    assert security["readOnlyRootFilesystem"] is True
+    assert {"name": "scratch", "mountPath": "/tmp"} in container["volumeMounts"]
+    env = {e["name"]: e for e in container["env"]}
+    assert env["AWS_SECRET_ACCESS_KEY"] == {"name": "AWS_SECRET_ACCESS_KEY", "valueFrom": {
+        "secretKeyRef": {"name": "kfstack-object-store", "key": "AWS_SECRET_ACCESS_KEY"}}}
+    assert env["AWS_ENDPOINT_URL"]["valueFrom"]["secretKeyRef"]["optional"] is True
+    assert all("value" not in e for e in container["env"] if e["name"].startswith("AWS_"))
+
+
+def test_spark_application_fields():
+    app = build_spark_application(spark_request(executor_instances=3, executor_memory="6g"))
+    spec = app["spec"]
+    assert (spec["type"], spec["mode"], spec["mainApplicationFile"]) == (
+        "Python", "cluster", "local:///opt/kfstack/jobs/flights_features.py")
+    assert spec["arguments"][:2] == ["--output-uri", "s3://bucket/features"]
+    assert spec["executor"]["instances"] == 3 and spec["executor"]["memory"] == "6g"
+    assert spec["driver"]["serviceAccount"] == "kfstack-spark"
+    assert spec["driver"]["nodeSelector"] == {"kfstack.dev/pool": "cpu"}
+    assert spec["restartPolicy"] == {"type": "Never"}
+    assert spec["driver"]["securityContext"]["allowPrivilegeEscalation"] is False
+    assert spec["sparkConf"]["spark.local.dir"] == "/tmp"
+    for bad in (dict(executor_memory="6GB"), dict(driver_cores=0), dict(main_file="/opt/x.py"),
+                dict(service_account="")):
+        with pytest.raises(InvalidParameterError):
+            build_spark_application(spark_request(**bad))
+
+
+def test_node_pool_file_errors_are_clear(tmp_path):
+    path = tmp_path / "pools.yaml"
+    path.write_text("profiles:\n  gpu:\n    node_selector: {a: b}\n    cpu: '1'\n    memory: 1Gi\n"
+                    "    accelerator: {resource: nvidia.com/gpu}\n")
+    with pytest.raises(InvalidParameterError, match="'gpu': accelerator needs resource and count"):
+        node_pools.load_profiles(str(path))
+    with pytest.raises(InvalidParameterError, match="unknown node pool 'h200'; the profile file defines: "):
+        node_pools.get_profile("h200")
+
+
+def test_profiles_file_can_be_replaced_through_the_environment(tmp_path, monkeypatch):
+    path = tmp_path / "pools.yaml"
+    path.write_text("profiles:\n  l4:\n    node_selector: {pool: l4}\n    cpu: '8'\n    memory: 32Gi\n"
+                    "    accelerator: {resource: nvidia.com/gpu, count: 2}\n")
+    monkeypatch.setenv(node_pools.PROFILES_ENV, str(path))
+    profile = node_pools.get_profile("l4")
+    assert profile.resources()["limits"] == {"memory": "32Gi", "nvidia.com/gpu": "2"}
+
