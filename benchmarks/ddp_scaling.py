@@ -41,7 +41,7 @@ def run(features_uri: str | None, epochs: int, batch_size: int, repeats: int) ->
         for repeat in range(repeats):
             for name, processes, threads in LAYOUTS:
                 out = os.path.join(tmp, f"{name}-{repeat}")
-                metrics = launch_pytorch_training(
+                metrics, _ = launch_pytorch_training(
                     platform="local", features_uri=features, model_uri=os.path.join(out, "model"),
                     logs_uri=os.path.join(out, "logs"), epochs=epochs, workers=processes,
                     batch_size=batch_size, learning_rate=0.003, max_restarts=0,

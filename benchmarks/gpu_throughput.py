@@ -75,7 +75,7 @@ def main(argv: list[str] | None = None) -> None:
     from kfstack.components.training.train_pytorch.launcher import launch_pytorch_training
 
     with tempfile.TemporaryDirectory(prefix="kfstack-gpu-") as tmp:
-        real = launch_pytorch_training(
+        real, _ = launch_pytorch_training(
             platform="local", features_uri=args.features_uri, model_uri=os.path.join(tmp, "model"),
             logs_uri=os.path.join(tmp, "logs"), epochs=args.epochs, workers=1,
             batch_size=args.batch_size, learning_rate=0.003, max_restarts=0,

@@ -29,6 +29,10 @@ def image_for(role: str, registry: str | None = None) -> str:
     return f"{registry}/kfstack-{role}:{__version__}"
 
 
+# Where the Spark image puts the feature job's entry point (images/spark/Dockerfile copies
+# spark_jobs/flights_features/__main__.py there); a SparkApplication's mainApplicationFile.
+SPARK_MAIN_FILE = "local:///opt/kfstack/jobs/flights_features.py"
+
 # Lightweight components run in the launcher image: it has kfp and this package installed,
 # which is why components set install_kfp_package=False.
 COMPONENT_IMAGE = image_for("launcher")

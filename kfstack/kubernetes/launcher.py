@@ -24,6 +24,7 @@ server (there is no cluster where they run).
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections.abc import Callable, Iterable
@@ -34,6 +35,7 @@ from kubernetes.client.rest import ApiException
 from kfstack.cancellation import sigterm_raises
 from kfstack.errors import CancelledError, InvalidParameterError, ResourceFailedError, ResourceTimeoutError
 from kfstack.kubernetes import naming
+from kfstack.kubernetes.pods import SecretRefs
 from kfstack.kubernetes.resources import Phase, ResourceKind
 
 logger = logging.getLogger(__name__)
@@ -201,11 +203,48 @@ class ResourceLauncher:
                 raise
 
 
-def launch(kind: ResourceKind, body: dict, *, namespace: str, timeout_seconds: float,
-           poll_interval_seconds: float, api_client: client.ApiClient | None = None) -> dict:
-    """One-call form of :meth:`ResourceLauncher.run` (see the module docstring)."""
-    launcher = ResourceLauncher(kind, namespace, api_client)
-    return launcher.run(body, timeout_seconds=timeout_seconds, poll_interval_seconds=poll_interval_seconds)
+@dataclasses.dataclass(frozen=True)
+class LaunchSettings:
+    """How a component's launcher talks to the cluster (its pipeline parameters, mostly).
+
+    Attributes:
+        secrets: Secret names the launched pods use.
+        timeout_seconds: Longest wait for the launched object to finish (> 0).
+        poll_interval_seconds: Seconds between status reads (> 0).
+        namespace: Where to create; default: this pod's own namespace.
+        api_client: Default: in-cluster config, else kubeconfig (tests pass a fake's client).
+    """
+
+    secrets: SecretRefs
+    timeout_seconds: float = 6 * 3600
+    poll_interval_seconds: float = 15
+    namespace: str | None = None
+    api_client: client.ApiClient | None = None
+
+    def validate(self) -> None:
+        if self.timeout_seconds <= 0 or self.poll_interval_seconds <= 0:
+            raise InvalidParameterError(
+                f"timeout_seconds={self.timeout_seconds} and poll_interval_seconds="
+                f"{self.poll_interval_seconds} must be > 0"
+            )
+
+
+def launch(kind: ResourceKind, body: dict, settings: LaunchSettings) -> tuple[dict, dict]:
+    """Creates (or adopts) ``body`` in the settings' namespace and waits for it to succeed.
+
+    Returns:
+        The finished object and its :func:`resource_reference`.
+
+    Raises:
+        See :meth:`ResourceLauncher.run`.
+    """
+    settings.validate()
+    namespace = settings.namespace or naming.current_namespace()
+    body = {**body, "metadata": {**body["metadata"], "namespace": namespace}}
+    launcher = ResourceLauncher(kind, namespace, settings.api_client)
+    final = launcher.run(body, timeout_seconds=settings.timeout_seconds,
+                         poll_interval_seconds=settings.poll_interval_seconds)
+    return final, resource_reference(kind, final)
 
 
 def delete_run_resources(run_id: str, *, namespace: str, kinds: Iterable[ResourceKind],

@@ -8,6 +8,7 @@ find and delete whatever the run left behind.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 import re
@@ -59,6 +60,20 @@ def run_labels(run_id: str, task_name: str) -> dict[str, str]:
 def run_selector(run_id: str) -> str:
     """Label selector of everything the run created (used by the cleanup step)."""
     return f"{PART_OF_LABEL}=kfstack,{RUN_LABEL}={label_value(run_id)}"
+
+
+@dataclasses.dataclass(frozen=True)
+class RunContext:
+    """The pipeline run and task a launcher works for (KFP placeholders fill them in)."""
+
+    run_id: str
+    task_name: str
+
+    def name(self, prefix: str) -> str:
+        return resource_name(prefix, self.run_id, self.task_name)
+
+    def labels(self) -> dict[str, str]:
+        return run_labels(self.run_id, self.task_name)
 
 
 def current_namespace(

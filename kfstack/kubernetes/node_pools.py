@@ -28,6 +28,8 @@ from kfstack.errors import InvalidParameterError
 PROFILES_FILE = os.path.join(os.path.dirname(__file__), "node_pools.yaml")
 PROFILES_ENV = "KFSTACK_NODE_POOLS"
 KUEUE_QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+# The pool of CPU work (Spark, launcher and evaluation task pods); must exist in every profile file.
+CPU_POOL = "cpu"
 TOLERATION_FIELDS = {"key", "operator", "value", "effect", "tolerationSeconds"}
 
 

@@ -35,6 +35,17 @@ _MEMORY_SUFFIXES = ("k", "m", "g", "t")
 
 
 @dataclasses.dataclass(frozen=True)
+class SparkResources:
+    """Driver and executor sizes (memory as Spark writes it: ``512m``, ``4g``)."""
+
+    driver_cores: int = 1
+    driver_memory: str = "2g"
+    executor_instances: int = 2
+    executor_cores: int = 2
+    executor_memory: str = "4g"
+
+
+@dataclasses.dataclass(frozen=True)
 class SparkApplicationRequest:
     """Everything a SparkApplication manifest depends on.
 
@@ -47,8 +58,7 @@ class SparkApplicationRequest:
         profile: Node pool of driver and executors.
         secrets: Credential and image-pull Secret names.
         service_account: The driver's service account (it creates the executor pods).
-        driver_cores, driver_memory: Driver size (memory as Spark writes it: ``2g``, ``512m``).
-        executor_instances, executor_cores, executor_memory: Executor count and size.
+        resources: Driver and executor sizes.
         time_to_live_seconds: When the finished application is deleted.
         namespace: Set on the object when given.
     """
@@ -61,11 +71,7 @@ class SparkApplicationRequest:
     profile: NodePoolProfile
     secrets: pods.SecretRefs
     service_account: str
-    driver_cores: int = 1
-    driver_memory: str = "2g"
-    executor_instances: int = 2
-    executor_cores: int = 2
-    executor_memory: str = "4g"
+    resources: SparkResources = SparkResources()
     time_to_live_seconds: int = 86_400
     namespace: str | None = None
 
@@ -82,11 +88,12 @@ def validate_request(request: SparkApplicationRequest) -> None:
     Raises:
         InvalidParameterError: A size is out of range or malformed.
     """
+    sizes = request.resources
     for field in ("driver_cores", "executor_instances", "executor_cores"):
-        if getattr(request, field) < 1:
-            raise InvalidParameterError(f"{field}={getattr(request, field)} must be >= 1")
-    _check_memory("driver_memory", request.driver_memory)
-    _check_memory("executor_memory", request.executor_memory)
+        if getattr(sizes, field) < 1:
+            raise InvalidParameterError(f"spark {field}={getattr(sizes, field)} must be >= 1")
+    _check_memory("spark driver_memory", sizes.driver_memory)
+    _check_memory("spark executor_memory", sizes.executor_memory)
     if not request.main_file.startswith("local://"):
         raise InvalidParameterError(f"main_file={request.main_file!r} must be a local:// path in the image")
     if not request.service_account:
@@ -121,10 +128,11 @@ def build_spark_application(request: SparkApplicationRequest) -> dict:
     """
     validate_request(request)
     volumes, _ = pods.scratch_volumes(request.profile)
-    driver = {**_role(request, request.driver_cores, request.driver_memory),
+    sizes = request.resources
+    driver = {**_role(request, sizes.driver_cores, sizes.driver_memory),
               "serviceAccount": request.service_account}
-    executor = {**_role(request, request.executor_cores, request.executor_memory),
-                "instances": request.executor_instances}
+    executor = {**_role(request, sizes.executor_cores, sizes.executor_memory),
+                "instances": sizes.executor_instances}
     spec = {
         "type": "Python",
         "pythonVersion": "3",

@@ -23,6 +23,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from kfstack.errors import InvalidParameterError
+from kfstack.uris import join as join_uri
 
 logger = logging.getLogger(__name__)
 
@@ -51,10 +52,6 @@ def spark_path(uri: str) -> str:
     if uri.startswith("s3://"):
         return "s3a://" + uri[len("s3://"):]
     return uri
-
-
-def join_uri(base: str, *parts: str) -> str:
-    return "/".join([base.rstrip("/"), *parts])
 
 
 def locate_tables(input_uri: str) -> dict[str, str]:

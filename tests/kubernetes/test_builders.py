@@ -11,7 +11,7 @@ from kubeflow.training import ApiClient as TrainingApiClient
 
 from kfstack.errors import InvalidParameterError
 from kfstack.kubernetes import node_pools
-from kfstack.kubernetes.spark_application import build_spark_application
+from kfstack.kubernetes.spark_application import SparkResources, build_spark_application
 from kfstack.kubernetes.training_jobs import (
     PARAMETER_SERVER,
     ElasticSettings,
@@ -177,7 +177,8 @@ def test_pods_are_restricted_and_get_credentials_only_as_secret_refs():
 
 
 def test_spark_application_fields():
-    app = build_spark_application(spark_request(executor_instances=3, executor_memory="6g"))
+    app = build_spark_application(spark_request(
+        resources=SparkResources(executor_instances=3, executor_memory="6g")))
     spec = app["spec"]
     assert (spec["type"], spec["mode"], spec["mainApplicationFile"]) == (
         "Python", "cluster", "local:///opt/kfstack/jobs/flights_features.py")
@@ -188,7 +189,8 @@ def test_spark_application_fields():
     assert spec["restartPolicy"] == {"type": "Never"}
     assert spec["driver"]["securityContext"]["allowPrivilegeEscalation"] is False
     assert spec["sparkConf"]["spark.local.dir"] == "/tmp"
-    for bad in (dict(executor_memory="6GB"), dict(driver_cores=0), dict(main_file="/opt/x.py"),
+    for bad in (dict(resources=SparkResources(executor_memory="6GB")),
+                dict(resources=SparkResources(driver_cores=0)), dict(main_file="/opt/x.py"),
                 dict(service_account="")):
         with pytest.raises(InvalidParameterError):
             build_spark_application(spark_request(**bad))

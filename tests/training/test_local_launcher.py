@@ -120,7 +120,7 @@ def test_killed_rank_restarts_the_group_which_resumes_from_the_checkpoint(tmp_pa
                 return
             time.sleep(0.02)
 
-    metrics = launch_pytorch_training(
+    metrics, _ = launch_pytorch_training(
         platform="local", features_uri=features, model_uri=str(tmp_path / "model"),
         logs_uri=str(logs), epochs=5, workers=2, batch_size=32, learning_rate=0.01,
         max_restarts=2, threads_per_worker=1, on_group_started=kill_worker_after_first_checkpoint,

@@ -31,7 +31,7 @@ def katib_metrics(log_text: str) -> list[dict[str, float]]:
 @pytest.fixture(scope="module")
 def two_rank_run(tmp_path_factory, feature_dir):
     root = tmp_path_factory.mktemp("ddp")
-    metrics = launch_pytorch_training(
+    metrics, _ = launch_pytorch_training(
         platform="local", features_uri=feature_dir, model_uri=str(root / "model"),
         logs_uri=str(root / "logs"), epochs=3, workers=2, batch_size=128,
         learning_rate=0.01, max_restarts=0, threads_per_worker=1,

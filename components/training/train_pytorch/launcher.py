@@ -4,6 +4,10 @@
 training-operator gives a PyTorchJob with one Master and ``workers - 1`` Workers (loopback
 address, a free port per attempt), under :func:`kfstack.training.process_group.run_process_group`
 (restartPolicy OnFailure: the whole group restarts from the latest checkpoint).
+
+``kubernetes``: a PyTorchJob with the same trainer and arguments on the ``gpu_pool`` node pool
+(:func:`pytorch_job`), created or adopted and watched by :mod:`kfstack.kubernetes.launcher`; the
+metrics come from ``training_metrics.json`` the trainer writes beside the model.
 """
 
 from __future__ import annotations
@@ -16,9 +20,10 @@ from collections.abc import Callable
 
 import fsspec
 
-from kfstack import platforms
+from kfstack import images, platforms
 from kfstack.errors import InvalidParameterError
 from kfstack.training import shards
+from kfstack.uris import fsspec_uri, join
 from kfstack.training.env_contract import MASTER, WORKER, pytorchjob_env
 from kfstack.training.process_group import ReplicaProcess, free_port, run_process_group
 
@@ -26,11 +31,12 @@ TRAINER_MODULE = "kfstack.components.training.train_pytorch.trainer"
 METRICS_FILE = "training_metrics.json"
 CHECKPOINT_DIR = "checkpoints"
 LOOPBACK = "127.0.0.1"
+NAME_PREFIX = "kfs-pytorch"
 
 
-def validate_parameters(*, features_uri: str, epochs: int, workers: int, batch_size: int,
-                        learning_rate: float, max_restarts: int) -> None:
-    """Raises :class:`InvalidParameterError` before any process starts."""
+def validate_hyperparameters(*, epochs: int, workers: int, batch_size: int, learning_rate: float,
+                             max_restarts: int) -> None:
+    """Raises :class:`InvalidParameterError` (all problems at once) before anything starts."""
     problems = []
     if epochs < 1:
         problems.append(f"epochs={epochs} must be >= 1")
@@ -44,9 +50,64 @@ def validate_parameters(*, features_uri: str, epochs: int, workers: int, batch_s
         problems.append(f"max_restarts={max_restarts} must be >= 0")
     if problems:
         raise InvalidParameterError("; ".join(problems))
+
+
+def validate_parameters(*, features_uri: str, epochs: int, workers: int, batch_size: int,
+                        learning_rate: float, max_restarts: int) -> None:
+    """:func:`validate_hyperparameters`, then that every rank gets a shard of each split."""
+    validate_hyperparameters(epochs=epochs, workers=workers, batch_size=batch_size,
+                             learning_rate=learning_rate, max_restarts=max_restarts)
     for split in ("train", "validation"):
         # Raises when a rank would get no shard.
         shards.shards_for_rank(shards.list_shards(f"{features_uri.rstrip('/')}/{split}"), 0, workers)
+
+
+def trainer_arguments(*, features_uri: str, model_uri: str, checkpoint_uri: str, epochs: int,
+                      batch_size: int, learning_rate: float, seed: int) -> list[str]:
+    """The trainer's argv, the same for local processes and PyTorchJob pods."""
+    return [
+        "--features-uri", features_uri, "--model-uri", model_uri, "--checkpoint-uri", checkpoint_uri,
+        "--epochs", str(epochs), "--batch-size", str(batch_size),
+        "--learning-rate", str(learning_rate), "--seed", str(seed),
+    ]
+
+
+def pytorch_job(*, context, features_uri: str, model_uri: str, checkpoint_uri: str, epochs: int,
+                workers: int, batch_size: int, learning_rate: float, max_restarts: int, seed: int,
+                gpu_pool: str, secrets, active_deadline_seconds: int | None = None,
+                elastic=None) -> dict:
+    """The PyTorchJob this step creates on Kubernetes (also what ``kfstack render`` writes).
+
+    Args:
+        context: :class:`kfstack.kubernetes.naming.RunContext` (names and labels the job).
+        features_uri, model_uri, checkpoint_uri: Remote URIs every pod can reach.
+        epochs, workers, batch_size, learning_rate, max_restarts, seed: See the component.
+        gpu_pool: Node-pool profile name (:mod:`kfstack.kubernetes.node_pools`).
+        secrets: :class:`kfstack.kubernetes.pods.SecretRefs`.
+        active_deadline_seconds: Hard limit on the job's run time.
+        elastic: :class:`kfstack.kubernetes.training_jobs.ElasticSettings` or ``None``.
+    """
+    from kfstack.kubernetes import node_pools
+    from kfstack.kubernetes.training_jobs import TrainingJobRequest, build_pytorchjob
+
+    validate_hyperparameters(epochs=epochs, workers=workers, batch_size=batch_size,
+                             learning_rate=learning_rate, max_restarts=max_restarts)
+    return build_pytorchjob(TrainingJobRequest(
+        name=context.name(NAME_PREFIX),
+        labels=context.labels(),
+        image=images.image_for("torch-trainer"),
+        module=TRAINER_MODULE,
+        args=trainer_arguments(features_uri=features_uri, model_uri=model_uri,
+                               checkpoint_uri=checkpoint_uri, epochs=epochs, batch_size=batch_size,
+                               learning_rate=learning_rate, seed=seed),
+        workers=workers,
+        profile=node_pools.get_profile(gpu_pool),
+        secrets=secrets,
+        checkpoint_uri=checkpoint_uri,
+        max_restarts=max_restarts,
+        active_deadline_seconds=active_deadline_seconds,
+        elastic=elastic,
+    ))
 
 
 def local_replicas(workers: int, trainer_args: list[str]) -> Callable[[int], list[ReplicaProcess]]:
@@ -83,44 +144,66 @@ def launch_pytorch_training(
     seed: int = 42,
     threads_per_worker: int | None = None,
     on_group_started: Callable[[int, list[subprocess.Popen]], None] | None = None,
-) -> dict[str, float]:
-    """Trains and returns flat metrics: ``val_auc``, ``val_log_loss``, ``val_accuracy``,
-    ``samples_per_second``, ``restarts``, ``world_size``.
+    kubernetes: dict | None = None,
+) -> tuple[dict[str, float], dict]:
+    """Trains; returns flat metrics and a reference to what ran the training.
+
+    The metrics: ``val_auc``, ``val_log_loss``, ``val_accuracy``, ``samples_per_second``,
+    ``world_size`` and, locally, ``restarts`` (the PyTorchJob's restarts show in its status).
 
     Args:
-        platform: Only ``local`` has a launcher in this release.
+        platform: ``local`` or ``kubernetes``.
         features_uri: Output of the feature job.
         model_uri: Receives ``model.onnx``, ``feature_spec.json``, ``training_metrics.json``.
-        logs_uri: Local directory for per-replica logs and the checkpoints.
+        logs_uri: Per-replica logs (local) and the checkpoints (``<logs_uri>/checkpoints``).
         epochs, workers, batch_size, learning_rate, max_restarts, seed: see the component.
-        threads_per_worker: Intra-op threads per replica; default: the cores split evenly.
-        on_group_started: Test hook, see ``run_process_group``.
+        threads_per_worker: Local only: intra-op threads per replica; default: cores split evenly.
+        on_group_started: Local only: test hook, see ``run_process_group``.
+        kubernetes: On ``kubernetes``: ``context`` (RunContext), ``gpu_pool``, ``settings``
+            (:class:`~kfstack.kubernetes.launcher.LaunchSettings`) and optionally ``elastic``.
 
     Raises:
-        PlatformNotAvailableError, InvalidParameterError: before anything starts.
-        TrainingFailedError: the group failed more than ``max_restarts`` times.
+        InvalidParameterError: before anything starts.
+        TrainingFailedError: the local group failed more than ``max_restarts`` times.
+        ResourceFailedError: the PyTorchJob failed (conditions and master log tail).
     """
     platforms.require_available(platform, stage="train-pytorch")
-    validate_parameters(features_uri=features_uri, epochs=epochs, workers=workers,
+    validate_parameters(features_uri=fsspec_uri(features_uri), epochs=epochs, workers=workers,
                         batch_size=batch_size, learning_rate=learning_rate, max_restarts=max_restarts)
-    os.makedirs(logs_uri, exist_ok=True)
-    trainer_args = [
-        "--features-uri", features_uri, "--model-uri", model_uri,
-        "--checkpoint-uri", os.path.join(logs_uri, CHECKPOINT_DIR),
-        "--epochs", str(epochs), "--batch-size", str(batch_size),
-        "--learning-rate", str(learning_rate), "--seed", str(seed),
-    ]
-    result = run_process_group(
-        local_replicas(workers, trainer_args), logs_dir=logs_uri, max_restarts=max_restarts,
-        on_group_started=on_group_started, threads_per_process=threads_per_worker,
-    )
-    with fsspec.open(f"{model_uri.rstrip('/')}/{METRICS_FILE}") as f:
+    args = dict(features_uri=features_uri, model_uri=model_uri,
+                checkpoint_uri=join(logs_uri, CHECKPOINT_DIR), epochs=epochs,
+                batch_size=batch_size, learning_rate=learning_rate, seed=seed)
+    extra: dict[str, float] = {}
+    if platform == platforms.KUBERNETES:
+        # The pods open the artifacts' remote URIs themselves.
+        args.update({k: fsspec_uri(v) for k, v in args.items() if k.endswith("_uri")})
+        from kfstack.kubernetes.launcher import launch
+        from kfstack.kubernetes.resources import PYTORCHJOB
+
+        options = dict(kubernetes or {})
+        settings = options.pop("settings")
+        body = pytorch_job(workers=workers, max_restarts=max_restarts, secrets=settings.secrets,
+                           active_deadline_seconds=int(settings.timeout_seconds), **options, **args)
+        _, reference = launch(PYTORCHJOB, body, settings)
+        reference = {"platform": platforms.KUBERNETES, **reference}
+    else:
+        os.makedirs(logs_uri, exist_ok=True)
+        result = run_process_group(
+            local_replicas(workers, trainer_arguments(**args)), logs_dir=logs_uri,
+            max_restarts=max_restarts, on_group_started=on_group_started,
+            threads_per_process=threads_per_worker,
+        )
+        extra["restarts"] = float(result.restarts)
+        reference = {"platform": platforms.LOCAL, "kind": "LocalProcessGroup", "world_size": workers,
+                     "attempts": result.attempts}
+    with fsspec.open(join(args["model_uri"], METRICS_FILE)) as f:
         trained = json.load(f)
-    return {
+    metrics = {
         "val_auc": trained["val_auc"],
         "val_log_loss": trained["val_log_loss"],
         "val_accuracy": trained["val_accuracy"],
         "samples_per_second": trained["samples_per_second"],
         "world_size": trained["world_size"],
-        "restarts": float(result.restarts),
+        **extra,
     }
+    return metrics, reference

@@ -1,0 +1,27 @@
+"""Artifact URIs as the code that reads and writes them needs them.
+
+On a cluster a component hands its launched job the *remote* URI of an artifact
+(``artifact.uri``), not the task pod's local path: the job's pods run elsewhere. KFP's default
+MinIO store writes those as ``minio://bucket/key``, which no fsspec filesystem is registered
+for; MinIO speaks S3, so they become ``s3://bucket/key`` (the endpoint then comes from
+``AWS_ENDPOINT_URL`` in the object-store Secret).
+"""
+
+from __future__ import annotations
+
+import posixpath
+
+_ALIASES = {"minio://": "s3://"}
+
+
+def fsspec_uri(uri: str) -> str:
+    """``uri`` with a scheme fsspec can open (``minio://`` -> ``s3://``); others unchanged."""
+    for alias, scheme in _ALIASES.items():
+        if uri.startswith(alias):
+            return scheme + uri[len(alias):]
+    return uri
+
+
+def join(uri: str, *parts: str) -> str:
+    """``uri`` / ``parts`` with exactly one ``/`` between them (works for local paths too)."""
+    return posixpath.join(uri.rstrip("/"), *parts)

@@ -1,0 +1,113 @@
+"""manifests/: the overlays build offline, validate, grant exactly what the launchers need, and
+match the node-pool profiles."""
+
+import json
+import shutil
+import subprocess
+import sys
+
+import pytest
+import yaml
+from kubernetes import client
+
+from kfstack.kubernetes import node_pools
+from tests.conftest import REPO_ROOT, SHARED_DIR
+
+OVERLAYS = ("dev", "prod")
+VALIDATOR = SHARED_DIR / "tools" / "validate_manifests.py"
+CORE_MODELS = {
+    "ServiceAccount": "V1ServiceAccount",
+    "Role": "V1Role",
+    "RoleBinding": "V1RoleBinding",
+    "PriorityClass": "V1PriorityClass",
+}
+LAUNCHER_RULES = {
+    ("kubeflow.org", "pytorchjobs"): {"create", "get", "list", "watch", "patch", "delete"},
+    ("kubeflow.org", "tfjobs"): {"create", "get", "list", "watch", "patch", "delete"},
+    ("kubeflow.org", "experiments"): {"create", "get", "list", "watch", "patch", "delete"},
+    ("sparkoperator.k8s.io", "sparkapplications"): {"create", "get", "list", "watch", "patch", "delete"},
+    ("serving.kserve.io", "inferenceservices"): {"create", "get", "list", "watch", "patch", "delete"},
+    ("kubeflow.org", "trials"): {"get", "list", "watch"},
+    ("", "pods"): {"get", "list", "watch"},
+    ("", "pods/log"): {"get", "list", "watch"},
+}
+
+
+@pytest.fixture(scope="module", params=OVERLAYS)
+def built(request, tmp_path_factory):
+    kubectl = shutil.which("kubectl")
+    if kubectl is None:
+        pytest.skip("kubectl is not installed: `kubectl kustomize` cannot build the overlays here")
+    proc = subprocess.run([kubectl, "kustomize", str(REPO_ROOT / "manifests" / "overlays" / request.param)],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    path = tmp_path_factory.mktemp(request.param) / "built.yaml"
+    path.write_text(proc.stdout)
+    return request.param, path, list(yaml.safe_load_all(proc.stdout))
+
+
+class _Response:
+    def __init__(self, obj):
+        self.data = json.dumps(obj)
+
+
+def test_custom_resources_validate_against_the_upstream_crds(built):
+    _, path, objects = built
+    if not VALIDATOR.is_file():
+        pytest.skip(f"upstream CRDs not found at {VALIDATOR.parent.parent}; CRD validation not run")
+    proc = subprocess.run([sys.executable, str(VALIDATOR), str(path)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    kueue = [o for o in objects if o["apiVersion"].startswith("kueue.x-k8s.io/")]
+    assert proc.stdout.count("OK ") == len(kueue) == 9
+
+
+def test_core_objects_round_trip_through_the_sdk_models(built):
+    _, _, objects = built
+    api = client.ApiClient()
+    core = [o for o in objects if o["kind"] in CORE_MODELS]
+    assert {o["kind"] for o in core} == set(CORE_MODELS)
+    for obj in core:
+        model = api.deserialize(_Response(obj), CORE_MODELS[obj["kind"]])
+        assert api.sanitize_for_serialization(model) == obj
+
+
+def test_rbac_is_namespaced_and_exactly_what_the_launchers_need(built):
+    env, _, objects = built
+    assert not [o for o in objects if o["kind"] in ("ClusterRole", "ClusterRoleBinding")]
+    (role,) = [o for o in objects if o["kind"] == "Role" and o["metadata"]["name"] == "kfstack-launcher"]
+    granted = {}
+    for rule in role["rules"]:
+        for group in rule["apiGroups"]:
+            for resource in rule["resources"]:
+                granted[(group, resource)] = set(rule["verbs"])
+    assert granted == LAUNCHER_RULES
+    (binding,) = [o for o in objects if o["kind"] == "RoleBinding" and o["metadata"]["name"] == "kfstack-launcher"]
+    namespace = role["metadata"]["namespace"]
+    assert binding["metadata"]["namespace"] == namespace == {"dev": "kfstack-dev", "prod": "ml-prod"}[env]
+    (subject,) = binding["subjects"]
+    assert subject["namespace"] == namespace
+    assert subject["name"] == {"dev": "pipeline-runner", "prod": "default-editor"}[env]
+
+
+def test_scheduling_objects_match_the_node_pool_profiles(built):
+    _, _, objects = built
+    by_kind = {}
+    for obj in objects:
+        by_kind.setdefault(obj["kind"], {})[obj["metadata"]["name"]] = obj
+    for kind in ("ClusterQueue", "ResourceFlavor", "PriorityClass"):
+        assert all("namespace" not in o["metadata"] for o in by_kind[kind].values()), kind
+    for profile in node_pools.load_profiles().values():
+        if profile.priority_class:
+            assert profile.priority_class in by_kind["PriorityClass"]
+        if profile.queue is None:
+            continue
+        local_queue = by_kind["LocalQueue"][profile.queue]
+        cluster_queue = by_kind["ClusterQueue"][local_queue["spec"]["clusterQueue"]]
+        (group,) = cluster_queue["spec"]["resourceGroups"]
+        assert profile.accelerator.resource in group["coveredResources"]
+        (flavor_ref,) = group["flavors"]
+        flavor = by_kind["ResourceFlavor"][flavor_ref["name"]]
+        # Kueue puts admitted pods on the flavor's nodes: the same nodes the profile selects.
+        assert flavor["spec"]["nodeLabels"] == profile.node_selector
+        quota = {r["name"]: r["nominalQuota"] for r in flavor_ref["resources"]}
+        assert int(quota[profile.accelerator.resource]) >= profile.accelerator.count
