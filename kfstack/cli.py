@@ -1,4 +1,4 @@
-"""The ``kfstack`` command line: compile pipelines, run them on the embedded platform.
+"""The ``kfstack`` command line: compile pipelines, run them embedded, render their cluster objects.
 
 ``compile`` imports only kfp and the pipeline modules (STYLE 9): no pyspark, torch or
 tensorflow, so it runs in a CI job or a laptop without them.
@@ -125,6 +125,27 @@ def _cmd_run(args: argparse.Namespace) -> int:
     return 0 if summary.status == "SUCCEEDED" else 1
 
 
+def _cmd_render(args: argparse.Namespace) -> int:
+    from kfstack.errors import InvalidParameterError
+    from kfstack.kubernetes.render import render_objects, write_objects
+    from kfstack.pipelines import load_pipeline
+
+    try:
+        pipeline_func = load_pipeline(args.name)
+    except KeyError as err:
+        print(f"kfstack render: {err.args[0]}", file=sys.stderr)
+        return 2
+    arguments = parse_params(args.param, pipeline_func)
+    try:
+        objects = render_objects(args.name, arguments, run_id=args.run_id, pipeline_root=args.pipeline_root)
+    except InvalidParameterError as err:
+        print(f"kfstack render: {err}", file=sys.stderr)
+        return 2
+    for path in write_objects(objects, args.out):
+        print(path)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="kfstack", description=__doc__.splitlines()[0])
     parser.add_argument("--version", action="version", version=f"kfstack {__version__}")
@@ -148,6 +169,18 @@ def build_parser() -> argparse.ArgumentParser:
                        help="directory for the run's artifacts")
     p_run.add_argument("--summary-json", help="also write the run summary as JSON here")
     p_run.set_defaults(func=_cmd_run)
+
+    p_render = sub.add_parser(
+        "render", help="write the Kubernetes objects a kubernetes run would create (review, GitOps)")
+    p_render.add_argument("name", nargs="?", default=DEFAULT_PIPELINE, help="pipeline name")
+    p_render.add_argument("--out", required=True, help="directory for one YAML file per object")
+    p_render.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
+                          help="pipeline parameter (repeatable)")
+    p_render.add_argument("--pipeline-root", default="s3://kfstack/pipeline-root",
+                          help="the object-store root the run's artifacts would live under")
+    p_render.add_argument("--run-id", default="render",
+                          help="stands in for the KFP run id in names and labels")
+    p_render.set_defaults(func=_cmd_render)
     return parser
 
 

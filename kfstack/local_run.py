@@ -43,6 +43,8 @@ class TaskRecord:
     status: str
     seconds: float
     log_tail: list[str]
+    # Output name -> value or artifact, as kfp.local returned them (not part of the summary).
+    outputs: dict[str, Any] = dataclasses.field(default_factory=dict, repr=False)
 
 
 @dataclasses.dataclass
@@ -54,8 +56,8 @@ class RunSummary:
         status: ``SUCCEEDED`` or ``FAILED``.
         wall_seconds: Wall time of the whole run.
         stages: Seconds per executed task, in execution order.
-        metrics: Scalar metrics of the pipeline's Metrics outputs, ``<output>.<metric>``.
-        artifacts: Output name -> local URI of every pipeline output artifact.
+        metrics: Scalar metrics of the tasks' Metrics outputs, ``<output>.<metric>``.
+        artifacts: Output name -> local URI of every task's output artifact.
         data: Row counts of the feature job (read / written / quarantined, per reason).
         peak_rss_bytes: Peak resident memory summed over this process and all its children.
         pipeline_root: Directory under which kfp.local wrote the run's artifacts.
@@ -190,6 +192,7 @@ def _record_tasks(
             status=status.name,
             seconds=time.perf_counter() - start,
             log_tail=tee.tail(LOG_TAIL_LINES),
+            outputs=dict(outputs or {}),
         )
         records.append(record)
         on_task_done(record)
@@ -266,10 +269,12 @@ def run_pipeline_locally(
     records: list[TaskRecord] = []
     start = time.perf_counter()
     with _PeakMemorySampler() as memory, _record_tasks(records, on_task_done):
-        task = pipeline_func(**arguments)
+        pipeline_func(**arguments)
     wall = time.perf_counter() - start
 
-    outputs = dict(getattr(task, "outputs", {}) or {})
+    # Every task's outputs, not only the pipeline's: outputs of tasks inside an ExitHandler
+    # cannot be pipeline outputs (KFP compiler rule).
+    outputs = {name: value for record in records for name, value in record.outputs.items()}
     failed = [r for r in records if r.status != "SUCCESS"]
     metrics, artifacts = _collect_outputs(outputs)
     data = {k: metrics[f"data_report.{k}"] for k in DATA_COUNT_KEYS if f"data_report.{k}" in metrics}
@@ -279,7 +284,7 @@ def run_pipeline_locally(
     })
     summary = RunSummary(
         pipeline=pipeline_name,
-        status="FAILED" if failed or not outputs else "SUCCEEDED",
+        status="FAILED" if failed or not records else "SUCCEEDED",
         wall_seconds=round(wall, 2),
         stages=_stage_seconds(records),
         metrics=metrics,
@@ -295,8 +300,8 @@ def run_pipeline_locally(
             _exception_line(first.log_tail) or "no exception line in its log"
         )
         summary.failed_task_log_tail = first.log_tail
-    elif not outputs:
-        summary.error = "the pipeline produced no outputs"
+    elif not records:
+        summary.error = "the pipeline ran no tasks"
     return summary
 
 

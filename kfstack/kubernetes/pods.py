@@ -29,13 +29,11 @@ SCRATCH_PATH = "/tmp"
 SHM_VOLUME = "dshm"
 SHM_PATH = "/dev/shm"
 
-# Env name == key in the object-store Secret; optional keys may be absent from the Secret.
-OBJECT_STORE_KEYS: tuple[tuple[str, bool], ...] = (
-    ("AWS_ACCESS_KEY_ID", False),
-    ("AWS_SECRET_ACCESS_KEY", False),
-    ("AWS_ENDPOINT_URL", True),
-    ("AWS_DEFAULT_REGION", True),
-)
+# Env name == key in the object-store Secret. Every reference is optional: pods that
+# authenticate through workload identity (IRSA, GKE) run without the Secret, and a missing key
+# surfaces as the object store's own "no credentials" error instead of a pod stuck in
+# CreateContainerConfigError.
+OBJECT_STORE_KEYS = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_ENDPOINT_URL", "AWS_DEFAULT_REGION")
 
 _serializer = client.ApiClient()
 
@@ -51,8 +49,8 @@ class SecretRefs:
 
     Attributes:
         object_store: Secret holding ``AWS_ACCESS_KEY_ID`` and ``AWS_SECRET_ACCESS_KEY`` (and
-            optionally ``AWS_ENDPOINT_URL``, ``AWS_DEFAULT_REGION``) for s3:// URIs; empty when
-            the pods authenticate otherwise (workload identity, IRSA).
+            optionally ``AWS_ENDPOINT_URL``, ``AWS_DEFAULT_REGION``) for s3:// and MinIO URIs;
+            empty: no reference at all.
         image_pull: Secret of type ``kubernetes.io/dockerconfigjson``; empty for public images.
     """
 
@@ -66,12 +64,10 @@ class SecretRefs:
             client.V1EnvVar(
                 name=key,
                 value_from=client.V1EnvVarSource(
-                    secret_key_ref=client.V1SecretKeySelector(
-                        name=self.object_store, key=key, optional=optional or None
-                    )
+                    secret_key_ref=client.V1SecretKeySelector(name=self.object_store, key=key, optional=True)
                 ),
             )
-            for key, optional in OBJECT_STORE_KEYS
+            for key in OBJECT_STORE_KEYS
         ]
 
     def image_pull_secrets(self) -> list[client.V1LocalObjectReference] | None:

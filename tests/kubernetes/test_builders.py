@@ -171,8 +171,7 @@ def test_pods_are_restricted_and_get_credentials_only_as_secret_refs():
     assert {"name": "scratch", "mountPath": "/tmp"} in container["volumeMounts"]
     env = {e["name"]: e for e in container["env"]}
     assert env["AWS_SECRET_ACCESS_KEY"] == {"name": "AWS_SECRET_ACCESS_KEY", "valueFrom": {
-        "secretKeyRef": {"name": "kfstack-object-store", "key": "AWS_SECRET_ACCESS_KEY"}}}
-    assert env["AWS_ENDPOINT_URL"]["valueFrom"]["secretKeyRef"]["optional"] is True
+        "secretKeyRef": {"name": "kfstack-object-store", "key": "AWS_SECRET_ACCESS_KEY", "optional": True}}}
     assert all("value" not in e for e in container["env"] if e["name"].startswith("AWS_"))
 
 

@@ -14,11 +14,24 @@ from kfstack.version import __version__
 
 
 @pytest.fixture(scope="module")
-def flights_spec(tmp_path_factory):
+def compiled(tmp_path_factory):
+    """(pipeline spec, platform spec): kfp-kubernetes settings go to a second YAML document."""
     out = tmp_path_factory.mktemp("dist")
     (path,) = compile_pipelines(["flights-training"], str(out))
     with open(path) as f:
-        return yaml.safe_load(f)
+        pipeline_spec, platform_spec = yaml.safe_load_all(f)
+    return pipeline_spec, platform_spec
+
+
+@pytest.fixture(scope="module")
+def flights_spec(compiled):
+    return compiled[0]
+
+
+@pytest.fixture(scope="module")
+def executor_configs(compiled):
+    """Executor name -> its Kubernetes settings (node selector, tolerations, secrets...)."""
+    return compiled[1]["platforms"]["kubernetes"]["deploymentSpec"]["executors"]
 
 
 def test_compile_writes_versioned_files_without_heavy_imports(tmp_path):
@@ -37,7 +50,12 @@ def test_compile_writes_versioned_files_without_heavy_imports(tmp_path):
 
 
 def test_flights_training_task_graph(flights_spec):
-    tasks = flights_spec["root"]["dag"]["tasks"]
+    root = flights_spec["root"]["dag"]["tasks"]
+    # Everything runs inside the exit handler; cleanup runs after it, however it ended.
+    assert set(root) == {"exit-handler-1", "cleanup-run"}
+    assert root["cleanup-run"]["triggerPolicy"]["strategy"] == "ALL_UPSTREAM_TASKS_COMPLETED"
+    assert root["cleanup-run"]["dependentTasks"] == ["exit-handler-1"]
+    tasks = flights_spec["components"]["comp-exit-handler-1"]["dag"]["tasks"]
     assert set(tasks) == {
         "validate-training-run", "flights-features", "train-pytorch", "evaluate-model"
     }
@@ -48,10 +66,17 @@ def test_flights_training_task_graph(flights_spec):
     eval_in = tasks["evaluate-model"]["inputs"]["artifacts"]
     assert eval_in["model"]["taskOutputArtifact"]["producerTask"] == "train-pytorch"
     assert eval_in["features"]["taskOutputArtifact"]["producerTask"] == "flights-features"
-    # The platform parameter reaches every stage that launches work.
+    # The platform parameter reaches every stage that launches work, and the launchers get the
+    # run id and their task name (deterministic job names, adopted on retry).
     for name in ("validate-training-run", "flights-features", "train-pytorch"):
         platform = tasks[name]["inputs"]["parameters"]["platform"]
-        assert platform == {"componentInputParameter": "platform"}
+        assert platform == {"componentInputParameter": "pipelinechannel--platform"}
+    for name in ("flights-features", "train-pytorch"):
+        parameters = tasks[name]["inputs"]["parameters"]
+        assert parameters["run_id"]["runtimeValue"]["constant"] == "{{$.pipeline_job_uuid}}"
+        assert parameters["task_name"]["runtimeValue"]["constant"] == "{{$.pipeline_task_name}}"
+    assert tasks["train-pytorch"]["inputs"]["parameters"]["gpu_pool"] == {
+        "componentInputParameter": "pipelinechannel--gpu_pool"}
 
 
 def test_flights_training_parameters_are_typed_documented_and_defaulted(flights_spec):
@@ -63,12 +88,41 @@ def test_flights_training_parameters_are_typed_documented_and_defaulted(flights_
     for name, spec in params.items():
         assert "defaultValue" in spec, name
         assert spec.get("description"), f"parameter {name} has no description for the UI"
-    artifact_outputs = flights_spec["root"]["outputDefinitions"]["artifacts"]
-    assert artifact_outputs["classification"]["artifactType"]["schemaTitle"] == (
-        "system.ClassificationMetrics"
-    )
-    assert artifact_outputs["report"]["artifactType"]["schemaTitle"] == "system.Markdown"
-    assert artifact_outputs["model"]["artifactType"]["schemaTitle"] == "system.Model"
+    outputs = flights_spec["components"]["comp-evaluate-model"]["outputDefinitions"]["artifacts"]
+    assert outputs["classification"]["artifactType"]["schemaTitle"] == "system.ClassificationMetrics"
+    assert outputs["report"]["artifactType"]["schemaTitle"] == "system.Markdown"
+    train_outputs = flights_spec["components"]["comp-train-pytorch"]["outputDefinitions"]["artifacts"]
+    assert train_outputs["model"]["artifactType"]["schemaTitle"] == "system.Model"
+
+
+def test_task_pods_carry_the_cpu_pool_namespace_and_secret_refs(executor_configs):
+    from kfstack.kubernetes import node_pools
+
+    cpu = node_pools.get_profile(node_pools.CPU_POOL)
+    assert set(executor_configs) == {
+        "exec-validate-training-run", "exec-flights-features", "exec-train-pytorch",
+        "exec-evaluate-model", "exec-cleanup-run"}
+    for name, config in executor_configs.items():
+        assert config["nodeSelector"]["nodeSelectorJson"]["runtimeValue"]["constant"] == cpu.node_selector, name
+        (field,) = config["fieldPathAsEnv"]
+        assert field == {"name": "KFSTACK_NAMESPACE", "fieldPath": "metadata.namespace"}
+        (secret,) = config["secretAsEnv"]
+        # The pipeline parameter (tasks inside the exit handler see it as a pipeline channel).
+        source = secret["secretNameParameter"]["componentInputParameter"]
+        assert source in ("object_store_secret", "pipelinechannel--object_store_secret"), name
+        assert secret["optional"] is True
+        assert {k["secretKey"] for k in secret["keyToEnv"]} == {
+            "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_ENDPOINT_URL", "AWS_DEFAULT_REGION"}
+
+
+def test_task_pods_request_the_cpu_pools_resources(flights_spec):
+    from kfstack.kubernetes import node_pools
+
+    cpu = node_pools.get_profile(node_pools.CPU_POOL)
+    for name, executor in flights_spec["deploymentSpec"]["executors"].items():
+        resources = executor["container"]["resources"]
+        assert resources["resourceCpuRequest"] == cpu.cpu, name
+        assert resources["resourceMemoryRequest"] == cpu.memory, name
 
 
 def test_every_executor_uses_the_versioned_image_and_installs_nothing(flights_spec):

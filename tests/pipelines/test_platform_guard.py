@@ -1,15 +1,19 @@
-"""platform=kubernetes has no launchers yet: a run must fail before any stage starts."""
+"""platform=kubernetes without a cluster: the run fails in its first task, before any stage."""
 
 from kfstack.local_run import run_pipeline_locally
 
 
-def test_kubernetes_platform_fails_at_the_first_task_and_submits_nothing(tmp_path):
+def test_kubernetes_platform_without_a_cluster_fails_first_and_submits_nothing(tmp_path, monkeypatch):
+    # No in-cluster service account here; make sure no kubeconfig is found either.
+    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "no-kubeconfig"))
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    monkeypatch.delenv("KFSTACK_NAMESPACE", raising=False)
     summary = run_pipeline_locally(
-        "flights-training", {"platform": "kubernetes"}, pipeline_root=str(tmp_path)
+        "flights-training", {"platform": "kubernetes"}, pipeline_root=str(tmp_path / "runs")
     )
     assert summary.status == "FAILED"
-    # Only the parameter check ran: no Spark job, no trainer.
-    assert list(summary.stages) == ["validate-training-run"]
+    # Only the parameter check ran (and the exit handler's cleanup): no Spark job, no trainer.
+    assert set(summary.stages) == {"validate-training-run", "cleanup-run"}
     assert "PlatformNotAvailableError" in summary.error
-    assert "not available yet" in summary.error
-    assert not list(tmp_path.glob("*/flights-features"))
+    assert "needs a Kubernetes API" in summary.error and "Nothing was submitted" in summary.error
+    assert not list((tmp_path / "runs").glob("*/flights-features"))

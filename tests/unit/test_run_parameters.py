@@ -35,6 +35,19 @@ def test_all_problems_are_reported_at_once():
     assert "epochs=0" in str(err.value) and "batch_size=0" in str(err.value)
 
 
-def test_kubernetes_is_not_available_yet_and_says_so():
-    with pytest.raises(PlatformNotAvailableError, match="not available yet.*Nothing was submitted"):
+def test_kubernetes_without_a_cluster_fails_and_says_so(monkeypatch, tmp_path):
+    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "no-kubeconfig"))
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    with pytest.raises(PlatformNotAvailableError, match="needs a Kubernetes API.*Nothing was submitted"):
         validate_training_run(**{**GOOD, "platform": platforms.KUBERNETES})
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"gpu_pool": "tpu-v5"}, "unknown node pool 'tpu-v5'"),
+    ({"spark_executor_memory": "4GB"}, "spark executor_memory='4GB'"),
+    ({"elastic_min_workers": 3, "elastic_max_workers": 8}, "min_replicas"),
+])
+def test_kubernetes_objects_are_rendered_so_bad_cluster_settings_fail_first(change, message):
+    # No cluster needed: the rendering fails before the cluster is looked for.
+    with pytest.raises(InvalidParameterError, match=message):
+        validate_training_run(**{**GOOD, "platform": platforms.KUBERNETES}, kubernetes=change)

@@ -16,6 +16,14 @@ def validate_training_run(
     max_restarts: int,
     max_quarantine_fraction: float,
     sample_fraction: float,
+    gpu_pool: str = "h100",
+    elastic_min_workers: int = 0,
+    elastic_max_workers: int = 0,
+    spark_executors: int = 2,
+    spark_executor_cores: int = 2,
+    spark_executor_memory: str = "4g",
+    spark_driver_memory: str = "2g",
+    run_id: str = "",
 ):
     """Fails the run in seconds when its parameters are out of range or inconsistent.
 
@@ -29,6 +37,11 @@ def validate_training_run(
         max_restarts: Whole-group restarts after a rank fails, >= 0.
         max_quarantine_fraction: Largest tolerated share of quarantined rows, in [0, 1].
         sample_fraction: Share of flights used, in (0, 1].
+        gpu_pool, elastic_min_workers, elastic_max_workers, spark_executors,
+            spark_executor_cores, spark_executor_memory, spark_driver_memory: Kubernetes
+            settings; on ``kubernetes`` the run's SparkApplication and PyTorchJob are rendered
+            with them, so a bad value fails here, and the cluster must be reachable.
+        run_id: The pipeline run (names of the rendered objects).
     """
     from kfstack.run_parameters import validate_training_run as validate
 
@@ -42,4 +55,11 @@ def validate_training_run(
         max_restarts=max_restarts,
         max_quarantine_fraction=max_quarantine_fraction,
         sample_fraction=sample_fraction,
+        kubernetes=dict(
+            gpu_pool=gpu_pool, elastic_min_workers=elastic_min_workers,
+            elastic_max_workers=elastic_max_workers, spark_executors=spark_executors,
+            spark_executor_cores=spark_executor_cores, spark_executor_memory=spark_executor_memory,
+            spark_driver_memory=spark_driver_memory,
+        ),
+        run_id=run_id or "validation",
     )

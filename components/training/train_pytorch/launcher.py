@@ -207,3 +207,56 @@ def launch_pytorch_training(
         **extra,
     }
     return metrics, reference
+
+
+def kubernetes_options(*, platform: str, run_id: str, task_name: str, gpu_pool: str,
+                       elastic_min_workers: int, elastic_max_workers: int, max_restarts: int,
+                       object_store_secret: str, image_pull_secret: str, timeout_seconds: float,
+                       poll_interval_seconds: float) -> dict | None:
+    """The ``kubernetes`` argument of :func:`launch_pytorch_training` (``None`` off Kubernetes)."""
+    if platform != platforms.KUBERNETES:
+        return None
+    from kfstack.kubernetes.launcher import LaunchSettings
+    from kfstack.kubernetes.naming import RunContext
+    from kfstack.kubernetes.pods import SecretRefs
+    from kfstack.kubernetes.training_jobs import ElasticSettings
+
+    elastic = None
+    if elastic_min_workers or elastic_max_workers:
+        elastic = ElasticSettings(min_replicas=elastic_min_workers, max_replicas=elastic_max_workers,
+                                  max_restarts=max_restarts)
+    return {
+        "context": RunContext(run_id=run_id, task_name=task_name),
+        "gpu_pool": gpu_pool,
+        "elastic": elastic,
+        "settings": LaunchSettings(
+            secrets=SecretRefs(object_store=object_store_secret, image_pull=image_pull_secret),
+            timeout_seconds=timeout_seconds, poll_interval_seconds=poll_interval_seconds,
+        ),
+    }
+
+
+def run_component(*, platform: str, features, epochs: int, workers: int, batch_size: int,
+                  learning_rate: float, max_restarts: int, model, training_metrics, training_logs,
+                  training_job, seed: int, run_id: str, task_name: str, gpu_pool: str,
+                  elastic_min_workers: int, elastic_max_workers: int, object_store_secret: str,
+                  image_pull_secret: str, timeout_seconds: float, poll_interval_seconds: float) -> None:
+    """The ``train_pytorch`` component's body: artifacts in, metrics and reference out."""
+    metrics, reference = launch_pytorch_training(
+        platform=platform,
+        features_uri=platforms.artifact_location(platform, features),
+        model_uri=platforms.artifact_location(platform, model),
+        logs_uri=platforms.artifact_location(platform, training_logs),
+        epochs=epochs, workers=workers, batch_size=batch_size, learning_rate=learning_rate,
+        max_restarts=max_restarts, seed=seed,
+        kubernetes=kubernetes_options(
+            platform=platform, run_id=run_id, task_name=task_name, gpu_pool=gpu_pool,
+            elastic_min_workers=elastic_min_workers, elastic_max_workers=elastic_max_workers,
+            max_restarts=max_restarts, object_store_secret=object_store_secret,
+            image_pull_secret=image_pull_secret, timeout_seconds=timeout_seconds,
+            poll_interval_seconds=poll_interval_seconds,
+        ),
+    )
+    for name, value in metrics.items():
+        training_metrics.log_metric(name, value)
+    platforms.write_reference(training_job, reference)

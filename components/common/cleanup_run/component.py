@@ -1,0 +1,25 @@
+"""KFP component: the pipeline's exit handler -- delete what the run left running on the cluster."""
+
+from kfp import dsl
+
+from kfstack.images import COMPONENT_IMAGE
+
+
+@dsl.component(base_image=COMPONENT_IMAGE, install_kfp_package=False)
+def cleanup_run(platform: str, run_id: str) -> str:
+    """Deletes the run's SparkApplications / PyTorchJobs / TFJobs that have not finished.
+
+    Runs whether the pipeline succeeded, failed or was stopped (KFP's exit handler). A launcher
+    deletes its own job on SIGTERM; this catches a launcher pod that was killed before it could.
+    Finished jobs stay until their TTL, so their status and logs remain readable.
+
+    Args:
+        platform: ``local`` (nothing to do: the launchers own their processes) or ``kubernetes``.
+        run_id: The pipeline run (``dsl.PIPELINE_JOB_ID_PLACEHOLDER``) whose objects to delete.
+
+    Returns:
+        What was deleted, ``Kind/name`` comma-separated (empty when nothing was left).
+    """
+    from kfstack.components.common.cleanup_run.core import cleanup_run_resources
+
+    return ",".join(cleanup_run_resources(platform=platform, run_id=run_id))
