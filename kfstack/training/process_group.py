@@ -174,6 +174,7 @@ def run_process_group(
     max_restarts: int,
     on_group_started: Callable[[int, list[subprocess.Popen]], None] | None = None,
     threads_per_process: int | None = None,
+    done_when_exits: int | None = None,
     grace_seconds: float = 10.0,
     poll_seconds: float = 0.05,
     out: TextIO | None = None,
@@ -192,6 +193,10 @@ def run_process_group(
         grace_seconds: Time between SIGTERM and SIGKILL when stopping the others.
         poll_seconds: How often exit codes are checked.
         out: Where the prefixed live output goes (default: stdout).
+        done_when_exits: Position (in ``build_replicas``' list) of the replica whose successful
+            exit completes the group, the others then being
+            stopped -- a TFJob's chief, whose parameter servers and workers serve until the job
+            ends. Default: every replica must exit 0.
 
     Returns:
         Attempts used and the log file of every rank.
@@ -223,7 +228,8 @@ def run_process_group(
                     if any(c not in (None, 0) for c in codes):
                         failed = _first_failure(running)
                         break
-                    if all(c == 0 for c in codes):
+                    if all(c == 0 for c in codes) or (
+                            done_when_exits is not None and codes[done_when_exits] == 0):
                         break
                     time.sleep(poll_seconds)
             finally:

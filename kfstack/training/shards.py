@@ -72,3 +72,23 @@ def read_shards(shards: list[str], columns: list[str]) -> dict[str, np.ndarray]:
     if not tables:
         return {c: np.empty(0) for c in columns}
     return {c: np.concatenate([t[c].to_numpy() for t in tables]) for c in columns}
+
+
+def shard_rows(shards: list[str]) -> list[int]:
+    """Row count of each shard, from its Parquet footer (the data is not read)."""
+    counts = []
+    for uri in shards:
+        with fsspec.open(uri, "rb") as f:
+            counts.append(pq.ParquetFile(f).metadata.num_rows)
+    return counts
+
+
+def rows_per_rank(split_uri: str, world_size: int) -> list[int]:
+    """Rows each rank of ``world_size`` reads from ``split_uri`` (:func:`shards_for_rank`).
+
+    Every rank can compute every other rank's count from the footers alone, so ranks agree on
+    a step count without a collective.
+    """
+    all_shards = list_shards(split_uri)
+    counts = dict(zip(all_shards, shard_rows(all_shards)))
+    return [sum(counts[s] for s in shards_for_rank(all_shards, rank, world_size)) for rank in range(world_size)]

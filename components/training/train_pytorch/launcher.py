@@ -12,64 +12,28 @@ metrics come from ``training_metrics.json`` the trainer writes beside the model.
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
 from collections.abc import Callable
 
-import fsspec
-
 from kfstack import images, platforms
-from kfstack.errors import InvalidParameterError
-from kfstack.training import shards
+from kfstack.components.training.common import (
+    CHECKPOINT_DIR,
+    LOOPBACK,
+    launch_settings,
+    read_metrics,
+    trainer_arguments,
+    validate_hyperparameters,
+    validate_parameters,
+    write_outputs,
+)
 from kfstack.uris import fsspec_uri, join
 from kfstack.training.env_contract import MASTER, WORKER, pytorchjob_env
 from kfstack.training.process_group import ReplicaProcess, free_port, run_process_group
 
 TRAINER_MODULE = "kfstack.components.training.train_pytorch.trainer"
-METRICS_FILE = "training_metrics.json"
-CHECKPOINT_DIR = "checkpoints"
-LOOPBACK = "127.0.0.1"
 NAME_PREFIX = "kfs-pytorch"
-
-
-def validate_hyperparameters(*, epochs: int, workers: int, batch_size: int, learning_rate: float,
-                             max_restarts: int) -> None:
-    """Raises :class:`InvalidParameterError` (all problems at once) before anything starts."""
-    problems = []
-    if epochs < 1:
-        problems.append(f"epochs={epochs} must be >= 1")
-    if workers < 1:
-        problems.append(f"workers={workers} must be >= 1")
-    if batch_size < max(workers, 1):
-        problems.append(f"batch_size={batch_size} must be >= workers={workers} (global batch)")
-    if not learning_rate > 0:
-        problems.append(f"learning_rate={learning_rate} must be > 0")
-    if max_restarts < 0:
-        problems.append(f"max_restarts={max_restarts} must be >= 0")
-    if problems:
-        raise InvalidParameterError("; ".join(problems))
-
-
-def validate_parameters(*, features_uri: str, epochs: int, workers: int, batch_size: int,
-                        learning_rate: float, max_restarts: int) -> None:
-    """:func:`validate_hyperparameters`, then that every rank gets a shard of each split."""
-    validate_hyperparameters(epochs=epochs, workers=workers, batch_size=batch_size,
-                             learning_rate=learning_rate, max_restarts=max_restarts)
-    for split in ("train", "validation"):
-        # Raises when a rank would get no shard.
-        shards.shards_for_rank(shards.list_shards(f"{features_uri.rstrip('/')}/{split}"), 0, workers)
-
-
-def trainer_arguments(*, features_uri: str, model_uri: str, checkpoint_uri: str, epochs: int,
-                      batch_size: int, learning_rate: float, seed: int) -> list[str]:
-    """The trainer's argv, the same for local processes and PyTorchJob pods."""
-    return [
-        "--features-uri", features_uri, "--model-uri", model_uri, "--checkpoint-uri", checkpoint_uri,
-        "--epochs", str(epochs), "--batch-size", str(batch_size),
-        "--learning-rate", str(learning_rate), "--seed", str(seed),
-    ]
 
 
 def pytorch_job(*, context, features_uri: str, model_uri: str, checkpoint_uri: str, epochs: int,
@@ -196,17 +160,7 @@ def launch_pytorch_training(
         extra["restarts"] = float(result.restarts)
         reference = {"platform": platforms.LOCAL, "kind": "LocalProcessGroup", "world_size": workers,
                      "attempts": result.attempts}
-    with fsspec.open(join(args["model_uri"], METRICS_FILE)) as f:
-        trained = json.load(f)
-    metrics = {
-        "val_auc": trained["val_auc"],
-        "val_log_loss": trained["val_log_loss"],
-        "val_accuracy": trained["val_accuracy"],
-        "samples_per_second": trained["samples_per_second"],
-        "world_size": trained["world_size"],
-        **extra,
-    }
-    return metrics, reference
+    return {**read_metrics(args["model_uri"]), **extra}, reference
 
 
 def kubernetes_options(*, platform: str, run_id: str, task_name: str, gpu_pool: str,
@@ -216,9 +170,7 @@ def kubernetes_options(*, platform: str, run_id: str, task_name: str, gpu_pool: 
     """The ``kubernetes`` argument of :func:`launch_pytorch_training` (``None`` off Kubernetes)."""
     if platform != platforms.KUBERNETES:
         return None
-    from kfstack.kubernetes.launcher import LaunchSettings
     from kfstack.kubernetes.naming import RunContext
-    from kfstack.kubernetes.pods import SecretRefs
     from kfstack.kubernetes.training_jobs import ElasticSettings
 
     elastic = None
@@ -229,10 +181,8 @@ def kubernetes_options(*, platform: str, run_id: str, task_name: str, gpu_pool: 
         "context": RunContext(run_id=run_id, task_name=task_name),
         "gpu_pool": gpu_pool,
         "elastic": elastic,
-        "settings": LaunchSettings(
-            secrets=SecretRefs(object_store=object_store_secret, image_pull=image_pull_secret),
-            timeout_seconds=timeout_seconds, poll_interval_seconds=poll_interval_seconds,
-        ),
+        "settings": launch_settings(object_store_secret=object_store_secret, image_pull_secret=image_pull_secret,
+                                    timeout_seconds=timeout_seconds, poll_interval_seconds=poll_interval_seconds),
     }
 
 
@@ -257,6 +207,4 @@ def run_component(*, platform: str, features, epochs: int, workers: int, batch_s
             poll_interval_seconds=poll_interval_seconds,
         ),
     )
-    for name, value in metrics.items():
-        training_metrics.log_metric(name, value)
-    platforms.write_reference(training_job, reference)
+    write_outputs(metrics, reference, training_metrics, training_job)

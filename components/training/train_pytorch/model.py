@@ -8,24 +8,12 @@ float32 ``[batch, n_numeric]`` (already imputed and scaled).
 
 from __future__ import annotations
 
-import dataclasses
-
 import torch
 from torch import nn
 
+from kfstack.training.architecture import ModelConfig, embedding_dim
 
-def embedding_dim(cardinality: int) -> int:
-    """Half the categories, capped at 16: 4 rows (3 origins + OOV) -> 2, 101 dests -> 16."""
-    return max(1, min(16, (cardinality + 1) // 2))
-
-
-@dataclasses.dataclass(frozen=True)
-class ModelConfig:
-    """Everything needed to rebuild the network (stored in checkpoints)."""
-
-    cardinalities: tuple[int, ...]
-    num_numeric: int
-    hidden: tuple[int, ...] = (64, 32)
+__all__ = ["DelayClassifier", "DelayProbability", "ModelConfig", "embedding_dim"]
 
 
 class DelayClassifier(nn.Module):
