@@ -1,0 +1,100 @@
+"""The TensorFlow trainer on the local TFJob launcher: real TensorFlow processes talking over
+gRPC collectives (MultiWorkerMirroredStrategy) and to a parameter server, on small data."""
+
+import json
+import signal
+import time
+
+import numpy as np
+import onnxruntime
+import pytest
+
+from kfstack.components.training.train_tensorflow.launcher import launch_tensorflow_training
+from kfstack.errors import InvalidParameterError
+from kfstack.features import FeatureSpec
+from kfstack.training import checkpoints, shards
+from tests.training.conftest import make_feature_dir
+from tests.training.test_trainer import katib_metrics
+
+
+def run(tmp_path, features, topology="mwms", **overrides):
+    kwargs = dict(platform="local", features_uri=features, model_uri=str(tmp_path / "model"),
+                  logs_uri=str(tmp_path / "logs"), epochs=2, workers=2, batch_size=128,
+                  learning_rate=0.01, max_restarts=0, topology=topology, threads_per_worker=1)
+    kwargs.update(overrides)
+    return launch_tensorflow_training(**kwargs)
+
+
+@pytest.fixture(scope="module")
+def features(tmp_path_factory):
+    return make_feature_dir(tmp_path_factory.mktemp("tf-features"), rows=4000, shards=2, seed=4)
+
+
+def test_mwms_two_workers_train_read_disjoint_shards_and_export_onnx(tmp_path, features):
+    metrics, reference = run(tmp_path, features)
+    assert reference == {"platform": "local", "kind": "LocalProcessGroup", "topology": "mwms",
+                         "replicas": {"worker": 2}, "attempts": 1}
+    assert metrics["world_size"] == 2 and metrics["val_auc"] > 0.75 and metrics["restarts"] == 0
+    logs = tmp_path / "logs" / "attempt-1"
+    chief, other = (logs / "rank-0.log").read_text(), (logs / "rank-1.log").read_text()
+    assert [m["epoch"] for m in katib_metrics(chief)] == [1, 2]
+    assert katib_metrics(other) == []  # only the chief prints Katib lines
+    # Each worker read its own shard: half the train rows each.
+    rows = shards.shard_rows(shards.list_shards(f"{features}/train"))
+    assert f"worker 0 of 2: {rows[0]} train rows" in chief and f"worker 1 of 2: {rows[1]} train rows" in other
+    trained = json.loads((tmp_path / "model" / "training_metrics.json").read_text())
+    assert trained["topology"] == "mwms" and trained["onnx_max_abs_difference"] <= 1e-4
+    # The exported model serves with the interface evaluation and serving use.
+    spec = FeatureSpec.load(str(tmp_path / "model"))
+    session = onnxruntime.InferenceSession(str(tmp_path / "model" / "model.onnx"))
+    probabilities = session.run(None, {
+        "categorical": np.zeros((3, len(spec.categorical)), np.int64),
+        "numeric": np.zeros((3, len(spec.numeric)), np.float32)})[0]
+    assert probabilities.shape == (3,) and np.all((probabilities > 0) & (probabilities < 1))
+
+
+def test_parameter_server_topology_trains_and_stops_its_servers(tmp_path, features):
+    started = []
+    metrics, reference = run(tmp_path, features, topology="parameter_server", parameter_servers=1,
+                             on_group_started=lambda attempt, processes: started.extend(processes))
+    assert reference["replicas"] == {"chief": 1, "worker": 2, "ps": 1}
+    assert metrics["val_auc"] > 0.75
+    assert started[0].returncode == 0
+    # Workers and PS serve forever; the launcher stopped them when the chief finished.
+    assert all(p.returncode == -signal.SIGTERM for p in started[1:])
+    assert "topology parameter_server" in (tmp_path / "logs" / "attempt-1" / "rank-0.log").read_text()
+
+
+def test_killed_worker_restarts_the_group_which_resumes_from_the_checkpoint(tmp_path):
+    features = make_feature_dir(tmp_path / "features", rows=16000, shards=2, seed=5)
+    logs = tmp_path / "logs"
+    killed = []
+
+    def kill_worker_after_first_checkpoint(attempt, processes):
+        if attempt != 1:
+            return
+        deadline = time.monotonic() + 240
+        while time.monotonic() < deadline and processes[1].poll() is None:
+            if checkpoints.list_checkpoints(str(logs / "checkpoints")):
+                processes[1].send_signal(signal.SIGKILL)
+                killed.append(True)
+                return
+            time.sleep(0.02)
+
+    metrics, _ = run(tmp_path, features, epochs=4, batch_size=64, max_restarts=2,
+                     on_group_started=kill_worker_after_first_checkpoint)
+    assert killed, "the worker finished before it could be killed"
+    assert metrics["restarts"] == 1
+    chief_after = (logs / "attempt-2" / "rank-0.log").read_text()
+    assert "resumed from checkpoint of epoch" in chief_after
+    epochs_after = [m["epoch"] for m in katib_metrics(chief_after)]
+    assert epochs_after and epochs_after[0] > 1 and epochs_after[-1] == 4
+    assert metrics["val_auc"] > 0.75
+
+
+def test_bad_topology_fails_before_any_process(tmp_path, features):
+    with pytest.raises(InvalidParameterError, match="tf_topology='ring'"):
+        run(tmp_path, features, topology="ring")
+    with pytest.raises(InvalidParameterError, match="parameter_servers=0"):
+        run(tmp_path, features, topology="parameter_server", parameter_servers=0)
+    assert not (tmp_path / "logs").exists()
