@@ -11,6 +11,9 @@ from kfstack import platforms
 from kfstack.errors import InvalidParameterError
 
 
+FRAMEWORKS = ("pytorch", "tensorflow")
+TF_TOPOLOGIES = ("mwms", "parameter_server")
+
 # Parameters the first task does not receive, for rendering only: they name things (data,
 # Secrets, the driver's account) or bound the wait, and the launchers check them again.
 RENDER_STAND_INS = {
@@ -32,6 +35,9 @@ def validate_training_run(
     max_restarts: int,
     max_quarantine_fraction: float,
     sample_fraction: float,
+    framework: str = "pytorch",
+    tf_topology: str = "mwms",
+    tf_parameter_servers: int = 1,
     kubernetes: dict | None = None,
     run_id: str = "validation",
 ) -> None:
@@ -71,6 +77,13 @@ def validate_training_run(
     if not 0.0 < sample_fraction <= 1.0:
         problems.append(f"sample_fraction={sample_fraction} must be in (0, 1]")
     platforms.require_available(platform, stage="flights-training")
+    if framework not in FRAMEWORKS:
+        problems.append(f"framework={framework!r} is not one of {', '.join(FRAMEWORKS)}")
+    elif framework == "tensorflow":
+        if tf_topology not in TF_TOPOLOGIES:
+            problems.append(f"tf_topology={tf_topology!r} is not one of {', '.join(TF_TOPOLOGIES)}")
+        elif tf_topology == "parameter_server" and tf_parameter_servers < 1:
+            problems.append(f"tf_parameter_servers={tf_parameter_servers} must be >= 1")
     if problems:
         raise InvalidParameterError("invalid run parameters: " + "; ".join(problems))
     if platform == platforms.KUBERNETES:
@@ -79,7 +92,8 @@ def validate_training_run(
         params = dict(workers=workers, num_shards=num_shards, epochs=epochs, batch_size=batch_size,
                       learning_rate=learning_rate, max_restarts=max_restarts,
                       max_quarantine_fraction=max_quarantine_fraction, sample_fraction=sample_fraction,
-                      **(kubernetes or {}))
+                      framework=framework, tf_topology=tf_topology,
+                      tf_parameter_servers=tf_parameter_servers, **(kubernetes or {}))
         render_objects("flights-training", params, run_id=run_id, pipeline_root="s3://validation",
                        defaults=RENDER_STAND_INS)
         platforms.require_cluster(stage="flights-training")

@@ -1,4 +1,4 @@
-"""flights-training: Spark features -> distributed PyTorch training -> evaluation.
+"""flights-training: Spark features -> distributed PyTorch or TensorFlow training -> evaluation.
 
 Predicts whether a NYC 2013 flight arrives more than 15 minutes late (or not at all) from what
 is known before departure. Compile with ``kfstack compile``; run embedded with
@@ -12,6 +12,7 @@ from kfstack.components.common.validate_training_run.component import validate_t
 from kfstack.components.data.flights_features.component import flights_features
 from kfstack.components.evaluation.evaluate_model.component import evaluate_model
 from kfstack.components.training.train_pytorch.component import train_pytorch
+from kfstack.components.training.train_tensorflow.component import train_tensorflow
 
 PIPELINE_NAME = "flights-training"
 
@@ -36,11 +37,22 @@ def _on_cluster(task: dsl.PipelineTask, object_store_secret) -> dsl.PipelineTask
     return task
 
 
+def _evaluation(train_task: dsl.PipelineTask, features_task: dsl.PipelineTask, threshold,
+                object_store_secret) -> dsl.PipelineTask:
+    task = evaluate_model(
+        model=train_task.outputs["model"],
+        features=features_task.outputs["features"],
+        threshold=threshold,
+    )
+    task.set_display_name("evaluation")
+    return _on_cluster(task, object_store_secret)
+
+
 @dsl.pipeline(
     name=PIPELINE_NAME,
     description=(
         "Flight delay classifier on the NYC 2013 flights data: Spark feature job with "
-        "quarantine of bad rows, data-parallel PyTorch training (DDP), ONNX export and "
+        "quarantine of bad rows, distributed PyTorch (DDP) or TensorFlow training, ONNX export and "
         "evaluation on a held-out test split."
     ),
 )
@@ -50,6 +62,7 @@ def flights_training(
     sample_fraction: float = 1.0,
     max_quarantine_fraction: float = 0.05,
     num_shards: int = 4,
+    framework: str = "pytorch",
     workers: int = 2,
     epochs: int = 4,
     batch_size: int = 1024,
@@ -58,6 +71,8 @@ def flights_training(
     decision_threshold: float = 0.5,
     seed: int = 42,
     gpu_pool: str = "h100",
+    tf_topology: str = "mwms",
+    tf_parameter_servers: int = 1,
     elastic_min_workers: int = 0,
     elastic_max_workers: int = 0,
     spark_executors: int = 2,
@@ -80,7 +95,8 @@ def flights_training(
         sample_fraction: Share of flights used, (0, 1]; 1 = all 336,776.
         max_quarantine_fraction: Fail when more than this share (0-1) of rows is invalid.
         num_shards: Parquet shards per split; >= workers so every rank reads its own.
-        workers: Training ranks (PyTorchJob: 1 Master + workers-1 Workers).
+        framework: ``pytorch`` (PyTorchJob, DDP) or ``tensorflow`` (TFJob).
+        workers: Training ranks (PyTorchJob: 1 Master + workers-1 Workers; TFJob: Workers).
         epochs: Training epochs; each ends with a checkpoint and Katib metric lines.
         batch_size: Global batch size, split evenly over ranks.
         learning_rate: Adam learning rate.
@@ -89,9 +105,12 @@ def flights_training(
         seed: Seed of the data split and sample.
         gpu_pool: Kubernetes: node pool of the training replicas (``cpu``, ``h100``,
             ``a100-mig``, ``h100-spot``; see kfstack/kubernetes/node_pools.yaml).
-        elastic_min_workers: Kubernetes: with elastic_max_workers, run the PyTorchJob elastic
+        tf_topology: TensorFlow: ``mwms`` (MultiWorkerMirroredStrategy, synchronous) or
+            ``parameter_server`` (chief + workers + parameter servers, asynchronous).
+        tf_parameter_servers: TensorFlow ``parameter_server`` topology: PS replicas.
+        elastic_min_workers: Kubernetes, PyTorch: with elastic_max_workers, run the PyTorchJob elastic
             between these replica counts (torchrun, c10d); 0 = fixed size.
-        elastic_max_workers: Kubernetes: upper replica count of an elastic job; 0 = fixed.
+        elastic_max_workers: Kubernetes, PyTorch: upper replica count of an elastic job; 0 = fixed.
         spark_executors: Kubernetes: Spark executor pods.
         spark_executor_cores: Kubernetes: cores per executor.
         spark_executor_memory: Kubernetes: memory per executor (Spark notation: 4g, 512m).
@@ -101,7 +120,7 @@ def flights_training(
             AWS_SECRET_ACCESS_KEY (and AWS_ENDPOINT_URL for MinIO) for the pods; optional.
         image_pull_secret: Kubernetes: image pull Secret of the launched jobs; empty: none.
         spark_timeout_seconds: Kubernetes: longest wait for the SparkApplication.
-        training_timeout_seconds: Kubernetes: the PyTorchJob's activeDeadlineSeconds.
+        training_timeout_seconds: Kubernetes: the training job's activeDeadlineSeconds.
     """
     cleanup = cleanup_run(platform=platform, run_id=dsl.PIPELINE_JOB_ID_PLACEHOLDER)
     cleanup.set_caching_options(False).set_display_name("cleanup")
@@ -110,6 +129,9 @@ def flights_training(
     with dsl.ExitHandler(cleanup, name="flights-training-run"):
         checked = validate_training_run(
             platform=platform,
+            framework=framework,
+            tf_topology=tf_topology,
+            tf_parameter_servers=tf_parameter_servers,
             workers=workers,
             num_shards=num_shards,
             epochs=epochs,
@@ -151,31 +173,50 @@ def flights_training(
         features_task.set_display_name("spark-features")
         _on_cluster(features_task, object_store_secret)
 
-        train_task = train_pytorch(
-            platform=platform,
-            features=features_task.outputs["features"],
-            epochs=epochs,
-            workers=workers,
-            batch_size=batch_size,
-            learning_rate=learning_rate,
-            max_restarts=max_restarts,
-            seed=seed,
-            run_id=dsl.PIPELINE_JOB_ID_PLACEHOLDER,
-            task_name=dsl.PIPELINE_TASK_NAME_PLACEHOLDER,
-            gpu_pool=gpu_pool,
-            elastic_min_workers=elastic_min_workers,
-            elastic_max_workers=elastic_max_workers,
-            object_store_secret=object_store_secret,
-            image_pull_secret=image_pull_secret,
-            timeout_seconds=training_timeout_seconds,
-        )
-        train_task.set_display_name("pytorch-training")
-        _on_cluster(train_task, object_store_secret)
+        # One branch per framework, each training and evaluating its own model (kfp.local
+        # cannot join branch outputs with dsl.OneOf, so evaluation sits in each branch).
+        with dsl.If(framework == "pytorch", name="pytorch"):
+            torch_task = train_pytorch(
+                platform=platform,
+                features=features_task.outputs["features"],
+                epochs=epochs,
+                workers=workers,
+                batch_size=batch_size,
+                learning_rate=learning_rate,
+                max_restarts=max_restarts,
+                seed=seed,
+                run_id=dsl.PIPELINE_JOB_ID_PLACEHOLDER,
+                task_name=dsl.PIPELINE_TASK_NAME_PLACEHOLDER,
+                gpu_pool=gpu_pool,
+                elastic_min_workers=elastic_min_workers,
+                elastic_max_workers=elastic_max_workers,
+                object_store_secret=object_store_secret,
+                image_pull_secret=image_pull_secret,
+                timeout_seconds=training_timeout_seconds,
+            )
+            torch_task.set_display_name("pytorch-training")
+            _on_cluster(torch_task, object_store_secret)
+            _evaluation(torch_task, features_task, decision_threshold, object_store_secret)
 
-        eval_task = evaluate_model(
-            model=train_task.outputs["model"],
-            features=features_task.outputs["features"],
-            threshold=decision_threshold,
-        )
-        eval_task.set_display_name("evaluation")
-        _on_cluster(eval_task, object_store_secret)
+        with dsl.Elif(framework == "tensorflow", name="tensorflow"):
+            tf_task = train_tensorflow(
+                platform=platform,
+                features=features_task.outputs["features"],
+                epochs=epochs,
+                workers=workers,
+                batch_size=batch_size,
+                learning_rate=learning_rate,
+                max_restarts=max_restarts,
+                seed=seed,
+                topology=tf_topology,
+                parameter_servers=tf_parameter_servers,
+                run_id=dsl.PIPELINE_JOB_ID_PLACEHOLDER,
+                task_name=dsl.PIPELINE_TASK_NAME_PLACEHOLDER,
+                gpu_pool=gpu_pool,
+                object_store_secret=object_store_secret,
+                image_pull_secret=image_pull_secret,
+                timeout_seconds=training_timeout_seconds,
+            )
+            tf_task.set_display_name("tensorflow-training")
+            _on_cluster(tf_task, object_store_secret)
+            _evaluation(tf_task, features_task, decision_threshold, object_store_secret)

@@ -24,7 +24,9 @@ from kfstack.uris import join
 
 def _flights_training(params: dict[str, Any], run_id: str, pipeline_root: str) -> list[dict]:
     from kfstack.components.data.flights_features.launcher import spark_application
-    from kfstack.components.training.train_pytorch.launcher import CHECKPOINT_DIR, kubernetes_options, pytorch_job
+    from kfstack.components.training.common import CHECKPOINT_DIR
+    from kfstack.components.training.train_pytorch.launcher import elastic_settings, pytorch_job
+    from kfstack.components.training.train_tensorflow.launcher import tf_job
     from kfstack.kubernetes.naming import RunContext
     from kfstack.kubernetes.pods import SecretRefs
     from kfstack.kubernetes.spark_application import SparkResources
@@ -48,21 +50,23 @@ def _flights_training(params: dict[str, Any], run_id: str, pipeline_root: str) -
         secrets=secrets,
         service_account=params["spark_service_account"],
     )
-    options = kubernetes_options(
-        platform="kubernetes", run_id=run_id, task_name="train-pytorch", gpu_pool=params["gpu_pool"],
-        elastic_min_workers=params["elastic_min_workers"], elastic_max_workers=params["elastic_max_workers"],
-        max_restarts=params["max_restarts"], object_store_secret=params["object_store_secret"],
-        image_pull_secret=params["image_pull_secret"], timeout_seconds=params["training_timeout_seconds"],
-        poll_interval_seconds=15,
-    )
-    training = pytorch_job(
-        context=options["context"], gpu_pool=options["gpu_pool"], elastic=options["elastic"],
-        secrets=secrets, active_deadline_seconds=params["training_timeout_seconds"],
-        features_uri=features_uri, model_uri=join(run_root, "train-pytorch", "model"),
-        checkpoint_uri=join(run_root, "train-pytorch", "training_logs", CHECKPOINT_DIR),
+    task = f"train-{params['framework']}"
+    common = dict(
+        context=RunContext(run_id, task), gpu_pool=params["gpu_pool"], secrets=secrets,
+        active_deadline_seconds=params["training_timeout_seconds"], features_uri=features_uri,
+        model_uri=join(run_root, task, "model"),
+        checkpoint_uri=join(run_root, task, "training_logs", CHECKPOINT_DIR),
         epochs=params["epochs"], workers=params["workers"], batch_size=params["batch_size"],
         learning_rate=params["learning_rate"], max_restarts=params["max_restarts"], seed=params["seed"],
     )
+    if params["framework"] == "tensorflow":
+        training = tf_job(topology=params["tf_topology"], parameter_servers=params["tf_parameter_servers"], **common)
+    elif params["framework"] == "pytorch":
+        elastic = elastic_settings(params["elastic_min_workers"], params["elastic_max_workers"],
+                                   params["max_restarts"])
+        training = pytorch_job(elastic=elastic, **common)
+    else:
+        raise InvalidParameterError(f"framework={params['framework']!r} is not one of pytorch, tensorflow")
     return [spark, training]
 
 

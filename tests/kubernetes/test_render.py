@@ -46,6 +46,20 @@ def test_render_writes_every_object_and_they_validate(tmp_path, capsys):
     validate_with_crds(tmp_path, objects)
 
 
+def test_render_tensorflow_parameter_server_job(tmp_path):
+    out = tmp_path / "rendered"
+    assert main(["render", "--out", str(out), "--param", "framework=tensorflow", "--param",
+                 "tf_topology=parameter_server", "--param", "tf_parameter_servers=2", "--param", "workers=3"]) == 0
+    objects = {o["kind"]: o for o in (yaml.safe_load(f.read_text()) for f in out.iterdir())}
+    assert set(objects) == {"TFJob", "SparkApplication"}
+    specs = objects["TFJob"]["spec"]["tfReplicaSpecs"]
+    assert {k: v["replicas"] for k, v in specs.items()} == {"Chief": 1, "Worker": 3, "PS": 2}
+    command = specs["Chief"]["template"]["spec"]["containers"][0]["command"]
+    assert command[:3] == ["python", "-m", "kfstack.components.training.train_tensorflow.trainer"]
+    assert specs["Chief"]["template"]["spec"]["containers"][0]["image"].split("/")[-1].startswith("kfstack-tf-trainer:")
+    validate_with_crds(tmp_path, list(objects.values()))
+
+
 def test_render_refuses_bad_parameters(tmp_path, capsys):
     assert main(["render", "--out", str(tmp_path / "o"), "--param", "spark_executor_memory=lots"]) == 2
     assert "spark executor_memory='lots'" in capsys.readouterr().err

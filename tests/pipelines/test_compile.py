@@ -55,28 +55,34 @@ def test_flights_training_task_graph(flights_spec):
     assert set(root) == {"exit-handler-1", "cleanup-run"}
     assert root["cleanup-run"]["triggerPolicy"]["strategy"] == "ALL_UPSTREAM_TASKS_COMPLETED"
     assert root["cleanup-run"]["dependentTasks"] == ["exit-handler-1"]
-    tasks = flights_spec["components"]["comp-exit-handler-1"]["dag"]["tasks"]
-    assert set(tasks) == {
-        "validate-training-run", "flights-features", "train-pytorch", "evaluate-model"
-    }
+    components = flights_spec["components"]
+    tasks = components["comp-exit-handler-1"]["dag"]["tasks"]
+    assert set(tasks) == {"validate-training-run", "flights-features", "condition-branches-2"}
     # Parameters are checked before the feature job starts.
     assert tasks["flights-features"]["dependentTasks"] == ["validate-training-run"]
-    train_in = tasks["train-pytorch"]["inputs"]["artifacts"]["features"]["taskOutputArtifact"]
-    assert train_in == {"outputArtifactKey": "features", "producerTask": "flights-features"}
-    eval_in = tasks["evaluate-model"]["inputs"]["artifacts"]
-    assert eval_in["model"]["taskOutputArtifact"]["producerTask"] == "train-pytorch"
-    assert eval_in["features"]["taskOutputArtifact"]["producerTask"] == "flights-features"
-    # The platform parameter reaches every stage that launches work, and the launchers get the
-    # run id and their task name (deterministic job names, adopted on retry).
-    for name in ("validate-training-run", "flights-features", "train-pytorch"):
-        platform = tasks[name]["inputs"]["parameters"]["platform"]
-        assert platform == {"componentInputParameter": "pipelinechannel--platform"}
-    for name in ("flights-features", "train-pytorch"):
-        parameters = tasks[name]["inputs"]["parameters"]
+    # One branch per framework, chosen by the `framework` parameter.
+    branches = components["comp-condition-branches-2"]["dag"]["tasks"]
+    assert "== 'pytorch'" in branches["condition-3"]["triggerPolicy"]["condition"]
+    assert "== 'tensorflow'" in branches["condition-4"]["triggerPolicy"]["condition"]
+    for branch, train, evaluate in (("comp-condition-3", "train-pytorch", "evaluate-model"),
+                                    ("comp-condition-4", "train-tensorflow", "evaluate-model-2")):
+        steps = components[branch]["dag"]["tasks"]
+        assert set(steps) == {train, evaluate}
+        features_in = steps[train]["inputs"]["artifacts"]["features"]
+        assert features_in == {"componentInputArtifact": "pipelinechannel--flights-features-features"}
+        model_in = steps[evaluate]["inputs"]["artifacts"]["model"]["taskOutputArtifact"]
+        assert model_in == {"outputArtifactKey": "model", "producerTask": train}
+        parameters = steps[train]["inputs"]["parameters"]
+        assert parameters["platform"] == {"componentInputParameter": "pipelinechannel--platform"}
+        assert parameters["gpu_pool"] == {"componentInputParameter": "pipelinechannel--gpu_pool"}
+        # Deterministic job names: the run id and task name reach the launchers.
         assert parameters["run_id"]["runtimeValue"]["constant"] == "{{$.pipeline_job_uuid}}"
         assert parameters["task_name"]["runtimeValue"]["constant"] == "{{$.pipeline_task_name}}"
-    assert tasks["train-pytorch"]["inputs"]["parameters"]["gpu_pool"] == {
-        "componentInputParameter": "pipelinechannel--gpu_pool"}
+    assert components["comp-condition-4"]["dag"]["tasks"]["train-tensorflow"]["inputs"]["parameters"][
+        "topology"] == {"componentInputParameter": "pipelinechannel--tf_topology"}
+    features_params = tasks["flights-features"]["inputs"]["parameters"]
+    assert features_params["run_id"]["runtimeValue"]["constant"] == "{{$.pipeline_job_uuid}}"
+    assert features_params["platform"] == {"componentInputParameter": "pipelinechannel--platform"}
 
 
 def test_flights_training_parameters_are_typed_documented_and_defaulted(flights_spec):
@@ -88,6 +94,7 @@ def test_flights_training_parameters_are_typed_documented_and_defaulted(flights_
     for name, spec in params.items():
         assert "defaultValue" in spec, name
         assert spec.get("description"), f"parameter {name} has no description for the UI"
+    assert params["framework"]["defaultValue"] == "pytorch"
     outputs = flights_spec["components"]["comp-evaluate-model"]["outputDefinitions"]["artifacts"]
     assert outputs["classification"]["artifactType"]["schemaTitle"] == "system.ClassificationMetrics"
     assert outputs["report"]["artifactType"]["schemaTitle"] == "system.Markdown"
@@ -101,7 +108,7 @@ def test_task_pods_carry_the_cpu_pool_namespace_and_secret_refs(executor_configs
     cpu = node_pools.get_profile(node_pools.CPU_POOL)
     assert set(executor_configs) == {
         "exec-validate-training-run", "exec-flights-features", "exec-train-pytorch",
-        "exec-evaluate-model", "exec-cleanup-run"}
+        "exec-train-tensorflow", "exec-evaluate-model", "exec-evaluate-model-2", "exec-cleanup-run"}
     for name, config in executor_configs.items():
         assert config["nodeSelector"]["nodeSelectorJson"]["runtimeValue"]["constant"] == cpu.node_selector, name
         (field,) = config["fieldPathAsEnv"]

@@ -23,6 +23,10 @@ def test_good_parameters_pass():
     ({"max_quarantine_fraction": 1.5}, "max_quarantine_fraction=1.5"),
     ({"sample_fraction": 0.0}, "sample_fraction=0.0"),
     ({"platform": "mars"}, "platform='mars'"),
+    ({"framework": "jax"}, "framework='jax'"),
+    ({"framework": "tensorflow", "tf_topology": "ring"}, "tf_topology='ring'"),
+    ({"framework": "tensorflow", "tf_topology": "parameter_server", "tf_parameter_servers": 0},
+     "tf_parameter_servers=0"),
 ])
 def test_bad_parameters_fail_with_the_reason(change, message):
     with pytest.raises(InvalidParameterError, match=message.replace("(", r"\(")):

@@ -16,6 +16,9 @@ def validate_training_run(
     max_restarts: int,
     max_quarantine_fraction: float,
     sample_fraction: float,
+    framework: str = "pytorch",
+    tf_topology: str = "mwms",
+    tf_parameter_servers: int = 1,
     gpu_pool: str = "h100",
     elastic_min_workers: int = 0,
     elastic_max_workers: int = 0,
@@ -37,6 +40,9 @@ def validate_training_run(
         max_restarts: Whole-group restarts after a rank fails, >= 0.
         max_quarantine_fraction: Largest tolerated share of quarantined rows, in [0, 1].
         sample_fraction: Share of flights used, in (0, 1].
+        framework: ``pytorch`` or ``tensorflow``.
+        tf_topology: ``mwms`` or ``parameter_server`` (TensorFlow).
+        tf_parameter_servers: PS replicas of the ``parameter_server`` topology.
         gpu_pool, elastic_min_workers, elastic_max_workers, spark_executors,
             spark_executor_cores, spark_executor_memory, spark_driver_memory: Kubernetes
             settings; on ``kubernetes`` the run's SparkApplication and PyTorchJob are rendered
@@ -55,6 +61,9 @@ def validate_training_run(
         max_restarts=max_restarts,
         max_quarantine_fraction=max_quarantine_fraction,
         sample_fraction=sample_fraction,
+        framework=framework,
+        tf_topology=tf_topology,
+        tf_parameter_servers=tf_parameter_servers,
         kubernetes=dict(
             gpu_pool=gpu_pool, elastic_min_workers=elastic_min_workers,
             elastic_max_workers=elastic_max_workers, spark_executors=spark_executors,

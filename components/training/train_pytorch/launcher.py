@@ -163,6 +163,15 @@ def launch_pytorch_training(
     return {**read_metrics(args["model_uri"]), **extra}, reference
 
 
+def elastic_settings(min_workers: int, max_workers: int, max_restarts: int):
+    """:class:`~kfstack.kubernetes.training_jobs.ElasticSettings`, or ``None`` when both are 0."""
+    if not (min_workers or max_workers):
+        return None
+    from kfstack.kubernetes.training_jobs import ElasticSettings
+
+    return ElasticSettings(min_replicas=min_workers, max_replicas=max_workers, max_restarts=max_restarts)
+
+
 def kubernetes_options(*, platform: str, run_id: str, task_name: str, gpu_pool: str,
                        elastic_min_workers: int, elastic_max_workers: int, max_restarts: int,
                        object_store_secret: str, image_pull_secret: str, timeout_seconds: float,
@@ -171,16 +180,11 @@ def kubernetes_options(*, platform: str, run_id: str, task_name: str, gpu_pool: 
     if platform != platforms.KUBERNETES:
         return None
     from kfstack.kubernetes.naming import RunContext
-    from kfstack.kubernetes.training_jobs import ElasticSettings
 
-    elastic = None
-    if elastic_min_workers or elastic_max_workers:
-        elastic = ElasticSettings(min_replicas=elastic_min_workers, max_replicas=elastic_max_workers,
-                                  max_restarts=max_restarts)
     return {
         "context": RunContext(run_id=run_id, task_name=task_name),
         "gpu_pool": gpu_pool,
-        "elastic": elastic,
+        "elastic": elastic_settings(elastic_min_workers, elastic_max_workers, max_restarts),
         "settings": launch_settings(object_store_secret=object_store_secret, image_pull_secret=image_pull_secret,
                                     timeout_seconds=timeout_seconds, poll_interval_seconds=poll_interval_seconds),
     }
