@@ -4,7 +4,7 @@ They run serially because each measures the whole machine. The GPU benchmark
 (``python -m benchmarks.gpu_throughput``) needs a CUDA device and runs only when asked.
 """
 
-from benchmarks import ddp_scaling, main_job, spark_vs_duckdb
+from benchmarks import ddp_scaling, main_job, spark_vs_duckdb, tf_scaling
 
-for benchmark in (main_job, spark_vs_duckdb, ddp_scaling):
+for benchmark in (main_job, spark_vs_duckdb, ddp_scaling, tf_scaling):
     benchmark.main([])

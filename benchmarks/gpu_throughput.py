@@ -60,6 +60,13 @@ def synthetic_samples_per_second(features_uri: str, batch_size: int, steps: int)
     return steps * batch_size / (time.perf_counter() - started)
 
 
+def steady_samples_per_second(history: list[dict]) -> float:
+    """Samples/s over the epochs after the first: the first pays CUDA start-up (context,
+    kernel loading, graph tracing), which the synthetic loop's warm-up steps exclude too."""
+    later = history[1:] or history
+    return sum(e["train_samples"] for e in later) / sum(e["train_seconds"] for e in later)
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--features-uri", required=True)
@@ -83,10 +90,7 @@ def main(argv: list[str] | None = None) -> None:
         with open(os.path.join(tmp, "model", "training_metrics.json"), encoding="utf-8") as f:
             trained = json.load(f)
     synthetic = synthetic_samples_per_second(args.features_uri, args.batch_size, steps=300)
-    # Steady state: the first epoch pays CUDA start-up (context, kernel loading), which the
-    # synthetic loop's warm-up steps exclude too.
-    later = trained["history"][1:]
-    steady = sum(e["train_samples"] for e in later) / sum(e["train_seconds"] for e in later)
+    steady = steady_samples_per_second(trained["history"])
     ratio = steady / synthetic
     result = {
         "benchmark": "gpu_throughput",

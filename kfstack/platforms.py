@@ -50,6 +50,22 @@ def require_available(platform: str, stage: str) -> None:
         )
 
 
+def kubernetes_options(platform: str, options: dict | None, stage: str) -> dict:
+    """``options`` for a Kubernetes launch, checked to be there (a copy; ``{}`` off Kubernetes).
+
+    Raises:
+        InvalidParameterError: ``platform`` is ``kubernetes`` but no options were given.
+    """
+    if platform != KUBERNETES:
+        return {}
+    if not options:
+        raise InvalidParameterError(
+            f"{stage}: platform='kubernetes' needs its Kubernetes options (run context, node pool, "
+            f"launch settings); the component builds them from its parameters"
+        )
+    return dict(options)
+
+
 def require_cluster(stage: str) -> str:
     """Checks that this process can reach a Kubernetes API; returns the namespace to use.
 

@@ -14,7 +14,7 @@ import torch
 
 from kfstack.components.training.train_pytorch.launcher import launch_pytorch_training
 from kfstack.components.training.train_pytorch.model import DelayClassifier, DelayProbability, ModelConfig
-from kfstack.errors import InvalidParameterError, PlatformNotAvailableError
+from kfstack.errors import InvalidParameterError
 from kfstack.features import FeatureSpec
 from kfstack.training import checkpoints
 from kfstack.training.shards import list_shards, read_shards
@@ -103,6 +103,6 @@ def test_bad_parameters_fail_before_any_process(tmp_path, feature_dir):
         launch_pytorch_training(platform="local", workers=3, **common)
     with pytest.raises(InvalidParameterError, match="epochs=0"):
         launch_pytorch_training(platform="local", workers=1, **{**common, "epochs": 0})
-    with pytest.raises(PlatformNotAvailableError):
+    with pytest.raises(InvalidParameterError, match="needs its Kubernetes options"):
         launch_pytorch_training(platform="kubernetes", workers=1, **common)
     assert not (tmp_path / "l").exists()

@@ -100,7 +100,8 @@ def launch_flights_features(
     )
     config.validate()
     if platform == platforms.KUBERNETES:
-        return _run_on_kubernetes(config=config, **(kubernetes or {}))
+        return _run_on_kubernetes(config=config, **platforms.kubernetes_options(
+            platform, kubernetes, stage="flights-features"))
     # Deferred: importing pyspark costs seconds and is not needed to compile pipelines.
     from kfstack.spark_jobs.flights_features.job import run_feature_job
 

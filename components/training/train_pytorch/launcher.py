@@ -144,7 +144,7 @@ def launch_pytorch_training(
         from kfstack.kubernetes.launcher import launch
         from kfstack.kubernetes.resources import PYTORCHJOB
 
-        options = dict(kubernetes or {})
+        options = platforms.kubernetes_options(platform, kubernetes, stage="train-pytorch")
         settings = options.pop("settings")
         body = pytorch_job(workers=workers, max_restarts=max_restarts, secrets=settings.secrets,
                            active_deadline_seconds=int(settings.timeout_seconds), **options, **args)

@@ -149,7 +149,7 @@ def launch_tensorflow_training(
         from kfstack.kubernetes.resources import TFJOB
 
         args.update({k: fsspec_uri(v) for k, v in args.items() if k.endswith("_uri")})
-        options = dict(kubernetes or {})
+        options = platforms.kubernetes_options(platform, kubernetes, stage="train-tensorflow")
         settings = options.pop("settings")
         body = tf_job(workers=workers, max_restarts=max_restarts, secrets=settings.secrets,
                       topology=topology, parameter_servers=parameter_servers,
