@@ -175,48 +175,32 @@ def flights_training(
 
         # One branch per framework, each training and evaluating its own model (kfp.local
         # cannot join branch outputs with dsl.OneOf, so evaluation sits in each branch).
+        # What both trainers take: same data, hyperparameters, cluster settings.
+        training = dict(
+            platform=platform,
+            features=features_task.outputs["features"],
+            epochs=epochs,
+            workers=workers,
+            batch_size=batch_size,
+            learning_rate=learning_rate,
+            max_restarts=max_restarts,
+            seed=seed,
+            run_id=dsl.PIPELINE_JOB_ID_PLACEHOLDER,
+            task_name=dsl.PIPELINE_TASK_NAME_PLACEHOLDER,
+            gpu_pool=gpu_pool,
+            object_store_secret=object_store_secret,
+            image_pull_secret=image_pull_secret,
+            timeout_seconds=training_timeout_seconds,
+        )
         with dsl.If(framework == "pytorch", name="pytorch"):
             torch_task = train_pytorch(
-                platform=platform,
-                features=features_task.outputs["features"],
-                epochs=epochs,
-                workers=workers,
-                batch_size=batch_size,
-                learning_rate=learning_rate,
-                max_restarts=max_restarts,
-                seed=seed,
-                run_id=dsl.PIPELINE_JOB_ID_PLACEHOLDER,
-                task_name=dsl.PIPELINE_TASK_NAME_PLACEHOLDER,
-                gpu_pool=gpu_pool,
-                elastic_min_workers=elastic_min_workers,
-                elastic_max_workers=elastic_max_workers,
-                object_store_secret=object_store_secret,
-                image_pull_secret=image_pull_secret,
-                timeout_seconds=training_timeout_seconds,
-            )
+                elastic_min_workers=elastic_min_workers, elastic_max_workers=elastic_max_workers, **training)
             torch_task.set_display_name("pytorch-training")
             _on_cluster(torch_task, object_store_secret)
             _evaluation(torch_task, features_task, decision_threshold, object_store_secret)
 
         with dsl.Elif(framework == "tensorflow", name="tensorflow"):
-            tf_task = train_tensorflow(
-                platform=platform,
-                features=features_task.outputs["features"],
-                epochs=epochs,
-                workers=workers,
-                batch_size=batch_size,
-                learning_rate=learning_rate,
-                max_restarts=max_restarts,
-                seed=seed,
-                topology=tf_topology,
-                parameter_servers=tf_parameter_servers,
-                run_id=dsl.PIPELINE_JOB_ID_PLACEHOLDER,
-                task_name=dsl.PIPELINE_TASK_NAME_PLACEHOLDER,
-                gpu_pool=gpu_pool,
-                object_store_secret=object_store_secret,
-                image_pull_secret=image_pull_secret,
-                timeout_seconds=training_timeout_seconds,
-            )
+            tf_task = train_tensorflow(topology=tf_topology, parameter_servers=tf_parameter_servers, **training)
             tf_task.set_display_name("tensorflow-training")
             _on_cluster(tf_task, object_store_secret)
             _evaluation(tf_task, features_task, decision_threshold, object_store_secret)

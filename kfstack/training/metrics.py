@@ -86,3 +86,12 @@ def roc_curve(
         (tp / positives).tolist(),
         np.minimum(thresholds, 1.0).tolist(),
     )
+
+
+def katib_line(epoch: int, scores: dict[str, float]) -> str:
+    """The Katib StdOut collector's format: ``name=value`` pairs (Katib v0.19 regex), e.g.
+    ``epoch=3 val_auc=0.7120 val_logloss=0.5100 val_accuracy=0.7800``."""
+    return (
+        f"epoch={epoch} val_auc={scores['val_auc']:.4f} val_logloss={scores['val_log_loss']:.4f} "
+        f"val_accuracy={scores['val_accuracy']:.4f}"
+    )

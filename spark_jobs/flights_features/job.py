@@ -33,7 +33,7 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from kfstack.errors import DataQualityError, InvalidParameterError, KfstackError
+from kfstack.errors import DataQualityError, KfstackError
 from kfstack.features import (
     AIRPORT_LOOKUP_FILE,
     FEATURE_SPEC_FILE,

@@ -1,8 +1,10 @@
-"""Synthetic feature directories in the feature job's layout, with a learnable label."""
+"""Synthetic feature directories in the feature job's layout, with a learnable label; a fault hook."""
 
 from __future__ import annotations
 
 import os
+import signal
+import time
 
 import numpy as np
 import pyarrow as pa
@@ -10,6 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from kfstack.features import SPLITS, CategoricalFeature, FeatureSpec, NumericFeature
+from kfstack.training import checkpoints
 
 
 def make_feature_dir(root, rows: int = 4000, shards: int = 2, seed: int = 0) -> str:
@@ -48,3 +51,26 @@ def make_feature_dir(root, rows: int = 4000, shards: int = 2, seed: int = 0) -> 
 @pytest.fixture(scope="session")
 def feature_dir(tmp_path_factory) -> str:
     return make_feature_dir(tmp_path_factory.mktemp("features"), rows=4000, shards=2)
+
+
+def kill_after_first_checkpoint(checkpoint_dir, position: int = 1):
+    """An ``on_group_started`` hook that SIGKILLs replica ``position`` of the first attempt as
+    soon as a checkpoint exists (mid-training, with something to resume from).
+
+    Returns:
+        The hook, and a list that holds ``True`` once the kill happened.
+    """
+    killed: list[bool] = []
+
+    def hook(attempt, processes):
+        if attempt != 1:
+            return
+        deadline = time.monotonic() + 240
+        while time.monotonic() < deadline and processes[position].poll() is None:
+            if checkpoints.list_checkpoints(str(checkpoint_dir)):
+                processes[position].send_signal(signal.SIGKILL)
+                killed.append(True)
+                return
+            time.sleep(0.02)
+
+    return hook, killed

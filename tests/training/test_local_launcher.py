@@ -10,9 +10,8 @@ import pytest
 
 from kfstack.components.training.train_pytorch.launcher import launch_pytorch_training
 from kfstack.errors import CancelledError, TrainingFailedError
-from kfstack.training import checkpoints
 from kfstack.training.process_group import ReplicaProcess, run_process_group
-from tests.training.conftest import make_feature_dir
+from tests.training.conftest import kill_after_first_checkpoint, make_feature_dir
 from tests.training.test_trainer import katib_metrics
 
 SLEEPER = [sys.executable, "-c", "import time; print('waiting', flush=True); time.sleep(120)"]
@@ -107,23 +106,12 @@ def test_killed_rank_restarts_the_group_which_resumes_from_the_checkpoint(tmp_pa
     """The fault test: SIGKILL one DDP rank after the first checkpoint; training still finishes."""
     features = make_feature_dir(tmp_path / "features", rows=16000, shards=2, seed=1)
     logs = tmp_path / "logs"
-    killed = []
-
-    def kill_worker_after_first_checkpoint(attempt, processes):
-        if attempt != 1:
-            return
-        deadline = time.monotonic() + 240
-        while time.monotonic() < deadline and processes[1].poll() is None:
-            if checkpoints.list_checkpoints(str(logs / "checkpoints")):
-                processes[1].send_signal(signal.SIGKILL)
-                killed.append(True)
-                return
-            time.sleep(0.02)
+    kill_worker, killed = kill_after_first_checkpoint(logs / "checkpoints")
 
     metrics, _ = launch_pytorch_training(
         platform="local", features_uri=features, model_uri=str(tmp_path / "model"),
         logs_uri=str(logs), epochs=5, workers=2, batch_size=32, learning_rate=0.01,
-        max_restarts=2, threads_per_worker=1, on_group_started=kill_worker_after_first_checkpoint,
+        max_restarts=2, threads_per_worker=1, on_group_started=kill_worker,
     )
     assert killed, "the worker finished before it could be killed"
     assert metrics["restarts"] == 1

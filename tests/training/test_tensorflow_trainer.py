@@ -3,7 +3,6 @@ gRPC collectives (MultiWorkerMirroredStrategy) and to a parameter server, on sma
 
 import json
 import signal
-import time
 
 import numpy as np
 import onnxruntime
@@ -12,8 +11,8 @@ import pytest
 from kfstack.components.training.train_tensorflow.launcher import launch_tensorflow_training
 from kfstack.errors import InvalidParameterError
 from kfstack.features import FeatureSpec
-from kfstack.training import checkpoints, shards
-from tests.training.conftest import make_feature_dir
+from kfstack.training import shards
+from tests.training.conftest import kill_after_first_checkpoint, make_feature_dir
 from tests.training.test_trainer import katib_metrics
 
 
@@ -68,21 +67,10 @@ def test_parameter_server_topology_trains_and_stops_its_servers(tmp_path, featur
 def test_killed_worker_restarts_the_group_which_resumes_from_the_checkpoint(tmp_path):
     features = make_feature_dir(tmp_path / "features", rows=16000, shards=2, seed=5)
     logs = tmp_path / "logs"
-    killed = []
-
-    def kill_worker_after_first_checkpoint(attempt, processes):
-        if attempt != 1:
-            return
-        deadline = time.monotonic() + 240
-        while time.monotonic() < deadline and processes[1].poll() is None:
-            if checkpoints.list_checkpoints(str(logs / "checkpoints")):
-                processes[1].send_signal(signal.SIGKILL)
-                killed.append(True)
-                return
-            time.sleep(0.02)
+    kill_worker, killed = kill_after_first_checkpoint(logs / "checkpoints")
 
     metrics, _ = run(tmp_path, features, epochs=4, batch_size=64, max_restarts=2,
-                     on_group_started=kill_worker_after_first_checkpoint)
+                     on_group_started=kill_worker)
     assert killed, "the worker finished before it could be killed"
     assert metrics["restarts"] == 1
     chief_after = (logs / "attempt-2" / "rank-0.log").read_text()

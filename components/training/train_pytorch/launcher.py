@@ -12,23 +12,19 @@ metrics come from ``training_metrics.json`` the trainer writes beside the model.
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from collections.abc import Callable
 
 from kfstack import images, platforms
 from kfstack.components.training.common import (
-    CHECKPOINT_DIR,
     LOOPBACK,
     launch_settings,
-    read_metrics,
+    launch_training,
     trainer_arguments,
     validate_hyperparameters,
-    validate_parameters,
     write_outputs,
 )
-from kfstack.uris import fsspec_uri, join
 from kfstack.training.env_contract import MASTER, WORKER, pytorchjob_env
 from kfstack.training.process_group import ReplicaProcess, free_port, run_process_group
 
@@ -131,37 +127,19 @@ def launch_pytorch_training(
         TrainingFailedError: the local group failed more than ``max_restarts`` times.
         ResourceFailedError: the PyTorchJob failed (conditions and master log tail).
     """
-    platforms.require_available(platform, stage="train-pytorch")
-    validate_parameters(features_uri=fsspec_uri(features_uri), epochs=epochs, workers=workers,
-                        batch_size=batch_size, learning_rate=learning_rate, max_restarts=max_restarts)
-    args = dict(features_uri=features_uri, model_uri=model_uri,
-                checkpoint_uri=join(logs_uri, CHECKPOINT_DIR), epochs=epochs,
-                batch_size=batch_size, learning_rate=learning_rate, seed=seed)
-    extra: dict[str, float] = {}
-    if platform == platforms.KUBERNETES:
-        # The pods open the artifacts' remote URIs themselves.
-        args.update({k: fsspec_uri(v) for k, v in args.items() if k.endswith("_uri")})
-        from kfstack.kubernetes.launcher import launch
-        from kfstack.kubernetes.resources import PYTORCHJOB
-
-        options = platforms.kubernetes_options(platform, kubernetes, stage="train-pytorch")
-        settings = options.pop("settings")
-        body = pytorch_job(workers=workers, max_restarts=max_restarts, secrets=settings.secrets,
-                           active_deadline_seconds=int(settings.timeout_seconds), **options, **args)
-        _, reference = launch(PYTORCHJOB, body, settings)
-        reference = {"platform": platforms.KUBERNETES, **reference}
-    else:
-        os.makedirs(logs_uri, exist_ok=True)
+    def run_locally(trainer_argv: list[str]):
         result = run_process_group(
-            local_replicas(workers, trainer_arguments(**args)), logs_dir=logs_uri,
-            max_restarts=max_restarts, on_group_started=on_group_started,
-            threads_per_process=threads_per_worker,
+            local_replicas(workers, trainer_argv), logs_dir=logs_uri, max_restarts=max_restarts,
+            on_group_started=on_group_started, threads_per_process=threads_per_worker,
         )
-        extra["restarts"] = float(result.restarts)
-        reference = {"platform": platforms.LOCAL, "kind": "LocalProcessGroup", "world_size": workers,
-                     "attempts": result.attempts}
-    return {**read_metrics(args["model_uri"]), **extra}, reference
+        return result, {"world_size": workers}
 
+    return launch_training(
+        platform=platform, stage="train-pytorch", kind_name="PyTorchJob", features_uri=features_uri,
+        model_uri=model_uri, logs_uri=logs_uri, epochs=epochs, workers=workers, batch_size=batch_size,
+        learning_rate=learning_rate, max_restarts=max_restarts, seed=seed, build_job=pytorch_job,
+        run_locally=run_locally, kubernetes=kubernetes,
+    )
 
 def elastic_settings(min_workers: int, max_workers: int, max_restarts: int):
     """:class:`~kfstack.kubernetes.training_jobs.ElasticSettings`, or ``None`` when both are 0."""

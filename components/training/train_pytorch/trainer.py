@@ -43,6 +43,8 @@ from kfstack.components.training.train_pytorch.model import DelayClassifier, Del
 from kfstack.errors import InvalidParameterError, TrainingFailedError
 from kfstack.features import FEATURE_SPEC_FILE, FeatureSpec
 from kfstack.training import checkpoints, metrics, shards
+from kfstack.training.metrics import katib_line
+from kfstack.training.trainer_args import parse_trainer_args
 from kfstack.training.env_contract import DistributedEnv
 
 logger = logging.getLogger("kfstack.train_pytorch")
@@ -140,14 +142,6 @@ def validate(model: nn.Module, data: RankData, env: DistributedEnv, device: torc
         "val_accuracy": metrics.accuracy(labels, probabilities),
         "val_rows": float(len(labels)),
     }
-
-
-def katib_line(epoch: int, scores: dict[str, float]) -> str:
-    """The StdOut collector's format: ``name=value`` pairs (Katib v0.19 regex)."""
-    return (
-        f"epoch={epoch} val_auc={scores['val_auc']:.4f} val_logloss={scores['val_log_loss']:.4f} "
-        f"val_accuracy={scores['val_accuracy']:.4f}"
-    )
 
 
 def export_onnx(classifier: DelayClassifier, spec: FeatureSpec, sample: RankData, model_uri: str) -> float:
@@ -304,18 +298,7 @@ def train(args: argparse.Namespace) -> dict[str, float] | None:
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m kfstack.components.training.train_pytorch.trainer")
-    parser.add_argument("--features-uri", required=True)
-    parser.add_argument("--model-uri", required=True)
-    parser.add_argument("--checkpoint-uri", required=True)
-    parser.add_argument("--epochs", type=int, default=4)
-    parser.add_argument("--batch-size", type=int, default=1024, help="global batch size")
-    parser.add_argument("--learning-rate", type=float, default=0.003)
-    parser.add_argument("--seed", type=int, default=42)
-    args = parser.parse_args(argv)
-    if args.epochs < 1 or args.batch_size < 1 or args.learning_rate <= 0:
-        raise InvalidParameterError("epochs and batch-size must be >= 1 and learning-rate > 0")
-    return args
+    return parse_trainer_args(argv, prog="python -m kfstack.components.training.train_pytorch.trainer")
 
 
 def main(argv: list[str] | None = None) -> int:

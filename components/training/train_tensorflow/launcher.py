@@ -12,26 +12,22 @@ and watched by :mod:`kfstack.kubernetes.launcher`.
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from collections.abc import Callable
 
 from kfstack import images, platforms
 from kfstack.components.training.common import (
-    CHECKPOINT_DIR,
     LOOPBACK,
     launch_settings,
-    read_metrics,
+    launch_training,
     trainer_arguments,
     validate_hyperparameters,
-    validate_parameters,
     write_outputs,
 )
 from kfstack.errors import InvalidParameterError
 from kfstack.training.process_group import ReplicaProcess, free_port, run_process_group
 from kfstack.training.tf_config import CHIEF, PS, WORKER, tfjob_tf_config
-from kfstack.uris import fsspec_uri, join
 
 TRAINER_MODULE = "kfstack.components.training.train_tensorflow.trainer"
 NAME_PREFIX = "kfs-tf"
@@ -136,40 +132,26 @@ def launch_tensorflow_training(
         TrainingFailedError: the local group failed more than ``max_restarts`` times.
         ResourceFailedError: the TFJob failed (conditions and the chief's / worker 0's log tail).
     """
-    platforms.require_available(platform, stage="train-tensorflow")
     validate_topology(topology, parameter_servers)
-    validate_parameters(features_uri=fsspec_uri(features_uri), epochs=epochs, workers=workers,
-                        batch_size=batch_size, learning_rate=learning_rate, max_restarts=max_restarts)
-    args = dict(features_uri=features_uri, model_uri=model_uri,
-                checkpoint_uri=join(logs_uri, CHECKPOINT_DIR), epochs=epochs,
-                batch_size=batch_size, learning_rate=learning_rate, seed=seed)
-    extra: dict[str, float] = {}
-    if platform == platforms.KUBERNETES:
-        from kfstack.kubernetes.launcher import launch
-        from kfstack.kubernetes.resources import TFJOB
+    layout = replica_layout(topology, workers, parameter_servers)
 
-        args.update({k: fsspec_uri(v) for k, v in args.items() if k.endswith("_uri")})
-        options = platforms.kubernetes_options(platform, kubernetes, stage="train-tensorflow")
-        settings = options.pop("settings")
-        body = tf_job(workers=workers, max_restarts=max_restarts, secrets=settings.secrets,
-                      topology=topology, parameter_servers=parameter_servers,
-                      active_deadline_seconds=int(settings.timeout_seconds), **options, **args)
-        _, reference = launch(TFJOB, body, settings)
-        reference = {"platform": platforms.KUBERNETES, **reference}
-    else:
-        os.makedirs(logs_uri, exist_ok=True)
-        layout = replica_layout(topology, workers, parameter_servers)
+    def run_locally(trainer_argv: list[str]):
         result = run_process_group(
-            local_replicas(layout, trainer_arguments(**args)), logs_dir=logs_uri,
-            max_restarts=max_restarts, on_group_started=on_group_started,
-            threads_per_process=threads_per_worker,
+            local_replicas(layout, trainer_argv), logs_dir=logs_uri, max_restarts=max_restarts,
+            on_group_started=on_group_started, threads_per_process=threads_per_worker,
             done_when_exits=0 if topology == PARAMETER_SERVER else None,
         )
-        extra["restarts"] = float(result.restarts)
-        reference = {"platform": platforms.LOCAL, "kind": "LocalProcessGroup", "topology": topology,
-                     "replicas": layout, "attempts": result.attempts}
-    return {**read_metrics(args["model_uri"]), **extra}, reference
+        return result, {"topology": topology, "replicas": layout}
 
+    def build_job(**kwargs):
+        return tf_job(topology=topology, parameter_servers=parameter_servers, **kwargs)
+
+    return launch_training(
+        platform=platform, stage="train-tensorflow", kind_name="TFJob", features_uri=features_uri,
+        model_uri=model_uri, logs_uri=logs_uri, epochs=epochs, workers=workers, batch_size=batch_size,
+        learning_rate=learning_rate, max_restarts=max_restarts, seed=seed, build_job=build_job,
+        run_locally=run_locally, kubernetes=kubernetes,
+    )
 
 def kubernetes_options(*, platform: str, run_id: str, task_name: str, gpu_pool: str,
                        object_store_secret: str, image_pull_secret: str, timeout_seconds: float,

@@ -45,6 +45,8 @@ import numpy as np
 from kfstack.errors import InvalidParameterError, TrainingFailedError
 from kfstack.features import FEATURE_SPEC_FILE, FeatureSpec
 from kfstack.training import checkpoints, metrics, shards
+from kfstack.training.metrics import katib_line
+from kfstack.training.trainer_args import parse_trainer_args
 from kfstack.training.architecture import ONNX_INPUTS, ModelConfig
 from kfstack.training.tf_config import PS, WORKER, TFTask
 
@@ -66,14 +68,6 @@ def load_split(spec: FeatureSpec, split_uri: str, rank: int, world_size: int) ->
     categorical = np.stack([columns[c] for c in spec.categorical_columns], axis=1).astype(np.int64)
     numeric = np.stack([columns[c] for c in spec.numeric_columns], axis=1).astype(np.float32)
     return categorical, numeric, columns[spec.label].astype(np.float32)
-
-
-def katib_line(epoch: int, scores: dict[str, float]) -> str:
-    """The StdOut collector's format: ``name=value`` pairs (Katib v0.19 regex)."""
-    return (
-        f"epoch={epoch} val_auc={scores['val_auc']:.4f} val_logloss={scores['val_log_loss']:.4f} "
-        f"val_accuracy={scores['val_accuracy']:.4f}"
-    )
 
 
 class Trainer:
@@ -357,18 +351,7 @@ def train(args: argparse.Namespace) -> dict | None:
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m kfstack.components.training.train_tensorflow.trainer")
-    parser.add_argument("--features-uri", required=True)
-    parser.add_argument("--model-uri", required=True)
-    parser.add_argument("--checkpoint-uri", required=True)
-    parser.add_argument("--epochs", type=int, default=4)
-    parser.add_argument("--batch-size", type=int, default=1024, help="global batch size")
-    parser.add_argument("--learning-rate", type=float, default=0.003)
-    parser.add_argument("--seed", type=int, default=42)
-    args = parser.parse_args(argv)
-    if args.epochs < 1 or args.batch_size < 1 or args.learning_rate <= 0:
-        raise InvalidParameterError("epochs and batch-size must be >= 1 and learning-rate > 0")
-    return args
+    return parse_trainer_args(argv, prog="python -m kfstack.components.training.train_tensorflow.trainer")
 
 
 def main(argv: list[str] | None = None) -> int:
