@@ -19,12 +19,14 @@ each is either written to exactly one split or quarantined, and the job checks
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import logging
 import os
 import sys
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import fsspec
@@ -147,6 +149,14 @@ def write_shards(encoded: DataFrame, output_uri: str, num_shards: int) -> dict[s
     return rows_per_split
 
 
+@contextlib.contextmanager
+def _phase(name: str) -> Iterator[None]:
+    """Logs how long a phase of the job took (where the time goes, on any platform)."""
+    started = time.perf_counter()
+    yield
+    logger.info("phase %s: %.1fs", name, time.perf_counter() - started)
+
+
 def run_feature_job(config: FeatureJobConfig, spark: SparkSession | None = None) -> FeatureJobReport:
     """Runs the whole job; see the module docstring.
 
@@ -163,25 +173,27 @@ def run_feature_job(config: FeatureJobConfig, spark: SparkSession | None = None)
     sources.locate_tables(input_uri)  # fail on missing tables before starting the JVM
     started = time.perf_counter()
     owns_session = spark is None
-    spark = spark or local_spark_session(config.shuffle_partitions)
+    with _phase("spark session"):
+        spark = spark or local_spark_session(config.shuffle_partitions)
     staging_uri = sources.join_uri(config.output_uri, "_staging")
     cached: list[DataFrame] = []
     try:
-        tables = sources.read_tables(spark, input_uri, staging_uri)
-        airlines = [r["carrier"] for r in tables["airlines"].select(F.trim("carrier").alias("carrier")).collect()]
-
-        flights = sample(tables["flights"], config.sample_fraction, config.seed)
-        tagged = validation.tag_flights(flights, airlines).persist(StorageLevel.MEMORY_AND_DISK)
-        cached.append(tagged)
-        by_reason = {
-            row[validation.REASON]: row["count"]
-            for row in tagged.groupBy(validation.REASON).count().collect()
-        }
+        with _phase("read and validate"):
+            tables = sources.read_tables(spark, input_uri, staging_uri)
+            airlines = [r["carrier"] for r in tables["airlines"].select(F.trim("carrier").alias("carrier")).collect()]
+            flights = sample(tables["flights"], config.sample_fraction, config.seed)
+            tagged = validation.tag_flights(flights, airlines).persist(StorageLevel.MEMORY_AND_DISK)
+            cached.append(tagged)
+            by_reason = {
+                row[validation.REASON]: row["count"]
+                for row in tagged.groupBy(validation.REASON).count().collect()
+            }
         rows_valid = by_reason.pop(None, 0)
         rows_read = rows_valid + sum(by_reason.values())
-        validation.quarantine_rows(tagged).coalesce(1).write.mode("overwrite").parquet(
-            sources.spark_path(config.quarantine_uri)
-        )
+        with _phase("write quarantine"):
+            validation.quarantine_rows(tagged).coalesce(1).write.mode("overwrite").parquet(
+                sources.spark_path(config.quarantine_uri)
+            )
         report = FeatureJobReport(
             rows_read=rows_read,
             rows_written=0,
@@ -216,8 +228,10 @@ def run_feature_job(config: FeatureJobConfig, spark: SparkSession | None = None)
         ).persist(StorageLevel.MEMORY_AND_DISK)
         cached.append(raw)
 
-        model = featurize.fit_encoding(raw.where(F.col(featurize.SPLIT) == "train"))
-        report.rows_per_split = write_shards(featurize.encode(model, raw), config.output_uri, config.num_shards)
+        with _phase("join and fit encoding"):
+            model = featurize.fit_encoding(raw.where(F.col(featurize.SPLIT) == "train"))
+        with _phase("encode and write shards"):
+            report.rows_per_split = write_shards(featurize.encode(model, raw), config.output_uri, config.num_shards)
         report.rows_written = sum(report.rows_per_split.values())
         if report.rows_read != report.rows_written + report.rows_quarantined:
             raise DataQualityError(
@@ -233,9 +247,11 @@ def run_feature_job(config: FeatureJobConfig, spark: SparkSession | None = None)
             "num_shards": config.num_shards,
         })
         spec.save(sources.join_uri(config.output_uri, FEATURE_SPEC_FILE))
-        _write_small_table(planes.orderBy("tailnum"), sources.join_uri(config.output_uri, PLANE_LOOKUP_FILE))
-        _write_small_table(airports.orderBy("faa"), sources.join_uri(config.output_uri, AIRPORT_LOOKUP_FILE))
-        _write_json(sources.join_uri(config.output_uri, PROFILE_FILE), profile.build_profile(raw))
+        with _phase("lookups"):
+            _write_small_table(planes.orderBy("tailnum"), sources.join_uri(config.output_uri, PLANE_LOOKUP_FILE))
+            _write_small_table(airports.orderBy("faa"), sources.join_uri(config.output_uri, AIRPORT_LOOKUP_FILE))
+        with _phase("profile"):
+            _write_json(sources.join_uri(config.output_uri, PROFILE_FILE), profile.build_profile(raw))
         report.seconds = round(time.perf_counter() - started, 2)
         _write_json(sources.join_uri(config.output_uri, JOB_REPORT_FILE), report.to_dict())
         logger.info(
