@@ -92,3 +92,20 @@ def rows_per_rank(split_uri: str, world_size: int) -> list[int]:
     all_shards = list_shards(split_uri)
     counts = dict(zip(all_shards, shard_rows(all_shards)))
     return [sum(counts[s] for s in shards_for_rank(all_shards, rank, world_size)) for rank in range(world_size)]
+
+
+def read_split(spec, split_uri: str, rank: int = 0, world_size: int = 1) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The model inputs of rank ``rank``'s shards of a split (all shards for rank 0 of 1).
+
+    Args:
+        spec: The :class:`~kfstack.features.FeatureSpec` naming the label and feature columns.
+
+    Returns:
+        ``(categorical int64 [rows, n_categorical], numeric float32 [rows, n_numeric],
+        labels float32 [rows])``, the interface of both trainers and of the exported model.
+    """
+    mine = shards_for_rank(list_shards(split_uri), rank, world_size)
+    columns = read_shards(mine, [spec.label, *spec.categorical_columns, *spec.numeric_columns])
+    categorical = np.stack([columns[c] for c in spec.categorical_columns], axis=1).astype(np.int64)
+    numeric = np.stack([columns[c] for c in spec.numeric_columns], axis=1).astype(np.float32)
+    return categorical, numeric, columns[spec.label].astype(np.float32)

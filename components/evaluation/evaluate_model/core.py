@@ -37,13 +37,8 @@ def score(model_uri: str, features_uri: str, split: str = "test") -> tuple[np.nd
     spec = FeatureSpec.load(features_uri)
     with fsspec.open(f"{model_uri.rstrip('/')}/{MODEL_FILE}", "rb") as f:
         session = onnxruntime.InferenceSession(f.read(), providers=["CPUExecutionProvider"])
-    columns = shards.read_shards(
-        shards.list_shards(f"{features_uri.rstrip('/')}/{split}"),
-        [spec.label, *spec.categorical_columns, *spec.numeric_columns],
-    )
-    labels = columns[spec.label].astype(np.int64)
-    categorical = np.stack([columns[c] for c in spec.categorical_columns], axis=1).astype(np.int64)
-    numeric = np.stack([columns[c] for c in spec.numeric_columns], axis=1).astype(np.float32)
+    categorical, numeric, labels = shards.read_split(spec, f"{features_uri.rstrip('/')}/{split}")
+    labels = labels.astype(np.int64)
     probabilities = [
         session.run(None, {"categorical": categorical[i:i + SCORING_BATCH],
                            "numeric": numeric[i:i + SCORING_BATCH]})[0]

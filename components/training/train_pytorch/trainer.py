@@ -60,15 +60,10 @@ class RankData:
     """One split's rows for this rank, as tensors on the training device."""
 
     def __init__(self, spec: FeatureSpec, split_uri: str, env: DistributedEnv, device: torch.device):
-        mine = shards.shards_for_rank(shards.list_shards(split_uri), env.rank, env.world_size)
-        columns = shards.read_shards(mine, [spec.label, *spec.categorical_columns, *spec.numeric_columns])
-        self.labels = torch.as_tensor(columns[spec.label].astype(np.float32), device=device)
-        self.categorical = torch.as_tensor(
-            np.stack([columns[c] for c in spec.categorical_columns], axis=1).astype(np.int64), device=device
-        )
-        self.numeric = torch.as_tensor(
-            np.stack([columns[c] for c in spec.numeric_columns], axis=1).astype(np.float32), device=device
-        )
+        categorical, numeric, labels = shards.read_split(spec, split_uri, env.rank, env.world_size)
+        self.labels = torch.as_tensor(labels, device=device)
+        self.categorical = torch.as_tensor(categorical, device=device)
+        self.numeric = torch.as_tensor(numeric, device=device)
 
     def __len__(self) -> int:
         return self.labels.shape[0]

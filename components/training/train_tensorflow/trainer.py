@@ -61,15 +61,6 @@ SCORING_BATCH = 65536
 GRADIENT_PACK_BYTES = 32 * 2**20  # larger than all gradients together
 
 
-def load_split(spec: FeatureSpec, split_uri: str, rank: int, world_size: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(categorical int64, numeric float32, labels float32) of this rank's shards of a split."""
-    mine = shards.shards_for_rank(shards.list_shards(split_uri), rank, world_size)
-    columns = shards.read_shards(mine, [spec.label, *spec.categorical_columns, *spec.numeric_columns])
-    categorical = np.stack([columns[c] for c in spec.categorical_columns], axis=1).astype(np.int64)
-    numeric = np.stack([columns[c] for c in spec.numeric_columns], axis=1).astype(np.float32)
-    return categorical, numeric, columns[spec.label].astype(np.float32)
-
-
 class Trainer:
     """State shared by the topologies: data, model, optimizer, checkpoints, history."""
 
@@ -147,7 +138,7 @@ class Trainer:
         if not self.task.is_chief:
             return
         if self.validation is None:
-            self.validation = load_split(self.spec, f"{self.args.features_uri.rstrip('/')}/validation", 0, 1)
+            self.validation = shards.read_split(self.spec, f"{self.args.features_uri.rstrip('/')}/validation", 0, 1)
         categorical, numeric, labels = self.validation
         probabilities = self.predict(categorical, numeric)
         scores = {
@@ -262,7 +253,7 @@ def train_synchronous(args: argparse.Namespace, task: TFTask) -> dict | None:
     trainer = Trainer(args, task, strategy)
     trainer.resume()
     train_uri = f"{args.features_uri.rstrip('/')}/train"
-    categorical, numeric, labels = load_split(trainer.spec, train_uri, rank, world)
+    categorical, numeric, labels = shards.read_split(trainer.spec, train_uri, rank, world)
     per_worker_batch = max(1, args.batch_size // world)
     steps = min(shards.rows_per_rank(train_uri, world)) // per_worker_batch
     if steps < 1:
@@ -312,7 +303,7 @@ def train_parameter_server(args: argparse.Namespace, task: TFTask) -> dict | Non
     coordinator = tf.distribute.coordinator.ClusterCoordinator(strategy)
     trainer = Trainer(args, task, strategy)
     trainer.resume()
-    categorical, numeric, labels = load_split(trainer.spec, f"{args.features_uri.rstrip('/')}/train", 0, 1)
+    categorical, numeric, labels = shards.read_split(trainer.spec, f"{args.features_uri.rstrip('/')}/train", 0, 1)
     steps = len(labels) // args.batch_size
     if steps < 1:
         raise InvalidParameterError(f"the train split has fewer rows than one batch of {args.batch_size}")
