@@ -16,7 +16,6 @@ KUBERNETES = "kubernetes"
 PLATFORMS = (LOCAL, KUBERNETES)
 
 
-
 def artifact_location(platform: str, artifact: Any) -> str:
     """Where a launched job reads or writes ``artifact``.
 

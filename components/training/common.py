@@ -1,5 +1,5 @@
 """What the PyTorch and TensorFlow training launchers share: parameter checks, the trainer's
-command line, the metrics file, the Kubernetes launch settings."""
+command line, the metrics file, the launch flow."""
 
 from __future__ import annotations
 
@@ -65,18 +65,6 @@ def read_metrics(model_uri: str) -> dict[str, float]:
     with fsspec.open(join(model_uri, METRICS_FILE)) as f:
         trained = json.load(f)
     return {name: trained[name] for name in REPORTED_METRICS}
-
-
-def launch_settings(*, object_store_secret: str, image_pull_secret: str, timeout_seconds: float,
-                    poll_interval_seconds: float):
-    """:class:`~kfstack.kubernetes.launcher.LaunchSettings` from a component's parameters."""
-    from kfstack.kubernetes.launcher import LaunchSettings
-    from kfstack.kubernetes.pods import SecretRefs
-
-    return LaunchSettings(
-        secrets=SecretRefs(object_store=object_store_secret, image_pull=image_pull_secret),
-        timeout_seconds=timeout_seconds, poll_interval_seconds=poll_interval_seconds,
-    )
 
 
 def write_outputs(metrics: dict[str, float], reference: dict, training_metrics, training_job) -> None:

@@ -170,7 +170,10 @@ class ResourceLauncher:
             CancelledError: SIGTERM arrived; the object was deleted.
         """
         if timeout_seconds <= 0 or poll_interval_seconds <= 0:
-            raise InvalidParameterError("timeout_seconds and poll_interval_seconds must be > 0")
+            raise InvalidParameterError(
+                f"timeout_seconds={timeout_seconds} and poll_interval_seconds={poll_interval_seconds} "
+                f"must be > 0"
+            )
         name = body["metadata"]["name"]
         what = f"{self.kind.kind} {self.namespace}/{name}"
         started = self.clock()
@@ -221,12 +224,12 @@ class LaunchSettings:
     namespace: str | None = None
     api_client: client.ApiClient | None = None
 
-    def validate(self) -> None:
-        if self.timeout_seconds <= 0 or self.poll_interval_seconds <= 0:
-            raise InvalidParameterError(
-                f"timeout_seconds={self.timeout_seconds} and poll_interval_seconds="
-                f"{self.poll_interval_seconds} must be > 0"
-            )
+    @classmethod
+    def from_parameters(cls, *, object_store_secret: str, image_pull_secret: str,
+                        timeout_seconds: float, poll_interval_seconds: float) -> LaunchSettings:
+        """From a component's parameters (Secret names, timeouts)."""
+        return cls(secrets=SecretRefs(object_store=object_store_secret, image_pull=image_pull_secret),
+                   timeout_seconds=timeout_seconds, poll_interval_seconds=poll_interval_seconds)
 
 
 def launch(kind: ResourceKind, body: dict, settings: LaunchSettings) -> tuple[dict, dict]:
@@ -238,7 +241,6 @@ def launch(kind: ResourceKind, body: dict, settings: LaunchSettings) -> tuple[di
     Raises:
         See :meth:`ResourceLauncher.run`.
     """
-    settings.validate()
     namespace = settings.namespace or naming.current_namespace()
     body = {**body, "metadata": {**body["metadata"], "namespace": namespace}}
     launcher = ResourceLauncher(kind, namespace, settings.api_client)

@@ -132,7 +132,6 @@ def kubernetes_options(*, platform: str, run_id: str, task_name: str, executors:
         return None
     from kfstack.kubernetes.launcher import LaunchSettings
     from kfstack.kubernetes.naming import RunContext
-    from kfstack.kubernetes.pods import SecretRefs
     from kfstack.kubernetes.spark_application import SparkResources
 
     return {
@@ -140,10 +139,9 @@ def kubernetes_options(*, platform: str, run_id: str, task_name: str, executors:
         "resources": SparkResources(executor_instances=executors, executor_cores=executor_cores,
                                     executor_memory=executor_memory, driver_memory=driver_memory),
         "service_account": service_account,
-        "settings": LaunchSettings(
-            secrets=SecretRefs(object_store=object_store_secret, image_pull=image_pull_secret),
-            timeout_seconds=timeout_seconds, poll_interval_seconds=poll_interval_seconds,
-        ),
+        "settings": LaunchSettings.from_parameters(
+            object_store_secret=object_store_secret, image_pull_secret=image_pull_secret,
+            timeout_seconds=timeout_seconds, poll_interval_seconds=poll_interval_seconds),
     }
 
 

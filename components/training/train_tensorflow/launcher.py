@@ -19,7 +19,6 @@ from collections.abc import Callable
 from kfstack import images, platforms
 from kfstack.components.training.common import (
     LOOPBACK,
-    launch_settings,
     launch_training,
     trainer_arguments,
     validate_hyperparameters,
@@ -159,13 +158,15 @@ def kubernetes_options(*, platform: str, run_id: str, task_name: str, gpu_pool: 
     """The ``kubernetes`` argument of :func:`launch_tensorflow_training` (``None`` off Kubernetes)."""
     if platform != platforms.KUBERNETES:
         return None
+    from kfstack.kubernetes.launcher import LaunchSettings
     from kfstack.kubernetes.naming import RunContext
 
     return {
         "context": RunContext(run_id=run_id, task_name=task_name),
         "gpu_pool": gpu_pool,
-        "settings": launch_settings(object_store_secret=object_store_secret, image_pull_secret=image_pull_secret,
-                                    timeout_seconds=timeout_seconds, poll_interval_seconds=poll_interval_seconds),
+        "settings": LaunchSettings.from_parameters(
+            object_store_secret=object_store_secret, image_pull_secret=image_pull_secret,
+            timeout_seconds=timeout_seconds, poll_interval_seconds=poll_interval_seconds),
     }
 
 
