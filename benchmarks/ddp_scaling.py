@@ -32,7 +32,7 @@ def build_features(tmp: str) -> str:
 
 
 def run(features_uri: str | None, epochs: int, batch_size: int, repeats: int) -> dict:
-    from kfstack.components.training.train_pytorch.launcher import launch_pytorch_training
+    from kfstack.components.training.train_model.pytorch.launcher import launch_pytorch_training
 
     with tempfile.TemporaryDirectory(prefix="kfstack-ddp-") as tmp:
         features = features_uri or build_features(tmp)

@@ -26,7 +26,7 @@ def synthetic_samples_per_second(features_uri: str, batch_size: int, steps: int)
     import keras
     import tensorflow as tf
 
-    from kfstack.components.training.train_tensorflow.model import build_classifier
+    from kfstack.components.training.train_model.tensorflow.model import build_classifier
     from kfstack.features import FeatureSpec
     from kfstack.training.architecture import ModelConfig
 
@@ -71,7 +71,7 @@ def main(argv: list[str] | None = None) -> None:
     if not gpus:
         sys.exit("no GPU visible to TensorFlow: this benchmark needs a GPU machine")
     from benchmarks.common import machine_facts, write_result
-    from kfstack.components.training.train_tensorflow.launcher import launch_tensorflow_training
+    from kfstack.components.training.train_model.tensorflow.launcher import launch_tensorflow_training
 
     with tempfile.TemporaryDirectory(prefix="kfstack-gpu-tf-") as tmp:
         real, _ = launch_tensorflow_training(

@@ -30,7 +30,7 @@ import zipfile
 import duckdb
 
 from benchmarks.common import machine_facts, write_result
-from kfstack.flight_features import CATEGORICAL_FEATURES, NUMERIC_FEATURES, WEATHER_FIELDS
+from kfstack.flights.features import CATEGORICAL_FEATURES, NUMERIC_FEATURES, WEATHER_FIELDS
 from kfstack.spark_jobs.flights_features import sources
 from kfstack.spark_jobs.flights_features.validation import (
     FLIGHT_COLUMNS,

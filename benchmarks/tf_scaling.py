@@ -24,7 +24,7 @@ LAYOUTS = (("1 worker", 1), ("2 workers", 2))
 
 
 def run(features_uri: str | None, epochs: int, batch_size: int, repeats: int) -> dict:
-    from kfstack.components.training.train_tensorflow.launcher import launch_tensorflow_training
+    from kfstack.components.training.train_model.tensorflow.launcher import launch_tensorflow_training
 
     with tempfile.TemporaryDirectory(prefix="kfstack-tf-") as tmp:
         features = features_uri or build_features(tmp)

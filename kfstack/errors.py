@@ -1,5 +1,15 @@
 """One error hierarchy for the project (STYLE 7): callers catch ``KfstackError``.
 
+Two families tell the user what to do next, and the CLI maps them onto exit codes:
+
+- :class:`BadInputError` -- what was asked for is wrong or cannot run here (a parameter out of
+  range, an unknown pipeline or node pool, no cluster for ``platform=kubernetes``); nothing was
+  started. ``kfstack`` prints one line naming what to fix and exits 2.
+- :class:`RunFailedError` -- the work started and failed (bad data, a crashed trainer, a failed
+  cluster job). ``kfstack`` exits 1 with the failing step's own error.
+
+:class:`CancelledError` is neither: the step was stopped (SIGTERM; Ctrl-C exits 130).
+
 Raise the most specific class, keep the cause with ``raise ... from err``, and write messages a
 person reading a failed pipeline task in the KFP UI can act on.
 """
@@ -9,27 +19,36 @@ class KfstackError(Exception):
     """Base class of every error this project raises on purpose."""
 
 
-class InvalidParameterError(KfstackError, ValueError):
+class BadInputError(KfstackError):
+    """The request is wrong or cannot run here; nothing was started."""
+
+
+class UsageError(BadInputError):
+    """A command line or API call names something that does not exist (a pipeline, a
+    parameter) or is malformed."""
+
+
+class InvalidParameterError(BadInputError, ValueError):
     """A parameter is out of range or inconsistent; raised before anything is submitted."""
 
 
-class PlatformNotAvailableError(KfstackError):
-    """The requested platform cannot run this step (yet); nothing was submitted."""
+class PlatformNotAvailableError(BadInputError):
+    """The requested platform cannot run this step (no cluster reachable); nothing was submitted."""
 
 
-class DataQualityError(KfstackError):
+class RunFailedError(KfstackError):
+    """Work that started has failed."""
+
+
+class DataQualityError(RunFailedError):
     """Input data failed validation badly enough that the job refuses to go on."""
 
 
-class TrainingFailedError(KfstackError):
+class TrainingFailedError(RunFailedError):
     """A training process group failed and could not be recovered by restarts."""
 
 
-class CancelledError(KfstackError):
-    """The step got SIGTERM (a cancelled run, a deleted pod); what it started was stopped."""
-
-
-class ResourceFailedError(KfstackError):
+class ResourceFailedError(RunFailedError):
     """A launched Kubernetes object (SparkApplication, PyTorchJob, TFJob...) ended in failure.
 
     The message carries the object's state or conditions and the tail of its primary pod's log.
@@ -37,4 +56,8 @@ class ResourceFailedError(KfstackError):
 
 
 class ResourceTimeoutError(ResourceFailedError):
-    """A launched object did not finish within the step's timeout; it was deleted."""
+    """A launched object did not finish (or become ready) within the step's timeout."""
+
+
+class CancelledError(KfstackError):
+    """The step got SIGTERM (a cancelled run, a deleted pod); what it started was stopped."""

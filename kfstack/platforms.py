@@ -1,87 +1,183 @@
-"""The platforms a pipeline runs on (DESIGN §2) and what differs between them.
+"""The platform seam (DESIGN §2): one stage, two platforms, one contract.
+
+A launching stage implements :class:`Stage` once per concern -- its typed settings from the
+component's arguments, the Kubernetes objects it creates (a pure builder), the same work run on
+this machine, and what it reports once its cluster objects finished -- and :func:`run_stage`
+picks the platform. No component carries an ``if platform`` branch of its own, and
+``kfstack render`` calls the same ``settings`` and ``build`` for every launching task it finds in
+a compiled pipeline (:mod:`kfstack.pipeline_spec`).
 
 ``local`` is the embedded platform: kfp.local runs the tasks as subprocesses, Spark runs in
-``local[*]`` inside the task, the trainer runs as N local processes with the env the
-training-operator would set. ``kubernetes`` creates SparkApplication / PyTorchJob / TFJob
-objects on the cluster the task's pod runs in (:mod:`kfstack.kubernetes`).
+``local[*]`` inside the task, the trainer runs as N local processes with the env the operator
+would set. ``kubernetes`` creates the stage's objects in the namespace of the task's own pod and
+runs each by its lifecycle (:mod:`kfstack.kubernetes.launcher`).
 """
 
-import json
-from typing import Any
+from __future__ import annotations
 
-from kfstack.errors import InvalidParameterError, PlatformNotAvailableError
+import dataclasses
+import json
+from collections.abc import Mapping
+from typing import Any, Generic, Protocol, TypeVar
+
+from kfstack.errors import InvalidParameterError
+from kfstack.kubernetes.launcher import Cluster, launch
+from kfstack.kubernetes.naming import RunContext
+from kfstack.kubernetes.placement import Placement
 
 LOCAL = "local"
 KUBERNETES = "kubernetes"
 PLATFORMS = (LOCAL, KUBERNETES)
 
+# The component arguments every launching stage takes besides its own (pipeline placeholders
+# fill run_id and task_name: the cluster objects' names derive from them).
+PLATFORM_ARGUMENT = "platform"
+RUN_ID_ARGUMENT = "run_id"
+TASK_NAME_ARGUMENT = "task_name"
 
-def artifact_location(platform: str, artifact: Any) -> str:
-    """Where a launched job reads or writes ``artifact``.
 
-    Locally the task's own path. On Kubernetes the job's pods run elsewhere, so they get the
-    artifact's remote URI (``s3://...``; KFP uploads nothing for them). Whatever the task itself
-    writes to ``artifact.path`` is uploaded next to the job's files by KFP.
+class StageSettings(Protocol):
+    """What :func:`run_stage` needs of a stage's settings: where its cluster work goes."""
+
+    @property
+    def placement(self) -> Placement: ...
+
+
+SettingsT = TypeVar("SettingsT", bound=StageSettings)
+
+
+@dataclasses.dataclass(frozen=True)
+class StageResult:
+    """What a stage reports, whichever platform ran it.
+
+    Attributes:
+        metrics: Output name of a ``Metrics`` artifact -> the scalars logged on it.
+        reference: What ran the stage (the cluster object's coordinates, or the local process
+            group), written to the stage's reference artifact.
     """
-    return artifact.uri if platform == KUBERNETES else artifact.path
+
+    metrics: Mapping[str, Mapping[str, float]]
+    reference: Mapping[str, Any]
 
 
-def write_reference(artifact: Any, reference: dict) -> None:
-    """Records what ran a step (e.g. the SparkApplication) in ``artifact``'s metadata and file."""
-    artifact.metadata.update(reference)
-    with open(artifact.path, "w", encoding="utf-8") as f:
-        json.dump(reference, f, indent=2)
+class Stage(Protocol, Generic[SettingsT]):
+    """A pipeline step that launches work, on either platform.
+
+    Attributes:
+        component: The KFP component's name (``train-model``): how ``kfstack render`` finds the
+            stage of a task in a compiled pipeline.
+        reference_output: Name of the output artifact that records what ran the stage.
+    """
+
+    component: str
+    reference_output: str
+
+    def settings(self, arguments: Mapping[str, Any]) -> SettingsT:
+        """Typed, validated settings from the component's arguments (artifacts as URIs).
+
+        Raises:
+            InvalidParameterError: A value is bad; nothing was started.
+        """
+        ...
+
+    def preflight(self, settings: SettingsT) -> None:
+        """Checks that must read something (its inputs exist and fit), on either platform,
+        before anything starts; ``kfstack render`` skips them."""
+        ...
+
+    def build(self, settings: SettingsT, context: RunContext) -> list[dict]:
+        """The Kubernetes objects this stage creates: pure, no API call."""
+        ...
+
+    def run_local(self, settings: SettingsT) -> StageResult:
+        """The same work on this machine."""
+        ...
+
+    def collect(self, settings: SettingsT, finished: list[dict]) -> StageResult:
+        """The result, once every object of :meth:`build` finished (read back its reports)."""
+        ...
 
 
 def require_available(platform: str, stage: str) -> None:
     """Raises unless ``platform`` is one kfstack runs on; call before submitting anything.
 
-    Args:
-        platform: The pipeline's ``platform`` parameter.
-        stage: Human-readable stage name, used in the message.
-
     Raises:
         InvalidParameterError: ``platform`` is not a known platform.
     """
     if platform not in PLATFORMS:
-        raise InvalidParameterError(
-            f"{stage}: platform={platform!r} is not one of {', '.join(PLATFORMS)}"
-        )
+        raise InvalidParameterError(f"{stage}: platform={platform!r} is not one of {', '.join(PLATFORMS)}")
 
 
-def kubernetes_options(platform: str, options: dict | None, stage: str) -> dict:
-    """``options`` for a Kubernetes launch, checked to be there (a copy; ``{}`` off Kubernetes).
+def is_artifact(value: Any) -> bool:
+    """A KFP artifact argument (``Input[...]``/``Output[...]``), told apart by its attributes."""
+    return hasattr(value, "uri") and hasattr(value, "path") and hasattr(value, "metadata")
+
+
+def artifact_location(platform: str, artifact: Any) -> str:
+    """Where a stage's work reads or writes ``artifact``.
+
+    Locally the task's own path. On Kubernetes the launched pods run elsewhere, so they get the
+    artifact's remote URI (``s3://...``; KFP uploads nothing for them). Whatever the task itself
+    writes to ``artifact.path`` is uploaded next to the job's files by KFP.
+    """
+    return str(artifact.uri if platform == KUBERNETES else artifact.path)
+
+
+def locate_artifacts(platform: str, arguments: Mapping[str, Any]) -> dict[str, Any]:
+    """``arguments`` with every artifact replaced by its location on ``platform``."""
+    return {name: artifact_location(platform, value) if is_artifact(value) else value
+            for name, value in arguments.items()}
+
+
+def run_stage(stage: Stage[Any], arguments: Mapping[str, Any], cluster: Cluster | None = None) -> StageResult:
+    """A launching component's whole body: settings, the platform's run, the outputs.
+
+    Args:
+        stage: The component's stage.
+        arguments: The component's arguments as KFP passes them (``locals()`` of its body:
+            parameters and ``Input``/``Output`` artifacts).
+        cluster: Kubernetes only: the cluster to use; default: this pod's
+            (:meth:`Cluster.from_environment`).
+
+    Returns:
+        The stage's result, already logged on its ``Metrics`` outputs and its reference artifact.
 
     Raises:
-        InvalidParameterError: ``platform`` is ``kubernetes`` but no options were given.
+        InvalidParameterError: A bad argument (nothing was started).
+        PlatformNotAvailableError: ``kubernetes`` without a reachable API.
+        ResourceFailedError, TrainingFailedError, DataQualityError...: the work failed.
     """
-    if platform != KUBERNETES:
-        return {}
-    if not options:
-        raise InvalidParameterError(
-            f"{stage}: platform='kubernetes' needs its Kubernetes options (run context, node pool, "
-            f"launch settings); the component builds them from its parameters"
-        )
-    return dict(options)
+    platform = arguments.get(PLATFORM_ARGUMENT, "")
+    require_available(platform, stage.component)
+    settings = stage.settings(locate_artifacts(platform, arguments))
+    stage.preflight(settings)
+    if platform == KUBERNETES:
+        context = RunContext(run_id=arguments.get(RUN_ID_ARGUMENT, ""),
+                             task_name=arguments.get(TASK_NAME_ARGUMENT) or stage.component)
+        objects = stage.build(settings, context)
+        cluster = cluster or Cluster.from_environment(stage.component)
+        finished, references = [], []
+        for body in objects:
+            final, reference = launch(body, settings.placement, cluster)
+            finished.append(final)
+            references.append(reference)
+        collected = stage.collect(settings, finished)
+        reference = references[0] if len(references) == 1 else {"objects": references}
+        result = StageResult(collected.metrics, {"platform": KUBERNETES, **reference, **collected.reference})
+    else:
+        local = stage.run_local(settings)
+        result = StageResult(local.metrics, {"platform": LOCAL, **local.reference})
+    publish(result, stage, arguments)
+    return result
 
 
-def require_cluster(stage: str) -> str:
-    """Checks that this process can reach a Kubernetes API; returns the namespace to use.
-
-    Raises:
-        PlatformNotAvailableError: No in-cluster service account and no kubeconfig, or no
-            namespace; nothing was submitted.
-    """
-    from kfstack.kubernetes.launcher import default_api_client
-    from kfstack.kubernetes.naming import current_namespace
-
-    try:
-        default_api_client()
-        return current_namespace()
-    except Exception as err:  # noqa: BLE001 - any config failure means "no cluster"
-        raise PlatformNotAvailableError(
-            f"{stage}: platform='kubernetes' needs a Kubernetes API: run the pipeline on a "
-            f"Kubeflow cluster, or from a machine with a kubeconfig. Nothing was submitted. "
-            f"({type(err).__name__}: {err}) For this machine use platform={LOCAL!r} "
-            f"(`kfstack run --local`)."
-        ) from err
+def publish(result: StageResult, stage: Stage[Any], arguments: Mapping[str, Any]) -> None:
+    """Logs the result's metrics on the ``Metrics`` outputs and writes the reference artifact."""
+    for output, values in result.metrics.items():
+        for name, value in values.items():
+            arguments[output].log_metric(name, value)
+    reference_artifact = arguments.get(stage.reference_output)
+    if reference_artifact is not None:
+        reference_artifact.metadata.update(result.reference)
+        with open(reference_artifact.path, "w", encoding="utf-8") as f:
+            json.dump(dict(result.reference), f, indent=2)

@@ -3,18 +3,29 @@
 Predicts whether a NYC 2013 flight arrives more than 15 minutes late (or not at all) from what
 is known before departure. Compile with ``kfstack compile``; run embedded with
 ``kfstack run --local`` (sets ``platform=local``).
+
+The defaults of the parameters are the settings classes' own (one default per value).
 """
 
-from kfp import dsl
+from kfp import dsl, kubernetes
 
 from kfstack.components.common.cleanup_run.component import cleanup_run
-from kfstack.components.common.validate_training_run.component import validate_training_run
 from kfstack.components.data.flights_features.component import flights_features
 from kfstack.components.evaluation.evaluate_model.component import evaluate_model
-from kfstack.components.training.train_pytorch.component import train_pytorch
-from kfstack.components.training.train_tensorflow.component import train_tensorflow
+from kfstack.components.training.train_model.component import train_model
+from kfstack.flights.settings import SparkPlacement, TrainingPlacement
+from kfstack.kubernetes import node_pools
+from kfstack.kubernetes.naming import NAMESPACE_ENV
+from kfstack.kubernetes.placement import Placement
+from kfstack.kubernetes.pods import OBJECT_STORE_KEYS
+from kfstack.kubernetes.spark_application import SparkResources
+from kfstack.pipelines.validate_run import validate_run
+from kfstack.spark_jobs.flights_features.config import FeatureJobConfig
+from kfstack.training.settings import TrainingSettings
 
 PIPELINE_NAME = "flights-training"
+RUN_ID = dsl.PIPELINE_JOB_ID_PLACEHOLDER
+TASK_NAME = dsl.PIPELINE_TASK_NAME_PLACEHOLDER
 
 
 # The namespace a launcher creates its jobs in is its own pod's (never a literal, STYLE 8).
@@ -24,28 +35,11 @@ NAMESPACE_FIELD = "metadata.namespace"
 def _on_cluster(task: dsl.PipelineTask, object_store_secret) -> dsl.PipelineTask:
     """Task-pod settings for kubernetes runs (kfp.local ignores them): the CPU pool, the pod's
     namespace as KFSTACK_NAMESPACE, the object-store keys (to read the jobs' reports)."""
-    from kfp import kubernetes
-
-    from kfstack.kubernetes import node_pools
-    from kfstack.kubernetes.naming import NAMESPACE_ENV
-    from kfstack.kubernetes.pods import OBJECT_STORE_KEYS
-
     node_pools.apply_to_task(task, node_pools.get_profile(node_pools.CPU_POOL))
     kubernetes.use_field_path_as_env(task, env_name=NAMESPACE_ENV, field_path=NAMESPACE_FIELD)
     kubernetes.use_secret_as_env(task, secret_name=object_store_secret,
                                  secret_key_to_env={key: key for key in OBJECT_STORE_KEYS}, optional=True)
     return task
-
-
-def _evaluation(train_task: dsl.PipelineTask, features_task: dsl.PipelineTask, threshold,
-                object_store_secret) -> dsl.PipelineTask:
-    task = evaluate_model(
-        model=train_task.outputs["model"],
-        features=features_task.outputs["features"],
-        threshold=threshold,
-    )
-    task.set_display_name("evaluation")
-    return _on_cluster(task, object_store_secret)
 
 
 @dsl.pipeline(
@@ -59,31 +53,31 @@ def _evaluation(train_task: dsl.PipelineTask, features_task: dsl.PipelineTask, t
 def flights_training(
     platform: str = "kubernetes",
     data_uri: str = "",
-    sample_fraction: float = 1.0,
-    max_quarantine_fraction: float = 0.05,
-    num_shards: int = 4,
-    framework: str = "pytorch",
-    workers: int = 2,
-    epochs: int = 4,
-    batch_size: int = 1024,
-    learning_rate: float = 0.003,
-    max_restarts: int = 3,
+    sample_fraction: float = FeatureJobConfig.sample_fraction,
+    max_quarantine_fraction: float = FeatureJobConfig.max_quarantine_fraction,
+    num_shards: int = FeatureJobConfig.num_shards,
+    framework: str = TrainingSettings.framework,
+    workers: int = TrainingSettings.workers,
+    epochs: int = TrainingSettings.epochs,
+    batch_size: int = TrainingSettings.batch_size,
+    learning_rate: float = TrainingSettings.learning_rate,
+    max_restarts: int = TrainingSettings.max_restarts,
     decision_threshold: float = 0.5,
-    seed: int = 42,
-    gpu_pool: str = "h100",
-    tf_topology: str = "mwms",
-    tf_parameter_servers: int = 1,
-    elastic_min_workers: int = 0,
-    elastic_max_workers: int = 0,
-    spark_executors: int = 2,
-    spark_executor_cores: int = 2,
-    spark_executor_memory: str = "4g",
-    spark_driver_memory: str = "2g",
-    spark_service_account: str = "kfstack-spark",
-    object_store_secret: str = "kfstack-object-store",
-    image_pull_secret: str = "",
-    spark_timeout_seconds: int = 7200,
-    training_timeout_seconds: int = 21600,
+    seed: int = TrainingSettings.seed,
+    gpu_pool: str = TrainingPlacement.node_pool,
+    tf_topology: str = TrainingSettings.tf_topology,
+    tf_parameter_servers: int = TrainingSettings.tf_parameter_servers,
+    elastic_min_workers: int = TrainingSettings.elastic_min_workers,
+    elastic_max_workers: int = TrainingSettings.elastic_max_workers,
+    spark_executors: int = SparkResources.executor_instances,
+    spark_executor_cores: int = SparkResources.executor_cores,
+    spark_executor_memory: str = SparkResources.executor_memory,
+    spark_driver_memory: str = SparkResources.driver_memory,
+    spark_service_account: str = SparkPlacement.service_account,
+    object_store_secret: str = Placement.object_store_secret,
+    image_pull_secret: str = Placement.image_pull_secret,
+    spark_timeout_seconds: int = SparkPlacement.timeout_seconds,
+    training_timeout_seconds: int = TrainingPlacement.timeout_seconds,
 ):
     """Trains and evaluates the flight delay classifier.
 
@@ -122,85 +116,42 @@ def flights_training(
         spark_timeout_seconds: Kubernetes: longest wait for the SparkApplication.
         training_timeout_seconds: Kubernetes: the training job's activeDeadlineSeconds.
     """
-    cleanup = cleanup_run(platform=platform, run_id=dsl.PIPELINE_JOB_ID_PLACEHOLDER)
+    # Every parameter, for the validate task (before any other name is bound here).
+    parameters = dict(locals())
+    cleanup = cleanup_run(platform=platform, run_id=RUN_ID)
     cleanup.set_caching_options(False).set_display_name("cleanup")
     _on_cluster(cleanup, object_store_secret)
 
     with dsl.ExitHandler(cleanup, name="flights-training-run"):
-        checked = validate_training_run(
-            platform=platform,
-            framework=framework,
-            tf_topology=tf_topology,
-            tf_parameter_servers=tf_parameter_servers,
-            workers=workers,
-            num_shards=num_shards,
-            epochs=epochs,
-            batch_size=batch_size,
-            learning_rate=learning_rate,
-            max_restarts=max_restarts,
-            max_quarantine_fraction=max_quarantine_fraction,
-            sample_fraction=sample_fraction,
-            gpu_pool=gpu_pool,
-            elastic_min_workers=elastic_min_workers,
-            elastic_max_workers=elastic_max_workers,
-            spark_executors=spark_executors,
-            spark_executor_cores=spark_executor_cores,
-            spark_executor_memory=spark_executor_memory,
-            spark_driver_memory=spark_driver_memory,
-            run_id=dsl.PIPELINE_JOB_ID_PLACEHOLDER,
-        ).set_caching_options(False)
-        checked.set_display_name("validate-parameters")
+        checked = validate_run(pipeline=PIPELINE_NAME, parameters=parameters, run_id=RUN_ID)
+        checked.set_caching_options(False).set_display_name("validate-parameters")
         _on_cluster(checked, object_store_secret)
 
         features_task = flights_features(
-            platform=platform,
-            data_uri=data_uri,
-            num_shards=num_shards,
-            max_quarantine_fraction=max_quarantine_fraction,
-            sample_fraction=sample_fraction,
-            seed=seed,
-            run_id=dsl.PIPELINE_JOB_ID_PLACEHOLDER,
-            task_name=dsl.PIPELINE_TASK_NAME_PLACEHOLDER,
-            spark_executors=spark_executors,
-            spark_executor_cores=spark_executor_cores,
-            spark_executor_memory=spark_executor_memory,
-            spark_driver_memory=spark_driver_memory,
-            spark_service_account=spark_service_account,
-            object_store_secret=object_store_secret,
-            image_pull_secret=image_pull_secret,
-            timeout_seconds=spark_timeout_seconds,
+            platform=platform, data_uri=data_uri, num_shards=num_shards,
+            max_quarantine_fraction=max_quarantine_fraction, sample_fraction=sample_fraction,
+            seed=seed, spark_executors=spark_executors, spark_executor_cores=spark_executor_cores,
+            spark_executor_memory=spark_executor_memory, spark_driver_memory=spark_driver_memory,
+            spark_service_account=spark_service_account, object_store_secret=object_store_secret,
+            image_pull_secret=image_pull_secret, spark_timeout_seconds=spark_timeout_seconds,
+            run_id=RUN_ID, task_name=TASK_NAME,
         ).after(checked)
-        features_task.set_display_name("spark-features")
-        _on_cluster(features_task, object_store_secret)
+        _on_cluster(features_task.set_display_name("spark-features"), object_store_secret)
 
-        # One branch per framework, each training and evaluating its own model (kfp.local
-        # cannot join branch outputs with dsl.OneOf, so evaluation sits in each branch).
-        # What both trainers take: same data, hyperparameters, cluster settings.
-        training = dict(
-            platform=platform,
-            features=features_task.outputs["features"],
-            epochs=epochs,
-            workers=workers,
-            batch_size=batch_size,
-            learning_rate=learning_rate,
-            max_restarts=max_restarts,
-            seed=seed,
-            run_id=dsl.PIPELINE_JOB_ID_PLACEHOLDER,
-            task_name=dsl.PIPELINE_TASK_NAME_PLACEHOLDER,
-            gpu_pool=gpu_pool,
-            object_store_secret=object_store_secret,
-            image_pull_secret=image_pull_secret,
-            timeout_seconds=training_timeout_seconds,
+        # One training step: the framework is its parameter, so every later stage (evaluation
+        # now; tuning, deployment next) appears once in the graph.
+        train_task = train_model(
+            platform=platform, features=features_task.outputs["features"], framework=framework,
+            workers=workers, epochs=epochs, batch_size=batch_size, learning_rate=learning_rate,
+            max_restarts=max_restarts, seed=seed, tf_topology=tf_topology,
+            tf_parameter_servers=tf_parameter_servers, elastic_min_workers=elastic_min_workers,
+            elastic_max_workers=elastic_max_workers, gpu_pool=gpu_pool,
+            object_store_secret=object_store_secret, image_pull_secret=image_pull_secret,
+            training_timeout_seconds=training_timeout_seconds, run_id=RUN_ID, task_name=TASK_NAME,
         )
-        with dsl.If(framework == "pytorch", name="pytorch"):
-            torch_task = train_pytorch(
-                elastic_min_workers=elastic_min_workers, elastic_max_workers=elastic_max_workers, **training)
-            torch_task.set_display_name("pytorch-training")
-            _on_cluster(torch_task, object_store_secret)
-            _evaluation(torch_task, features_task, decision_threshold, object_store_secret)
+        _on_cluster(train_task.set_display_name("training"), object_store_secret)
 
-        with dsl.Elif(framework == "tensorflow", name="tensorflow"):
-            tf_task = train_tensorflow(topology=tf_topology, parameter_servers=tf_parameter_servers, **training)
-            tf_task.set_display_name("tensorflow-training")
-            _on_cluster(tf_task, object_store_secret)
-            _evaluation(tf_task, features_task, decision_threshold, object_store_secret)
+        evaluation = evaluate_model(model=train_task.outputs["model"],
+                                    features=features_task.outputs["features"],
+                                    threshold=decision_threshold)
+        _on_cluster(evaluation.set_display_name("evaluation"), object_store_secret)

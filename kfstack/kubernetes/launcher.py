@@ -1,6 +1,7 @@
 """Creates a custom resource, waits for it, and cleans up after it (STYLE 6).
 
-:func:`launch` is the state machine every Kubernetes launcher runs:
+:func:`launch` runs one object by its kind's lifecycle (:class:`~.resources.Lifecycle`).
+An owned batch job goes through this state machine:
 
 1. **Adopt or create.** Look the object up by its deterministic name first. One that exists and
    has not failed is adopted: a retried launcher pod waits on the job its previous attempt
@@ -15,8 +16,12 @@
 4. **Cancel.** SIGTERM (a cancelled run) deletes the object, then raises
    :class:`~kfstack.errors.CancelledError`.
 
-:func:`delete_run_resources` is the pipeline's exit-handler cleanup: it deletes whatever a run
-left unfinished (a launcher pod killed before its SIGTERM handler ran).
+A long-lived service is **applied** (created, or its spec replaced), then awaited until it is
+Ready at the generation just applied; a timeout or a cancel raises but leaves it as it is
+(rolling back is its owner's decision, never a side effect of a wait).
+
+:func:`delete_run_resources` is the pipeline's exit-handler cleanup: it deletes whatever batch
+jobs a run left unfinished (a launcher pod killed before its SIGTERM handler ran).
 
 The Kubernetes API is reached through the official client; tests point it at a local fake API
 server (there is no cluster where they run).
@@ -34,9 +39,10 @@ from kubernetes.client.rest import ApiException
 
 from kfstack.cancellation import sigterm_raises
 from kfstack.errors import CancelledError, InvalidParameterError, ResourceFailedError, ResourceTimeoutError
+from kfstack.errors import PlatformNotAvailableError
 from kfstack.kubernetes import naming
-from kfstack.kubernetes.pods import SecretRefs
-from kfstack.kubernetes.resources import Phase, ResourceKind
+from kfstack.kubernetes.placement import Placement
+from kfstack.kubernetes.resources import KINDS, Lifecycle, Phase, ResourceKind, kind_of
 
 logger = logging.getLogger(__name__)
 
@@ -88,6 +94,10 @@ class ResourceLauncher:
 
     def create(self, body: dict) -> dict:
         return self.custom.create_namespaced_custom_object(body=body, **self._coordinates())
+
+    def replace(self, body: dict) -> dict:
+        return self.custom.replace_namespaced_custom_object(
+            name=body["metadata"]["name"], body=body, **self._coordinates())
 
     def delete(self, name: str) -> bool:
         """Deletes ``name`` and its pods (background propagation); False if it was not there."""
@@ -169,11 +179,7 @@ class ResourceLauncher:
             ResourceTimeoutError: It did not finish in time; it was deleted.
             CancelledError: SIGTERM arrived; the object was deleted.
         """
-        if timeout_seconds <= 0 or poll_interval_seconds <= 0:
-            raise InvalidParameterError(
-                f"timeout_seconds={timeout_seconds} and poll_interval_seconds={poll_interval_seconds} "
-                f"must be > 0"
-            )
+        _check_bounds(timeout_seconds, poll_interval_seconds)
         name = body["metadata"]["name"]
         what = f"{self.kind.kind} {self.namespace}/{name}"
         started = self.clock()
@@ -206,60 +212,137 @@ class ResourceLauncher:
                 raise
 
 
+    def apply(self, body: dict) -> dict:
+        """Creates ``body``, or replaces the spec (labels, annotations) of the object there."""
+        name = body["metadata"]["name"]
+        existing = self.get(name)
+        if existing is None:
+            logger.info("creating %s %s/%s", self.kind.kind, self.namespace, name)
+            return self.create(body)
+        metadata = existing["metadata"]
+        desired = {**body, "metadata": {**body["metadata"], "resourceVersion": metadata.get("resourceVersion")}}
+        logger.info("updating %s %s/%s (generation %s)", self.kind.kind, self.namespace, name,
+                    metadata.get("generation"))
+        return self.replace(desired)
+
+    def run_service(self, body: dict, timeout_seconds: float, poll_interval_seconds: float) -> dict:
+        """Applies a long-lived service and waits until it is Ready at the applied generation.
+
+        Never deletes it: a service outlives the run, and a failed rollout is undone by a
+        rollback (its owner's decision), not by deleting what serves traffic.
+
+        Raises:
+            ResourceTimeoutError: Not Ready in time; the service is left as it is.
+            CancelledError: SIGTERM arrived; the service is left as it is.
+        """
+        _check_bounds(timeout_seconds, poll_interval_seconds)
+        name = body["metadata"]["name"]
+        what = f"{self.kind.kind} {self.namespace}/{name}"
+        started = self.clock()
+        with sigterm_raises():
+            obj = self.apply(body)
+            generation = obj["metadata"].get("generation")
+            while True:
+                phase = self.kind.phase(obj)
+                if phase is Phase.SUCCEEDED:
+                    logger.info("%s is ready at generation %s", what, generation)
+                    return obj
+                if phase is Phase.FAILED:
+                    raise ResourceFailedError(self._failure(obj, f"{what} failed; it was left in place"))
+                if self.clock() - started > timeout_seconds:
+                    raise ResourceTimeoutError(self._failure(
+                        obj, f"{what} was not ready at generation {generation} within "
+                             f"{timeout_seconds:.0f}s (phase {phase.value}); it was left in place"))
+                self.sleep(poll_interval_seconds)
+                current = self.get(name)
+                if current is None:
+                    raise ResourceFailedError(f"{what} disappeared while rolling out")
+                obj = current
+
+
+def _check_bounds(timeout_seconds: float, poll_interval_seconds: float) -> None:
+    if timeout_seconds <= 0 or poll_interval_seconds <= 0:
+        raise InvalidParameterError(
+            f"timeout_seconds={timeout_seconds} and poll_interval_seconds={poll_interval_seconds} "
+            f"must be > 0"
+        )
+
+
 @dataclasses.dataclass(frozen=True)
-class LaunchSettings:
-    """How a component's launcher talks to the cluster (its pipeline parameters, mostly).
+class Cluster:
+    """The cluster a launcher talks to: an API client and the namespace to work in.
 
     Attributes:
-        secrets: Secret names the launched pods use.
-        timeout_seconds: Longest wait for the launched object to finish (> 0).
-        poll_interval_seconds: Seconds between status reads (> 0).
-        namespace: Where to create; default: this pod's own namespace.
-        api_client: Default: in-cluster config, else kubeconfig (tests pass a fake's client).
+        api_client: A configured client (tests pass a fake API server's).
+        namespace: Where objects are created: on a cluster the task pod's own namespace.
+        sleep, clock: Injected so that tests run fast; the defaults are real time.
     """
 
-    secrets: SecretRefs
-    timeout_seconds: float = 6 * 3600
-    poll_interval_seconds: float = 15
-    namespace: str | None = None
-    api_client: client.ApiClient | None = None
+    api_client: client.ApiClient
+    namespace: str
+    sleep: Callable[[float], None] = time.sleep
+    clock: Callable[[], float] = time.monotonic
 
     @classmethod
-    def from_parameters(cls, *, object_store_secret: str, image_pull_secret: str,
-                        timeout_seconds: float, poll_interval_seconds: float) -> LaunchSettings:
-        """From a component's parameters (Secret names, timeouts)."""
-        return cls(secrets=SecretRefs(object_store=object_store_secret, image_pull=image_pull_secret),
-                   timeout_seconds=timeout_seconds, poll_interval_seconds=poll_interval_seconds)
+    def from_environment(cls, stage: str) -> Cluster:
+        """This pod's cluster and namespace (in-cluster config, else the kubeconfig).
+
+        Raises:
+            PlatformNotAvailableError: No Kubernetes API or no namespace; nothing was submitted.
+        """
+        try:
+            return cls(api_client=default_api_client(), namespace=naming.current_namespace())
+        except Exception as err:  # noqa: BLE001 - any config failure means "no cluster"
+            raise PlatformNotAvailableError(
+                f"{stage}: platform='kubernetes' needs a Kubernetes API: run the pipeline on a "
+                f"Kubeflow cluster, or from a machine with a kubeconfig. Nothing was submitted. "
+                f"({type(err).__name__}: {err}) For this machine use platform='local' "
+                f"(`kfstack run --local`)."
+            ) from err
+
+    def launcher(self, kind: ResourceKind) -> ResourceLauncher:
+        return ResourceLauncher(kind, self.namespace, self.api_client, sleep=self.sleep, clock=self.clock)
 
 
-def launch(kind: ResourceKind, body: dict, settings: LaunchSettings) -> tuple[dict, dict]:
-    """Creates (or adopts) ``body`` in the settings' namespace and waits for it to succeed.
+def launch(body: dict, placement: Placement, cluster: Cluster,
+           kinds: dict[str, ResourceKind] | None = None) -> tuple[dict, dict]:
+    """Runs ``body`` in the cluster's namespace by its kind's lifecycle.
+
+    Args:
+        body: A manifest from a stage's builder.
+        placement: Its stage's placement (timeout and poll interval).
+        cluster: Where to run it.
+        kinds: The kinds to resolve ``body`` with (default: :data:`~.resources.KINDS`).
 
     Returns:
-        The finished object and its :func:`resource_reference`.
+        The final object (a finished batch job, a ready service) and its
+        :func:`resource_reference`.
 
     Raises:
-        See :meth:`ResourceLauncher.run`.
+        See :meth:`ResourceLauncher.run` and :meth:`ResourceLauncher.run_service`.
     """
-    namespace = settings.namespace or naming.current_namespace()
-    body = {**body, "metadata": {**body["metadata"], "namespace": namespace}}
-    launcher = ResourceLauncher(kind, namespace, settings.api_client)
-    final = launcher.run(body, timeout_seconds=settings.timeout_seconds,
-                         poll_interval_seconds=settings.poll_interval_seconds)
+    kind = kind_of(body, kinds)
+    body = {**body, "metadata": {**body["metadata"], "namespace": cluster.namespace}}
+    launcher = cluster.launcher(kind)
+    run = launcher.run_service if kind.lifecycle is Lifecycle.SERVICE else launcher.run
+    final = run(body, timeout_seconds=placement.timeout_seconds,
+                poll_interval_seconds=placement.poll_interval_seconds)
     return final, resource_reference(kind, final)
 
 
-def delete_run_resources(run_id: str, *, namespace: str, kinds: Iterable[ResourceKind],
-                         api_client: client.ApiClient | None = None) -> list[str]:
-    """Deletes every unfinished object of ``kinds`` that run ``run_id`` created.
+def delete_run_resources(run_id: str, cluster: Cluster,
+                         kinds: Iterable[ResourceKind] = KINDS.values()) -> list[str]:
+    """Deletes every unfinished batch job of ``kinds`` that run ``run_id`` created.
 
-    Finished objects stay (their ``ttlSecondsAfterFinished`` removes them) so their status and
+    Long-lived services are never deleted here: they outlive the run that applied them.
+    Finished jobs stay (their ``ttlSecondsAfterFinished`` removes them) so their status and
     logs remain readable. Returns ``Kind/name`` of what was deleted.
     """
     deleted = []
-    api_client = api_client or default_api_client()
     for kind in kinds:
-        launcher = ResourceLauncher(kind, namespace, api_client)
+        if kind.lifecycle is not Lifecycle.BATCH:
+            continue
+        launcher = cluster.launcher(kind)
         for obj in launcher.list(naming.run_selector(run_id)):
             if not kind.phase(obj).finished and launcher.delete(obj["metadata"]["name"]):
                 deleted.append(f"{kind.kind}/{obj['metadata']['name']}")

@@ -1,8 +1,14 @@
 """The custom resources kfstack launches, and how to read their state.
 
-Each :class:`ResourceKind` knows its API coordinates, how its ``status`` maps onto a
-:class:`Phase`, what to say about a failure, and which pod's log explains it (the *primary*
-pod: the PyTorchJob master, the TFJob chief or worker 0, the Spark driver).
+Each :class:`ResourceKind` knows its API coordinates, its :class:`Lifecycle`, how its
+``status`` maps onto a :class:`Phase`, what to say about a failure, and which pod's log explains
+it (the *primary* pod: the PyTorchJob master, the TFJob chief or worker 0, the Spark driver).
+
+Two lifecycles (STYLE 17). An **owned batch job** (SparkApplication, PyTorchJob, TFJob; the
+Katib Experiment next) belongs to one pipeline run: it is adopted on retry, deleted on timeout
+or cancel and by the run's cleanup. A **long-lived service** (KServe's InferenceService) outlives
+the run: it is applied, awaited until Ready at the generation just applied, and never deleted
+by a timeout, a cancel or the cleanup -- its failure handling is a rollback.
 """
 
 from __future__ import annotations
@@ -12,10 +18,15 @@ import enum
 from collections.abc import Callable
 
 
+class Lifecycle(enum.Enum):
+    BATCH = "owned batch job"
+    SERVICE = "long-lived service"
+
+
 class Phase(enum.Enum):
     PENDING = "Pending"  # accepted, not yet running (e.g. suspended until Kueue admits it)
     RUNNING = "Running"
-    SUCCEEDED = "Succeeded"
+    SUCCEEDED = "Succeeded"  # a batch job finished; a service is Ready at its generation
     FAILED = "Failed"
 
     @property
@@ -41,6 +52,7 @@ class ResourceKind:
     phase: Callable[[dict], Phase]
     describe: Callable[[dict], str]
     primary_pod: Callable[[dict], PodRef]
+    lifecycle: Lifecycle = Lifecycle.BATCH
 
     @property
     def api_version(self) -> str:
@@ -144,4 +156,34 @@ SPARK_APPLICATION = ResourceKind(
     primary_pod=_spark_primary_pod,
 )
 
+# --- long-lived services -----------------------------------------------------------------------
+
+def service_phase(obj: dict) -> Phase:
+    """Ready at the generation last applied: ``status.observedGeneration`` has caught up with
+    ``metadata.generation`` and the ``Ready`` condition is True. A service never finishes by
+    itself and has no terminal failure; until it is ready it is Pending (or Running once its
+    controller has seen the current generation)."""
+    status = obj.get("status") or {}
+    generation = (obj.get("metadata") or {}).get("generation")
+    observed = status.get("observedGeneration")
+    if generation is not None and (observed is None or observed < generation):
+        return Phase.PENDING
+    ready = next((c for c in _conditions(obj) if c.get("type") == "Ready"), None)
+    if ready is not None and ready.get("status") == "True":
+        return Phase.SUCCEEDED
+    return Phase.RUNNING
+
+
 KINDS = {k.kind: k for k in (PYTORCHJOB, TFJOB, SPARK_APPLICATION)}
+
+
+def kind_of(obj: dict, kinds: dict[str, ResourceKind] | None = None) -> ResourceKind:
+    """The :class:`ResourceKind` of a manifest, by its ``apiVersion`` and ``kind``.
+
+    Raises:
+        KeyError: kfstack does not launch that kind.
+    """
+    kind = (kinds or KINDS).get(obj.get("kind", ""))
+    if kind is None or kind.api_version != obj.get("apiVersion"):
+        raise KeyError(f"kfstack launches no {obj.get('apiVersion')} {obj.get('kind')}")
+    return kind

@@ -26,6 +26,7 @@ from kubernetes import client
 from kfstack.errors import InvalidParameterError
 from kfstack.kubernetes import pods
 from kfstack.kubernetes.node_pools import NodePoolProfile
+from kfstack.settings import Placeholder, Settings, setting
 
 API_VERSION = "sparkoperator.k8s.io/v1beta2"
 KIND = "SparkApplication"
@@ -35,14 +36,22 @@ _MEMORY_SUFFIXES = ("k", "m", "g", "t")
 
 
 @dataclasses.dataclass(frozen=True)
-class SparkResources:
-    """Driver and executor sizes (memory as Spark writes it: ``512m``, ``4g``)."""
+class SparkResources(Settings):
+    """Driver and executor sizes (memory as Spark writes it: ``512m``, ``4g``), read from the
+    ``spark_*`` arguments of a Spark stage."""
 
-    driver_cores: int = 1
-    driver_memory: str = "2g"
-    executor_instances: int = 2
-    executor_cores: int = 2
-    executor_memory: str = "4g"
+    concern = "spark resources"
+
+    driver_cores: int = setting(1, ge=1, parameter="spark_driver_cores")
+    driver_memory: str = setting("2g", parameter="spark_driver_memory")
+    executor_instances: int = setting(2, ge=1, parameter="spark_executors")
+    executor_cores: int = setting(2, ge=1, parameter="spark_executor_cores")
+    executor_memory: str = setting("4g", parameter="spark_executor_memory")
+
+    def check(self) -> list[str]:
+        return [problem for name, value in (("spark_driver_memory", self.driver_memory),
+                                            ("spark_executor_memory", self.executor_memory))
+                if (problem := _memory_problem(name, value))]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -71,29 +80,26 @@ class SparkApplicationRequest:
     profile: NodePoolProfile
     secrets: pods.SecretRefs
     service_account: str
-    resources: SparkResources = SparkResources()
+    resources: SparkResources = dataclasses.field(default_factory=SparkResources)
     time_to_live_seconds: int = 86_400
     namespace: str | None = None
 
 
-def _check_memory(field: str, value: str) -> None:
+def _memory_problem(name: str, value: str) -> str | None:
+    if isinstance(value, Placeholder):
+        return None
     number, suffix = value[:-1], value[-1:].lower()
     if suffix not in _MEMORY_SUFFIXES or not number.isdigit() or int(number) < 1:
-        raise InvalidParameterError(f"{field}={value!r}: expected Spark memory like 512m or 4g")
+        return f"{name}={value!r}: expected Spark memory like 512m or 4g"
+    return None
 
 
 def validate_request(request: SparkApplicationRequest) -> None:
-    """Raises before anything is built or submitted.
+    """Raises before anything is built or submitted (the sizes validated themselves).
 
     Raises:
-        InvalidParameterError: A size is out of range or malformed.
+        InvalidParameterError: The main file or the service account is unusable.
     """
-    sizes = request.resources
-    for field in ("driver_cores", "executor_instances", "executor_cores"):
-        if getattr(sizes, field) < 1:
-            raise InvalidParameterError(f"spark {field}={getattr(sizes, field)} must be >= 1")
-    _check_memory("spark driver_memory", sizes.driver_memory)
-    _check_memory("spark executor_memory", sizes.executor_memory)
     if not request.main_file.startswith("local://"):
         raise InvalidParameterError(f"main_file={request.main_file!r} must be a local:// path in the image")
     if not request.service_account:

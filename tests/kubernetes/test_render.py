@@ -12,7 +12,7 @@ import fsspec
 import pytest
 import yaml
 
-from kfstack.cli import main
+from kfstack.app.cli import main
 from kfstack.components.data.flights_features.launcher import kubernetes_options as spark_options
 from kfstack.components.data.flights_features.launcher import launch_flights_features
 from kfstack.components.training.train_pytorch.launcher import kubernetes_options as torch_options

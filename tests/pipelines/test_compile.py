@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from kfstack import images
-from kfstack.cli import compile_pipelines, compiled_path, parse_params
+from kfstack.app.cli import compile_pipelines, compiled_path, parse_params
 from kfstack.pipelines import PIPELINES, load_pipeline
 from kfstack.version import __version__
 
@@ -37,7 +37,7 @@ def executor_configs(compiled):
 def test_compile_writes_versioned_files_without_heavy_imports(tmp_path):
     # A fresh interpreter: compiling must not pull in the frameworks the tasks use.
     code = (
-        "import sys, json; from kfstack.cli import main; "
+        "import sys, json; from kfstack.app.cli import main; "
         f"rc = main(['compile', '--out', {str(tmp_path)!r}]); "
         "print(json.dumps([m for m in ('torch', 'pyspark', 'tensorflow', 'onnxruntime') "
         "if m in sys.modules]))"

@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from kfstack.features import FEATURE_SPEC_FILE, FeatureSpec
-from kfstack.local_run import run_pipeline_locally
+from kfstack.app.local_run import run_pipeline_locally
 
 
 @pytest.fixture(scope="module")
@@ -127,7 +127,7 @@ def test_main_job_on_the_full_data(tmp_path):
     """``make run``: the CLI, the full data, the summary JSON."""
     summary_path = tmp_path / "summary.json"
     proc = subprocess.run(
-        [sys.executable, "-m", "kfstack.cli", "run", "--local", "flights-training",
+        [sys.executable, "-m", "kfstack.app.cli", "run", "--local", "flights-training",
          "--pipeline-root", str(tmp_path / "runs"), "--summary-json", str(summary_path)],
         capture_output=True, text=True,
     )

@@ -1,6 +1,6 @@
 """platform=kubernetes without a cluster: the run fails in its first task, before any stage."""
 
-from kfstack.local_run import run_pipeline_locally
+from kfstack.app.local_run import run_pipeline_locally
 
 
 def test_kubernetes_platform_without_a_cluster_fails_first_and_submits_nothing(tmp_path, monkeypatch):

@@ -3,7 +3,7 @@
 from pyspark.sql import functions as F
 
 from kfstack.features import FeatureSpec
-from kfstack.flight_features import MISSING
+from kfstack.flights.features import MISSING
 from kfstack.spark_jobs.flights_features import featurize
 from kfstack.spark_jobs.flights_features.validation import tag_flights, valid_rows
 from tests.spark_jobs.conftest import flight, flights_frame

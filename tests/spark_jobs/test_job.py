@@ -20,7 +20,7 @@ from kfstack.features import (
     SPLITS,
     FeatureSpec,
 )
-from kfstack.flight_features import CATEGORICAL_FEATURES, NUMERIC_FEATURES, raw_feature_columns
+from kfstack.flights.features import CATEGORICAL_FEATURES, NUMERIC_FEATURES, raw_feature_columns
 from kfstack.spark_jobs.flights_features import featurize
 from kfstack.spark_jobs.flights_features.job import FeatureJobConfig, run_feature_job
 from kfstack.spark_jobs.flights_features.validation import FLIGHT_KEY, tag_flights, valid_rows

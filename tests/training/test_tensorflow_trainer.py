@@ -8,7 +8,7 @@ import numpy as np
 import onnxruntime
 import pytest
 
-from kfstack.components.training.train_tensorflow.launcher import launch_tensorflow_training
+from kfstack.components.training.train_model.tensorflow.launcher import launch_tensorflow_training
 from kfstack.errors import InvalidParameterError
 from kfstack.features import FeatureSpec
 from kfstack.training import shards

@@ -12,8 +12,8 @@ import onnxruntime
 import pytest
 import torch
 
-from kfstack.components.training.train_pytorch.launcher import launch_pytorch_training
-from kfstack.components.training.train_pytorch.model import DelayClassifier, DelayProbability, ModelConfig
+from kfstack.components.training.train_model.pytorch.launcher import launch_pytorch_training
+from kfstack.components.training.train_model.pytorch.model import DelayClassifier, DelayProbability, ModelConfig
 from kfstack.errors import InvalidParameterError
 from kfstack.features import FeatureSpec
 from kfstack.training import checkpoints
@@ -85,7 +85,7 @@ def test_export_matches_the_checkpointed_torch_model(two_rank_run, feature_dir):
 def test_without_world_size_the_trainer_runs_alone(tmp_path, feature_dir):
     env = {k: v for k, v in os.environ.items() if k not in ("WORLD_SIZE", "RANK", "MASTER_ADDR")}
     proc = subprocess.run(
-        [sys.executable, "-m", "kfstack.components.training.train_pytorch.trainer",
+        [sys.executable, "-m", "kfstack.components.training.train_model.pytorch.trainer",
          "--features-uri", feature_dir, "--model-uri", str(tmp_path / "model"),
          "--checkpoint-uri", str(tmp_path / "ckpt"), "--epochs", "1", "--batch-size", "256"],
         capture_output=True, text=True, env={**env, "OMP_NUM_THREADS": "1"}, timeout=300,

@@ -1,6 +1,6 @@
 """The TensorFlow trainer: what each TFJob pod (or local replica process) runs.
 
-    python -m kfstack.components.training.train_tensorflow.trainer \\
+    python -m kfstack.components.training.train_model.tensorflow.trainer \\
         --features-uri F --model-uri M --checkpoint-uri C [--epochs 4] [--batch-size 1024] \\
         [--learning-rate 0.003] [--seed 42]
 
@@ -46,14 +46,12 @@ from kfstack.errors import InvalidParameterError, TrainingFailedError
 from kfstack.features import FEATURE_SPEC_FILE, FeatureSpec
 from kfstack.training import checkpoints, metrics, shards
 from kfstack.training.metrics import katib_line
-from kfstack.training.trainer_args import parse_trainer_args
+from kfstack.training.settings import METRICS_FILE, MODEL_FILE, parse_trainer_args
 from kfstack.training.architecture import ONNX_INPUTS, ModelConfig
 from kfstack.training.tf_config import PS, WORKER, TFTask
 
 logger = logging.getLogger("kfstack.train_tensorflow")
 
-MODEL_FILE = "model.onnx"
-METRICS_FILE = "training_metrics.json"
 ONNX_TOLERANCE = 1e-4
 CHECKPOINTS_KEPT = 2
 STEPS_PER_CALL = 50  # training steps per tf.function call: fewer Python round trips
@@ -68,7 +66,7 @@ class Trainer:
         import keras
         import tensorflow as tf
 
-        from kfstack.components.training.train_tensorflow.model import build_classifier
+        from kfstack.components.training.train_model.tensorflow.model import build_classifier
 
         self.args, self.task, self.strategy = args, task, strategy
         self.spec = FeatureSpec.load(args.features_uri)
@@ -89,7 +87,7 @@ class Trainer:
     # -- checkpoints ---------------------------------------------------------------------------
 
     def resume(self) -> None:
-        from kfstack.components.training.train_tensorflow.model import restore_state
+        from kfstack.components.training.train_model.tensorflow.model import restore_state
 
         found = checkpoints.list_checkpoints(self.args.checkpoint_uri)
         if not found:
@@ -103,7 +101,7 @@ class Trainer:
         logger.info("%s %d: resumed from checkpoint of epoch %d", self.task.task_type, self.task.index, epoch)
 
     def save(self, epoch: int) -> None:
-        from kfstack.components.training.train_tensorflow.model import weights_state
+        from kfstack.components.training.train_model.tensorflow.model import weights_state
 
         state = weights_state(self.classifier, self.optimizer)
         state["meta"] = np.asarray(json.dumps({"epoch": epoch, "history": self.history,
@@ -205,7 +203,7 @@ def export_onnx(classifier, config: ModelConfig, spec: FeatureSpec, sample, args
     import keras
     import onnxruntime
 
-    from kfstack.components.training.train_tensorflow.model import build_classifier, serving_model
+    from kfstack.components.training.train_model.tensorflow.model import build_classifier, serving_model
 
     keras.mixed_precision.set_global_policy("float32")
     copy = build_classifier(config, args.seed)
@@ -342,7 +340,7 @@ def train(args: argparse.Namespace) -> dict | None:
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    return parse_trainer_args(argv, prog="python -m kfstack.components.training.train_tensorflow.trainer")
+    return parse_trainer_args(argv, prog="python -m kfstack.components.training.train_model.tensorflow.trainer")
 
 
 def main(argv: list[str] | None = None) -> int:

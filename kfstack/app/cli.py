@@ -115,7 +115,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if "platform" in pipeline_func.component_spec.inputs:
         arguments["platform"] = "local"
 
-    from kfstack.local_run import run_pipeline_locally
+    from kfstack.app.local_run import run_pipeline_locally
 
     summary = run_pipeline_locally(args.name, arguments, pipeline_root=args.pipeline_root)
     print("\n" + summary.render())

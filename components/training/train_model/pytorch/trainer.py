@@ -1,6 +1,6 @@
 """The PyTorch trainer: what each PyTorchJob pod (or local replica process) runs.
 
-    python -m kfstack.components.training.train_pytorch.trainer \\
+    python -m kfstack.components.training.train_model.pytorch.trainer \\
         --features-uri F --model-uri M --checkpoint-uri C [--epochs 4] [--batch-size 1024] \\
         [--learning-rate 0.003] [--seed 42]
 
@@ -11,7 +11,7 @@
   rank runs the same number of steps per epoch (the smallest rank's), or DDP would hang.
 - bf16 autocast on GPU; fp32 on CPU.
 - After each epoch: validation over the whole validation split (ranks score their shards,
-  rank 0 gathers), a Katib metric line from rank 0 (``epoch=3 val_auc=0.7120 val_logloss=...``)
+  rank 0 gathers), a Katib metric line from rank 0 (``epoch=3 val_auc=0.7120 val_log_loss=...``)
   and a checkpoint (rank 0, atomic). On start every rank resumes from the latest checkpoint.
 - At the end rank 0 exports ``model.onnx`` (checked against torch with onnxruntime), copies the
   feature spec and writes ``training_metrics.json`` to the model URI.
@@ -39,18 +39,16 @@ import torch.distributed as dist
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
-from kfstack.components.training.train_pytorch.model import DelayClassifier, DelayProbability, ModelConfig
+from kfstack.components.training.train_model.pytorch.model import DelayClassifier, DelayProbability, ModelConfig
 from kfstack.errors import InvalidParameterError, TrainingFailedError
 from kfstack.features import FEATURE_SPEC_FILE, FeatureSpec
 from kfstack.training import checkpoints, metrics, shards
 from kfstack.training.metrics import katib_line
-from kfstack.training.trainer_args import parse_trainer_args
+from kfstack.training.settings import METRICS_FILE, MODEL_FILE, parse_trainer_args
 from kfstack.training.env_contract import DistributedEnv
 
 logger = logging.getLogger("kfstack.train_pytorch")
 
-MODEL_FILE = "model.onnx"
-METRICS_FILE = "training_metrics.json"
 ONNX_TOLERANCE = 1e-4
 CHECKPOINTS_KEPT = 2
 PROCESS_GROUP_TIMEOUT = datetime.timedelta(minutes=10)
@@ -293,7 +291,7 @@ def train(args: argparse.Namespace) -> dict[str, float] | None:
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    return parse_trainer_args(argv, prog="python -m kfstack.components.training.train_pytorch.trainer")
+    return parse_trainer_args(argv, prog="python -m kfstack.components.training.train_model.pytorch.trainer")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,0 +1,51 @@
+"""PyTorch behind the training stage: the PyTorchJob, and the same replicas as local processes.
+
+``local``: ``workers`` processes of :mod:`.trainer`, started with exactly the env the
+training-operator gives a PyTorchJob with one Master and ``workers - 1`` Workers (loopback
+address, a free port per attempt); the whole group restarts from the latest checkpoint on a
+failure (restartPolicy OnFailure). ``kubernetes``: that PyTorchJob on the chosen node pool.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from kfstack.kubernetes.training_jobs import ElasticSettings, TrainingJobRequest, build_pytorchjob
+from kfstack.training.env_contract import MASTER, WORKER, pytorchjob_env
+from kfstack.training.process_group import LOOPBACK, ReplicaProcess, ReplicaSet, free_port
+from kfstack.training.settings import TrainingSettings
+
+TRAINER_MODULE = "kfstack.components.training.train_model.pytorch.trainer"
+IMAGE_ROLE = "torch-trainer"
+NAME_PREFIX = "kfs-pytorch"
+
+
+def build_job(settings: TrainingSettings, request: TrainingJobRequest) -> dict:
+    """The PyTorchJob: 1 Master + ``workers - 1`` Workers, or elastic Workers (torchrun)."""
+    elastic = None
+    if settings.elastic:
+        elastic = ElasticSettings(min_replicas=settings.elastic_min_workers,
+                                  max_replicas=settings.elastic_max_workers,
+                                  max_restarts=settings.max_restarts)
+    return build_pytorchjob(request.with_elastic(elastic))
+
+
+def local_replicas(settings: TrainingSettings, trainer_argv: list[str]) -> ReplicaSet:
+    """Per attempt: one Master and ``workers - 1`` Workers with the PyTorchJob env.
+
+    The env is rebuilt per attempt with a new free port: the previous master's port can still be
+    in TIME_WAIT when the group restarts.
+    """
+    workers = settings.workers
+
+    def build(attempt: int) -> list[ReplicaProcess]:
+        port = free_port()
+        argv = [sys.executable, "-m", TRAINER_MODULE, *trainer_argv]
+        # A one-replica PyTorchJob still gets WORLD_SIZE=1; the trainer then skips DDP.
+        replicas = [ReplicaProcess(0, argv, pytorchjob_env(LOOPBACK, MASTER, 0, workers, port), "master-0")]
+        for i in range(workers - 1):
+            env = pytorchjob_env(LOOPBACK, WORKER, i, workers, port)
+            replicas.append(ReplicaProcess(i + 1, argv, env, f"worker-{i}"))
+        return replicas
+
+    return ReplicaSet(build=build, details={"world_size": workers})

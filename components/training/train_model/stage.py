@@ -1,0 +1,143 @@
+"""Training as a platform stage: one step for both frameworks, either platform.
+
+The framework is a setting: its backend (:mod:`.pytorch.backend`, :mod:`.tensorflow.backend`)
+supplies the job builder, the local replicas and the trainer module; everything else -- the
+checks before anything starts, the trainer's argv, where checkpoints go, the metrics read back
+from ``training_metrics.json`` -- is the same for both, here.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from collections.abc import Callable, Mapping
+from types import ModuleType
+from typing import Any
+
+import fsspec
+
+from kfstack import images
+from kfstack.components.training.train_model.pytorch import backend as pytorch_backend
+from kfstack.components.training.train_model.tensorflow import backend as tensorflow_backend
+from kfstack.flights.settings import TrainingPlacement
+from kfstack.kubernetes.naming import RunContext
+from kfstack.kubernetes.training_jobs import TrainingJobRequest
+from kfstack.platforms import StageResult
+from kfstack.training import shards
+from kfstack.training.process_group import run_process_group
+from kfstack.training.settings import (
+    CHECKPOINT_DIR,
+    METRICS_FILE,
+    PYTORCH,
+    REPORTED_METRICS,
+    TENSORFLOW,
+    TrainingSettings,
+)
+from kfstack.uris import fsspec_uri, join
+
+BACKENDS: dict[str, ModuleType] = {PYTORCH: pytorch_backend, TENSORFLOW: tensorflow_backend}
+TRAINING_METRICS = "training_metrics"
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainModelSettings:
+    """The training step: hyperparameters, data and model locations, placement.
+
+    Attributes:
+        training: What to train and how.
+        features_uri: The feature job's output (shards and feature spec).
+        model_uri: Receives ``model.onnx``, ``feature_spec.json``, ``training_metrics.json``.
+        logs_uri: Per-replica logs (local) and the checkpoints (``<logs_uri>/checkpoints``).
+        placement: Where the job's replicas run.
+        threads_per_worker: Local only: intra-op threads per replica; default: cores split evenly.
+        on_group_started: Local only: test hook, see ``run_process_group``.
+    """
+
+    training: TrainingSettings
+    features_uri: str
+    model_uri: str
+    logs_uri: str
+    placement: TrainingPlacement = dataclasses.field(default_factory=TrainingPlacement)
+    threads_per_worker: int | None = None
+    on_group_started: Callable[..., None] | None = None
+
+    @property
+    def checkpoint_uri(self) -> str:
+        return join(self.logs_uri, CHECKPOINT_DIR)
+
+    def trainer_argv(self, remote: bool) -> list[str]:
+        """The trainer's arguments; ``remote``: the URIs as the job's pods open them."""
+        uri = fsspec_uri if remote else str
+        return self.training.trainer_argv(features_uri=uri(self.features_uri),
+                                          model_uri=uri(self.model_uri),
+                                          checkpoint_uri=uri(self.checkpoint_uri))
+
+
+class TrainModelStage:
+    component = "train-model"
+    reference_output = "training_job"
+
+    def settings(self, arguments: Mapping[str, Any]) -> TrainModelSettings:
+        return TrainModelSettings(
+            training=TrainingSettings.from_arguments(arguments),
+            features_uri=arguments["features"],
+            model_uri=arguments["model"],
+            logs_uri=arguments["training_logs"],
+            placement=TrainingPlacement.from_arguments(arguments),
+        )
+
+    def build(self, settings: TrainModelSettings, context: RunContext) -> list[dict]:
+        """The PyTorchJob or TFJob of this run."""
+        training = settings.training
+        backend = BACKENDS[training.framework]
+        placement = settings.placement
+        request = TrainingJobRequest(
+            name=context.name(backend.NAME_PREFIX),
+            labels=context.labels(),
+            image=images.image_for(backend.IMAGE_ROLE),
+            module=backend.TRAINER_MODULE,
+            args=settings.trainer_argv(remote=True),
+            workers=training.workers,
+            profile=placement.profile,
+            secrets=placement.secrets,
+            checkpoint_uri=fsspec_uri(settings.checkpoint_uri),
+            max_restarts=training.max_restarts,
+            active_deadline_seconds=placement.timeout_seconds,
+        )
+        return [backend.build_job(training, request)]
+
+    def preflight(self, settings: TrainModelSettings) -> None:
+        """Every rank gets a shard of the train and validation splits (reads the listing)."""
+        for split in ("train", "validation"):
+            split_uri = join(fsspec_uri(settings.features_uri), split)
+            shards.shards_for_rank(shards.list_shards(split_uri), 0, settings.training.workers)
+
+    def run_local(self, settings: TrainModelSettings) -> StageResult:
+        """The job's replicas as local processes; restarts come from the latest checkpoint."""
+        training = settings.training
+        os.makedirs(settings.logs_uri, exist_ok=True)
+        replicas = BACKENDS[training.framework].local_replicas(training, settings.trainer_argv(remote=False))
+        result = run_process_group(
+            replicas.build, logs_dir=settings.logs_uri, max_restarts=training.max_restarts,
+            on_group_started=settings.on_group_started, threads_per_process=settings.threads_per_worker,
+            done_when_exits=replicas.done_when_exits,
+        )
+        metrics = {**read_metrics(settings.model_uri), "restarts": float(result.restarts)}
+        reference = {"kind": "LocalProcessGroup", "framework": training.framework,
+                     **replicas.details, "attempts": result.attempts}
+        return StageResult({TRAINING_METRICS: metrics}, reference)
+
+    def collect(self, settings: TrainModelSettings, finished: list[dict]) -> StageResult:
+        return StageResult({TRAINING_METRICS: read_metrics(fsspec_uri(settings.model_uri))},
+                           {"framework": settings.training.framework})
+
+
+STAGE = TrainModelStage()
+
+
+def read_metrics(model_uri: str) -> dict[str, float]:
+    """The flat metrics of the ``training_metrics.json`` a trainer wrote beside its model."""
+    with fsspec.open(join(model_uri, METRICS_FILE)) as f:
+        trained = json.load(f)
+    return {name: float(trained[name]) for name in REPORTED_METRICS}

@@ -1,0 +1,55 @@
+"""TensorFlow behind the training stage: the TFJob, and the same replicas as local processes.
+
+``local``: the replicas of a TFJob as local processes, each with exactly the ``TF_CONFIG`` the
+training-operator would give its pod (loopback addresses, a free port per replica and attempt).
+Any failure stops the others and restarts the group from the latest checkpoint. With parameter
+servers the chief's exit ends the job (the TFJob success policy), and the serving workers and
+PS are then stopped. ``kubernetes``: that TFJob on the chosen node pool.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from kfstack.kubernetes.training_jobs import TrainingJobRequest, build_tfjob
+from kfstack.training.process_group import LOOPBACK, ReplicaProcess, ReplicaSet, free_port
+from kfstack.training.settings import PARAMETER_SERVER, TrainingSettings
+from kfstack.training.tf_config import CHIEF, PS, WORKER, tfjob_tf_config
+
+TRAINER_MODULE = "kfstack.components.training.train_model.tensorflow.trainer"
+IMAGE_ROLE = "tf-trainer"
+NAME_PREFIX = "kfs-tf"
+
+
+def replica_layout(settings: TrainingSettings) -> dict[str, int]:
+    """Replica type -> count, in launch (rank) order: the chief first when there is one."""
+    if settings.tf_topology == PARAMETER_SERVER:
+        return {CHIEF: 1, WORKER: settings.workers, PS: settings.tf_parameter_servers}
+    return {WORKER: settings.workers}
+
+
+def build_job(settings: TrainingSettings, request: TrainingJobRequest) -> dict:
+    """The TFJob: Workers (MWMS), or Chief + Workers + PS."""
+    return build_tfjob(request.with_topology(settings.tf_topology, settings.tf_parameter_servers))
+
+
+def local_replicas(settings: TrainingSettings, trainer_argv: list[str]) -> ReplicaSet:
+    """Per attempt: one process per replica with the ``TF_CONFIG`` the operator would set."""
+    layout = replica_layout(settings)
+
+    def build(attempt: int) -> list[ReplicaProcess]:
+        cluster = {rtype: [f"{LOOPBACK}:{free_port()}" for _ in range(count)] for rtype, count in layout.items()}
+        argv = [sys.executable, "-m", TRAINER_MODULE, *trainer_argv]
+        replicas: list[ReplicaProcess] = []
+        for rtype, addresses in cluster.items():
+            for index in range(len(addresses)):
+                tf_config = tfjob_tf_config(cluster, rtype, index)
+                env = {"TF_CONFIG": tf_config} if tf_config else {}
+                replicas.append(ReplicaProcess(len(replicas), argv, env, f"{rtype}-{index}"))
+        return replicas
+
+    return ReplicaSet(
+        build=build,
+        done_when_exits=0 if settings.tf_topology == PARAMETER_SERVER else None,
+        details={"topology": settings.tf_topology, "replicas": layout},
+    )

@@ -1,0 +1,1 @@
+"""The application shell: the ``kfstack`` command line and the embedded (kfp.local) runner."""

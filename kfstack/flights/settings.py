@@ -1,0 +1,63 @@
+"""The flights pipelines' parameters as typed settings: where a run's arguments meet the library.
+
+Most settings read arguments of their own field names (``workers``, ``num_shards``...); the
+placements below say which arguments place each stage's cluster work, so every argument name
+of the pipelines that is not a field name appears here once. Each launching stage builds its
+settings from its component's arguments with these classes, the validate-parameters task and
+``kfstack render`` build them from the pipeline's parameters through the same stages, and
+:func:`check_run` holds the one rule that spans two stages.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import Any
+
+from kfstack.errors import InvalidParameterError
+from kfstack.kubernetes import node_pools
+from kfstack.kubernetes.placement import Placement
+from kfstack.settings import setting
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainingPlacement(Placement):
+    """Where the training job's replicas run: the GPU node pool the run picks."""
+
+    concern = "training placement"
+
+    node_pool: str = setting("h100", parameter="gpu_pool")
+    timeout_seconds: int = setting(6 * 3600, gt=0, parameter="training_timeout_seconds")
+
+
+@dataclasses.dataclass(frozen=True)
+class SparkPlacement(Placement):
+    """Where the SparkApplication runs: the CPU pool, whatever pool the training uses."""
+
+    concern = "spark placement"
+
+    node_pool: str = setting(node_pools.CPU_POOL, parameter="spark_node_pool")
+    service_account: str = setting("kfstack-spark", parameter="spark_service_account")
+    timeout_seconds: int = setting(2 * 3600, gt=0, parameter="spark_timeout_seconds")
+
+    def check(self) -> list[str]:
+        problems = super().check()
+        if not self.service_account:
+            problems.append("spark_service_account: the Spark driver needs a service account that "
+                            "may create executor pods")
+        return problems
+
+
+def check_run(parameters: Mapping[str, Any]) -> None:
+    """The rule across stages of a flights training run: every training rank reads a shard.
+
+    Raises:
+        InvalidParameterError: ``num_shards`` < ``workers``.
+    """
+    num_shards, workers = parameters.get("num_shards"), parameters.get("workers")
+    if not (isinstance(num_shards, int) and isinstance(workers, int)):
+        return  # missing or templated (a Placeholder): each stage checks its own
+    if num_shards < workers:
+        raise InvalidParameterError(
+            f"num_shards={num_shards} < workers={workers}: every rank must read at least one "
+            f"shard; use num_shards >= workers (a multiple of workers balances best)")

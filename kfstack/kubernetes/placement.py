@@ -1,0 +1,57 @@
+"""Where and how a stage's cluster work runs: node pool, Secrets, service account, time bounds.
+
+One :class:`Placement` per launching stage, built with the stage's settings and validated with
+them -- on every platform, so an unknown node pool fails a local run as it would a cluster run.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from kfstack.kubernetes import node_pools
+from kfstack.kubernetes.pods import SecretRefs
+from kfstack.settings import Placeholder, Settings, setting
+
+DEFAULT_OBJECT_STORE_SECRET = "kfstack-object-store"
+
+
+@dataclasses.dataclass(frozen=True)
+class Placement(Settings):
+    """Cluster placement of one stage's launched objects.
+
+    Attributes:
+        node_pool: Node-pool profile of the launched pods (``node_pools.yaml``).
+        object_store_secret: Secret with the object-store keys the pods get as env; empty: none
+            (workload identity).
+        image_pull_secret: Image pull Secret of the launched pods; empty: none.
+        service_account: Service account of the launched pods where the stage needs one (the
+            Spark driver creates executor pods); empty: the namespace's default.
+        timeout_seconds: Longest wait for the launched object (a batch job's deadline too).
+        poll_interval_seconds: Seconds between status reads.
+    """
+
+    concern = "cluster placement"
+
+    node_pool: str = node_pools.CPU_POOL
+    object_store_secret: str = DEFAULT_OBJECT_STORE_SECRET
+    image_pull_secret: str = ""
+    service_account: str = ""
+    timeout_seconds: int = setting(6 * 3600, gt=0)
+    poll_interval_seconds: int = setting(15, gt=0)
+
+    def check(self) -> list[str]:
+        if isinstance(self.node_pool, Placeholder):
+            return []
+        known = node_pools.load_profiles()
+        if self.node_pool not in known:
+            return [f"unknown node pool {self.node_pool!r}; the profile file defines: "
+                    f"{', '.join(sorted(known))}"]
+        return []
+
+    @property
+    def profile(self) -> node_pools.NodePoolProfile:
+        return node_pools.get_profile(self.node_pool)
+
+    @property
+    def secrets(self) -> SecretRefs:
+        return SecretRefs(object_store=self.object_store_secret, image_pull=self.image_pull_secret)

@@ -1,0 +1,227 @@
+"""Follows a compiled pipeline's own wiring to the tasks that launch cluster work (STYLE 16).
+
+``kfstack render`` and the validate-parameters task need to know what a run creates. Rather than
+keep a second copy of the wiring, they walk the compiled pipeline spec (the IR YAML a KFP backend
+runs): each task's inputs are resolved from the pipeline parameters and constants the way the
+backend would resolve them, nested DAGs (exit handlers, conditions, sub-pipelines) are entered
+with their own input scope, and conditions are evaluated on the parameters.
+
+What only the run can know stays a clearly marked :class:`~kfstack.settings.Placeholder`:
+
+- an artifact's URI (the backend picks it): ``{{artifact:<task>/<output>}}``;
+- a value an earlier task produces (a tuned learning rate): ``{{output:<task>/<output>}}``.
+
+A condition that depends on such a value cannot be decided: every branch of it is followed, and
+each task found there says under which undecided conditions it runs (:attr:`LaunchingTask.when`).
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import re
+from collections.abc import Collection, Iterator, Mapping
+from typing import Any
+
+from kfstack.settings import Placeholder
+
+RUN_ID_PLACEHOLDER = "{{$.pipeline_job_uuid}}"
+TASK_NAME_PLACEHOLDER = "{{$.pipeline_task_name}}"
+_INPUT_REFERENCE = re.compile(r"\{\{\$\.inputs\.parameters\['([^']+)'\]\}\}")
+_FUNCTION = re.compile(r"--function_to_execute\s+(\S+)")
+
+
+class UndecidedCondition(Exception):
+    """A condition reads a value only the run knows."""
+
+
+def artifact_placeholder(task: str, output: str) -> Placeholder:
+    return Placeholder(f"{{{{artifact:{task}/{output}}}}}")
+
+
+def output_placeholder(task: str, output: str) -> Placeholder:
+    return Placeholder(f"{{{{output:{task}/{output}}}}}")
+
+
+@dataclasses.dataclass(frozen=True)
+class LaunchingTask:
+    """A task of a run whose component is one of the launching components asked for.
+
+    Attributes:
+        task: The task's name in its DAG (what ``dsl.PIPELINE_TASK_NAME_PLACEHOLDER`` becomes).
+        component: The component's name (its Python function, ``snake_case`` as ``kebab-case``).
+        arguments: Its inputs by parameter name, outputs as artifact placeholders.
+        when: The conditions, undecided from the parameters, under which it runs (empty: it
+            runs whenever the run gets this far).
+    """
+
+    task: str
+    component: str
+    arguments: dict[str, Any]
+    when: tuple[str, ...] = ()
+
+
+def launching_tasks(spec: Mapping[str, Any], parameters: Mapping[str, Any], components: Collection[str],
+                    run_id: str) -> list[LaunchingTask]:
+    """The tasks of ``components`` a run with ``parameters`` would execute, in DAG order.
+
+    Args:
+        spec: The compiled pipeline spec (the first YAML document of a compiled pipeline).
+        parameters: Every pipeline parameter's value (defaults filled in).
+        components: Names of the components to report (``train-model``...).
+        run_id: Stands in for the KFP run id.
+    """
+    walker = _Walker(spec, components, run_id)
+    scope = _Scope(parameters=dict(parameters), artifacts={})
+    return list(walker.dag(spec["root"]["dag"], scope, when=()))
+
+
+@dataclasses.dataclass
+class _Scope:
+    """The inputs a DAG's tasks can refer to (``componentInputParameter/Artifact``)."""
+
+    parameters: dict[str, Any]
+    artifacts: dict[str, Any]
+
+
+class _Walker:
+    def __init__(self, spec: Mapping[str, Any], components: Collection[str], run_id: str) -> None:
+        self.spec = spec
+        self.components = set(components)
+        self.run_id = run_id
+
+    def dag(self, dag: Mapping[str, Any], scope: _Scope, when: tuple[str, ...]) -> Iterator[LaunchingTask]:
+        for name in _topological(dag.get("tasks", {})):
+            yield from self.task(name, dag["tasks"][name], scope, when)
+
+    def task(self, name: str, task: Mapping[str, Any], scope: _Scope,
+             when: tuple[str, ...]) -> Iterator[LaunchingTask]:
+        component = self.spec["components"][task["componentRef"]["name"]]
+        inputs = task.get("inputs", {})
+        parameters = {key: self.parameter(value, scope, name)
+                      for key, value in inputs.get("parameters", {}).items()}
+        artifacts = {key: self.artifact(value, scope) for key, value in inputs.get("artifacts", {}).items()}
+        condition = task.get("triggerPolicy", {}).get("condition")
+        if condition:
+            try:
+                if not evaluate_condition(condition, parameters):
+                    return
+            except UndecidedCondition:
+                when = (*when, condition)
+        if "dag" in component:
+            yield from self.dag(component["dag"], _Scope(parameters, artifacts), when)
+            return
+        function = self.function_of(component)
+        if function not in self.components:
+            return
+        outputs = component.get("outputDefinitions", {}).get("artifacts", {})
+        arguments = {**parameters, **artifacts,
+                     **{out: artifact_placeholder(name, out) for out in outputs}}
+        yield LaunchingTask(task=name, component=function, arguments=arguments, when=when)
+
+    def function_of(self, component: Mapping[str, Any]) -> str:
+        executor = self.spec["deploymentSpec"]["executors"][component["executorLabel"]]
+        args = " ".join(executor.get("container", {}).get("args", []))
+        match = _FUNCTION.search(args)
+        return match.group(1).replace("_", "-") if match else ""
+
+    def parameter(self, value: Mapping[str, Any], scope: _Scope, task: str) -> Any:
+        if "componentInputParameter" in value:
+            return scope.parameters.get(value["componentInputParameter"])
+        if "taskOutputParameter" in value:
+            ref = value["taskOutputParameter"]
+            return output_placeholder(ref["producerTask"], ref["outputParameterKey"])
+        if "runtimeValue" in value:
+            return self.constant(value["runtimeValue"].get("constant"), scope, task)
+        return None
+
+    def constant(self, value: Any, scope: _Scope, task: str) -> Any:
+        """A constant with the backend's placeholders in it resolved."""
+        if isinstance(value, dict):
+            return {k: self.constant(v, scope, task) for k, v in value.items()}
+        if isinstance(value, list):
+            return [self.constant(v, scope, task) for v in value]
+        if not isinstance(value, str):
+            return value
+        if value == RUN_ID_PLACEHOLDER:
+            return self.run_id
+        if value == TASK_NAME_PLACEHOLDER:
+            return task
+        whole = _INPUT_REFERENCE.fullmatch(value)
+        if whole:  # a channel inside a struct (e.g. a dict of pipeline parameters)
+            return scope.parameters.get(whole.group(1))
+        return value
+
+    def artifact(self, value: Mapping[str, Any], scope: _Scope) -> Any:
+        if "componentInputArtifact" in value:
+            return scope.artifacts.get(value["componentInputArtifact"])
+        if "taskOutputArtifact" in value:
+            ref = value["taskOutputArtifact"]
+            return artifact_placeholder(ref["producerTask"], ref["outputArtifactKey"])
+        return None
+
+
+def _topological(tasks: Mapping[str, Any]) -> list[str]:
+    """Task names, each after the tasks it depends on (ties in name order)."""
+    ordered: list[str] = []
+    remaining = dict(sorted(tasks.items()))
+    while remaining:
+        ready = [n for n, t in remaining.items()
+                 if all(d in ordered or d not in tasks for d in t.get("dependentTasks", []))]
+        if not ready:  # a cycle cannot compile; keep going rather than loop forever
+            ready = list(remaining)
+        for name in ready:
+            ordered.append(name)
+            del remaining[name]
+    return ordered
+
+
+# --- conditions ---------------------------------------------------------------------------------
+
+_OPERATORS = {ast.Eq: lambda a, b: a == b, ast.NotEq: lambda a, b: a != b,
+              ast.Lt: lambda a, b: a < b, ast.LtE: lambda a, b: a <= b,
+              ast.Gt: lambda a, b: a > b, ast.GtE: lambda a, b: a >= b}
+_CASTS = {"int": int, "float": float, "str": str, "bool": bool}
+
+
+def evaluate_condition(condition: str, inputs: Mapping[str, Any]) -> bool:
+    """Evaluates a KFP trigger condition (a CEL subset) on a task's resolved inputs.
+
+    The compiler writes ``dsl.If(framework == "pytorch")`` as
+    ``inputs.parameter_values['pipelinechannel--framework'] == 'pytorch'``, ``dsl.Else`` as
+    ``!(...)``, and joins several with ``&&``.
+
+    Raises:
+        UndecidedCondition: It reads a :class:`Placeholder` (a value only the run knows).
+        ValueError: It uses a construct this evaluator does not know.
+    """
+    python = re.sub(r"!(?!=)", " not ", condition.replace("&&", " and ").replace("||", " or "))
+    python = python.replace("true", "True").replace("false", "False")
+    return bool(_evaluate(ast.parse(python.strip(), mode="eval").body, inputs))
+
+
+def _evaluate(node: ast.AST, inputs: Mapping[str, Any]) -> Any:
+    if isinstance(node, ast.BoolOp):
+        values = [_evaluate(v, inputs) for v in node.values]
+        return all(values) if isinstance(node.op, ast.And) else any(values)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        return not _evaluate(node.operand, inputs)
+    if isinstance(node, ast.Compare):
+        left = _evaluate(node.left, inputs)
+        for op, right_node in zip(node.ops, node.comparators):
+            right = _evaluate(right_node, inputs)
+            if not _OPERATORS[type(op)](left, right):
+                return False
+            left = right
+        return True
+    if isinstance(node, ast.Constant):
+        return node.value
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _CASTS:
+        return _CASTS[node.func.id](_evaluate(node.args[0], inputs))
+    if (isinstance(node, ast.Subscript) and isinstance(node.value, ast.Attribute)
+            and node.value.attr == "parameter_values" and isinstance(node.slice, ast.Constant)):
+        value = inputs.get(node.slice.value)
+        if isinstance(value, Placeholder):
+            raise UndecidedCondition(str(value))
+        return value
+    raise ValueError(f"unsupported construct in condition: {ast.dump(node)}")

@@ -1,0 +1,169 @@
+"""Typed settings: one frozen dataclass per concern, validated once, when it is built (STYLE 15).
+
+A settings class is a frozen dataclass deriving from :class:`Settings`; each field declares its
+constraints with :func:`setting`. Constructing one validates every field and the class's own
+cross-field :meth:`Settings.check`, and raises :class:`~kfstack.errors.InvalidParameterError`
+naming each bad field -- by the pipeline parameter it comes from when that name differs -- so a
+bad value fails before anything is created. Everything below the edge takes the object.
+
+Why dataclasses and not pydantic: the settings are a handful of scalars, the launcher image and
+``kfstack compile`` should import nothing beyond the standard library for them, and a field must
+also be able to hold a :class:`Placeholder` (a template reference such as Katib's
+``${trialParameters.learningRate}``) wherever a typed value would stand, which is simplest when
+the checks are ours.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import typing
+from collections.abc import Mapping
+from typing import Any, ClassVar, TypeVar
+
+from kfstack.errors import InvalidParameterError
+
+S = TypeVar("S", bound="Settings")
+
+
+class Placeholder(str):
+    """A value only the running system knows, standing where a typed value would.
+
+    Examples: Katib's ``${trialParameters.learningRate}`` in a trial template, or the
+    ``{{artifact:flights-features/features}}`` URI that ``kfstack render`` writes for an artifact
+    the KFP backend will place. Every settings field accepts one; its range and choice checks
+    are skipped (the template's owner checks the substituted value), and builders write it into
+    the object as it is.
+    """
+
+    def __repr__(self) -> str:
+        return f"Placeholder({str.__repr__(self)})"
+
+
+def katib_parameter(name: str) -> Placeholder:
+    """The reference a Katib trial template uses for trial parameter ``name``."""
+    return Placeholder("${trialParameters." + name + "}")
+
+
+def setting(
+    default: Any = dataclasses.MISSING,
+    *,
+    ge: float | None = None,
+    gt: float | None = None,
+    le: float | None = None,
+    lt: float | None = None,
+    choices: tuple[Any, ...] | None = None,
+    parameter: str | None = None,
+) -> Any:
+    """A settings field with its constraints.
+
+    Args:
+        default: The one default of this value in the project.
+        ge, gt, le, lt: Numeric bounds (inclusive ``ge``/``le``, exclusive ``gt``/``lt``).
+        choices: The allowed values.
+        parameter: The pipeline/component argument this field is read from, when it is not
+            the field's own name (errors name what the user set).
+    """
+    metadata = {"ge": ge, "gt": gt, "le": le, "lt": lt, "choices": choices, "parameter": parameter}
+    return dataclasses.field(default=default, metadata=metadata)
+
+
+def parameter_name(field: dataclasses.Field) -> str:
+    """The argument name a field is read from (and named by in errors)."""
+    return field.metadata.get("parameter") or field.name
+
+
+def _type_problem(name: str, value: Any, expected: Any) -> str | None:
+    if isinstance(value, Placeholder):
+        return None
+    allowed = typing.get_args(expected) or (expected,)
+    if type(None) in allowed and value is None:
+        return None
+    for kind in allowed:
+        if kind is float and isinstance(value, (int, float)) and not isinstance(value, bool):
+            return None
+        if kind is int and isinstance(value, int) and not isinstance(value, bool):
+            return None
+        if kind in (str, bool) and isinstance(value, kind):
+            return None
+    names = " or ".join(getattr(k, "__name__", str(k)) for k in allowed)
+    return f"{name}={value!r} must be {names}"
+
+
+def _bound_problems(name: str, value: Any, meta: Mapping[str, Any]) -> list[str]:
+    if isinstance(value, Placeholder) or value is None:
+        return []
+    problems = []
+    if meta.get("choices") is not None and value not in meta["choices"]:
+        problems.append(f"{name}={value!r} is not one of {', '.join(map(str, meta['choices']))}")
+    checks = (("ge", ">=", lambda v, b: v >= b), ("gt", ">", lambda v, b: v > b),
+              ("le", "<=", lambda v, b: v <= b), ("lt", "<", lambda v, b: v < b))
+    for key, word, ok in checks:
+        bound = meta.get(key)
+        if bound is not None and not ok(value, bound):
+            problems.append(f"{name}={value!r} must be {word} {bound}")
+    return problems
+
+
+class Settings:
+    """Base of the settings dataclasses: validates on construction.
+
+    Subclasses are ``@dataclasses.dataclass(frozen=True)`` and may override :meth:`check` for
+    rules across fields (return one message per problem, naming the fields).
+    """
+
+    #: What the settings are for, used in error messages ("training", "spark resources").
+    concern: ClassVar[str] = "settings"
+
+    def __post_init__(self) -> None:
+        problems = self.problems()
+        if problems:
+            raise InvalidParameterError(f"invalid {self.concern}: " + "; ".join(problems))
+
+    def problems(self) -> list[str]:
+        """Every problem with these values (empty when valid)."""
+        hints = typing.get_type_hints(type(self))
+        problems: list[str] = []
+        for field in dataclasses.fields(self):  # type: ignore[arg-type]
+            value = getattr(self, field.name)
+            name = parameter_name(field)
+            type_problem = _type_problem(name, value, hints[field.name])
+            if type_problem:
+                problems.append(type_problem)
+                continue
+            problems += _bound_problems(name, value, field.metadata)
+        return problems if problems else self.check()
+
+    def check(self) -> list[str]:
+        """Rules across fields; runs once every field is well typed and in range."""
+        return []
+
+    def concrete(self, *names: str) -> bool:
+        """True when none of the named fields holds a :class:`Placeholder` (cross-field rules
+        can only be checked on real values)."""
+        return not any(isinstance(getattr(self, n), Placeholder) for n in names)
+
+    @classmethod
+    def from_arguments(cls: type[S], arguments: Mapping[str, Any], **overrides: Any) -> S:
+        """The settings of ``arguments`` (component or pipeline arguments, by parameter name).
+
+        Fields whose argument is absent keep their default; ``overrides`` (by field name) win.
+
+        Raises:
+            InvalidParameterError: A value is missing, mistyped or out of range.
+        """
+        values: dict[str, Any] = {}
+        for field in dataclasses.fields(cls):  # type: ignore[arg-type]
+            if field.name in overrides:
+                values[field.name] = overrides[field.name]
+            elif parameter_name(field) in arguments:
+                values[field.name] = arguments[parameter_name(field)]
+        try:
+            return cls(**values)
+        except TypeError as err:  # a required field without an argument
+            raise InvalidParameterError(f"invalid {cls.concern}: {err}") from err
+
+    @classmethod
+    def defaults(cls) -> dict[str, Any]:
+        """Argument name -> default of every field that has one (docs, pipeline signatures)."""
+        return {parameter_name(f): f.default for f in dataclasses.fields(cls)  # type: ignore[arg-type]
+                if f.default is not dataclasses.MISSING}

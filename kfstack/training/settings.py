@@ -1,0 +1,121 @@
+"""Training settings and the trainer's contract: hyperparameters, topology, argv, file names.
+
+:class:`TrainingSettings` is validated once, where it is built: from component arguments (the
+training step), from the trainer's own argv (:func:`parse_trainer_args`, the pod's edge) or
+from a Katib trial template (fields holding a :class:`~kfstack.settings.Placeholder`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+
+from kfstack.settings import Settings, setting
+
+PYTORCH = "pytorch"
+TENSORFLOW = "tensorflow"
+FRAMEWORKS = (PYTORCH, TENSORFLOW)
+MWMS = "mwms"  # TF MultiWorkerMirroredStrategy: Worker replicas, synchronous all-reduce
+PARAMETER_SERVER = "parameter_server"  # TF ParameterServerStrategy: Chief + Workers + PS
+TF_TOPOLOGIES = (MWMS, PARAMETER_SERVER)
+
+# What a trainer writes beside the model, and where it checkpoints (relative to its logs).
+MODEL_FILE = "model.onnx"
+METRICS_FILE = "training_metrics.json"
+CHECKPOINT_DIR = "checkpoints"
+
+# The metric vocabulary: validation metrics as the trainers print them on their Katib metric
+# lines (``epoch=3 val_auc=0.7120 val_log_loss=0.5100 val_accuracy=0.7800``) and as the
+# training step reports them. A tuning objective must be one of VALIDATION_METRICS.
+VAL_AUC = "val_auc"
+VAL_LOG_LOSS = "val_log_loss"
+VAL_ACCURACY = "val_accuracy"
+VALIDATION_METRICS = (VAL_AUC, VAL_LOG_LOSS, VAL_ACCURACY)
+REPORTED_METRICS = (*VALIDATION_METRICS, "samples_per_second", "world_size")
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainingSettings(Settings):
+    """What a training run is, whichever framework and platform runs it.
+
+    Attributes:
+        framework: ``pytorch`` (DDP; PyTorchJob) or ``tensorflow`` (TFJob).
+        workers: Training processes: PyTorch Master + Workers; TF Workers (>= 1).
+        epochs: Passes over the training split (>= 1); a checkpoint after each.
+        batch_size: Global batch size, split evenly over the workers (>= workers).
+        learning_rate: Adam step size (> 0).
+        max_restarts: Whole-group restarts from the latest checkpoint after a failure (>= 0).
+        seed: Seeds initialisation and data order.
+        tf_topology: TensorFlow: ``mwms`` or ``parameter_server``.
+        tf_parameter_servers: TensorFlow ``parameter_server``: PS replicas (>= 1).
+        elastic_min_workers, elastic_max_workers: PyTorch on Kubernetes: an elastic job between
+            these replica counts (torchrun, c10d); both 0: a fixed-size job.
+    """
+
+    concern = "training settings"
+
+    framework: str = setting(PYTORCH, choices=FRAMEWORKS)
+    workers: int = setting(2, ge=1)
+    epochs: int = setting(4, ge=1)
+    batch_size: int = setting(1024, ge=1)
+    learning_rate: float = setting(0.003, gt=0)
+    max_restarts: int = setting(3, ge=0)
+    seed: int = 42
+    tf_topology: str = setting(MWMS, choices=TF_TOPOLOGIES)
+    tf_parameter_servers: int = setting(1, ge=1)
+    elastic_min_workers: int = setting(0, ge=0)
+    elastic_max_workers: int = setting(0, ge=0)
+
+    def check(self) -> list[str]:
+        problems = []
+        if self.concrete("batch_size", "workers") and self.batch_size < self.workers:
+            problems.append(f"batch_size={self.batch_size} must be >= workers={self.workers} "
+                            f"(it is the global batch, split over the workers)")
+        if self.elastic and self.concrete("elastic_min_workers", "elastic_max_workers", "workers"):
+            if self.framework != PYTORCH:
+                problems.append("elastic_min_workers/elastic_max_workers: elastic training is a "
+                                "PyTorch feature; set both to 0 for tensorflow")
+            elif not 1 <= self.elastic_min_workers <= self.workers <= self.elastic_max_workers:
+                problems.append(
+                    f"elastic training needs 1 <= elastic_min_workers ({self.elastic_min_workers}) "
+                    f"<= workers ({self.workers}) <= elastic_max_workers ({self.elastic_max_workers})")
+        return problems
+
+    @property
+    def elastic(self) -> bool:
+        return bool(self.elastic_min_workers or self.elastic_max_workers)
+
+    def trainer_argv(self, *, features_uri: str, model_uri: str, checkpoint_uri: str) -> list[str]:
+        """The trainer's command line (the same for local processes, pods and Katib trials)."""
+        return [
+            "--features-uri", features_uri, "--model-uri", model_uri,
+            "--checkpoint-uri", checkpoint_uri, "--epochs", str(self.epochs),
+            "--batch-size", str(self.batch_size), "--learning-rate", str(self.learning_rate),
+            "--seed", str(self.seed),
+        ]
+
+
+def parse_trainer_args(argv: list[str] | None, prog: str) -> argparse.Namespace:
+    """Parses :meth:`TrainingSettings.trainer_argv` in a trainer process.
+
+    The values are validated by :class:`TrainingSettings` itself, so the pod's edge applies the
+    same rules as the training step. The namespace carries ``features_uri``, ``model_uri``,
+    ``checkpoint_uri``, ``epochs``, ``batch_size``, ``learning_rate`` and ``seed``.
+
+    Raises:
+        InvalidParameterError: A value is out of range.
+    """
+    defaults = TrainingSettings()
+    parser = argparse.ArgumentParser(prog=prog)
+    parser.add_argument("--features-uri", required=True)
+    parser.add_argument("--model-uri", required=True)
+    parser.add_argument("--checkpoint-uri", required=True)
+    parser.add_argument("--epochs", type=int, default=defaults.epochs)
+    parser.add_argument("--batch-size", type=int, default=defaults.batch_size, help="global batch size")
+    parser.add_argument("--learning-rate", type=float, default=defaults.learning_rate)
+    parser.add_argument("--seed", type=int, default=defaults.seed)
+    args = parser.parse_args(argv)
+    TrainingSettings(epochs=args.epochs, batch_size=args.batch_size, learning_rate=args.learning_rate,
+                     seed=args.seed, workers=1)
+    return args
+

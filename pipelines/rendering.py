@@ -1,0 +1,164 @@
+"""What a run of a registered pipeline would create, derived from the pipeline itself.
+
+The pipeline is compiled in-process (milliseconds), its compiled spec is walked
+(:mod:`kfstack.pipeline_spec`) to every task of a launching component, and each such task's
+stage (:func:`kfstack.components.launching_stages`) turns the task's resolved arguments into its
+typed settings and builds its Kubernetes objects -- the same two calls the task makes on a
+cluster. No wiring is written down twice: a new launching component appears here as soon as its
+folder has a ``stage.py`` and the pipeline calls it.
+
+Users: ``kfstack render`` (review, GitOps), ``kfstack run --local`` (a bad value fails before
+anything starts) and the pipeline's own validate-parameters task (on the cluster, before the
+first stage).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import tempfile
+from collections.abc import Mapping
+from typing import Any
+
+import yaml
+from kfp import compiler
+
+from kfstack import pipeline_spec, platforms
+from kfstack.components import launching_stages
+from kfstack.errors import UsageError
+from kfstack.kubernetes.launcher import Cluster
+from kfstack.kubernetes.naming import RunContext
+from kfstack.pipelines import load_pipeline, run_check
+
+COMPONENTS_PACKAGE = "kfstack.components"
+PLATFORM_FOR_RENDER = "kubernetes"
+
+
+@dataclasses.dataclass(frozen=True)
+class RenderedTask:
+    """The objects one launching task of the run would create."""
+
+    task: str
+    component: str
+    objects: list[dict]
+    when: tuple[str, ...] = ()
+
+
+def compiled_spec(pipeline_func: Any) -> dict[str, Any]:
+    """The pipeline spec exactly as ``kfstack compile`` writes it (first YAML document)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "pipeline.yaml")
+        compiler.Compiler().compile(pipeline_func, package_path=path)
+        with open(path, encoding="utf-8") as f:
+            return next(yaml.safe_load_all(f))
+
+
+def parameter_types(pipeline_func: Any) -> dict[str, str]:
+    """Parameter name -> KFP type (``Integer``, ``Float``, ``Boolean``, ``String``...)."""
+    return {name: spec.type for name, spec in pipeline_func.component_spec.inputs.items()}
+
+
+def convert(name: str, raw: Any, kfp_type: str) -> Any:
+    """``raw`` (a string from a command line or a KFP struct) as a value of ``kfp_type``.
+
+    Raises:
+        UsageError: It does not read as that type.
+    """
+    if not isinstance(raw, str):
+        return raw
+    try:
+        if kfp_type == "Boolean":
+            lowered = raw.lower()
+            if lowered not in ("true", "1", "yes", "false", "0", "no"):
+                raise ValueError("expected true or false")
+            return lowered in ("true", "1", "yes")
+        if kfp_type == "Integer":
+            number = float(raw)  # a KFP struct writes integer parameters as "3.0"
+            if not number.is_integer():
+                raise ValueError("expected a whole number")
+            return int(number)
+        if kfp_type == "Float":
+            return float(raw)
+    except ValueError as err:
+        raise UsageError(f"{name}={raw!r}: not a valid {kfp_type.lower()} ({err})") from err
+    return raw
+
+
+def run_parameters(pipeline: str, values: Mapping[str, Any]) -> dict[str, Any]:
+    """Every parameter of ``pipeline``: its default, or the typed value given.
+
+    Raises:
+        UsageError: An unknown pipeline or parameter name, or a value of the wrong type.
+    """
+    pipeline_func = load_pipeline(pipeline)
+    types = parameter_types(pipeline_func)
+    unknown = sorted(set(values) - set(types))
+    if unknown:
+        raise UsageError(f"{pipeline}: unknown parameter {', '.join(unknown)}; "
+                         f"known: {', '.join(types)}")
+    defaults = {name: spec.default for name, spec in pipeline_func.component_spec.inputs.items()}
+    return {**defaults, **{name: convert(name, raw, types[name]) for name, raw in values.items()}}
+
+
+def render(pipeline: str, values: Mapping[str, Any], run_id: str,
+           components_package: str = COMPONENTS_PACKAGE) -> list[RenderedTask]:
+    """The Kubernetes objects a ``platform=kubernetes`` run of ``pipeline`` would create.
+
+    Args:
+        pipeline: A registered pipeline (``kfstack list``).
+        values: Pipeline parameters (typed, or strings to type); the rest take their defaults.
+        run_id: Stands in for the KFP run id (names and labels).
+        components_package: Where launching stages are found.
+
+    Raises:
+        UsageError: Unknown pipeline or parameter, or a mistyped value.
+        InvalidParameterError: A value a stage or the pipeline's rules refuse (nothing rendered).
+    """
+    parameters = {**run_parameters(pipeline, values), "platform": PLATFORM_FOR_RENDER}
+    run_check(pipeline)(parameters)
+    stages = launching_stages(components_package)
+    spec = compiled_spec(load_pipeline(pipeline))
+    rendered = []
+    for task in pipeline_spec.launching_tasks(spec, parameters, stages, run_id):
+        stage = stages[task.component]
+        settings = stage.settings(task.arguments)
+        context = RunContext(run_id=run_id, task_name=task.task)
+        # Placeholders are str subclasses: as plain JSON data they dump like any string.
+        objects = json.loads(json.dumps(stage.build(settings, context)))
+        rendered.append(RenderedTask(task.task, task.component, objects, task.when))
+    return rendered
+
+
+def write_objects(rendered: list[RenderedTask], out_dir: str) -> list[str]:
+    """Writes one ``<kind>-<name>.yaml`` per object into ``out_dir``; returns the paths.
+
+    An object that only a branch decided at run time creates starts with ``# only when:``
+    comments naming the conditions.
+    """
+    os.makedirs(out_dir, exist_ok=True)
+    paths = []
+    for task in rendered:
+        for obj in task.objects:
+            path = os.path.join(out_dir, f"{obj['kind'].lower()}-{obj['metadata']['name']}.yaml")
+            with open(path, "w", encoding="utf-8") as f:
+                if task.when:
+                    f.write("".join(f"# only when: {condition}\n" for condition in task.when))
+                yaml.safe_dump(obj, f, sort_keys=False)
+            paths.append(path)
+    return paths
+
+
+def check_run_parameters(pipeline: str, values: Mapping[str, Any], run_id: str) -> None:
+    """The validate-parameters task: render everything, then find the cluster when the run is
+    to use one.
+
+    Raises:
+        UsageError, InvalidParameterError: See :func:`render`.
+        PlatformNotAvailableError: ``platform=kubernetes`` and no Kubernetes API is reachable.
+    """
+    render(pipeline, values, run_id or "validation")
+    platform = run_parameters(pipeline, values).get("platform")
+    platforms.require_available(platform, stage=pipeline)
+    if platform == platforms.KUBERNETES:
+        Cluster.from_environment(stage=pipeline)
