@@ -32,7 +32,8 @@ def build_features(tmp: str) -> str:
 
 
 def run(features_uri: str | None, epochs: int, batch_size: int, repeats: int) -> dict:
-    from kfstack.components.training.train_model.pytorch.launcher import launch_pytorch_training
+    from kfstack.components.training.train_model.stage import train_locally
+    from kfstack.training.settings import TrainingSettings
 
     with tempfile.TemporaryDirectory(prefix="kfstack-ddp-") as tmp:
         features = features_uri or build_features(tmp)
@@ -41,11 +42,11 @@ def run(features_uri: str | None, epochs: int, batch_size: int, repeats: int) ->
         for repeat in range(repeats):
             for name, processes, threads in LAYOUTS:
                 out = os.path.join(tmp, f"{name}-{repeat}")
-                metrics, _ = launch_pytorch_training(
-                    platform="local", features_uri=features, model_uri=os.path.join(out, "model"),
-                    logs_uri=os.path.join(out, "logs"), epochs=epochs, workers=processes,
-                    batch_size=batch_size, learning_rate=0.003, max_restarts=0,
-                    threads_per_worker=threads,
+                metrics, _ = train_locally(
+                    TrainingSettings(epochs=epochs, workers=processes, batch_size=batch_size,
+                                     learning_rate=0.003, max_restarts=0),
+                    features_uri=features, model_uri=os.path.join(out, "model"),
+                    logs_uri=os.path.join(out, "logs"), threads_per_worker=threads,
                 )
                 figures[name].append(metrics["samples_per_second"])
     best = {name: max(values) for name, values in figures.items()}

@@ -1,7 +1,7 @@
 """Benchmark (GPU machines only): PyTorch trainer samples/s with bf16 on one GPU, real input
 path vs synthetic tensors already on the GPU.
 
-*Real*: the trainer itself (``launch_pytorch_training``, one replica) on feature shards: Parquet
+*Real*: the trainer itself (``train_locally``, one replica) on feature shards: Parquet
 -> tensors on the GPU once -> a shuffled index gather per step, bf16 autocast, Adam.
 *Synthetic*: the same model, batch, optimiser and autocast fed random tensors that already
 live on the GPU, i.e. the ceiling the input path could reach. Goal (issue: distributed training
@@ -79,13 +79,15 @@ def main(argv: list[str] | None = None) -> None:
     if not torch.cuda.is_available():
         sys.exit("no CUDA device: this benchmark needs a GPU machine")
     from benchmarks.common import machine_facts, write_result
-    from kfstack.components.training.train_model.pytorch.launcher import launch_pytorch_training
+    from kfstack.components.training.train_model.stage import train_locally
+    from kfstack.training.settings import TrainingSettings
 
     with tempfile.TemporaryDirectory(prefix="kfstack-gpu-") as tmp:
-        real, _ = launch_pytorch_training(
-            platform="local", features_uri=args.features_uri, model_uri=os.path.join(tmp, "model"),
-            logs_uri=os.path.join(tmp, "logs"), epochs=args.epochs, workers=1,
-            batch_size=args.batch_size, learning_rate=0.003, max_restarts=0,
+        real, _ = train_locally(
+            TrainingSettings(epochs=args.epochs, workers=1, batch_size=args.batch_size,
+                             learning_rate=0.003, max_restarts=0),
+            features_uri=args.features_uri, model_uri=os.path.join(tmp, "model"),
+            logs_uri=os.path.join(tmp, "logs"),
         )
         with open(os.path.join(tmp, "model", "training_metrics.json"), encoding="utf-8") as f:
             trained = json.load(f)

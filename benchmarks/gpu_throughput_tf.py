@@ -1,7 +1,7 @@
 """Benchmark (GPU machines only): TensorFlow trainer samples/s with bf16 on one GPU, real input
 path vs synthetic tensors already on the GPU.
 
-*Real*: the trainer itself (``launch_tensorflow_training``, one worker) on feature shards:
+*Real*: the trainer itself (``train_locally``, one worker) on feature shards:
 Parquet -> NumPy -> ``tf.data`` (shuffle, batch, prefetch) -> the ``mixed_bfloat16`` Keras model,
 50 steps per ``tf.function`` call. *Synthetic*: the same model, optimiser, policy and step loop fed
 one batch of random tensors that already live on the GPU: the ceiling the input path could
@@ -71,13 +71,15 @@ def main(argv: list[str] | None = None) -> None:
     if not gpus:
         sys.exit("no GPU visible to TensorFlow: this benchmark needs a GPU machine")
     from benchmarks.common import machine_facts, write_result
-    from kfstack.components.training.train_model.tensorflow.launcher import launch_tensorflow_training
+    from kfstack.components.training.train_model.stage import train_locally
+    from kfstack.training.settings import TrainingSettings
 
     with tempfile.TemporaryDirectory(prefix="kfstack-gpu-tf-") as tmp:
-        real, _ = launch_tensorflow_training(
-            platform="local", features_uri=args.features_uri, model_uri=os.path.join(tmp, "model"),
-            logs_uri=os.path.join(tmp, "logs"), epochs=args.epochs, workers=1,
-            batch_size=args.batch_size, learning_rate=0.003, max_restarts=0,
+        real, _ = train_locally(
+            TrainingSettings(framework="tensorflow", epochs=args.epochs, workers=1,
+                             batch_size=args.batch_size, learning_rate=0.003, max_restarts=0),
+            features_uri=args.features_uri, model_uri=os.path.join(tmp, "model"),
+            logs_uri=os.path.join(tmp, "logs"),
         )
         with open(os.path.join(tmp, "model", "training_metrics.json"), encoding="utf-8") as f:
             trained = json.load(f)

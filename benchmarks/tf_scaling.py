@@ -24,7 +24,8 @@ LAYOUTS = (("1 worker", 1), ("2 workers", 2))
 
 
 def run(features_uri: str | None, epochs: int, batch_size: int, repeats: int) -> dict:
-    from kfstack.components.training.train_model.tensorflow.launcher import launch_tensorflow_training
+    from kfstack.components.training.train_model.stage import train_locally
+    from kfstack.training.settings import TrainingSettings
 
     with tempfile.TemporaryDirectory(prefix="kfstack-tf-") as tmp:
         features = features_uri or build_features(tmp)
@@ -32,10 +33,11 @@ def run(features_uri: str | None, epochs: int, batch_size: int, repeats: int) ->
         for repeat in range(repeats):  # interleaved, so load drift hits both layouts alike
             for name, workers in LAYOUTS:
                 out = os.path.join(tmp, f"{workers}-{repeat}")
-                metrics, _ = launch_tensorflow_training(
-                    platform="local", features_uri=features, model_uri=os.path.join(out, "model"),
-                    logs_uri=os.path.join(out, "logs"), epochs=epochs, workers=workers,
-                    batch_size=batch_size, learning_rate=0.003, max_restarts=0, threads_per_worker=1,
+                metrics, _ = train_locally(
+                    TrainingSettings(framework="tensorflow", epochs=epochs, workers=workers,
+                                     batch_size=batch_size, learning_rate=0.003, max_restarts=0),
+                    features_uri=features, model_uri=os.path.join(out, "model"),
+                    logs_uri=os.path.join(out, "logs"), threads_per_worker=1,
                 )
                 figures[name].append(metrics["samples_per_second"])
     best = {name: max(values) for name, values in figures.items()}

@@ -98,7 +98,9 @@ class _Walker:
              when: tuple[str, ...]) -> Iterator[LaunchingTask]:
         component = self.spec["components"][task["componentRef"]["name"]]
         inputs = task.get("inputs", {})
-        parameters = {key: self.parameter(value, scope, name)
+        types = {key: d.get("parameterType") for key, d in
+                 component.get("inputDefinitions", {}).get("parameters", {}).items()}
+        parameters = {key: _typed(self.parameter(value, scope, name), types.get(key))
                       for key, value in inputs.get("parameters", {}).items()}
         artifacts = {key: self.artifact(value, scope) for key, value in inputs.get("artifacts", {}).items()}
         condition = task.get("triggerPolicy", {}).get("condition")
@@ -159,6 +161,17 @@ class _Walker:
             ref = value["taskOutputArtifact"]
             return artifact_placeholder(ref["producerTask"], ref["outputArtifactKey"])
         return None
+
+
+def _typed(value: Any, parameter_type: str | None) -> Any:
+    """A resolved value as its input's type: the IR writes every number as a double."""
+    if isinstance(value, Placeholder):
+        return value
+    if parameter_type == "NUMBER_INTEGER" and isinstance(value, float) and value.is_integer():
+        return int(value)
+    if parameter_type == "NUMBER_DOUBLE" and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    return value
 
 
 def _topological(tasks: Mapping[str, Any]) -> list[str]:

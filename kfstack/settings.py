@@ -137,6 +137,11 @@ class Settings:
         """Rules across fields; runs once every field is well typed and in range."""
         return []
 
+    def argument(self, field_name: str) -> str:
+        """The argument name of one of this class's fields (for messages)."""
+        fields = {f.name: f for f in dataclasses.fields(self)}  # type: ignore[arg-type]
+        return parameter_name(fields[field_name])
+
     def concrete(self, *names: str) -> bool:
         """True when none of the named fields holds a :class:`Placeholder` (cross-field rules
         can only be checked on real values)."""

@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import sys
 import tempfile
 from collections.abc import Mapping
 from typing import Any
@@ -24,7 +25,7 @@ from typing import Any
 import yaml
 from kfp import compiler
 
-from kfstack import pipeline_spec, platforms
+from kfstack import errors, pipeline_spec, platforms
 from kfstack.components import launching_stages
 from kfstack.errors import UsageError
 from kfstack.kubernetes.launcher import Cluster
@@ -150,8 +151,8 @@ def write_objects(rendered: list[RenderedTask], out_dir: str) -> list[str]:
 
 
 def check_run_parameters(pipeline: str, values: Mapping[str, Any], run_id: str) -> None:
-    """The validate-parameters task: render everything, then find the cluster when the run is
-    to use one.
+    """The validate-parameters task's check: render everything, then find the cluster when the
+    run is to use one.
 
     Raises:
         UsageError, InvalidParameterError: See :func:`render`.
@@ -162,3 +163,20 @@ def check_run_parameters(pipeline: str, values: Mapping[str, Any], run_id: str) 
     platforms.require_available(platform, stage=pipeline)
     if platform == platforms.KUBERNETES:
         Cluster.from_environment(stage=pipeline)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m kfstack.pipelines.rendering PIPELINE PARAMETERS_JSON RUN_ID``: the check of
+    :func:`check_run_parameters` (see :func:`kfstack.pipelines.check_in_fresh_interpreter`); a
+    refused value prints ``{"error", "message"}`` and exits 1."""
+    pipeline, parameters, run_id = argv if argv is not None else sys.argv[1:]
+    try:
+        check_run_parameters(pipeline, json.loads(parameters), run_id)
+    except errors.KfstackError as err:
+        print(json.dumps({"error": type(err).__name__, "message": str(err)}))
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -23,6 +23,6 @@ def validate_run(pipeline: str, parameters: dict, run_id: str):
         parameters: Every pipeline parameter (the pipeline passes its own).
         run_id: The pipeline run (names of the rendered objects).
     """
-    from kfstack.pipelines.rendering import check_run_parameters
+    from kfstack.pipelines import check_in_fresh_interpreter
 
-    check_run_parameters(pipeline, parameters, run_id)
+    check_in_fresh_interpreter(pipeline, parameters, run_id)

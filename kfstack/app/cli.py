@@ -2,6 +2,12 @@
 
 ``compile`` imports only kfp and the pipeline modules (STYLE 9): no pyspark, torch or
 tensorflow, so it runs in a CI job or a laptop without them.
+
+Exit codes (one error style for every command, from :mod:`kfstack.errors`): 0 success; 2 bad
+input -- usage, an unknown pipeline or parameter, a value a setting refuses, an output that
+cannot be written -- with one line naming what to fix and nothing started; 1 a run or job that
+failed, with the failing task's own error; 130 interrupted (Ctrl-C); 1 with a traceback for an
+unexpected error (a bug to report).
 """
 
 from __future__ import annotations
@@ -10,13 +16,22 @@ import argparse
 import logging
 import os
 import sys
+import traceback
+from collections.abc import Callable
 from typing import Any
 
-from kfstack.pipelines import DEFAULT_PIPELINE
+from kfp import compiler
+
+from kfstack.app.local_run import run_pipeline_locally
+from kfstack.errors import BadInputError, CancelledError, KfstackError, UsageError
+from kfstack.pipelines import DEFAULT_PIPELINE, PIPELINES, load_pipeline, rendering
 from kfstack.version import __version__
 
 DEFAULT_DIST = os.path.join("dist", "pipelines")
 DEFAULT_PIPELINE_ROOT = "runs"
+EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
+# Stands in for the KFP run id when parameters are checked before a local run.
+LOCAL_CHECK_RUN_ID = "local-check"
 
 
 def compiled_path(out_dir: str, name: str) -> str:
@@ -24,130 +39,97 @@ def compiled_path(out_dir: str, name: str) -> str:
     return os.path.join(out_dir, f"{name}-{__version__}.yaml")
 
 
+def _writable_dir(path: str) -> str:
+    """Creates ``path`` if needed.
+
+    Raises:
+        UsageError: It cannot be created or written (a file is in the way, no permission).
+    """
+    try:
+        os.makedirs(path, exist_ok=True)
+    except OSError as err:
+        raise UsageError(f"cannot write to {path}: {err.strerror or err}") from err
+    if not os.access(path, os.W_OK):
+        raise UsageError(f"cannot write to {path}: permission denied")
+    return path
+
+
 def compile_pipelines(names: list[str], out_dir: str) -> list[str]:
-    """Compiles the named pipelines (all when empty) to YAML; returns the written paths."""
-    from kfp import compiler
+    """Compiles the named pipelines (all when empty) to YAML; returns the written paths.
 
-    from kfstack.pipelines import PIPELINES, load_pipeline
-
-    os.makedirs(out_dir, exist_ok=True)
+    Raises:
+        UsageError: An unknown pipeline, or ``out_dir`` is not writable.
+    """
+    pipelines = [(name, load_pipeline(name)) for name in (names or sorted(PIPELINES))]
+    _writable_dir(out_dir)
     written = []
-    for name in names or sorted(PIPELINES):
+    for name, pipeline_func in pipelines:
         path = compiled_path(out_dir, name)
-        compiler.Compiler().compile(load_pipeline(name), package_path=path)
+        compiler.Compiler().compile(pipeline_func, package_path=path)
         written.append(path)
     return written
 
 
-def parse_params(pairs: list[str], pipeline_func: Any) -> dict[str, Any]:
-    """Turns ``k=v`` strings into typed pipeline arguments, using the pipeline's input types.
+def parse_params(pairs: list[str], pipeline: str) -> dict[str, Any]:
+    """Turns ``k=v`` strings into typed arguments of ``pipeline``, by its signature's types.
 
     Raises:
-        SystemExit: On an unknown name, a malformed pair or a value of the wrong type --
-            before anything runs.
+        UsageError: A malformed pair, an unknown name or a value of the wrong type -- before
+            anything runs.
     """
-    params = {name: spec.type for name, spec in pipeline_func.component_spec.inputs.items()}
+    types = rendering.parameter_types(load_pipeline(pipeline))
     arguments: dict[str, Any] = {}
     for pair in pairs:
         name, sep, raw = pair.partition("=")
-        if not sep:
-            raise SystemExit(f"--param {pair!r}: expected NAME=VALUE")
-        if name not in params:
-            raise SystemExit(
-                f"--param {name}: unknown parameter; known: {', '.join(params)}"
-            )
-        try:
-            arguments[name] = _convert(raw, params[name])
-        except ValueError as err:
-            raise SystemExit(f"--param {name}={raw!r}: {err}") from err
+        if not sep or not name:
+            raise UsageError(f"--param {pair!r}: expected NAME=VALUE")
+        if name not in types:
+            raise UsageError(f"--param {name}: unknown parameter of {pipeline}; known: {', '.join(types)}")
+        arguments[name] = rendering.convert(f"--param {name}", raw, types[name])
     return arguments
-
-
-def _convert(raw: str, kfp_type: str) -> Any:
-    if kfp_type == "Boolean":
-        lowered = raw.lower()
-        if lowered in ("true", "1", "yes"):
-            return True
-        if lowered in ("false", "0", "no"):
-            return False
-        raise ValueError("expected true or false")
-    if kfp_type == "Integer":
-        return int(raw)
-    if kfp_type == "Float":
-        return float(raw)
-    return raw
 
 
 def _cmd_compile(args: argparse.Namespace) -> int:
     for path in compile_pipelines(args.names, args.out):
         print(path)
-    return 0
+    return EXIT_OK
 
 
 def _cmd_list(args: argparse.Namespace) -> int:
-    from kfstack.pipelines import PIPELINES
-
     for name in sorted(PIPELINES):
         print(name)
-    return 0
+    return EXIT_OK
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from kfstack.pipelines import load_pipeline
-
     if not args.local:
-        print(
-            "kfstack run: only --local (the embedded platform) is available; running on a "
-            "Kubeflow cluster comes with the Kubernetes launchers. Nothing was submitted.",
-            file=sys.stderr,
-        )
-        return 2
-    try:
-        pipeline_func = load_pipeline(args.name)
-    except KeyError as err:
-        print(f"kfstack run: {err.args[0]}", file=sys.stderr)
-        return 2
-    arguments = parse_params(args.param, pipeline_func)
+        raise UsageError("only --local (the embedded platform) is available; running on a "
+                         "Kubeflow cluster comes with the KFP client commands. Nothing was submitted.")
+    arguments = parse_params(args.param, args.name)
     if arguments.get("platform", "local") != "local":
-        print("kfstack run --local: the platform parameter is set to 'local' by --local; "
-              f"drop --param platform={arguments['platform']}", file=sys.stderr)
-        return 2
-    if "platform" in pipeline_func.component_spec.inputs:
-        arguments["platform"] = "local"
-
-    from kfstack.app.local_run import run_pipeline_locally
-
-    summary = run_pipeline_locally(args.name, arguments, pipeline_root=args.pipeline_root)
+        raise UsageError(f"run --local sets platform=local; drop --param platform={arguments['platform']}")
+    arguments["platform"] = "local"
+    # Every stage's settings, before a run directory or a process exists.
+    rendering.render(args.name, arguments, run_id=LOCAL_CHECK_RUN_ID)
+    if args.summary_json:
+        _writable_dir(os.path.dirname(os.path.abspath(args.summary_json)))
+    summary = run_pipeline_locally(args.name, arguments, pipeline_root=_writable_dir(args.pipeline_root))
     print("\n" + summary.render())
     if args.summary_json:
         summary.write_json(args.summary_json)
         print(f"summary written to {args.summary_json}")
-    return 0 if summary.status == "SUCCEEDED" else 1
+    return EXIT_OK if summary.status == "SUCCEEDED" else EXIT_FAILED
 
 
 def _cmd_render(args: argparse.Namespace) -> int:
-    from kfstack.errors import InvalidParameterError
-    from kfstack.kubernetes.render import render_objects, write_objects
-    from kfstack.pipelines import load_pipeline
-
-    try:
-        pipeline_func = load_pipeline(args.name)
-    except KeyError as err:
-        print(f"kfstack render: {err.args[0]}", file=sys.stderr)
-        return 2
-    arguments = parse_params(args.param, pipeline_func)
-    try:
-        objects = render_objects(args.name, arguments, run_id=args.run_id, pipeline_root=args.pipeline_root)
-    except InvalidParameterError as err:
-        print(f"kfstack render: {err}", file=sys.stderr)
-        return 2
-    for path in write_objects(objects, args.out):
+    rendered = rendering.render(args.name, parse_params(args.param, args.name), run_id=args.run_id)
+    for path in rendering.write_objects(rendered, _writable_dir(args.out)):
         print(path)
-    return 0
+    return EXIT_OK
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="kfstack", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="kfstack", description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--version", action="version", version=f"kfstack {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -176,8 +158,6 @@ def build_parser() -> argparse.ArgumentParser:
     p_render.add_argument("--out", required=True, help="directory for one YAML file per object")
     p_render.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
                           help="pipeline parameter (repeatable)")
-    p_render.add_argument("--pipeline-root", default="s3://kfstack/pipeline-root",
-                          help="the object-store root the run's artifacts would live under")
     p_render.add_argument("--run-id", default="render",
                           help="stands in for the KFP run id in names and labels")
     p_render.set_defaults(func=_cmd_render)
@@ -185,9 +165,27 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Runs one command; returns its exit code (see the module docstring)."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    args = build_parser().parse_args(argv)
-    return args.func(args)
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as exit_:  # argparse has printed the usage line and the problem
+        return EXIT_BAD_INPUT if exit_.code else EXIT_OK
+    command: Callable[[argparse.Namespace], int] = args.func
+    try:
+        return command(args)
+    except BadInputError as err:
+        print(f"kfstack {args.command}: {err}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except (KeyboardInterrupt, CancelledError):
+        print(f"kfstack {args.command}: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except KfstackError as err:
+        print(f"kfstack {args.command}: {type(err).__name__}: {err}", file=sys.stderr)
+        return EXIT_FAILED
+    except Exception:  # noqa: BLE001 - a bug: show everything, still a clean exit code
+        traceback.print_exc()
+        return EXIT_FAILED
 
 
 if __name__ == "__main__":

@@ -133,13 +133,18 @@ def _profile(name: str, raw: Mapping[str, Any], spot_tolerations: list[dict[str,
     )
 
 
+def profiles_path() -> str:
+    """The profile file in use: ``$KFSTACK_NODE_POOLS``, else the shipped one."""
+    return os.environ.get(PROFILES_ENV) or PROFILES_FILE
+
+
 def load_profiles(path: str | None = None) -> dict[str, NodePoolProfile]:
     """Reads a profile file: ``path``, else ``$KFSTACK_NODE_POOLS``, else the shipped one.
 
     Raises:
         InvalidParameterError: The file is malformed (names the profile and field).
     """
-    path = path or os.environ.get(PROFILES_ENV) or PROFILES_FILE
+    path = path or profiles_path()
     with open(path, encoding="utf-8") as f:
         document = yaml.safe_load(f) or {}
     profiles = document.get("profiles")

@@ -44,7 +44,8 @@ class Placement(Settings):
             return []
         known = node_pools.load_profiles()
         if self.node_pool not in known:
-            return [f"unknown node pool {self.node_pool!r}; the profile file defines: "
+            return [f"{self.argument('node_pool')}={self.node_pool!r} is not a node pool; the profile "
+                    f"file ({node_pools.profiles_path()}) defines: "
                     f"{', '.join(sorted(known))}"]
         return []
 

@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 from kfstack.components.evaluation.evaluate_model.core import evaluate_model, score
-from kfstack.components.training.train_model.pytorch.launcher import launch_pytorch_training
+from kfstack.components.training.train_model.stage import train_locally
+from kfstack.training.settings import TrainingSettings
 from kfstack.errors import InvalidParameterError
 from kfstack.training import metrics as metric_fns
 
@@ -15,10 +16,10 @@ def trained(tmp_path_factory):
 
     root = tmp_path_factory.mktemp("eval")
     features = make_feature_dir(root / "features", rows=3000, shards=1, seed=3)
-    launch_pytorch_training(
-        platform="local", features_uri=features, model_uri=str(root / "model"),
-        logs_uri=str(root / "logs"), epochs=2, workers=1, batch_size=128,
-        learning_rate=0.01, max_restarts=0, threads_per_worker=1,
+    train_locally(
+        TrainingSettings(epochs=2, workers=1, batch_size=128, learning_rate=0.01, max_restarts=0),
+        features_uri=features, model_uri=str(root / "model"), logs_uri=str(root / "logs"),
+        threads_per_worker=1,
     )
     return str(root / "model"), features
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import http.server
+import itertools
 import json
 import re
 import threading
@@ -57,6 +58,7 @@ class FakeKubernetesApi:
         self.requests: list[tuple[str, str]] = []
         self.on_read: Callable[[str], None] | None = None
         self.conflict_on_create = False
+        self._versions = itertools.count(1)
         self._lock = threading.Lock()
         self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
@@ -76,6 +78,8 @@ class FakeKubernetesApi:
         """Stores ``obj`` as if an earlier attempt had created it."""
         stored = copy.deepcopy(obj)
         stored["metadata"].setdefault("uid", str(uuid.uuid4()))
+        stored["metadata"].setdefault("generation", 1)
+        stored["metadata"]["resourceVersion"] = str(next(self._versions))
         stored["metadata"]["namespace"] = namespace
         self.objects[(plural, namespace, stored["metadata"]["name"])] = stored
 
@@ -153,6 +157,8 @@ class FakeKubernetesApi:
                     if obj is None:
                         return self._status(404, "NotFound", f"{m['plural']} {m['name']} not found")
                     return self._reply(200, obj)
+                if method == "PUT":
+                    return self._replace(key, body)
                 if method == "DELETE":
                     with fake._lock:
                         obj = fake.objects.pop(key, None)
@@ -174,6 +180,24 @@ class FakeKubernetesApi:
                     fake.put(key_prefix[0], key_prefix[1], body)
                     return self._reply(201, copy.deepcopy(fake.objects[key]))
 
+            def _replace(self, key, body) -> None:
+                """A replace as the API server does it: optimistic concurrency on
+                resourceVersion; a changed spec bumps metadata.generation; status is kept."""
+                with fake._lock:
+                    current = fake.objects.get(key)
+                    if current is None:
+                        return self._status(404, "NotFound", f"{key[0]} {key[2]} not found")
+                    if body["metadata"].get("resourceVersion") != current["metadata"]["resourceVersion"]:
+                        return self._status(409, "Conflict", "the object has been modified")
+                    replaced = copy.deepcopy(body)
+                    replaced["metadata"].update({k: current["metadata"][k] for k in ("uid", "generation")})
+                    if replaced.get("spec") != current.get("spec"):
+                        replaced["metadata"]["generation"] += 1
+                    if "status" in current:
+                        replaced["status"] = current["status"]
+                    fake.put(key[0], key[1], replaced)
+                    return self._reply(200, copy.deepcopy(fake.objects[key]))
+
             def _pods(self, method, m, query) -> None:
                 if method != "GET":
                     return self._status(405, "MethodNotAllowed", method)
@@ -193,6 +217,9 @@ class FakeKubernetesApi:
 
             def do_POST(self) -> None:
                 self._route("POST")
+
+            def do_PUT(self) -> None:
+                self._route("PUT")
 
             def do_DELETE(self) -> None:
                 self._route("DELETE")

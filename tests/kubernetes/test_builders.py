@@ -12,12 +12,8 @@ from kubeflow.training import ApiClient as TrainingApiClient
 from kfstack.errors import InvalidParameterError
 from kfstack.kubernetes import node_pools
 from kfstack.kubernetes.spark_application import SparkResources, build_spark_application
-from kfstack.kubernetes.training_jobs import (
-    PARAMETER_SERVER,
-    ElasticSettings,
-    build_pytorchjob,
-    build_tfjob,
-)
+from kfstack.kubernetes.training_jobs import ElasticSettings, build_pytorchjob, build_tfjob
+from kfstack.training.settings import PARAMETER_SERVER, TrainingSettings
 from tests.conftest import SHARED_DIR
 from tests.kubernetes.conftest import spark_request, training_request
 
@@ -138,10 +134,11 @@ def test_elastic_pytorchjob_runs_workers_through_torchrun():
                                             "rdzvBackend": "c10d"}
     container = job["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]
     assert container["command"][:3] == ["torchrun", "-m", "kfstack.components.training.train_model.pytorch.trainer"]
-    with pytest.raises(InvalidParameterError, match="min_replicas"):
-        build_pytorchjob(training_request(workers=9, elastic=ElasticSettings(2, 8, 5)))
-    with pytest.raises(InvalidParameterError, match="PyTorchJob feature"):
-        build_tfjob(training_request(elastic=ElasticSettings(2, 8, 5)))
+    # Inconsistent elastic bounds are refused by the training settings the request comes from.
+    with pytest.raises(InvalidParameterError, match=r"elastic_min_workers \(2\) <= workers \(9\)"):
+        TrainingSettings(workers=9, elastic_min_workers=2, elastic_max_workers=8)
+    with pytest.raises(InvalidParameterError, match="elastic training is a PyTorch feature"):
+        TrainingSettings(framework="tensorflow", elastic_min_workers=2, elastic_max_workers=8)
 
 
 def test_tfjob_topologies():
@@ -154,8 +151,8 @@ def test_tfjob_topologies():
     assert {k: v["replicas"] for k, v in specs.items()} == {"Chief": 1, "Worker": 2, "PS": 2}
     ps_limits = specs["PS"]["template"]["spec"]["containers"][0]["resources"]["limits"]
     assert "nvidia.com/gpu" not in ps_limits  # parameter servers hold variables, not kernels
-    with pytest.raises(InvalidParameterError, match="topology"):
-        build_tfjob(training_request(topology="ring"))
+    with pytest.raises(InvalidParameterError, match="tf_topology='ring' is not one of mwms, parameter_server"):
+        TrainingSettings(framework="tensorflow", tf_topology="ring")
 
 
 def test_pods_are_restricted_and_get_credentials_only_as_secret_refs():
@@ -188,11 +185,13 @@ def test_spark_application_fields():
     assert spec["restartPolicy"] == {"type": "Never"}
     assert spec["driver"]["securityContext"]["allowPrivilegeEscalation"] is False
     assert spec["sparkConf"]["spark.local.dir"] == "/tmp"
-    for bad in (dict(resources=SparkResources(executor_memory="6GB")),
-                dict(resources=SparkResources(driver_cores=0)), dict(main_file="/opt/x.py"),
-                dict(service_account="")):
+    for bad in (dict(main_file="/opt/x.py"), dict(service_account="")):
         with pytest.raises(InvalidParameterError):
             build_spark_application(spark_request(**bad))
+    with pytest.raises(InvalidParameterError, match="spark_executor_memory='6GB': expected Spark memory"):
+        SparkResources(executor_memory="6GB")
+    with pytest.raises(InvalidParameterError, match="spark_driver_cores=0 must be >= 1"):
+        SparkResources(driver_cores=0)
 
 
 def test_node_pool_file_errors_are_clear(tmp_path):

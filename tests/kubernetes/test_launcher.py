@@ -11,7 +11,8 @@ import pytest
 
 from kfstack.errors import CancelledError, InvalidParameterError, ResourceFailedError, ResourceTimeoutError
 from kfstack.kubernetes import resources
-from kfstack.kubernetes.launcher import ResourceLauncher, delete_run_resources, resource_reference
+from kfstack.kubernetes.launcher import Cluster, ResourceLauncher, delete_run_resources, launch, resource_reference
+from kfstack.kubernetes.placement import Placement
 from kfstack.kubernetes.spark_application import build_spark_application
 from kfstack.kubernetes.training_jobs import build_pytorchjob, build_tfjob
 from tests.kubernetes.conftest import NAMESPACE, RUN_ID, spark_request, training_request
@@ -214,8 +215,84 @@ def test_cleanup_deletes_only_the_runs_unfinished_objects(fake_api):
     fake_api.put(PLURAL, NAMESPACE, {**running, "status": job_status("Running")})
     fake_api.put("sparkapplications", NAMESPACE, {**finished, "status": {"applicationState": {"state": "COMPLETED"}}})
     fake_api.put(PLURAL, NAMESPACE, {**other_run, "status": job_status("Running")})
-    deleted = delete_run_resources(RUN_ID, namespace=NAMESPACE, api_client=fake_api.api_client(),
-                                   kinds=resources.KINDS.values())
+    deleted = delete_run_resources(RUN_ID, Cluster(fake_api.api_client(), NAMESPACE))
     assert deleted == [f"PyTorchJob/{running['metadata']['name']}"]
     assert (PLURAL, NAMESPACE, "kfs-train-other") in fake_api.objects
     assert ("sparkapplications", NAMESPACE, finished["metadata"]["name"]) in fake_api.objects
+
+
+# --- long-lived services ----------------------------------------------------------------------
+# A test-only kind with the service lifecycle, until the InferenceService exists: what matters is
+# that a wait that times out or is cancelled never deletes what serves traffic, and that the run
+# cleanup leaves it alone.
+
+WIDGET = resources.ResourceKind(
+    kind="Widget", group="example.kfstack.dev", version="v1", plural="widgets",
+    phase=resources.service_phase, describe=resources.describe_training_job,
+    primary_pod=lambda obj: resources.PodRef(name=None, selector="app=widget", container="main"),
+    lifecycle=resources.Lifecycle.SERVICE,
+)
+KINDS_WITH_WIDGET = {**resources.KINDS, WIDGET.kind: WIDGET}
+
+
+def widget(replicas: int = 1) -> dict:
+    return {"apiVersion": WIDGET.api_version, "kind": WIDGET.kind,
+            "metadata": {"name": "front", "labels": {"kfstack.dev/pipeline-run": RUN_ID,
+                                                     "app.kubernetes.io/part-of": "kfstack"}},
+            "spec": {"replicas": replicas}}
+
+
+def ready(generation: int) -> dict:
+    return {"observedGeneration": generation, "conditions": [condition("Ready")]}
+
+
+def cluster_for(fake_api, clock=None):
+    clock = clock or FakeClock()
+    return Cluster(fake_api.api_client(), NAMESPACE, sleep=clock.sleep, clock=clock)
+
+
+def placement(timeout: int = 600):
+    return Placement(node_pool="cpu", timeout_seconds=timeout, poll_interval_seconds=5)
+
+
+def test_a_service_is_applied_and_awaited_at_the_new_generation(fake_api):
+    fake_api.statuses["front"] = [ready(1)]
+    final, reference = launch(widget(1), placement(), cluster_for(fake_api), kinds=KINDS_WITH_WIDGET)
+    assert final["metadata"]["generation"] == 1 and reference["kind"] == "Widget"
+    # A second apply replaces the spec; Ready at the *old* generation is not ready yet.
+    fake_api.statuses["front"] = [ready(1), ready(1), ready(2)]
+    final, _ = launch(widget(3), placement(), cluster_for(fake_api), kinds=KINDS_WITH_WIDGET)
+    assert final["metadata"]["generation"] == 2 and final["spec"]["replicas"] == 3
+    assert fake_api.count("PUT") == 1 and fake_api.count("POST") == 1
+    assert fake_api.count("DELETE") == 0
+
+
+def test_a_service_that_is_not_ready_in_time_is_left_in_place(fake_api):
+    fake_api.statuses["front"] = [{"observedGeneration": 1, "conditions": [
+        {"type": "Ready", "status": "False", "reason": "RevisionMissing", "message": "pulling"}]}]
+    with pytest.raises(ResourceTimeoutError, match="left in place") as err:
+        launch(widget(), placement(timeout=30), cluster_for(fake_api), kinds=KINDS_WITH_WIDGET)
+    assert "RevisionMissing" in str(err.value)
+    assert fake_api.count("DELETE") == 0
+    assert ("widgets", NAMESPACE, "front") in fake_api.objects
+
+
+def test_a_cancelled_service_rollout_deletes_nothing(fake_api):
+    def cancel_once_applied(name):
+        if ("widgets", NAMESPACE, name) in fake_api.objects:
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    fake_api.on_read = cancel_once_applied
+    with pytest.raises(CancelledError):
+        launch(widget(), placement(), cluster_for(fake_api), kinds=KINDS_WITH_WIDGET)
+    assert fake_api.count("DELETE") == 0
+    assert ("widgets", NAMESPACE, "front") in fake_api.objects
+
+
+def test_run_cleanup_never_deletes_a_service(fake_api):
+    fake_api.put("widgets", NAMESPACE, {**widget(), "status": {"observedGeneration": 0}})
+    running = build_pytorchjob(training_request())
+    fake_api.put(PLURAL, NAMESPACE, {**running, "status": job_status("Running")})
+    deleted = delete_run_resources(RUN_ID, cluster_for(fake_api), kinds=KINDS_WITH_WIDGET.values())
+    assert deleted == [f"PyTorchJob/{running['metadata']['name']}"]
+    assert ("widgets", NAMESPACE, "front") in fake_api.objects

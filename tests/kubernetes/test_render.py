@@ -1,11 +1,11 @@
-"""`kfstack render` and the component launchers' Kubernetes path.
+"""`kfstack render` from the compiled pipeline, and the stages' Kubernetes path on a fake API.
 
-The launchers run against the fake API server (tests/kubernetes/fake_api.py); where a real
-cluster's job would write its outputs, the test's scripted "controller" writes them to the
-artifact URI, exactly the files the real job writes (job report, training metrics).
+The stages run through :func:`kfstack.platforms.run_stage` against the fake API server
+(tests/kubernetes/fake_api.py); where a real cluster's job would write its outputs, the test's
+scripted "controller" writes them to the artifact URI, exactly the files the real job writes
+(job report, training metrics).
 """
 
-import dataclasses
 import json
 
 import fsspec
@@ -13,14 +13,14 @@ import pytest
 import yaml
 
 from kfstack.app.cli import main
-from kfstack.components.data.flights_features.launcher import kubernetes_options as spark_options
-from kfstack.components.data.flights_features.launcher import launch_flights_features
-from kfstack.components.training.train_pytorch.launcher import kubernetes_options as torch_options
-from kfstack.components.training.train_pytorch.launcher import launch_pytorch_training
+from kfstack.components.data.flights_features.stage import STAGE as FEATURES
+from kfstack.components.training.train_model.stage import STAGE as TRAINING
 from kfstack.errors import ResourceFailedError
 from kfstack.features import JOB_REPORT_FILE
+from kfstack.kubernetes.launcher import Cluster
 from kfstack.kubernetes.naming import RunContext
-from kfstack.kubernetes.render import render_objects
+from kfstack.pipelines import rendering
+from kfstack.platforms import run_stage
 from tests.kubernetes.conftest import NAMESPACE, RUN_ID
 from tests.kubernetes.test_builders import validate_with_crds
 from tests.training.conftest import make_feature_dir
@@ -40,8 +40,9 @@ def test_render_writes_every_object_and_they_validate(tmp_path, capsys):
     assert job["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "kfstack-a100-mig"
     assert job["metadata"]["labels"]["kfstack.dev/pipeline-run"] == RUN_ID
     args = job["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]["containers"][0]["command"]
-    assert args[args.index("--features-uri") + 1] == (
-        f"s3://kfstack/pipeline-root/flights-training/{RUN_ID}/flights-features/features")
+    # The artifact URI only the KFP backend knows stays a marked placeholder.
+    assert args[args.index("--features-uri") + 1] == "{{artifact:flights-features/features}}"
+    assert args[args.index("--checkpoint-uri") + 1] == "{{artifact:train-model/training_logs}}/checkpoints"
     assert "namespace" not in job["metadata"]  # kubectl -n / the launcher's own namespace decides
     validate_with_crds(tmp_path, objects)
 
@@ -55,14 +56,14 @@ def test_render_tensorflow_parameter_server_job(tmp_path):
     specs = objects["TFJob"]["spec"]["tfReplicaSpecs"]
     assert {k: v["replicas"] for k, v in specs.items()} == {"Chief": 1, "Worker": 3, "PS": 2}
     command = specs["Chief"]["template"]["spec"]["containers"][0]["command"]
-    assert command[:3] == ["python", "-m", "kfstack.components.training.train_tensorflow.trainer"]
+    assert command[:3] == ["python", "-m", "kfstack.components.training.train_model.tensorflow.trainer"]
     assert specs["Chief"]["template"]["spec"]["containers"][0]["image"].split("/")[-1].startswith("kfstack-tf-trainer:")
     validate_with_crds(tmp_path, list(objects.values()))
 
 
 def test_render_refuses_bad_parameters(tmp_path, capsys):
     assert main(["render", "--out", str(tmp_path / "o"), "--param", "spark_executor_memory=lots"]) == 2
-    assert "spark executor_memory='lots'" in capsys.readouterr().err
+    assert "spark_executor_memory='lots'" in capsys.readouterr().err
     assert not (tmp_path / "o").exists()
 
 
@@ -78,7 +79,7 @@ def test_no_credential_value_reaches_compiled_pipelines_or_rendered_objects(tmp_
         text = path.read_text()
         assert SECRET_VALUE not in text, path
         assert "kfstack-object-store" in text, path  # the Secret is referenced by name only
-    for obj in render_objects("flights-training", {}, run_id=RUN_ID, pipeline_root="s3://r"):
+    for obj in (o for task in rendering.render("flights-training", {}, RUN_ID) for o in task.objects):
         text = json.dumps(obj)
         for env in _all_env(obj):
             if env["name"].startswith("AWS_"):
@@ -98,20 +99,34 @@ def _all_env(obj):
             yield from _all_env(item)
 
 
-def _settings(fake_api, options):
-    """The component's options, pointed at the fake API and polling fast."""
-    options["settings"] = dataclasses.replace(
-        options["settings"], namespace=NAMESPACE, api_client=fake_api.api_client(), poll_interval_seconds=0.01)
-    return options
+class FakeArtifact:
+    """A KFP artifact as a task's body sees it: a remote ``uri``, a local ``path``, metadata."""
+
+    def __init__(self, uri: str, path: str) -> None:
+        self.uri, self.path, self.metadata = uri, path, {}
+
+    def log_metric(self, name: str, value: float) -> None:
+        self.metadata[name] = value
 
 
-def test_feature_job_on_kubernetes_creates_the_spark_application_and_reads_its_report(fake_api):
-    features_uri = "memory://kfstack-test/run/features"
-    options = _settings(fake_api, spark_options(
-        platform="kubernetes", run_id=RUN_ID, task_name="flights-features", executors=3,
-        executor_cores=2, executor_memory="4g", driver_memory="2g", service_account="kfstack-spark",
-        object_store_secret="kfstack-object-store", image_pull_secret="", timeout_seconds=600,
-        poll_interval_seconds=1))
+def arguments(tmp_path, inputs: dict, outputs: tuple[str, ...], **parameters) -> dict:
+    """A launching component's arguments on platform=kubernetes: its parameters (the pipeline's
+    defaults, then ``parameters``) and artifacts with memory:// URIs."""
+    values = rendering.run_parameters("flights-training", parameters)
+    artifacts = {name: FakeArtifact(f"memory://kfstack-test/run/{name}", str(tmp_path / name))
+                 for name in outputs}
+    return {**values, "platform": "kubernetes", "run_id": RUN_ID, "task_name": "task",
+            **inputs, **artifacts}
+
+
+def cluster(fake_api) -> Cluster:
+    return Cluster(fake_api.api_client(), NAMESPACE, sleep=lambda seconds: None)
+
+
+def test_feature_stage_on_kubernetes_creates_the_spark_application_and_reads_its_report(fake_api, tmp_path):
+    args = arguments(tmp_path, {}, ("features", "quarantine", "data_report", "spark_job"),
+                     spark_executors="3")
+    features_uri = args["features"].uri
     report = {"rows_read": 100, "rows_written": 97, "rows_quarantined": 3,
               "quarantined_by_reason": {"duplicate": 3}, "rows_per_split": {"train": 80, "validation": 9, "test": 8}}
 
@@ -121,28 +136,26 @@ def test_feature_job_on_kubernetes_creates_the_spark_application_and_reads_its_r
             json.dump(report, f)
 
     fake_api.on_read = controller
-    name = RunContext(RUN_ID, "flights-features").name("kfs-features")
+    name = RunContext(RUN_ID, "task").name("kfs-features")
     fake_api.statuses[name] = [{"applicationState": {"state": "RUNNING"}},
                                {"applicationState": {"state": "COMPLETED"}}]
-    counts, reference = launch_flights_features(
-        platform="kubernetes", data_uri="", features_uri=features_uri,
-        quarantine_uri="memory://kfstack-test/run/quarantine", num_shards=4,
-        max_quarantine_fraction=0.05, sample_fraction=1.0, seed=42, kubernetes=options)
+    result = run_stage(FEATURES, args, cluster=cluster(fake_api))
     assert fake_api.count("POST") == 1
-    assert counts["rows_quarantined"] == 3 and counts["quarantined.duplicate"] == 3
-    assert reference["kind"] == "SparkApplication" and reference["namespace"] == NAMESPACE
+    assert args["data_report"].metadata["rows_quarantined"] == 3
+    assert args["data_report"].metadata["quarantined.duplicate"] == 3
+    assert result.reference["kind"] == "SparkApplication" and result.reference["namespace"] == NAMESPACE
+    assert json.loads((tmp_path / "spark_job").read_text())["name"] == name
     created = fake_api.objects[("sparkapplications", NAMESPACE, name)]
     assert created["spec"]["executor"]["instances"] == 3
     assert created["spec"]["arguments"][:2] == ["--output-uri", features_uri]
 
 
-def test_training_on_kubernetes_failure_carries_the_master_log(fake_api, tmp_path):
+def test_training_stage_on_kubernetes_failure_carries_the_master_log(fake_api, tmp_path):
     features = make_feature_dir(tmp_path / "features", rows=400, shards=2, seed=3)
-    options = _settings(fake_api, torch_options(
-        platform="kubernetes", run_id=RUN_ID, task_name="train-pytorch", gpu_pool="h100",
-        elastic_min_workers=0, elastic_max_workers=0, max_restarts=2,
-        object_store_secret="kfstack-object-store", image_pull_secret="", timeout_seconds=600,
-        poll_interval_seconds=1))
+    feature_artifact = FakeArtifact(features, features)
+    args = arguments(tmp_path, {"features": feature_artifact},
+                     ("model", "training_metrics", "training_logs", "training_job"),
+                     workers=2, max_restarts=2, gpu_pool="h100")
 
     def controller(name):
         fake_api.statuses[name] = [{"conditions": [{"type": "Failed", "status": "True",
@@ -154,13 +167,19 @@ def test_training_on_kubernetes_failure_carries_the_master_log(fake_api, tmp_pat
 
     fake_api.on_read = controller
     with pytest.raises(ResourceFailedError) as err:
-        launch_pytorch_training(
-            platform="kubernetes", features_uri=features, model_uri="memory://kfstack-test/model",
-            logs_uri="memory://kfstack-test/logs", epochs=1, workers=2, batch_size=64,
-            learning_rate=0.01, max_restarts=2, kubernetes=options)
+        run_stage(TRAINING, args, cluster=cluster(fake_api))
     assert "BackoffLimitExceeded" in str(err.value) and "CUDA out of memory" in str(err.value)
     ((_, _, name),) = [k for k in fake_api.objects if k[0] == "pytorchjobs"]
     job = fake_api.objects[("pytorchjobs", NAMESPACE, name)]
     assert job["spec"]["runPolicy"]["backoffLimit"] == 2
     command = job["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]["containers"][0]["command"]
-    assert command[command.index("--checkpoint-uri") + 1] == "memory://kfstack-test/logs/checkpoints"
+    assert command[command.index("--checkpoint-uri") + 1] == "memory://kfstack-test/run/training_logs/checkpoints"
+
+
+def test_training_stage_refuses_too_few_shards_before_creating_anything(fake_api, tmp_path):
+    features = make_feature_dir(tmp_path / "features", rows=400, shards=2, seed=3)
+    args = arguments(tmp_path, {"features": FakeArtifact(features, features)},
+                     ("model", "training_metrics", "training_logs", "training_job"), workers=3)
+    with pytest.raises(Exception, match="2 shards cannot feed 3 ranks"):
+        run_stage(TRAINING, args, cluster=cluster(fake_api))
+    assert fake_api.requests == []

@@ -9,6 +9,7 @@ import yaml
 
 from kfstack import images
 from kfstack.app.cli import compile_pipelines, compiled_path, parse_params
+from kfstack.errors import UsageError
 from kfstack.pipelines import PIPELINES, load_pipeline
 from kfstack.version import __version__
 
@@ -57,32 +58,28 @@ def test_flights_training_task_graph(flights_spec):
     assert root["cleanup-run"]["dependentTasks"] == ["exit-handler-1"]
     components = flights_spec["components"]
     tasks = components["comp-exit-handler-1"]["dag"]["tasks"]
-    assert set(tasks) == {"validate-training-run", "flights-features", "condition-branches-2"}
+    # One training step whatever the framework: later stages appear once in the graph.
+    assert set(tasks) == {"validate-run", "flights-features", "train-model", "evaluate-model"}
     # Parameters are checked before the feature job starts.
-    assert tasks["flights-features"]["dependentTasks"] == ["validate-training-run"]
-    # One branch per framework, chosen by the `framework` parameter.
-    branches = components["comp-condition-branches-2"]["dag"]["tasks"]
-    assert "== 'pytorch'" in branches["condition-3"]["triggerPolicy"]["condition"]
-    assert "== 'tensorflow'" in branches["condition-4"]["triggerPolicy"]["condition"]
-    for branch, train, evaluate in (("comp-condition-3", "train-pytorch", "evaluate-model"),
-                                    ("comp-condition-4", "train-tensorflow", "evaluate-model-2")):
-        steps = components[branch]["dag"]["tasks"]
-        assert set(steps) == {train, evaluate}
-        features_in = steps[train]["inputs"]["artifacts"]["features"]
-        assert features_in == {"componentInputArtifact": "pipelinechannel--flights-features-features"}
-        model_in = steps[evaluate]["inputs"]["artifacts"]["model"]["taskOutputArtifact"]
-        assert model_in == {"outputArtifactKey": "model", "producerTask": train}
-        parameters = steps[train]["inputs"]["parameters"]
-        assert parameters["platform"] == {"componentInputParameter": "pipelinechannel--platform"}
-        assert parameters["gpu_pool"] == {"componentInputParameter": "pipelinechannel--gpu_pool"}
-        # Deterministic job names: the run id and task name reach the launchers.
+    assert tasks["flights-features"]["dependentTasks"] == ["validate-run"]
+    checked = tasks["validate-run"]["inputs"]["parameters"]
+    assert checked["pipeline"]["runtimeValue"]["constant"] == "flights-training"
+    # The check gets every pipeline parameter, so it renders what the run would create.
+    passed = checked["parameters"]["runtimeValue"]["constant"]
+    assert set(passed) == set(flights_spec["root"]["inputDefinitions"]["parameters"])
+    train = tasks["train-model"]["inputs"]
+    assert train["artifacts"]["features"] == {"taskOutputArtifact": {
+        "outputArtifactKey": "features", "producerTask": "flights-features"}}
+    assert train["parameters"]["framework"] == {"componentInputParameter": "pipelinechannel--framework"}
+    assert train["parameters"]["gpu_pool"] == {"componentInputParameter": "pipelinechannel--gpu_pool"}
+    assert tasks["evaluate-model"]["inputs"]["artifacts"]["model"] == {"taskOutputArtifact": {
+        "outputArtifactKey": "model", "producerTask": "train-model"}}
+    # Deterministic job names: the run id and task name reach the launching stages.
+    for launching in ("flights-features", "train-model"):
+        parameters = tasks[launching]["inputs"]["parameters"]
         assert parameters["run_id"]["runtimeValue"]["constant"] == "{{$.pipeline_job_uuid}}"
         assert parameters["task_name"]["runtimeValue"]["constant"] == "{{$.pipeline_task_name}}"
-    assert components["comp-condition-4"]["dag"]["tasks"]["train-tensorflow"]["inputs"]["parameters"][
-        "topology"] == {"componentInputParameter": "pipelinechannel--tf_topology"}
-    features_params = tasks["flights-features"]["inputs"]["parameters"]
-    assert features_params["run_id"]["runtimeValue"]["constant"] == "{{$.pipeline_job_uuid}}"
-    assert features_params["platform"] == {"componentInputParameter": "pipelinechannel--platform"}
+        assert parameters["platform"] == {"componentInputParameter": "pipelinechannel--platform"}
 
 
 def test_flights_training_parameters_are_typed_documented_and_defaulted(flights_spec):
@@ -98,7 +95,7 @@ def test_flights_training_parameters_are_typed_documented_and_defaulted(flights_
     outputs = flights_spec["components"]["comp-evaluate-model"]["outputDefinitions"]["artifacts"]
     assert outputs["classification"]["artifactType"]["schemaTitle"] == "system.ClassificationMetrics"
     assert outputs["report"]["artifactType"]["schemaTitle"] == "system.Markdown"
-    train_outputs = flights_spec["components"]["comp-train-pytorch"]["outputDefinitions"]["artifacts"]
+    train_outputs = flights_spec["components"]["comp-train-model"]["outputDefinitions"]["artifacts"]
     assert train_outputs["model"]["artifactType"]["schemaTitle"] == "system.Model"
 
 
@@ -107,8 +104,8 @@ def test_task_pods_carry_the_cpu_pool_namespace_and_secret_refs(executor_configs
 
     cpu = node_pools.get_profile(node_pools.CPU_POOL)
     assert set(executor_configs) == {
-        "exec-validate-training-run", "exec-flights-features", "exec-train-pytorch",
-        "exec-train-tensorflow", "exec-evaluate-model", "exec-evaluate-model-2", "exec-cleanup-run"}
+        "exec-validate-run", "exec-flights-features", "exec-train-model", "exec-evaluate-model",
+        "exec-cleanup-run"}
     for name, config in executor_configs.items():
         assert config["nodeSelector"]["nodeSelectorJson"]["runtimeValue"]["constant"] == cpu.node_selector, name
         (field,) = config["fieldPathAsEnv"]
@@ -151,17 +148,26 @@ def test_image_reference_follows_registry_override(monkeypatch):
 
 
 def test_parse_params_types_values_from_the_pipeline_signature():
-    func = load_pipeline("flights-training")
-    args = parse_params(["workers=3", "learning_rate=0.01", "data_uri=/d", "epochs=2"], func)
+    args = parse_params(["workers=3", "learning_rate=0.01", "data_uri=/d", "epochs=2"], "flights-training")
     assert args == {"workers": 3, "learning_rate": 0.01, "data_uri": "/d", "epochs": 2}
-    with pytest.raises(SystemExit, match="unknown parameter"):
-        parse_params(["wokers=3"], func)
-    with pytest.raises(SystemExit, match="workers='two'"):
-        parse_params(["workers=two"], func)
-    with pytest.raises(SystemExit, match="expected NAME=VALUE"):
-        parse_params(["workers"], func)
+    with pytest.raises(UsageError, match="unknown parameter"):
+        parse_params(["wokers=3"], "flights-training")
+    with pytest.raises(UsageError, match="workers='two'"):
+        parse_params(["workers=two"], "flights-training")
+    with pytest.raises(UsageError, match="expected NAME=VALUE"):
+        parse_params(["workers"], "flights-training")
+
+
+def test_defaults_live_once_in_the_settings_classes(flights_spec):
+    from kfstack.flights.settings import TrainingPlacement
+    from kfstack.training.settings import TrainingSettings
+
+    params = flights_spec["root"]["inputDefinitions"]["parameters"]
+    assert params["epochs"]["defaultValue"] == TrainingSettings.epochs
+    assert params["gpu_pool"]["defaultValue"] == TrainingPlacement.node_pool
+    assert params["training_timeout_seconds"]["defaultValue"] == TrainingPlacement.timeout_seconds
 
 
 def test_unknown_pipeline_name_is_rejected():
-    with pytest.raises(KeyError, match="unknown pipeline"):
+    with pytest.raises(UsageError, match="unknown pipeline"):
         load_pipeline("no-such-pipeline")

@@ -37,7 +37,7 @@ def sample_run(tmp_path_factory):
 def test_sample_run_succeeds_through_every_stage(sample_run):
     assert sample_run.status == "SUCCEEDED", sample_run.render()
     assert list(sample_run.stages) == [
-        "validate-training-run", "flights-features", "train-pytorch", "evaluate-model", "cleanup-run"
+        "validate-run", "flights-features", "train-model", "evaluate-model", "cleanup-run"
     ]
     assert all(seconds > 0 for seconds in sample_run.stages.values())
     assert sample_run.peak_rss_bytes > 0
@@ -88,7 +88,7 @@ def test_tensorflow_branch_runs_the_parameter_server_topology(tmp_path):
     )
     assert summary.status == "SUCCEEDED", summary.render()
     assert list(summary.stages) == [
-        "validate-training-run", "flights-features", "train-tensorflow", "evaluate-model-2", "cleanup-run"
+        "validate-run", "flights-features", "train-model", "evaluate-model", "cleanup-run"
     ]
     assert summary.metrics["test_metrics.auc"] > 0.55
     with open(summary.artifacts["training_job"], encoding="utf-8") as f:
@@ -105,7 +105,7 @@ def test_inconsistent_parameters_fail_before_any_stage(tmp_path):
         pipeline_root=str(tmp_path),
     )
     assert summary.status == "FAILED"
-    assert list(summary.stages) == ["validate-training-run", "cleanup-run"]
+    assert list(summary.stages) == ["validate-run", "cleanup-run"]
     assert "num_shards=1 < workers=2" in summary.error
 
 
@@ -117,7 +117,7 @@ def test_a_failing_stage_fails_the_run_with_its_error(tmp_path):
         pipeline_root=str(tmp_path / "runs"),
     )
     assert summary.status == "FAILED"
-    assert list(summary.stages) == ["validate-training-run", "flights-features", "cleanup-run"]
+    assert list(summary.stages) == ["validate-run", "flights-features", "cleanup-run"]
     assert "flights-features" in summary.error and str(missing) in summary.error
     assert summary.failed_task_log_tail
 

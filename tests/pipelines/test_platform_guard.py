@@ -13,7 +13,7 @@ def test_kubernetes_platform_without_a_cluster_fails_first_and_submits_nothing(t
     )
     assert summary.status == "FAILED"
     # Only the parameter check ran (and the exit handler's cleanup): no Spark job, no trainer.
-    assert set(summary.stages) == {"validate-training-run", "cleanup-run"}
+    assert set(summary.stages) == {"validate-run", "cleanup-run"}
     assert "PlatformNotAvailableError" in summary.error
     assert "needs a Kubernetes API" in summary.error and "Nothing was submitted" in summary.error
     assert not list((tmp_path / "runs").glob("*/flights-features"))

@@ -8,7 +8,8 @@ import time
 
 import pytest
 
-from kfstack.components.training.train_pytorch.launcher import launch_pytorch_training
+from kfstack.components.training.train_model.stage import train_locally
+from kfstack.training.settings import TrainingSettings
 from kfstack.errors import CancelledError, TrainingFailedError
 from kfstack.training.process_group import ReplicaProcess, run_process_group
 from tests.training.conftest import kill_after_first_checkpoint, make_feature_dir
@@ -89,10 +90,10 @@ def test_a_rank_that_cannot_read_its_shard_fails_the_ddp_group(tmp_path):
     (tmp_path / "features" / "train" / "part-00001.parquet").write_bytes(b"not parquet at all")
     started_processes = []
     with pytest.raises(TrainingFailedError) as err:
-        launch_pytorch_training(
-            platform="local", features_uri=features, model_uri=str(tmp_path / "model"),
-            logs_uri=str(tmp_path / "logs"), epochs=1, workers=2, batch_size=64,
-            learning_rate=0.01, max_restarts=0, threads_per_worker=1,
+        train_locally(
+            TrainingSettings(epochs=1, workers=2, batch_size=64, learning_rate=0.01, max_restarts=0),
+            features_uri=features, model_uri=str(tmp_path / "model"), logs_uri=str(tmp_path / "logs"),
+            threads_per_worker=1,
             on_group_started=lambda attempt, processes: started_processes.extend(processes),
         )
     message = str(err.value)
@@ -108,10 +109,10 @@ def test_killed_rank_restarts_the_group_which_resumes_from_the_checkpoint(tmp_pa
     logs = tmp_path / "logs"
     kill_worker, killed = kill_after_first_checkpoint(logs / "checkpoints")
 
-    metrics, _ = launch_pytorch_training(
-        platform="local", features_uri=features, model_uri=str(tmp_path / "model"),
-        logs_uri=str(logs), epochs=5, workers=2, batch_size=32, learning_rate=0.01,
-        max_restarts=2, threads_per_worker=1, on_group_started=kill_worker,
+    metrics, _ = train_locally(
+        TrainingSettings(epochs=5, workers=2, batch_size=32, learning_rate=0.01, max_restarts=2),
+        features_uri=features, model_uri=str(tmp_path / "model"), logs_uri=str(logs),
+        threads_per_worker=1, on_group_started=kill_worker,
     )
     assert killed, "the worker finished before it could be killed"
     assert metrics["restarts"] == 1

@@ -8,7 +8,8 @@ import numpy as np
 import onnxruntime
 import pytest
 
-from kfstack.components.training.train_model.tensorflow.launcher import launch_tensorflow_training
+from kfstack.components.training.train_model.stage import train_locally
+from kfstack.training.settings import TrainingSettings
 from kfstack.errors import InvalidParameterError
 from kfstack.features import FeatureSpec
 from kfstack.training import shards
@@ -16,12 +17,12 @@ from tests.training.conftest import kill_after_first_checkpoint, make_feature_di
 from tests.training.test_trainer import katib_metrics
 
 
-def run(tmp_path, features, topology="mwms", **overrides):
-    kwargs = dict(platform="local", features_uri=features, model_uri=str(tmp_path / "model"),
-                  logs_uri=str(tmp_path / "logs"), epochs=2, workers=2, batch_size=128,
-                  learning_rate=0.01, max_restarts=0, topology=topology, threads_per_worker=1)
-    kwargs.update(overrides)
-    return launch_tensorflow_training(**kwargs)
+def run(tmp_path, features, topology="mwms", on_group_started=None, **overrides):
+    training = dict(framework="tensorflow", epochs=2, workers=2, batch_size=128, learning_rate=0.01,
+                    max_restarts=0, tf_topology=topology)
+    return train_locally(TrainingSettings(**{**training, **overrides}), features_uri=features,
+                         model_uri=str(tmp_path / "model"), logs_uri=str(tmp_path / "logs"),
+                         threads_per_worker=1, on_group_started=on_group_started)
 
 
 @pytest.fixture(scope="module")
@@ -31,7 +32,7 @@ def features(tmp_path_factory):
 
 def test_mwms_two_workers_train_read_disjoint_shards_and_export_onnx(tmp_path, features):
     metrics, reference = run(tmp_path, features)
-    assert reference == {"platform": "local", "kind": "LocalProcessGroup", "topology": "mwms",
+    assert reference == {"kind": "LocalProcessGroup", "framework": "tensorflow", "topology": "mwms",
                          "replicas": {"worker": 2}, "attempts": 1}
     assert metrics["world_size"] == 2 and metrics["val_auc"] > 0.75 and metrics["restarts"] == 0
     logs = tmp_path / "logs" / "attempt-1"
@@ -54,7 +55,7 @@ def test_mwms_two_workers_train_read_disjoint_shards_and_export_onnx(tmp_path, f
 
 def test_parameter_server_topology_trains_and_stops_its_servers(tmp_path, features):
     started = []
-    metrics, reference = run(tmp_path, features, topology="parameter_server", parameter_servers=1,
+    metrics, reference = run(tmp_path, features, topology="parameter_server", tf_parameter_servers=1,
                              on_group_started=lambda attempt, processes: started.extend(processes))
     assert reference["replicas"] == {"chief": 1, "worker": 2, "ps": 1}
     assert metrics["val_auc"] > 0.75
@@ -83,6 +84,6 @@ def test_killed_worker_restarts_the_group_which_resumes_from_the_checkpoint(tmp_
 def test_bad_topology_fails_before_any_process(tmp_path, features):
     with pytest.raises(InvalidParameterError, match="tf_topology='ring'"):
         run(tmp_path, features, topology="ring")
-    with pytest.raises(InvalidParameterError, match="parameter_servers=0"):
-        run(tmp_path, features, topology="parameter_server", parameter_servers=0)
+    with pytest.raises(InvalidParameterError, match="tf_parameter_servers=0"):
+        run(tmp_path, features, topology="parameter_server", tf_parameter_servers=0)
     assert not (tmp_path / "logs").exists()

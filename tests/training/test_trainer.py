@@ -12,7 +12,8 @@ import onnxruntime
 import pytest
 import torch
 
-from kfstack.components.training.train_model.pytorch.launcher import launch_pytorch_training
+from kfstack.components.training.train_model.stage import train_locally
+from kfstack.training.settings import TrainingSettings
 from kfstack.components.training.train_model.pytorch.model import DelayClassifier, DelayProbability, ModelConfig
 from kfstack.errors import InvalidParameterError
 from kfstack.features import FeatureSpec
@@ -31,10 +32,10 @@ def katib_metrics(log_text: str) -> list[dict[str, float]]:
 @pytest.fixture(scope="module")
 def two_rank_run(tmp_path_factory, feature_dir):
     root = tmp_path_factory.mktemp("ddp")
-    metrics, _ = launch_pytorch_training(
-        platform="local", features_uri=feature_dir, model_uri=str(root / "model"),
-        logs_uri=str(root / "logs"), epochs=3, workers=2, batch_size=128,
-        learning_rate=0.01, max_restarts=0, threads_per_worker=1,
+    metrics, _ = train_locally(
+        TrainingSettings(epochs=3, workers=2, batch_size=128, learning_rate=0.01, max_restarts=0),
+        features_uri=feature_dir, model_uri=str(root / "model"), logs_uri=str(root / "logs"),
+        threads_per_worker=1,
     )
     return root, metrics
 
@@ -55,7 +56,7 @@ def test_rank0_prints_one_katib_line_per_epoch(two_rank_run):
     root, metrics = two_rank_run
     master = katib_metrics((root / "logs" / "attempt-1" / "rank-0.log").read_text())
     assert [m["epoch"] for m in master] == [1, 2, 3]
-    assert set(master[-1]) == {"epoch", "val_auc", "val_logloss", "val_accuracy"}
+    assert set(master[-1]) == {"epoch", "val_auc", "val_log_loss", "val_accuracy"}
     assert abs(master[-1]["val_auc"] - metrics["val_auc"]) < 1e-4
     assert katib_metrics((root / "logs" / "attempt-1" / "rank-1.log").read_text()) == []
 
@@ -97,12 +98,11 @@ def test_without_world_size_the_trainer_runs_alone(tmp_path, feature_dir):
 
 
 def test_bad_parameters_fail_before_any_process(tmp_path, feature_dir):
-    common = dict(features_uri=feature_dir, model_uri=str(tmp_path / "m"), logs_uri=str(tmp_path / "l"),
-                  epochs=1, batch_size=64, learning_rate=0.01, max_restarts=0)
+    uris = dict(features_uri=feature_dir, model_uri=str(tmp_path / "m"), logs_uri=str(tmp_path / "l"))
     with pytest.raises(InvalidParameterError, match="2 shards cannot feed 3 ranks"):
-        launch_pytorch_training(platform="local", workers=3, **common)
-    with pytest.raises(InvalidParameterError, match="epochs=0"):
-        launch_pytorch_training(platform="local", workers=1, **{**common, "epochs": 0})
-    with pytest.raises(InvalidParameterError, match="needs its Kubernetes options"):
-        launch_pytorch_training(platform="kubernetes", workers=1, **common)
+        train_locally(TrainingSettings(workers=3, epochs=1, batch_size=64), **uris)
+    with pytest.raises(InvalidParameterError, match="epochs=0 must be >= 1"):
+        train_locally(TrainingSettings(workers=1, epochs=0), **uris)
+    with pytest.raises(InvalidParameterError, match="batch_size=2 must be >= workers=3"):
+        TrainingSettings(workers=3, batch_size=2)
     assert not (tmp_path / "l").exists()

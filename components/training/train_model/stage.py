@@ -141,3 +141,19 @@ def read_metrics(model_uri: str) -> dict[str, float]:
     with fsspec.open(join(model_uri, METRICS_FILE)) as f:
         trained = json.load(f)
     return {name: float(trained[name]) for name in REPORTED_METRICS}
+
+
+def train_locally(training: TrainingSettings, *, features_uri: str, model_uri: str, logs_uri: str,
+                  threads_per_worker: int | None = None,
+                  on_group_started: Callable[..., None] | None = None) -> tuple[dict[str, float], dict]:
+    """Trains on this machine as the local platform does; returns the metrics and reference.
+
+    For callers outside a pipeline (benchmarks, tests): the same preflight and local run as the
+    ``train-model`` task.
+    """
+    settings = TrainModelSettings(training=training, features_uri=features_uri, model_uri=model_uri,
+                                  logs_uri=logs_uri, threads_per_worker=threads_per_worker,
+                                  on_group_started=on_group_started)
+    STAGE.preflight(settings)
+    result = STAGE.run_local(settings)
+    return dict(result.metrics[TRAINING_METRICS]), dict(result.reference)

@@ -1,0 +1,416 @@
+"""The ``kfstack`` CLI's contract, in-process: every command, every bad-input path, exit codes.
+
+0 success; 2 bad input with ONE stderr line ``kfstack <command>: ...`` naming what to fix and
+nothing started or written; 1 a failed run; 130 Ctrl-C; 1 with a traceback for a bug. No real
+pipeline runs: ``run`` tests replace ``run_pipeline_locally`` where the CLI module imported it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from types import SimpleNamespace
+
+import pytest
+import yaml
+
+from kfstack.app import cli
+from kfstack.errors import CancelledError, TrainingFailedError
+from kfstack.pipelines import DEFAULT_PIPELINE, PIPELINES
+from kfstack.version import __version__
+
+# Lines logging.basicConfig's format would write ("2024-01-01 12:00:00,123 INFO name: msg").
+_LOG_LINE = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d+ (DEBUG|INFO|WARNING|ERROR|CRITICAL) ")
+# Cheap valid parameters: the pre-run check renders the cluster objects (about a second).
+CHEAP = ["--param", "sample_fraction=0.01"]
+IS_ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
+
+
+def _error_lines(err: str) -> list[str]:
+    return [line for line in err.splitlines() if line.strip() and not _LOG_LINE.match(line)]
+
+
+def assert_one_line(err: str, command: str) -> str:
+    """The bad-input stderr is exactly one line, ``kfstack <command>: ...``; returns it."""
+    lines = _error_lines(err)
+    assert len(lines) == 1, f"expected one stderr line, got {lines!r}"
+    assert lines[0].startswith(f"kfstack {command}: "), lines[0]
+    assert "Traceback" not in err
+    return lines[0]
+
+
+def bad_input(capsys, argv: list[str]) -> str:
+    """Runs ``argv``; asserts exit 2 and one stderr line; returns that line."""
+    code = cli.main(argv)
+    out, err = capsys.readouterr()
+    assert code == cli.EXIT_BAD_INPUT == 2, (code, out, err)
+    return assert_one_line(err, argv[0])
+
+
+@pytest.fixture
+def local_runs(monkeypatch):
+    """Replaces the embedded run; records calls. ``.result`` is what a call returns or raises."""
+    calls: list[tuple[str, dict, str]] = []
+
+    class Fake:
+        result: object = None
+
+        def __call__(self, name, arguments, pipeline_root):
+            calls.append((name, dict(arguments), pipeline_root))
+            if isinstance(self.result, BaseException):
+                raise self.result
+            return self.result
+
+    fake = Fake()
+    fake.calls = calls
+    monkeypatch.setattr(cli, "run_pipeline_locally", fake)
+    return fake
+
+
+def _summary(status: str, text: str = "SUMMARY-TEXT"):
+    written: list[str] = []
+    return SimpleNamespace(status=status, render=lambda: text,
+                           write_json=written.append, written=written)
+
+
+# --- list, --version, usage ------------------------------------------------------------------
+
+
+def test_list_prints_registered_pipelines(capsys):
+    assert cli.main(["list"]) == 0
+    out, err = capsys.readouterr()
+    assert out.split() == sorted(PIPELINES)
+    assert DEFAULT_PIPELINE in out.split()
+    assert _error_lines(err) == []
+
+
+def test_version_exits_zero(capsys):
+    assert cli.main(["--version"]) == 0
+    assert f"kfstack {__version__}" in capsys.readouterr().out
+
+
+def test_help_exits_zero(capsys):
+    assert cli.main(["--help"]) == 0
+    assert "usage: kfstack" in capsys.readouterr().out
+
+
+def test_no_command_is_usage_error(capsys):
+    assert cli.main([]) == 2
+    err = capsys.readouterr().err
+    assert "command" in err and "required" in err
+
+
+def test_unknown_command_is_usage_error(capsys):
+    assert cli.main(["deploy"]) == 2
+    assert "invalid choice: 'deploy'" in capsys.readouterr().err
+
+
+def test_render_without_out_is_usage_error(capsys, tmp_path):
+    assert cli.main(["render"]) == 2
+    assert "--out" in capsys.readouterr().err
+
+
+# --- compile ---------------------------------------------------------------------------------
+
+
+def test_compile_all_pipelines(capsys, tmp_path):
+    out_dir = tmp_path / "dist"
+    assert cli.main(["compile", "--out", str(out_dir)]) == 0
+    out, _ = capsys.readouterr()
+    expected = sorted(str(out_dir / f"{name}-{__version__}.yaml") for name in PIPELINES)
+    assert sorted(out.split()) == expected
+    assert sorted(str(p) for p in out_dir.iterdir()) == expected
+
+
+def test_compile_named_pipeline(capsys, tmp_path):
+    assert cli.main(["compile", DEFAULT_PIPELINE, "--out", str(tmp_path)]) == 0
+    path = tmp_path / f"{DEFAULT_PIPELINE}-{__version__}.yaml"
+    assert capsys.readouterr().out.split() == [str(path)]
+    assert [p.name for p in tmp_path.iterdir()] == [path.name]
+    with open(path) as f:
+        spec = next(yaml.safe_load_all(f))
+    assert spec["pipelineInfo"]["name"] == DEFAULT_PIPELINE
+
+
+def test_compile_unknown_pipeline_lists_known_ones(capsys, tmp_path):
+    out_dir = tmp_path / "dist"
+    line = bad_input(capsys, ["compile", "nope", "--out", str(out_dir)])
+    assert "unknown pipeline 'nope'" in line
+    for name in PIPELINES:
+        assert name in line
+    assert not out_dir.exists()
+
+
+def test_compile_unknown_among_known_writes_nothing(capsys, tmp_path):
+    out_dir = tmp_path / "dist"
+    line = bad_input(capsys, ["compile", DEFAULT_PIPELINE, "nope", "--out", str(out_dir)])
+    assert "'nope'" in line
+    assert not out_dir.exists()
+
+
+def test_compile_out_under_regular_file(capsys, tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    line = bad_input(capsys, ["compile", "--out", str(blocker / "dist")])
+    assert str(blocker / "dist") in line and "cannot write" in line
+
+
+def test_compile_out_is_regular_file(capsys, tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    line = bad_input(capsys, ["compile", "--out", str(blocker)])
+    assert "cannot write" in line
+    assert blocker.read_text() == "x"
+
+
+@pytest.mark.skipif(IS_ROOT, reason="root ignores directory permissions")
+@pytest.mark.parametrize("sub", ["", "dist"], ids=["readonly-dir", "under-readonly-dir"])
+def test_compile_out_read_only_directory(capsys, tmp_path, sub):
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    ro.chmod(0o555)
+    try:
+        target = ro / sub if sub else ro
+        line = bad_input(capsys, ["compile", "--out", str(target)])
+        assert "cannot write" in line
+        assert list(ro.iterdir()) == []
+    finally:
+        ro.chmod(0o755)
+
+
+def test_compile_out_not_writable_simulated(capsys, tmp_path, monkeypatch):
+    # The read-only case for any user (root included): os.access says no for this directory.
+    target = tmp_path / "dist"
+    target.mkdir()
+    real_access = os.access
+    monkeypatch.setattr(os, "access", lambda path, mode, *a, **kw: (
+        False if os.fspath(path) == str(target) else real_access(path, mode, *a, **kw)))
+    line = bad_input(capsys, ["compile", "--out", str(target)])
+    assert "permission denied" in line
+    assert list(target.iterdir()) == []
+
+
+# --- render ----------------------------------------------------------------------------------
+
+
+def _rendered_kinds(out_dir) -> dict[str, str]:
+    kinds = {}
+    for path in sorted(out_dir.iterdir()):
+        with open(path) as f:
+            obj = yaml.safe_load(f)
+        assert path.name.startswith(obj["kind"].lower() + "-")
+        kinds[obj["kind"]] = path.name
+    return kinds
+
+
+def test_render_default_writes_spark_and_pytorch(capsys, tmp_path):
+    out_dir = tmp_path / "objects"
+    assert cli.main(["render", "--out", str(out_dir)]) == 0
+    printed = capsys.readouterr().out.split()
+    assert sorted(printed) == sorted(str(p) for p in out_dir.iterdir())
+    assert set(_rendered_kinds(out_dir)) == {"SparkApplication", "PyTorchJob"}
+
+
+def test_render_tensorflow_writes_tfjob(capsys, tmp_path):
+    out_dir = tmp_path / "objects"
+    assert cli.main(["render", "--out", str(out_dir), "--param", "framework=tensorflow"]) == 0
+    assert set(_rendered_kinds(out_dir)) == {"SparkApplication", "TFJob"}
+
+
+@pytest.mark.parametrize(
+    ("params", "names"),
+    [
+        (["gpu_pool=nope"], ["gpu_pool"]),
+        (["spark_executor_memory=lots"], ["spark_executor_memory"]),
+        (["epochs=-1"], ["epochs"]),
+        (["workers=0"], ["workers"]),
+        (["sample_fraction=nan"], ["sample_fraction"]),
+        (["framework=jax"], ["framework"]),
+        (["num_shards=1", "workers=2"], ["num_shards", "workers"]),
+    ],
+    ids=lambda v: "+".join(v) if isinstance(v, list) else None,
+)
+def test_render_refused_value(capsys, tmp_path, params, names):
+    out_dir = tmp_path / "objects"
+    argv = ["render", "--out", str(out_dir)]
+    for p in params:
+        argv += ["--param", p]
+    line = bad_input(capsys, argv)
+    for name in names:
+        assert name in line
+    assert not out_dir.exists()
+
+
+def test_render_unknown_parameter(capsys, tmp_path):
+    out_dir = tmp_path / "objects"
+    line = bad_input(capsys, ["render", "--out", str(out_dir), "--param", "wokers=3"])
+    assert "unknown parameter" in line and "wokers" in line
+    assert "workers" in line  # the known ones are listed
+    assert not out_dir.exists()
+
+
+@pytest.mark.parametrize("pair", ["workers", "=3"])
+def test_render_malformed_param(capsys, tmp_path, pair):
+    out_dir = tmp_path / "objects"
+    line = bad_input(capsys, ["render", "--out", str(out_dir), "--param", pair])
+    assert "NAME=VALUE" in line and repr(pair) in line
+    assert not out_dir.exists()
+
+
+@pytest.mark.parametrize("pair", ["workers=two", "workers=2.5", "sample_fraction=half"])
+def test_render_mistyped_param(capsys, tmp_path, pair):
+    out_dir = tmp_path / "objects"
+    line = bad_input(capsys, ["render", "--out", str(out_dir), "--param", pair])
+    assert pair.split("=")[0] in line
+    assert not out_dir.exists()
+
+
+def test_render_unknown_pipeline(capsys, tmp_path):
+    out_dir = tmp_path / "objects"
+    line = bad_input(capsys, ["render", "nope", "--out", str(out_dir)])
+    assert "unknown pipeline 'nope'" in line and DEFAULT_PIPELINE in line
+    assert not out_dir.exists()
+
+
+def test_render_out_under_regular_file(capsys, tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    line = bad_input(capsys, ["render", "--out", str(blocker / "objects")])
+    assert "cannot write" in line and str(blocker / "objects") in line
+
+
+@pytest.mark.skipif(IS_ROOT, reason="root ignores directory permissions")
+def test_render_out_read_only_directory(capsys, tmp_path):
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    ro.chmod(0o555)
+    try:
+        line = bad_input(capsys, ["render", "--out", str(ro)])
+        assert "cannot write" in line
+        assert list(ro.iterdir()) == []
+    finally:
+        ro.chmod(0o755)
+
+
+# --- run: bad input --------------------------------------------------------------------------
+
+
+def test_run_without_local_submits_nothing(capsys, tmp_path, local_runs):
+    root = tmp_path / "runs"
+    line = bad_input(capsys, ["run", "--pipeline-root", str(root)])
+    assert "--local" in line and "Nothing was submitted" in line
+    assert local_runs.calls == [] and not root.exists()
+
+
+def test_run_local_refuses_platform_kubernetes(capsys, tmp_path, local_runs):
+    root = tmp_path / "runs"
+    line = bad_input(capsys, ["run", "--local", "--pipeline-root", str(root),
+                              "--param", "platform=kubernetes"])
+    assert "platform" in line
+    assert local_runs.calls == [] and not root.exists()
+
+
+@pytest.mark.parametrize(
+    ("params", "needle"),
+    [
+        (["epochs=-1"], "epochs"),
+        (["gpu_pool=nope"], "gpu_pool"),
+        (["num_shards=1", "workers=2"], "num_shards"),
+        (["wokers=3"], "unknown parameter"),
+        (["workers"], "NAME=VALUE"),
+        (["workers=two"], "workers"),
+    ],
+    ids=lambda v: "+".join(v) if isinstance(v, list) else None,
+)
+def test_run_local_bad_param_creates_no_run_directory(capsys, tmp_path, local_runs, params, needle):
+    root = tmp_path / "runs"
+    argv = ["run", "--local", "--pipeline-root", str(root)]
+    for p in params:
+        argv += ["--param", p]
+    line = bad_input(capsys, argv)
+    assert needle in line
+    assert local_runs.calls == []
+    assert not root.exists()
+
+
+def test_run_local_unknown_pipeline(capsys, tmp_path, local_runs):
+    root = tmp_path / "runs"
+    line = bad_input(capsys, ["run", "--local", "nope", "--pipeline-root", str(root)])
+    assert "unknown pipeline 'nope'" in line and DEFAULT_PIPELINE in line
+    assert local_runs.calls == [] and not root.exists()
+
+
+def test_run_local_pipeline_root_under_regular_file(capsys, tmp_path, local_runs):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    line = bad_input(capsys, ["run", "--local", "--pipeline-root", str(blocker / "runs"), *CHEAP])
+    assert "cannot write" in line
+    assert local_runs.calls == []
+
+
+def test_run_local_summary_json_under_regular_file(capsys, tmp_path, local_runs):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    root = tmp_path / "runs"
+    line = bad_input(capsys, ["run", "--local", "--pipeline-root", str(root),
+                              "--summary-json", str(blocker / "summary.json"), *CHEAP])
+    assert "cannot write" in line
+    assert local_runs.calls == [] and not root.exists()
+
+
+# --- run: outcomes and exit codes ------------------------------------------------------------
+
+
+def test_run_local_success(capsys, tmp_path, local_runs):
+    root = tmp_path / "runs"
+    summary_json = tmp_path / "out" / "summary.json"
+    local_runs.result = _summary("SUCCEEDED")
+    code = cli.main(["run", "--local", "--pipeline-root", str(root),
+                     "--summary-json", str(summary_json), *CHEAP])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert "SUMMARY-TEXT" in out
+    ((name, arguments, pipeline_root),) = local_runs.calls
+    assert name == DEFAULT_PIPELINE and pipeline_root == str(root)
+    assert arguments == {"sample_fraction": 0.01, "platform": "local"}
+    assert local_runs.result.written == [str(summary_json)]
+
+
+def test_run_local_failed_run_exits_1(capsys, tmp_path, local_runs):
+    local_runs.result = _summary("FAILED", "status     FAILED")
+    code = cli.main(["run", "--local", "--pipeline-root", str(tmp_path / "runs"), *CHEAP])
+    out, _ = capsys.readouterr()
+    assert code == cli.EXIT_FAILED == 1
+    assert "status     FAILED" in out
+
+
+def test_run_local_keyboard_interrupt_exits_130(capsys, tmp_path, local_runs):
+    local_runs.result = KeyboardInterrupt()
+    code = cli.main(["run", "--local", "--pipeline-root", str(tmp_path / "runs"), *CHEAP])
+    _, err = capsys.readouterr()
+    assert code == cli.EXIT_INTERRUPTED == 130
+    assert "interrupted" in assert_one_line(err, "run")
+
+
+def test_run_local_cancelled_exits_130(capsys, tmp_path, local_runs):
+    local_runs.result = CancelledError("SIGTERM")
+    code = cli.main(["run", "--local", "--pipeline-root", str(tmp_path / "runs"), *CHEAP])
+    assert code == 130
+    assert "interrupted" in capsys.readouterr().err
+
+
+def test_run_local_run_failed_error_exits_1_with_message(capsys, tmp_path, local_runs):
+    local_runs.result = TrainingFailedError("rank 1 died")
+    code = cli.main(["run", "--local", "--pipeline-root", str(tmp_path / "runs"), *CHEAP])
+    _, err = capsys.readouterr()
+    assert code == 1
+    line = assert_one_line(err, "run")
+    assert "rank 1 died" in line and "TrainingFailedError" in line
+
+
+def test_run_local_unexpected_error_prints_traceback(capsys, tmp_path, local_runs):
+    local_runs.result = RuntimeError("bug")
+    code = cli.main(["run", "--local", "--pipeline-root", str(tmp_path / "runs"), *CHEAP])
+    _, err = capsys.readouterr()
+    assert code == 1
+    assert "Traceback" in err and "RuntimeError: bug" in err
