@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup run test test-slow compile bench clean
+.PHONY: setup run test test-slow lint compile bench clean
 
 # Re-installs when pyproject.toml or setup.py change.
 $(STAMP): pyproject.toml setup.py
@@ -23,6 +23,19 @@ run: $(STAMP)
 test: $(STAMP)
 	$(BIN)/python -m pytest
 
+# The field's habits: lint and format (ruff), types of the library and domain (mypy), the
+# layers (import-linter). import-linter reads packages from disk, and setup.py maps
+# components/, pipelines/ and spark_jobs/ onto kfstack.*: it reads a copy laid out as installed.
+IMPORT_TREE := build/import-tree
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+	rm -rf $(IMPORT_TREE) && mkdir -p $(IMPORT_TREE)
+	cp -r kfstack $(IMPORT_TREE)/kfstack
+	for folder in components pipelines spark_jobs; do cp -r $$folder $(IMPORT_TREE)/kfstack/$$folder; done
+	cd $(IMPORT_TREE) && PYTHONPATH=. ../../$(BIN)/lint-imports --config ../../pyproject.toml
+
 # End-to-end checks on the full data (minutes).
 test-slow: $(STAMP)
 	$(BIN)/python -m pytest -m slow
@@ -34,4 +47,4 @@ bench: $(STAMP)
 	$(BIN)/python -m benchmarks
 
 clean:
-	rm -rf dist runs local_outputs
+	rm -rf dist runs local_outputs build

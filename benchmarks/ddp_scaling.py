@@ -27,7 +27,9 @@ def build_features(tmp: str) -> str:
     from kfstack.spark_jobs.flights_features.job import FeatureJobConfig, run_feature_job
 
     features = os.path.join(tmp, "features")
-    run_feature_job(FeatureJobConfig(output_uri=features, quarantine_uri=os.path.join(tmp, "q"), num_shards=4))
+    run_feature_job(
+        FeatureJobConfig(output_uri=features, quarantine_uri=os.path.join(tmp, "q"), num_shards=4)
+    )
     return features
 
 
@@ -43,17 +45,27 @@ def run(features_uri: str | None, epochs: int, batch_size: int, repeats: int) ->
             for name, processes, threads in LAYOUTS:
                 out = os.path.join(tmp, f"{name}-{repeat}")
                 metrics, _ = train_locally(
-                    TrainingSettings(epochs=epochs, workers=processes, batch_size=batch_size,
-                                     learning_rate=0.003, max_restarts=0),
-                    features_uri=features, model_uri=os.path.join(out, "model"),
-                    logs_uri=os.path.join(out, "logs"), threads_per_worker=threads,
+                    TrainingSettings(
+                        epochs=epochs,
+                        workers=processes,
+                        batch_size=batch_size,
+                        learning_rate=0.003,
+                        max_restarts=0,
+                    ),
+                    features_uri=features,
+                    model_uri=os.path.join(out, "model"),
+                    logs_uri=os.path.join(out, "logs"),
+                    threads_per_worker=threads,
                 )
                 figures[name].append(metrics["samples_per_second"])
     best = {name: max(values) for name, values in figures.items()}
     ratio = best["2x1"] / best["1x2"]
     return {
         "benchmark": "ddp_scaling",
-        "command": f"python -m benchmarks.ddp_scaling --epochs {epochs} --batch-size {batch_size} --repeats {repeats}",
+        "command": (
+            f"python -m benchmarks.ddp_scaling --epochs {epochs}"
+            f" --batch-size {batch_size} --repeats {repeats}"
+        ),
         "machine": machine_facts(),
         "global_batch": batch_size,
         "epochs": epochs,

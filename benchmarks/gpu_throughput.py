@@ -84,9 +84,11 @@ def main(argv: list[str] | None = None) -> None:
 
     with tempfile.TemporaryDirectory(prefix="kfstack-gpu-") as tmp:
         real, _ = train_locally(
-            TrainingSettings(epochs=args.epochs, workers=1, batch_size=args.batch_size,
-                             learning_rate=0.003, max_restarts=0),
-            features_uri=args.features_uri, model_uri=os.path.join(tmp, "model"),
+            TrainingSettings(
+                epochs=args.epochs, workers=1, batch_size=args.batch_size, learning_rate=0.003, max_restarts=0
+            ),
+            features_uri=args.features_uri,
+            model_uri=os.path.join(tmp, "model"),
             logs_uri=os.path.join(tmp, "logs"),
         )
         with open(os.path.join(tmp, "model", "training_metrics.json"), encoding="utf-8") as f:
@@ -96,7 +98,9 @@ def main(argv: list[str] | None = None) -> None:
     ratio = steady / synthetic
     result = {
         "benchmark": "gpu_throughput",
-        "command": f"python -m benchmarks.gpu_throughput --batch-size {args.batch_size} --epochs {args.epochs}",
+        "command": (
+            f"python -m benchmarks.gpu_throughput --batch-size {args.batch_size} --epochs {args.epochs}"
+        ),
         "machine": {**machine_facts(), "gpu": torch.cuda.get_device_name(0), "torch": torch.__version__},
         "precision": "bf16 autocast",
         "batch_size": args.batch_size,

@@ -27,8 +27,18 @@ MEMORY_GOAL_BYTES = 6 * 2**30
 def run(params: list[str]) -> dict:
     with tempfile.TemporaryDirectory(prefix="kfstack-bench-") as tmp:
         summary_path = os.path.join(tmp, "summary.json")
-        cmd = [sys.executable, "-m", "kfstack.app.cli", "run", "--local", "flights-training",
-               "--pipeline-root", os.path.join(tmp, "runs"), "--summary-json", summary_path]
+        cmd = [
+            sys.executable,
+            "-m",
+            "kfstack.app.cli",
+            "run",
+            "--local",
+            "flights-training",
+            "--pipeline-root",
+            os.path.join(tmp, "runs"),
+            "--summary-json",
+            summary_path,
+        ]
         for p in params:
             cmd += ["--param", p]
         proc = subprocess.run(cmd, capture_output=True, text=True)

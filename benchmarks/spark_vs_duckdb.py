@@ -58,7 +58,7 @@ def prepare_inputs(tmp: str) -> dict[str, str]:
     # Replica k gets flight numbers + k * 10000: distinct flights, not duplicates.
     columns = duckdb.sql(f"SELECT * FROM read_csv('{x1}/flights.csv', all_varchar=true) LIMIT 0").columns
     select = ", ".join(
-        f"CAST(CAST(flight AS INTEGER) + r.range * 10000 AS VARCHAR) AS flight" if c == "flight" else c
+        "CAST(CAST(flight AS INTEGER) + r.range * 10000 AS VARCHAR) AS flight" if c == "flight" else c
         for c in columns
     )
     duckdb.sql(
@@ -71,10 +71,21 @@ def prepare_inputs(tmp: str) -> dict[str, str]:
 def spark_job(input_dir: str, out: str) -> float:
     started = time.perf_counter()
     proc = subprocess.run(
-        [sys.executable, "-m", "kfstack.spark_jobs.flights_features", "--input-uri", input_dir,
-         "--output-uri", os.path.join(out, "features"), "--quarantine-uri", os.path.join(out, "q"),
-         "--num-shards", "4"],
-        capture_output=True, text=True,
+        [
+            sys.executable,
+            "-m",
+            "kfstack.spark_jobs.flights_features",
+            "--input-uri",
+            input_dir,
+            "--output-uri",
+            os.path.join(out, "features"),
+            "--quarantine-uri",
+            os.path.join(out, "q"),
+            "--num-shards",
+            "4",
+        ],
+        capture_output=True,
+        text=True,
     )
     if proc.returncode != 0:
         raise SystemExit(f"spark job failed:\n{proc.stderr[-4000:]}")
@@ -91,55 +102,69 @@ def duckdb_job(input_dir: str, out: str) -> float:
     os.makedirs(out, exist_ok=True)
     con = duckdb.connect()
     con.execute("SET enable_progress_bar = false")
-    read = lambda t: f"read_csv('{input_dir}/{t}.csv', all_varchar=true, nullstr='NA')"
+
+    def read(t):
+        return f"read_csv('{input_dir}/{t}.csv', all_varchar=true, nullstr='NA')"
+
     rules = [f"WHEN {c} IS NOT NULL AND {_num(c)} IS NULL THEN 'unparseable_{c}'" for c in NUMERIC_FIELDS]
-    rules += [f"WHEN {c} IS NOT NULL AND TRY_CAST({c} AS TIMESTAMP) IS NULL THEN 'unparseable_{c}'" for c in TIMESTAMP_FIELDS]
+    rules += [
+        f"WHEN {c} IS NOT NULL AND TRY_CAST({c} AS TIMESTAMP) IS NULL THEN 'unparseable_{c}'"
+        for c in TIMESTAMP_FIELDS
+    ]
     rules += [f"WHEN {c} IS NULL THEN 'missing_{c}'" for c in REQUIRED_FIELDS]
     rules.append(
         "WHEN TRY_CAST(printf('%04d-%02d-%02d', CAST(year AS INT), CAST(month AS INT), "
         "CAST(day AS INT)) AS DATE) IS NULL THEN 'invalid_date'"
     )
-    rules += [f"WHEN {_num(c)} NOT BETWEEN 0 AND 2400 OR {_num(c)} % 100 >= 60 THEN 'invalid_{c}'" for c in HHMM_FIELDS]
+    rules += [
+        f"WHEN {_num(c)} NOT BETWEEN 0 AND 2400 OR {_num(c)} % 100 >= 60 THEN 'invalid_{c}'"
+        for c in HHMM_FIELDS
+    ]
     rules.append(f"WHEN {_num('distance')} <= 0 THEN 'nonpositive_distance'")
     rules.append(f"WHEN {_num('air_time')} <= 0 THEN 'nonpositive_air_time'")
     rules.append(f"WHEN carrier NOT IN (SELECT carrier FROM {read('airlines')}) THEN 'unknown_carrier'")
-    con.execute(f"CREATE TEMP TABLE tagged AS SELECT *, CASE {' '.join(rules)} END AS reason FROM {read('flights')}")
+    con.execute(
+        f"CREATE TEMP TABLE tagged AS SELECT *, CASE {' '.join(rules)} END AS reason FROM {read('flights')}"
+    )
     con.execute(f"""
         CREATE TEMP TABLE checked AS SELECT * REPLACE (
             CASE WHEN reason IS NULL AND row_number() OVER (
                 PARTITION BY year, month, day, carrier, flight, origin, sched_dep_time, reason IS NULL
-                ORDER BY {', '.join(FLIGHT_COLUMNS)}) > 1 THEN 'duplicate' ELSE reason END AS reason)
+                ORDER BY {", ".join(FLIGHT_COLUMNS)}) > 1 THEN 'duplicate' ELSE reason END AS reason)
         FROM tagged""")
     con.execute("SELECT reason, count(*) FROM checked GROUP BY reason").fetchall()
     weather = ", ".join(f"avg({_num(c)}) AS {c}" for c in WEATHER_FIELDS)
     con.execute(f"""
         CREATE TEMP TABLE raw AS
         WITH f AS (SELECT * FROM checked WHERE reason IS NULL),
-        w AS (SELECT origin, time_hour, {weather} FROM {read('weather')} GROUP BY ALL),
-        p AS (SELECT tailnum, {_num('year')} AS plane_year, manufacturer AS plane_manufacturer,
-                     engine AS plane_engine, {_num('seats')} AS plane_seats,
-                     {_num('engines')} AS plane_engines FROM {read('planes')}),
-        a AS (SELECT faa, {_num('lat')} AS dest_lat, {_num('lon')} AS dest_lon,
-                     {_num('alt')} AS dest_alt FROM {read('airports')}),
+        w AS (SELECT origin, time_hour, {weather} FROM {read("weather")} GROUP BY ALL),
+        p AS (SELECT tailnum, {_num("year")} AS plane_year, manufacturer AS plane_manufacturer,
+                     engine AS plane_engine, {_num("seats")} AS plane_seats,
+                     {_num("engines")} AS plane_engines FROM {read("planes")}),
+        a AS (SELECT faa, {_num("lat")} AS dest_lat, {_num("lon")} AS dest_lon,
+                     {_num("alt")} AS dest_alt FROM {read("airports")}),
         j AS (SELECT f.*, w.* EXCLUDE (origin, time_hour), p.* EXCLUDE (tailnum), a.* EXCLUDE (faa),
                      make_date(CAST(f.year AS INT), CAST(f.month AS INT), CAST(f.day AS INT)) AS d,
-                     floor({_num('f.sched_dep_time')} / 100) * 60 + {_num('f.sched_dep_time')} % 100 AS dep,
-                     floor({_num('f.sched_arr_time')} / 100) * 60 + {_num('f.sched_arr_time')} % 100 AS arr
+                     floor({_num("f.sched_dep_time")} / 100) * 60 + {_num("f.sched_dep_time")} % 100 AS dep,
+                     floor({_num("f.sched_arr_time")} / 100) * 60 + {_num("f.sched_arr_time")} % 100 AS arr
               FROM f LEFT JOIN w USING (origin, time_hour) LEFT JOIN p USING (tailnum)
                      LEFT JOIN a ON f.dest = a.faa)
         SELECT
-            CASE WHEN {_num('arr_delay')} > 15 OR dep_time IS NULL OR arr_delay IS NULL THEN 1 ELSE 0 END AS label,
-            CASE WHEN hash(year, month, day, carrier, flight, origin, sched_dep_time) % 100 < 80 THEN 'train'
-                 WHEN hash(year, month, day, carrier, flight, origin, sched_dep_time) % 100 < 90 THEN 'validation'
+            CASE WHEN {_num("arr_delay")} > 15 OR dep_time IS NULL OR arr_delay IS NULL
+                THEN 1 ELSE 0 END AS label,
+            CASE WHEN hash(year, month, day, carrier, flight, origin, sched_dep_time) % 100 < 80
+                     THEN 'train'
+                 WHEN hash(year, month, day, carrier, flight, origin, sched_dep_time) % 100 < 90
+                     THEN 'validation'
                  ELSE 'test' END AS split,
             carrier, origin, dest, CAST(floor(dep / 60) AS INT)::VARCHAR AS dep_hour,
             isodow(d)::VARCHAR AS day_of_week,
             coalesce(plane_manufacturer, '<missing>') AS plane_manufacturer,
             coalesce(plane_engine, '<missing>') AS plane_engine,
-            {_num('month')} AS month, dayofyear(d)::DOUBLE AS day_of_year, dep AS dep_minute_of_day,
+            {_num("month")} AS month, dayofyear(d)::DOUBLE AS day_of_year, dep AS dep_minute_of_day,
             arr AS arr_minute_of_day, (arr - dep + 1440) % 1440 AS scheduled_minutes,
-            {_num('distance')} AS distance, {_num('year')} - plane_year AS plane_age,
-            plane_seats, plane_engines, dest_lat, dest_lon, dest_alt, {', '.join(WEATHER_FIELDS)}
+            {_num("distance")} AS distance, {_num("year")} - plane_year AS plane_age,
+            plane_seats, plane_engines, dest_lat, dest_lon, dest_alt, {", ".join(WEATHER_FIELDS)}
         FROM j""")
     stats = ", ".join(
         f"median({n}) AS {n}_median, avg({n}) AS {n}_mean, stddev_samp({n}) AS {n}_std, "

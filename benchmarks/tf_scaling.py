@@ -34,16 +34,26 @@ def run(features_uri: str | None, epochs: int, batch_size: int, repeats: int) ->
             for name, workers in LAYOUTS:
                 out = os.path.join(tmp, f"{workers}-{repeat}")
                 metrics, _ = train_locally(
-                    TrainingSettings(framework="tensorflow", epochs=epochs, workers=workers,
-                                     batch_size=batch_size, learning_rate=0.003, max_restarts=0),
-                    features_uri=features, model_uri=os.path.join(out, "model"),
-                    logs_uri=os.path.join(out, "logs"), threads_per_worker=1,
+                    TrainingSettings(
+                        framework="tensorflow",
+                        epochs=epochs,
+                        workers=workers,
+                        batch_size=batch_size,
+                        learning_rate=0.003,
+                        max_restarts=0,
+                    ),
+                    features_uri=features,
+                    model_uri=os.path.join(out, "model"),
+                    logs_uri=os.path.join(out, "logs"),
+                    threads_per_worker=1,
                 )
                 figures[name].append(metrics["samples_per_second"])
     best = {name: max(values) for name, values in figures.items()}
     return {
         "benchmark": "tf_scaling",
-        "command": f"python -m benchmarks.tf_scaling --epochs {epochs} --batch-size {batch_size} --repeats {repeats}",
+        "command": (
+            f"python -m benchmarks.tf_scaling --epochs {epochs} --batch-size {batch_size} --repeats {repeats}"
+        ),
         "machine": machine_facts(),
         "global_batch": batch_size,
         "epochs": epochs,

@@ -136,15 +136,14 @@ class FeatureSpec:
             index = {value: i for i, value in enumerate(feature.vocabulary)}
             categorical[:, j] = [index.get(v, feature.oov_index) for v in columns[feature.name]]
         numeric = np.empty((n, len(self.numeric)), dtype=np.float32)
-        for j, feature in enumerate(self.numeric):
-            values = np.array(
-                [np.nan if v is None else v for v in columns[feature.name]], dtype=np.float64
-            )
-            values = np.where(np.isnan(values), feature.impute_value, values)
-            if feature.std == 0.0:
+        for j, numeric_feature in enumerate(self.numeric):
+            raw = columns[numeric_feature.name]
+            values = np.array([np.nan if v is None else v for v in raw], dtype=np.float64)
+            values = np.where(np.isnan(values), numeric_feature.impute_value, values)
+            if numeric_feature.std == 0.0:
                 numeric[:, j] = 0.0
             else:
-                numeric[:, j] = (values - feature.mean) / feature.std
+                numeric[:, j] = (values - numeric_feature.mean) / numeric_feature.std
         return categorical, numeric
 
     def to_dict(self) -> dict[str, Any]:
@@ -152,13 +151,22 @@ class FeatureSpec:
             "format_version": SPEC_FORMAT_VERSION,
             "label": self.label,
             "categorical": [
-                {"name": f.name, "column": f.column, "vocabulary": list(f.vocabulary),
-                 "oov_index": f.oov_index}
+                {
+                    "name": f.name,
+                    "column": f.column,
+                    "vocabulary": list(f.vocabulary),
+                    "oov_index": f.oov_index,
+                }
                 for f in self.categorical
             ],
             "numeric": [
-                {"name": f.name, "column": f.column, "impute_value": f.impute_value,
-                 "mean": f.mean, "std": f.std}
+                {
+                    "name": f.name,
+                    "column": f.column,
+                    "impute_value": f.impute_value,
+                    "mean": f.mean,
+                    "std": f.std,
+                }
                 for f in self.numeric
             ],
             "column_order": [self.label, *self.categorical_columns, *self.numeric_columns],
@@ -170,8 +178,7 @@ class FeatureSpec:
         version = data.get("format_version")
         if version != SPEC_FORMAT_VERSION:
             raise ValueError(
-                f"feature spec format_version {version!r} is not supported "
-                f"(expected {SPEC_FORMAT_VERSION})"
+                f"feature spec format_version {version!r} is not supported (expected {SPEC_FORMAT_VERSION})"
             )
         return cls(
             categorical=tuple(
@@ -179,8 +186,12 @@ class FeatureSpec:
                 for c in data["categorical"]
             ),
             numeric=tuple(
-                NumericFeature(name=n["name"], impute_value=float(n["impute_value"]),
-                               mean=float(n["mean"]), std=float(n["std"]))
+                NumericFeature(
+                    name=n["name"],
+                    impute_value=float(n["impute_value"]),
+                    mean=float(n["mean"]),
+                    std=float(n["std"]),
+                )
                 for n in data["numeric"]
             ),
             label=data.get("label", LABEL_COLUMN),

@@ -29,7 +29,7 @@ def image_for(role: str, registry: str | None = None) -> str:
     return f"{registry}/kfstack-{role}:{__version__}"
 
 
-# Where the Spark image puts the feature job's entry point (images/spark/Dockerfile copies
+# Where the Spark image puts the feature job's entry point (the spark target of images/Dockerfile copies
 # spark_jobs/flights_features/__main__.py there); a SparkApplication's mainApplicationFile.
 SPARK_MAIN_FILE = "local:///opt/kfstack/jobs/flights_features.py"
 

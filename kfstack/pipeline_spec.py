@@ -61,8 +61,9 @@ class LaunchingTask:
     when: tuple[str, ...] = ()
 
 
-def launching_tasks(spec: Mapping[str, Any], parameters: Mapping[str, Any], components: Collection[str],
-                    run_id: str) -> list[LaunchingTask]:
+def launching_tasks(
+    spec: Mapping[str, Any], parameters: Mapping[str, Any], components: Collection[str], run_id: str
+) -> list[LaunchingTask]:
     """The tasks of ``components`` a run with ``parameters`` would execute, in DAG order.
 
     Args:
@@ -94,14 +95,19 @@ class _Walker:
         for name in _topological(dag.get("tasks", {})):
             yield from self.task(name, dag["tasks"][name], scope, when)
 
-    def task(self, name: str, task: Mapping[str, Any], scope: _Scope,
-             when: tuple[str, ...]) -> Iterator[LaunchingTask]:
+    def task(
+        self, name: str, task: Mapping[str, Any], scope: _Scope, when: tuple[str, ...]
+    ) -> Iterator[LaunchingTask]:
         component = self.spec["components"][task["componentRef"]["name"]]
         inputs = task.get("inputs", {})
-        types = {key: d.get("parameterType") for key, d in
-                 component.get("inputDefinitions", {}).get("parameters", {}).items()}
-        parameters = {key: _typed(self.parameter(value, scope, name), types.get(key))
-                      for key, value in inputs.get("parameters", {}).items()}
+        types = {
+            key: d.get("parameterType")
+            for key, d in component.get("inputDefinitions", {}).get("parameters", {}).items()
+        }
+        parameters = {
+            key: _typed(self.parameter(value, scope, name), types.get(key))
+            for key, value in inputs.get("parameters", {}).items()
+        }
         artifacts = {key: self.artifact(value, scope) for key, value in inputs.get("artifacts", {}).items()}
         condition = task.get("triggerPolicy", {}).get("condition")
         if condition:
@@ -117,8 +123,7 @@ class _Walker:
         if function not in self.components:
             return
         outputs = component.get("outputDefinitions", {}).get("artifacts", {})
-        arguments = {**parameters, **artifacts,
-                     **{out: artifact_placeholder(name, out) for out in outputs}}
+        arguments = {**parameters, **artifacts, **{out: artifact_placeholder(name, out) for out in outputs}}
         yield LaunchingTask(task=name, component=function, arguments=arguments, when=when)
 
     def function_of(self, component: Mapping[str, Any]) -> str:
@@ -179,8 +184,11 @@ def _topological(tasks: Mapping[str, Any]) -> list[str]:
     ordered: list[str] = []
     remaining = dict(sorted(tasks.items()))
     while remaining:
-        ready = [n for n, t in remaining.items()
-                 if all(d in ordered or d not in tasks for d in t.get("dependentTasks", []))]
+        ready = [
+            n
+            for n, t in remaining.items()
+            if all(d in ordered or d not in tasks for d in t.get("dependentTasks", []))
+        ]
         if not ready:  # a cycle cannot compile; keep going rather than loop forever
             ready = list(remaining)
         for name in ready:
@@ -191,9 +199,14 @@ def _topological(tasks: Mapping[str, Any]) -> list[str]:
 
 # --- conditions ---------------------------------------------------------------------------------
 
-_OPERATORS = {ast.Eq: lambda a, b: a == b, ast.NotEq: lambda a, b: a != b,
-              ast.Lt: lambda a, b: a < b, ast.LtE: lambda a, b: a <= b,
-              ast.Gt: lambda a, b: a > b, ast.GtE: lambda a, b: a >= b}
+_OPERATORS = {
+    ast.Eq: lambda a, b: a == b,
+    ast.NotEq: lambda a, b: a != b,
+    ast.Lt: lambda a, b: a < b,
+    ast.LtE: lambda a, b: a <= b,
+    ast.Gt: lambda a, b: a > b,
+    ast.GtE: lambda a, b: a >= b,
+}
 _CASTS = {"int": int, "float": float, "str": str, "bool": bool}
 
 
@@ -221,7 +234,7 @@ def _evaluate(node: ast.AST, inputs: Mapping[str, Any]) -> Any:
         return not _evaluate(node.operand, inputs)
     if isinstance(node, ast.Compare):
         left = _evaluate(node.left, inputs)
-        for op, right_node in zip(node.ops, node.comparators):
+        for op, right_node in zip(node.ops, node.comparators, strict=False):
             right = _evaluate(right_node, inputs)
             if not _OPERATORS[type(op)](left, right):
                 return False
@@ -231,8 +244,13 @@ def _evaluate(node: ast.AST, inputs: Mapping[str, Any]) -> Any:
         return node.value
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _CASTS:
         return _CASTS[node.func.id](_evaluate(node.args[0], inputs))
-    if (isinstance(node, ast.Subscript) and isinstance(node.value, ast.Attribute)
-            and node.value.attr == "parameter_values" and isinstance(node.slice, ast.Constant)):
+    if (
+        isinstance(node, ast.Subscript)
+        and isinstance(node.value, ast.Attribute)
+        and node.value.attr == "parameter_values"
+        and isinstance(node.slice, ast.Constant)
+        and isinstance(node.slice.value, str)
+    ):
         value = inputs.get(node.slice.value)
         if isinstance(value, Placeholder):
             raise UndecidedCondition(str(value))

@@ -125,8 +125,10 @@ def artifact_location(platform: str, artifact: Any) -> str:
 
 def locate_artifacts(platform: str, arguments: Mapping[str, Any]) -> dict[str, Any]:
     """``arguments`` with every artifact replaced by its location on ``platform``."""
-    return {name: artifact_location(platform, value) if is_artifact(value) else value
-            for name, value in arguments.items()}
+    return {
+        name: artifact_location(platform, value) if is_artifact(value) else value
+        for name, value in arguments.items()
+    }
 
 
 def run_stage(stage: Stage[Any], arguments: Mapping[str, Any], cluster: Cluster | None = None) -> StageResult:
@@ -152,8 +154,10 @@ def run_stage(stage: Stage[Any], arguments: Mapping[str, Any], cluster: Cluster 
     settings = stage.settings(locate_artifacts(platform, arguments))
     stage.preflight(settings)
     if platform == KUBERNETES:
-        context = RunContext(run_id=arguments.get(RUN_ID_ARGUMENT, ""),
-                             task_name=arguments.get(TASK_NAME_ARGUMENT) or stage.component)
+        context = RunContext(
+            run_id=arguments.get(RUN_ID_ARGUMENT, ""),
+            task_name=arguments.get(TASK_NAME_ARGUMENT) or stage.component,
+        )
         objects = stage.build(settings, context)
         cluster = cluster or Cluster.from_environment(stage.component)
         finished, references = [], []

@@ -95,8 +95,12 @@ def _bound_problems(name: str, value: Any, meta: Mapping[str, Any]) -> list[str]
     problems = []
     if meta.get("choices") is not None and value not in meta["choices"]:
         problems.append(f"{name}={value!r} is not one of {', '.join(map(str, meta['choices']))}")
-    checks = (("ge", ">=", lambda v, b: v >= b), ("gt", ">", lambda v, b: v > b),
-              ("le", "<=", lambda v, b: v <= b), ("lt", "<", lambda v, b: v < b))
+    checks = (
+        ("ge", ">=", lambda v, b: v >= b),
+        ("gt", ">", lambda v, b: v > b),
+        ("le", "<=", lambda v, b: v <= b),
+        ("lt", "<", lambda v, b: v < b),
+    )
     for key, word, ok in checks:
         bound = meta.get(key)
         if bound is not None and not ok(value, bound):
@@ -170,5 +174,8 @@ class Settings:
     @classmethod
     def defaults(cls) -> dict[str, Any]:
         """Argument name -> default of every field that has one (docs, pipeline signatures)."""
-        return {parameter_name(f): f.default for f in dataclasses.fields(cls)  # type: ignore[arg-type]
-                if f.default is not dataclasses.MISSING}
+        return {
+            parameter_name(f): f.default
+            for f in dataclasses.fields(cls)  # type: ignore[arg-type]
+            if f.default is not dataclasses.MISSING
+        }

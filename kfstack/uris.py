@@ -18,7 +18,7 @@ def fsspec_uri(uri: str) -> str:
     """``uri`` with a scheme fsspec can open (``minio://`` -> ``s3://``); others unchanged."""
     for alias, scheme in _ALIASES.items():
         if uri.startswith(alias):
-            return scheme + uri[len(alias):]
+            return scheme + uri[len(alias) :]
     return uri
 
 

@@ -37,8 +37,12 @@ def _on_cluster(task: dsl.PipelineTask, object_store_secret) -> dsl.PipelineTask
     namespace as KFSTACK_NAMESPACE, the object-store keys (to read the jobs' reports)."""
     node_pools.apply_to_task(task, node_pools.get_profile(node_pools.CPU_POOL))
     kubernetes.use_field_path_as_env(task, env_name=NAMESPACE_ENV, field_path=NAMESPACE_FIELD)
-    kubernetes.use_secret_as_env(task, secret_name=object_store_secret,
-                                 secret_key_to_env={key: key for key in OBJECT_STORE_KEYS}, optional=True)
+    kubernetes.use_secret_as_env(
+        task,
+        secret_name=object_store_secret,
+        secret_key_to_env={key: key for key in OBJECT_STORE_KEYS},
+        optional=True,
+    )
     return task
 
 
@@ -128,30 +132,53 @@ def flights_training(
         _on_cluster(checked, object_store_secret)
 
         features_task = flights_features(
-            platform=platform, data_uri=data_uri, num_shards=num_shards,
-            max_quarantine_fraction=max_quarantine_fraction, sample_fraction=sample_fraction,
-            seed=seed, spark_executors=spark_executors, spark_executor_cores=spark_executor_cores,
-            spark_executor_memory=spark_executor_memory, spark_driver_memory=spark_driver_memory,
-            spark_service_account=spark_service_account, object_store_secret=object_store_secret,
-            image_pull_secret=image_pull_secret, spark_timeout_seconds=spark_timeout_seconds,
-            run_id=RUN_ID, task_name=TASK_NAME,
+            platform=platform,
+            data_uri=data_uri,
+            num_shards=num_shards,
+            max_quarantine_fraction=max_quarantine_fraction,
+            sample_fraction=sample_fraction,
+            seed=seed,
+            spark_executors=spark_executors,
+            spark_executor_cores=spark_executor_cores,
+            spark_executor_memory=spark_executor_memory,
+            spark_driver_memory=spark_driver_memory,
+            spark_service_account=spark_service_account,
+            object_store_secret=object_store_secret,
+            image_pull_secret=image_pull_secret,
+            spark_timeout_seconds=spark_timeout_seconds,
+            run_id=RUN_ID,
+            task_name=TASK_NAME,
         ).after(checked)
         _on_cluster(features_task.set_display_name("spark-features"), object_store_secret)
 
         # One training step: the framework is its parameter, so every later stage (evaluation
         # now; tuning, deployment next) appears once in the graph.
         train_task = train_model(
-            platform=platform, features=features_task.outputs["features"], framework=framework,
-            workers=workers, epochs=epochs, batch_size=batch_size, learning_rate=learning_rate,
-            max_restarts=max_restarts, seed=seed, tf_topology=tf_topology,
-            tf_parameter_servers=tf_parameter_servers, elastic_min_workers=elastic_min_workers,
-            elastic_max_workers=elastic_max_workers, gpu_pool=gpu_pool,
-            object_store_secret=object_store_secret, image_pull_secret=image_pull_secret,
-            training_timeout_seconds=training_timeout_seconds, run_id=RUN_ID, task_name=TASK_NAME,
+            platform=platform,
+            features=features_task.outputs["features"],
+            framework=framework,
+            workers=workers,
+            epochs=epochs,
+            batch_size=batch_size,
+            learning_rate=learning_rate,
+            max_restarts=max_restarts,
+            seed=seed,
+            tf_topology=tf_topology,
+            tf_parameter_servers=tf_parameter_servers,
+            elastic_min_workers=elastic_min_workers,
+            elastic_max_workers=elastic_max_workers,
+            gpu_pool=gpu_pool,
+            object_store_secret=object_store_secret,
+            image_pull_secret=image_pull_secret,
+            training_timeout_seconds=training_timeout_seconds,
+            run_id=RUN_ID,
+            task_name=TASK_NAME,
         )
         _on_cluster(train_task.set_display_name("training"), object_store_secret)
 
-        evaluation = evaluate_model(model=train_task.outputs["model"],
-                                    features=features_task.outputs["features"],
-                                    threshold=decision_threshold)
+        evaluation = evaluate_model(
+            model=train_task.outputs["model"],
+            features=features_task.outputs["features"],
+            threshold=decision_threshold,
+        )
         _on_cluster(evaluation.set_display_name("evaluation"), object_store_secret)

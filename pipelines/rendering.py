@@ -96,14 +96,14 @@ def run_parameters(pipeline: str, values: Mapping[str, Any]) -> dict[str, Any]:
     types = parameter_types(pipeline_func)
     unknown = sorted(set(values) - set(types))
     if unknown:
-        raise UsageError(f"{pipeline}: unknown parameter {', '.join(unknown)}; "
-                         f"known: {', '.join(types)}")
+        raise UsageError(f"{pipeline}: unknown parameter {', '.join(unknown)}; known: {', '.join(types)}")
     defaults = {name: spec.default for name, spec in pipeline_func.component_spec.inputs.items()}
     return {**defaults, **{name: convert(name, raw, types[name]) for name, raw in values.items()}}
 
 
-def render(pipeline: str, values: Mapping[str, Any], run_id: str,
-           components_package: str = COMPONENTS_PACKAGE) -> list[RenderedTask]:
+def render(
+    pipeline: str, values: Mapping[str, Any], run_id: str, components_package: str = COMPONENTS_PACKAGE
+) -> list[RenderedTask]:
     """The Kubernetes objects a ``platform=kubernetes`` run of ``pipeline`` would create.
 
     Args:

@@ -103,8 +103,10 @@ def _cmd_list(args: argparse.Namespace) -> int:
 
 def _cmd_run(args: argparse.Namespace) -> int:
     if not args.local:
-        raise UsageError("only --local (the embedded platform) is available; running on a "
-                         "Kubeflow cluster comes with the KFP client commands. Nothing was submitted.")
+        raise UsageError(
+            "only --local (the embedded platform) is available; running on a "
+            "Kubeflow cluster comes with the KFP client commands. Nothing was submitted."
+        )
     arguments = parse_params(args.param, args.name)
     if arguments.get("platform", "local") != "local":
         raise UsageError(f"run --local sets platform=local; drop --param platform={arguments['platform']}")
@@ -143,23 +145,29 @@ def build_parser() -> argparse.ArgumentParser:
 
     p_run = sub.add_parser("run", help="run a pipeline")
     p_run.add_argument("name", nargs="?", default=DEFAULT_PIPELINE, help="pipeline name")
-    p_run.add_argument("--local", action="store_true",
-                       help="run on the embedded platform (kfp.local, no cluster)")
-    p_run.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
-                       help="pipeline parameter (repeatable)")
-    p_run.add_argument("--pipeline-root", default=DEFAULT_PIPELINE_ROOT,
-                       help="directory for the run's artifacts")
+    p_run.add_argument(
+        "--local", action="store_true", help="run on the embedded platform (kfp.local, no cluster)"
+    )
+    p_run.add_argument(
+        "--param", action="append", default=[], metavar="NAME=VALUE", help="pipeline parameter (repeatable)"
+    )
+    p_run.add_argument(
+        "--pipeline-root", default=DEFAULT_PIPELINE_ROOT, help="directory for the run's artifacts"
+    )
     p_run.add_argument("--summary-json", help="also write the run summary as JSON here")
     p_run.set_defaults(func=_cmd_run)
 
     p_render = sub.add_parser(
-        "render", help="write the Kubernetes objects a kubernetes run would create (review, GitOps)")
+        "render", help="write the Kubernetes objects a kubernetes run would create (review, GitOps)"
+    )
     p_render.add_argument("name", nargs="?", default=DEFAULT_PIPELINE, help="pipeline name")
     p_render.add_argument("--out", required=True, help="directory for one YAML file per object")
-    p_render.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
-                          help="pipeline parameter (repeatable)")
-    p_render.add_argument("--run-id", default="render",
-                          help="stands in for the KFP run id in names and labels")
+    p_render.add_argument(
+        "--param", action="append", default=[], metavar="NAME=VALUE", help="pipeline parameter (repeatable)"
+    )
+    p_render.add_argument(
+        "--run-id", default="render", help="stands in for the KFP run id in names and labels"
+    )
     p_render.set_defaults(func=_cmd_render)
     return parser
 
@@ -183,7 +191,7 @@ def main(argv: list[str] | None = None) -> int:
     except KfstackError as err:
         print(f"kfstack {args.command}: {type(err).__name__}: {err}", file=sys.stderr)
         return EXIT_FAILED
-    except Exception:  # noqa: BLE001 - a bug: show everything, still a clean exit code
+    except Exception:
         traceback.print_exc()
         return EXIT_FAILED
 

@@ -168,9 +168,7 @@ class _Tee(io.TextIOBase):
 
 
 @contextlib.contextmanager
-def _record_tasks(
-    records: list[TaskRecord], on_task_done: Callable[[TaskRecord], None]
-) -> Iterator[None]:
+def _record_tasks(records: list[TaskRecord], on_task_done: Callable[[TaskRecord], None]) -> Iterator[None]:
     """Times every task kfp.local runs and keeps its log tail.
 
     kfp.local offers no task-event hook, so this wraps the one function its orchestrators call
@@ -208,7 +206,7 @@ def _record_tasks(
 def _task_name(kwargs: dict[str, Any]) -> str:
     # component_name is "comp-<component>"; strip the prefix for a readable stage name.
     name = kwargs.get("component_name", "task")
-    return name[len("comp-"):] if name.startswith("comp-") else name
+    return name[len("comp-") :] if name.startswith("comp-") else name
 
 
 def _stage_seconds(records: list[TaskRecord]) -> dict[str, float]:
@@ -229,8 +227,7 @@ def _exception_line(log_tail: list[str]) -> str | None:
 
 def _print_progress(record: TaskRecord) -> None:
     mark = "ok" if record.status == "SUCCESS" else record.status
-    print(f"[kfstack] task {record.name}: {mark} in {record.seconds:.1f} s", file=sys.stderr,
-          flush=True)
+    print(f"[kfstack] task {record.name}: {mark} in {record.seconds:.1f} s", file=sys.stderr, flush=True)
 
 
 def run_pipeline_locally(
@@ -278,10 +275,13 @@ def run_pipeline_locally(
     failed = [r for r in records if r.status != "SUCCESS"]
     metrics, artifacts = _collect_outputs(outputs)
     data = {k: metrics[f"data_report.{k}"] for k in DATA_COUNT_KEYS if f"data_report.{k}" in metrics}
-    data.update({
-        k.removeprefix("data_report."): v for k, v in metrics.items()
-        if k.startswith("data_report.quarantined.")
-    })
+    data.update(
+        {
+            k.removeprefix("data_report."): v
+            for k, v in metrics.items()
+            if k.startswith("data_report.quarantined.")
+        }
+    )
     summary = RunSummary(
         pipeline=pipeline_name,
         status="FAILED" if failed or not records else "SUCCEEDED",

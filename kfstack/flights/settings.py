@@ -43,8 +43,10 @@ class SparkPlacement(Placement):
     def check(self) -> list[str]:
         problems = super().check()
         if not self.service_account:
-            problems.append("spark_service_account: the Spark driver needs a service account that "
-                            "may create executor pods")
+            problems.append(
+                "spark_service_account: the Spark driver needs a service account that "
+                "may create executor pods"
+            )
         return problems
 
 
@@ -60,4 +62,5 @@ def check_run(parameters: Mapping[str, Any]) -> None:
     if num_shards < workers:
         raise InvalidParameterError(
             f"num_shards={num_shards} < workers={workers}: every rank must read at least one "
-            f"shard; use num_shards >= workers (a multiple of workers balances best)")
+            f"shard; use num_shards >= workers (a multiple of workers balances best)"
+        )

@@ -38,8 +38,13 @@ from kubernetes import client, config
 from kubernetes.client.rest import ApiException
 
 from kfstack.cancellation import sigterm_raises
-from kfstack.errors import CancelledError, InvalidParameterError, ResourceFailedError, ResourceTimeoutError
-from kfstack.errors import PlatformNotAvailableError
+from kfstack.errors import (
+    CancelledError,
+    InvalidParameterError,
+    PlatformNotAvailableError,
+    ResourceFailedError,
+    ResourceTimeoutError,
+)
 from kfstack.kubernetes import naming
 from kfstack.kubernetes.placement import Placement
 from kfstack.kubernetes.resources import KINDS, Lifecycle, Phase, ResourceKind, kind_of
@@ -68,8 +73,14 @@ class ResourceLauncher:
         sleep, clock: Injected so that tests run fast; the defaults are real time.
     """
 
-    def __init__(self, kind: ResourceKind, namespace: str, api_client: client.ApiClient | None = None,
-                 sleep: Callable[[float], None] = time.sleep, clock: Callable[[], float] = time.monotonic):
+    def __init__(
+        self,
+        kind: ResourceKind,
+        namespace: str,
+        api_client: client.ApiClient | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+        clock: Callable[[], float] = time.monotonic,
+    ):
         self.kind = kind
         self.namespace = namespace
         api_client = api_client or default_api_client()
@@ -81,8 +92,12 @@ class ResourceLauncher:
     # -- API calls -----------------------------------------------------------------------------
 
     def _coordinates(self) -> dict:
-        return {"group": self.kind.group, "version": self.kind.version,
-                "namespace": self.namespace, "plural": self.kind.plural}
+        return {
+            "group": self.kind.group,
+            "version": self.kind.version,
+            "namespace": self.namespace,
+            "plural": self.kind.plural,
+        }
 
     def get(self, name: str) -> dict | None:
         try:
@@ -97,13 +112,15 @@ class ResourceLauncher:
 
     def replace(self, body: dict) -> dict:
         return self.custom.replace_namespaced_custom_object(
-            name=body["metadata"]["name"], body=body, **self._coordinates())
+            name=body["metadata"]["name"], body=body, **self._coordinates()
+        )
 
     def delete(self, name: str) -> bool:
         """Deletes ``name`` and its pods (background propagation); False if it was not there."""
         try:
             self.custom.delete_namespaced_custom_object(
-                name=name, body=client.V1DeleteOptions(propagation_policy="Background"),
+                name=name,
+                body=client.V1DeleteOptions(propagation_policy="Background"),
                 **self._coordinates(),
             )
             return True
@@ -113,7 +130,9 @@ class ResourceLauncher:
             raise
 
     def list(self, label_selector: str) -> list[dict]:
-        listed = self.custom.list_namespaced_custom_object(label_selector=label_selector, **self._coordinates())
+        listed = self.custom.list_namespaced_custom_object(
+            label_selector=label_selector, **self._coordinates()
+        )
         return listed.get("items", [])
 
     def primary_log_tail(self, obj: dict, lines: int = LOG_TAIL_LINES) -> str:
@@ -126,8 +145,9 @@ class ResourceLauncher:
                 if not listed.items:
                     return f"(no pod matches {ref.selector})"
                 name = listed.items[0].metadata.name
-            log = self.core.read_namespaced_pod_log(name, self.namespace, container=ref.container,
-                                                    tail_lines=lines)
+            log = self.core.read_namespaced_pod_log(
+                name, self.namespace, container=ref.container, tail_lines=lines
+            )
             return f"last lines of pod {name}:\n{log.rstrip()}"
         except ApiException as err:
             return f"(the primary pod's log could not be read: {err.status} {err.reason})"
@@ -148,14 +168,20 @@ class ResourceLauncher:
         name = body["metadata"]["name"]
         existing = self.get(name)
         if existing is not None and self.kind.phase(existing) is Phase.FAILED:
-            logger.warning("%s %s failed in an earlier attempt; deleting it to start again",
-                           self.kind.kind, name)
+            logger.warning(
+                "%s %s failed in an earlier attempt; deleting it to start again", self.kind.kind, name
+            )
             self.delete(name)
             self._wait_until_gone(name, timeout_seconds, poll_interval_seconds)
             existing = None
         if existing is not None:
-            logger.info("adopting %s %s/%s (phase %s), created by an earlier attempt",
-                        self.kind.kind, self.namespace, name, self.kind.phase(existing).value)
+            logger.info(
+                "adopting %s %s/%s (phase %s), created by an earlier attempt",
+                self.kind.kind,
+                self.namespace,
+                name,
+                self.kind.phase(existing).value,
+            )
             return existing
         try:
             created = self.create(body)
@@ -164,7 +190,9 @@ class ResourceLauncher:
         except ApiException as err:
             if err.status != 409:
                 raise
-            logger.info("%s %s/%s was created concurrently; adopting it", self.kind.kind, self.namespace, name)
+            logger.info(
+                "%s %s/%s was created concurrently; adopting it", self.kind.kind, self.namespace, name
+            )
             return self.get(name) or body
 
     def _failure(self, obj: dict, headline: str) -> str:
@@ -186,31 +214,11 @@ class ResourceLauncher:
         with sigterm_raises():
             try:
                 obj = self.adopt_or_create(body, poll_interval_seconds, timeout_seconds)
-                last_phase = None
-                while True:
-                    phase = self.kind.phase(obj)
-                    if phase is not last_phase:
-                        logger.info("%s: %s", what, phase.value)
-                        last_phase = phase
-                    if phase is Phase.SUCCEEDED:
-                        return obj
-                    if phase is Phase.FAILED:
-                        raise ResourceFailedError(self._failure(obj, f"{what} failed"))
-                    if self.clock() - started > timeout_seconds:
-                        self.delete(name)
-                        raise ResourceTimeoutError(self._failure(
-                            obj, f"{what} did not finish within {timeout_seconds:.0f}s "
-                                 f"(last phase {phase.value}); it was deleted"))
-                    self.sleep(poll_interval_seconds)
-                    current = self.get(name)
-                    if current is None:
-                        raise ResourceFailedError(f"{what} disappeared while running (deleted by someone else?)")
-                    obj = current
+                return self._wait(obj, started, timeout_seconds, poll_interval_seconds, owned=True)
             except CancelledError:
                 deleted = self.delete(name)
                 logger.warning("cancelled: %s %s", what, "deleted" if deleted else "was already gone")
                 raise
-
 
     def apply(self, body: dict) -> dict:
         """Creates ``body``, or replaces the spec (labels, annotations) of the object there."""
@@ -220,9 +228,17 @@ class ResourceLauncher:
             logger.info("creating %s %s/%s", self.kind.kind, self.namespace, name)
             return self.create(body)
         metadata = existing["metadata"]
-        desired = {**body, "metadata": {**body["metadata"], "resourceVersion": metadata.get("resourceVersion")}}
-        logger.info("updating %s %s/%s (generation %s)", self.kind.kind, self.namespace, name,
-                    metadata.get("generation"))
+        desired = {
+            **body,
+            "metadata": {**body["metadata"], "resourceVersion": metadata.get("resourceVersion")},
+        }
+        logger.info(
+            "updating %s %s/%s (generation %s)",
+            self.kind.kind,
+            self.namespace,
+            name,
+            metadata.get("generation"),
+        )
         return self.replace(desired)
 
     def run_service(self, body: dict, timeout_seconds: float, poll_interval_seconds: float) -> dict:
@@ -236,35 +252,62 @@ class ResourceLauncher:
             CancelledError: SIGTERM arrived; the service is left as it is.
         """
         _check_bounds(timeout_seconds, poll_interval_seconds)
-        name = body["metadata"]["name"]
-        what = f"{self.kind.kind} {self.namespace}/{name}"
         started = self.clock()
         with sigterm_raises():
             obj = self.apply(body)
-            generation = obj["metadata"].get("generation")
-            while True:
-                phase = self.kind.phase(obj)
-                if phase is Phase.SUCCEEDED:
-                    logger.info("%s is ready at generation %s", what, generation)
-                    return obj
-                if phase is Phase.FAILED:
-                    raise ResourceFailedError(self._failure(obj, f"{what} failed; it was left in place"))
-                if self.clock() - started > timeout_seconds:
-                    raise ResourceTimeoutError(self._failure(
-                        obj, f"{what} was not ready at generation {generation} within "
-                             f"{timeout_seconds:.0f}s (phase {phase.value}); it was left in place"))
-                self.sleep(poll_interval_seconds)
-                current = self.get(name)
-                if current is None:
-                    raise ResourceFailedError(f"{what} disappeared while rolling out")
-                obj = current
+            return self._wait(obj, started, timeout_seconds, poll_interval_seconds, owned=False)
+
+    def _wait(
+        self, obj: dict, started: float, timeout_seconds: float, poll_interval_seconds: float, owned: bool
+    ) -> dict:
+        """Polls until the object's phase is Succeeded; returns it.
+
+        Args:
+            owned: A batch job of this run: deleted when the wait times out. Otherwise (a
+                long-lived service) it is left in place.
+
+        Raises:
+            ResourceFailedError: It failed or disappeared (conditions and primary pod log tail).
+            ResourceTimeoutError: Past ``timeout_seconds`` from ``started``.
+        """
+        name = obj["metadata"]["name"]
+        what = f"{self.kind.kind} {self.namespace}/{name}"
+        generation = obj["metadata"].get("generation")
+        left = "it was deleted" if owned else "it was left in place"
+        last_phase = None
+        while True:
+            phase = self.kind.phase(obj)
+            if phase is not last_phase:
+                logger.info("%s: %s (generation %s)", what, phase.value, generation)
+                last_phase = phase
+            if phase is Phase.SUCCEEDED:
+                return obj
+            if phase is Phase.FAILED:
+                raise ResourceFailedError(
+                    self._failure(obj, f"{what} failed" + ("" if owned else f"; {left}"))
+                )
+            if self.clock() - started > timeout_seconds:
+                if owned:
+                    self.delete(name)
+                goal = "finish" if owned else f"become ready at generation {generation}"
+                raise ResourceTimeoutError(
+                    self._failure(
+                        obj,
+                        f"{what} did not {goal} within {timeout_seconds:.0f}s "
+                        f"(last phase {phase.value}); {left}",
+                    )
+                )
+            self.sleep(poll_interval_seconds)
+            current = self.get(name)
+            if current is None:
+                raise ResourceFailedError(f"{what} disappeared while running (deleted by someone else?)")
+            obj = current
 
 
 def _check_bounds(timeout_seconds: float, poll_interval_seconds: float) -> None:
     if timeout_seconds <= 0 or poll_interval_seconds <= 0:
         raise InvalidParameterError(
-            f"timeout_seconds={timeout_seconds} and poll_interval_seconds={poll_interval_seconds} "
-            f"must be > 0"
+            f"timeout_seconds={timeout_seconds} and poll_interval_seconds={poll_interval_seconds} must be > 0"
         )
 
 
@@ -292,7 +335,7 @@ class Cluster:
         """
         try:
             return cls(api_client=default_api_client(), namespace=naming.current_namespace())
-        except Exception as err:  # noqa: BLE001 - any config failure means "no cluster"
+        except Exception as err:
             raise PlatformNotAvailableError(
                 f"{stage}: platform='kubernetes' needs a Kubernetes API: run the pipeline on a "
                 f"Kubeflow cluster, or from a machine with a kubeconfig. Nothing was submitted. "
@@ -304,8 +347,9 @@ class Cluster:
         return ResourceLauncher(kind, self.namespace, self.api_client, sleep=self.sleep, clock=self.clock)
 
 
-def launch(body: dict, placement: Placement, cluster: Cluster,
-           kinds: dict[str, ResourceKind] | None = None) -> tuple[dict, dict]:
+def launch(
+    body: dict, placement: Placement, cluster: Cluster, kinds: dict[str, ResourceKind] | None = None
+) -> tuple[dict, dict]:
     """Runs ``body`` in the cluster's namespace by its kind's lifecycle.
 
     Args:
@@ -325,13 +369,15 @@ def launch(body: dict, placement: Placement, cluster: Cluster,
     body = {**body, "metadata": {**body["metadata"], "namespace": cluster.namespace}}
     launcher = cluster.launcher(kind)
     run = launcher.run_service if kind.lifecycle is Lifecycle.SERVICE else launcher.run
-    final = run(body, timeout_seconds=placement.timeout_seconds,
-                poll_interval_seconds=placement.poll_interval_seconds)
+    final = run(
+        body, timeout_seconds=placement.timeout_seconds, poll_interval_seconds=placement.poll_interval_seconds
+    )
     return final, resource_reference(kind, final)
 
 
-def delete_run_resources(run_id: str, cluster: Cluster,
-                         kinds: Iterable[ResourceKind] = KINDS.values()) -> list[str]:
+def delete_run_resources(
+    run_id: str, cluster: Cluster, kinds: Iterable[ResourceKind] = KINDS.values()
+) -> list[str]:
     """Deletes every unfinished batch job of ``kinds`` that run ``run_id`` created.
 
     Long-lived services are never deleted here: they outlive the run that applied them.

@@ -35,7 +35,9 @@ def resource_name(prefix: str, run_id: str, task_name: str) -> str:
         InvalidParameterError: ``prefix`` is not a short DNS label, or ``run_id`` is empty.
     """
     if not _PREFIX.match(prefix):
-        raise InvalidParameterError(f"resource name prefix {prefix!r} must be a DNS label of <= 40 characters")
+        raise InvalidParameterError(
+            f"resource name prefix {prefix!r} must be a DNS label of <= 40 characters"
+        )
     if not run_id:
         raise InvalidParameterError("the pipeline run id is empty: names would not be unique per run")
     digest = hashlib.sha256(f"{run_id}/{task_name}".encode()).hexdigest()[:12]
@@ -106,7 +108,7 @@ def current_namespace(
         namespace = (context or {}).get("context", {}).get("namespace")
         if namespace:
             return namespace
-    except Exception:  # noqa: BLE001 - no kubeconfig is an expected case, reported below
+    except Exception:
         pass
     raise InvalidParameterError(
         f"cannot tell which namespace to use: set {NAMESPACE_ENV}, run in a pod, or set a "

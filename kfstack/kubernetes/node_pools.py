@@ -150,7 +150,9 @@ def load_profiles(path: str | None = None) -> dict[str, NodePoolProfile]:
     profiles = document.get("profiles")
     if not isinstance(profiles, dict) or not profiles:
         raise InvalidParameterError(f"{path}: expected a non-empty 'profiles' mapping")
-    spot_tolerations = [_toleration(t, f"{path} spot_tolerations") for t in document.get("spot_tolerations") or []]
+    spot_tolerations = [
+        _toleration(t, f"{path} spot_tolerations") for t in document.get("spot_tolerations") or []
+    ]
     return {name: _profile(name, raw, spot_tolerations) for name, raw in profiles.items()}
 
 

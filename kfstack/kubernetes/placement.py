@@ -44,9 +44,11 @@ class Placement(Settings):
             return []
         known = node_pools.load_profiles()
         if self.node_pool not in known:
-            return [f"{self.argument('node_pool')}={self.node_pool!r} is not a node pool; the profile "
-                    f"file ({node_pools.profiles_path()}) defines: "
-                    f"{', '.join(sorted(known))}"]
+            return [
+                f"{self.argument('node_pool')}={self.node_pool!r} is not a node pool; the profile "
+                f"file ({node_pools.profiles_path()}) defines: "
+                f"{', '.join(sorted(known))}"
+            ]
         return []
 
     @property

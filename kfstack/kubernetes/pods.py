@@ -102,7 +102,9 @@ def scratch_volumes(profile: NodePoolProfile) -> tuple[list[client.V1Volume], li
     volumes = [client.V1Volume(name=SCRATCH_VOLUME, empty_dir=client.V1EmptyDirVolumeSource())]
     mounts = [client.V1VolumeMount(name=SCRATCH_VOLUME, mount_path=SCRATCH_PATH)]
     if profile.gpu:
-        volumes.append(client.V1Volume(name=SHM_VOLUME, empty_dir=client.V1EmptyDirVolumeSource(medium="Memory")))
+        volumes.append(
+            client.V1Volume(name=SHM_VOLUME, empty_dir=client.V1EmptyDirVolumeSource(medium="Memory"))
+        )
         mounts.append(client.V1VolumeMount(name=SHM_VOLUME, mount_path=SHM_PATH))
     return volumes, mounts
 
@@ -152,10 +154,16 @@ def job_pod_template(
         volume_mounts=mounts,
     )
     settings = profile.pod_settings()
-    tolerations = [client.V1Toleration(
-        key=t.get("key"), operator=t.get("operator"), value=t.get("value"), effect=t.get("effect"),
-        toleration_seconds=t.get("tolerationSeconds"),
-    ) for t in settings["tolerations"]]
+    tolerations = [
+        client.V1Toleration(
+            key=t.get("key"),
+            operator=t.get("operator"),
+            value=t.get("value"),
+            effect=t.get("effect"),
+            toleration_seconds=t.get("tolerationSeconds"),
+        )
+        for t in settings["tolerations"]
+    ]
     return client.V1PodTemplateSpec(
         metadata=client.V1ObjectMeta(labels=dict(labels)),
         spec=client.V1PodSpec(

@@ -61,6 +61,7 @@ class ResourceKind:
 
 # --- training-operator jobs (PyTorchJob, TFJob) ----------------------------------------------
 
+
 def _conditions(obj: dict) -> list[dict]:
     return (obj.get("status") or {}).get("conditions") or []
 
@@ -91,27 +92,34 @@ def _training_primary_pod(container: str) -> Callable[[dict], PodRef]:
     def primary(obj: dict) -> PodRef:
         name = obj["metadata"]["name"]
         spec = obj.get("spec") or {}
-        replica_types = set((spec.get("pytorchReplicaSpecs") or spec.get("tfReplicaSpecs") or {}))
+        replica_types = set(spec.get("pytorchReplicaSpecs") or spec.get("tfReplicaSpecs") or {})
         # The replica that owns the job's outcome, in the operator's lower-case label values.
         role = next((r for r in ("Master", "Chief") if r in replica_types), "Worker").lower()
-        selector = (f"training.kubeflow.org/job-name={name},"
-                    f"training.kubeflow.org/replica-type={role},"
-                    f"training.kubeflow.org/replica-index=0")
+        selector = (
+            f"training.kubeflow.org/job-name={name},"
+            f"training.kubeflow.org/replica-type={role},"
+            f"training.kubeflow.org/replica-index=0"
+        )
         return PodRef(name=None, selector=selector, container=container)
 
     return primary
 
 
-PYTORCHJOB = ResourceKind(
-    kind="PyTorchJob", group="kubeflow.org", version="v1", plural="pytorchjobs",
-    phase=training_job_phase, describe=describe_training_job,
-    primary_pod=_training_primary_pod("pytorch"),
-)
-TFJOB = ResourceKind(
-    kind="TFJob", group="kubeflow.org", version="v1", plural="tfjobs",
-    phase=training_job_phase, describe=describe_training_job,
-    primary_pod=_training_primary_pod("tensorflow"),
-)
+def _training_operator_kind(kind: str, container: str) -> ResourceKind:
+    """A training-operator v1 job: its status conditions and its primary replica's pod."""
+    return ResourceKind(
+        kind=kind,
+        group="kubeflow.org",
+        version="v1",
+        plural=f"{kind.lower()}s",
+        phase=training_job_phase,
+        describe=describe_training_job,
+        primary_pod=_training_primary_pod(container),
+    )
+
+
+PYTORCHJOB = _training_operator_kind("PyTorchJob", "pytorch")
+TFJOB = _training_operator_kind("TFJob", "tensorflow")
 
 
 # --- SparkApplication -------------------------------------------------------------------------
@@ -151,12 +159,17 @@ def _spark_primary_pod(obj: dict) -> PodRef:
 
 
 SPARK_APPLICATION = ResourceKind(
-    kind="SparkApplication", group="sparkoperator.k8s.io", version="v1beta2",
-    plural="sparkapplications", phase=spark_phase, describe=describe_spark,
+    kind="SparkApplication",
+    group="sparkoperator.k8s.io",
+    version="v1beta2",
+    plural="sparkapplications",
+    phase=spark_phase,
+    describe=describe_spark,
     primary_pod=_spark_primary_pod,
 )
 
 # --- long-lived services -----------------------------------------------------------------------
+
 
 def service_phase(obj: dict) -> Phase:
     """Ready at the generation last applied: ``status.observedGeneration`` has caught up with

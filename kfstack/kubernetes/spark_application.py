@@ -49,9 +49,14 @@ class SparkResources(Settings):
     executor_memory: str = setting("4g", parameter="spark_executor_memory")
 
     def check(self) -> list[str]:
-        return [problem for name, value in (("spark_driver_memory", self.driver_memory),
-                                            ("spark_executor_memory", self.executor_memory))
-                if (problem := _memory_problem(name, value))]
+        return [
+            problem
+            for name, value in (
+                ("spark_driver_memory", self.driver_memory),
+                ("spark_executor_memory", self.executor_memory),
+            )
+            if (problem := _memory_problem(name, value))
+        ]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -135,10 +140,14 @@ def build_spark_application(request: SparkApplicationRequest) -> dict:
     validate_request(request)
     volumes, _ = pods.scratch_volumes(request.profile)
     sizes = request.resources
-    driver = {**_role(request, sizes.driver_cores, sizes.driver_memory),
-              "serviceAccount": request.service_account}
-    executor = {**_role(request, sizes.executor_cores, sizes.executor_memory),
-                "instances": sizes.executor_instances}
+    driver = {
+        **_role(request, sizes.driver_cores, sizes.driver_memory),
+        "serviceAccount": request.service_account,
+    }
+    executor = {
+        **_role(request, sizes.executor_cores, sizes.executor_memory),
+        "instances": sizes.executor_instances,
+    }
     spec = {
         "type": "Python",
         "pythonVersion": "3",
@@ -161,6 +170,7 @@ def build_spark_application(request: SparkApplicationRequest) -> dict:
     pull = request.secrets.image_pull_secrets()
     if pull:
         spec["imagePullSecrets"] = [ref.name for ref in pull]
-    metadata = pods.to_dict(client.V1ObjectMeta(name=request.name, namespace=request.namespace,
-                                                labels=dict(request.labels)))
+    metadata = pods.to_dict(
+        client.V1ObjectMeta(name=request.name, namespace=request.namespace, labels=dict(request.labels))
+    )
     return {"apiVersion": API_VERSION, "kind": KIND, "metadata": metadata, "spec": spec}

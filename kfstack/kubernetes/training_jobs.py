@@ -134,15 +134,26 @@ def _metadata(request: TrainingJobRequest):
     )
 
 
-def _replica(request: TrainingJobRequest, replicas: int, container: str, command: list[str],
-             profile: NodePoolProfile | None = None) -> models.KubeflowOrgV1ReplicaSpec:
+def _replica(
+    request: TrainingJobRequest,
+    replicas: int,
+    container: str,
+    command: list[str],
+    profile: NodePoolProfile | None = None,
+) -> models.KubeflowOrgV1ReplicaSpec:
     profile = profile or request.profile
     template = pods.job_pod_template(
-        container_name=container, image=request.image, command=command, profile=profile,
-        secrets=request.secrets, labels=request.labels,
+        container_name=container,
+        image=request.image,
+        command=command,
+        profile=profile,
+        secrets=request.secrets,
+        labels=request.labels,
     )
     return models.KubeflowOrgV1ReplicaSpec(
-        replicas=replicas, restart_policy=_restart_policy(request.profile), template=template,
+        replicas=replicas,
+        restart_policy=_restart_policy(request.profile),
+        template=template,
     )
 
 
@@ -169,7 +180,9 @@ def build_pytorchjob(request: TrainingJobRequest) -> dict:
         command = ["python", "-m", request.module, *request.args]
         replica_specs[training.REPLICA_TYPE_MASTER] = _replica(request, 1, container, command)
         if request.workers > 1:
-            replica_specs[training.REPLICA_TYPE_WORKER] = _replica(request, request.workers - 1, container, command)
+            replica_specs[training.REPLICA_TYPE_WORKER] = _replica(
+                request, request.workers - 1, container, command
+            )
     job = models.KubeflowOrgV1PyTorchJob(
         api_version=training.API_VERSION,
         kind=PYTORCHJOB,
@@ -206,7 +219,11 @@ def build_tfjob(request: TrainingJobRequest) -> dict:
         replica_specs[training.REPLICA_TYPE_WORKER] = _replica(request, request.workers, container, command)
         ps_profile = dataclasses.replace(request.profile, accelerator=None)
         replica_specs[training.REPLICA_TYPE_PS] = _replica(
-            request, request.parameter_servers, container, command, profile=ps_profile,
+            request,
+            request.parameter_servers,
+            container,
+            command,
+            profile=ps_profile,
         )
     else:
         replica_specs[training.REPLICA_TYPE_WORKER] = _replica(request, request.workers, container, command)

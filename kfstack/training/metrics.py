@@ -56,8 +56,9 @@ def roc_curve(
 ) -> tuple[list[float], list[float], list[float]]:
     """(fpr, tpr, thresholds), at most ``max_points`` points, all finite (KFP's UI needs that).
 
-    Thresholds are observed scores (quantiles of them when there are many), from high to low; the first point is (0, 0) at threshold
-    1.0 (nothing predicted positive), the last predicts every row positive (1, 1).
+    Thresholds are observed scores (quantiles of them when there are many), from high to low;
+    the first point is (0, 0) at threshold 1.0 (nothing predicted positive), the last predicts
+    every row positive (1, 1).
 
     Args:
         labels: 0/1 per row.

@@ -117,9 +117,16 @@ def default_threads(processes: int) -> int:
     return max(1, (os.cpu_count() or 1) // max(1, processes))
 
 
-def _pump(process: subprocess.Popen, rank: int, log_path: str, tail: collections.deque,
-          out: TextIO, ended_at: list[float]) -> None:
+def _pump(
+    process: subprocess.Popen,
+    rank: int,
+    log_path: str,
+    tail: collections.deque,
+    out: TextIO,
+    ended_at: list[float],
+) -> None:
     prefix = f"[rank {rank}] "
+    assert process.stdout is not None  # started with stdout=PIPE
     with open(log_path, "w", encoding="utf-8") as log:
         for line in process.stdout:
             log.write(line)
@@ -247,7 +254,8 @@ def run_process_group(
                         failed = _first_failure(running)
                         break
                     if all(c == 0 for c in codes) or (
-                            done_when_exits is not None and codes[done_when_exits] == 0):
+                        done_when_exits is not None and codes[done_when_exits] == 0
+                    ):
                         break
                     time.sleep(poll_seconds)
             finally:
@@ -265,6 +273,10 @@ def run_process_group(
                 f"({failed.log_path}):\n{tail}"
             )
         logger.warning(
-            "attempt %d: %s failed (%s); restarting the group from the latest checkpoint "
-            "(restart %d of %d)", attempt, failed.replica.label, reason, attempt, max_restarts,
+            "attempt %d: %s failed (%s); restarting the group from the latest checkpoint (restart %d of %d)",
+            attempt,
+            failed.replica.label,
+            reason,
+            attempt,
+            max_restarts,
         )

@@ -69,16 +69,21 @@ class TrainingSettings(Settings):
     def check(self) -> list[str]:
         problems = []
         if self.concrete("batch_size", "workers") and self.batch_size < self.workers:
-            problems.append(f"batch_size={self.batch_size} must be >= workers={self.workers} "
-                            f"(it is the global batch, split over the workers)")
+            problems.append(
+                f"batch_size={self.batch_size} must be >= workers={self.workers} "
+                f"(it is the global batch, split over the workers)"
+            )
         if self.elastic and self.concrete("elastic_min_workers", "elastic_max_workers", "workers"):
             if self.framework != PYTORCH:
-                problems.append("elastic_min_workers/elastic_max_workers: elastic training is a "
-                                "PyTorch feature; set both to 0 for tensorflow")
+                problems.append(
+                    "elastic_min_workers/elastic_max_workers: elastic training is a "
+                    "PyTorch feature; set both to 0 for tensorflow"
+                )
             elif not 1 <= self.elastic_min_workers <= self.workers <= self.elastic_max_workers:
                 problems.append(
                     f"elastic training needs 1 <= elastic_min_workers ({self.elastic_min_workers}) "
-                    f"<= workers ({self.workers}) <= elastic_max_workers ({self.elastic_max_workers})")
+                    f"<= workers ({self.workers}) <= elastic_max_workers ({self.elastic_max_workers})"
+                )
         return problems
 
     @property
@@ -88,10 +93,20 @@ class TrainingSettings(Settings):
     def trainer_argv(self, *, features_uri: str, model_uri: str, checkpoint_uri: str) -> list[str]:
         """The trainer's command line (the same for local processes, pods and Katib trials)."""
         return [
-            "--features-uri", features_uri, "--model-uri", model_uri,
-            "--checkpoint-uri", checkpoint_uri, "--epochs", str(self.epochs),
-            "--batch-size", str(self.batch_size), "--learning-rate", str(self.learning_rate),
-            "--seed", str(self.seed),
+            "--features-uri",
+            features_uri,
+            "--model-uri",
+            model_uri,
+            "--checkpoint-uri",
+            checkpoint_uri,
+            "--epochs",
+            str(self.epochs),
+            "--batch-size",
+            str(self.batch_size),
+            "--learning-rate",
+            str(self.learning_rate),
+            "--seed",
+            str(self.seed),
         ]
 
 
@@ -115,7 +130,11 @@ def parse_trainer_args(argv: list[str] | None, prog: str) -> argparse.Namespace:
     parser.add_argument("--learning-rate", type=float, default=defaults.learning_rate)
     parser.add_argument("--seed", type=int, default=defaults.seed)
     args = parser.parse_args(argv)
-    TrainingSettings(epochs=args.epochs, batch_size=args.batch_size, learning_rate=args.learning_rate,
-                     seed=args.seed, workers=1)
+    TrainingSettings(
+        epochs=args.epochs,
+        batch_size=args.batch_size,
+        learning_rate=args.learning_rate,
+        seed=args.seed,
+        workers=1,
+    )
     return args
-

@@ -90,11 +90,15 @@ def rows_per_rank(split_uri: str, world_size: int) -> list[int]:
     a step count without a collective.
     """
     all_shards = list_shards(split_uri)
-    counts = dict(zip(all_shards, shard_rows(all_shards)))
-    return [sum(counts[s] for s in shards_for_rank(all_shards, rank, world_size)) for rank in range(world_size)]
+    counts = dict(zip(all_shards, shard_rows(all_shards), strict=False))
+    return [
+        sum(counts[s] for s in shards_for_rank(all_shards, rank, world_size)) for rank in range(world_size)
+    ]
 
 
-def read_split(spec, split_uri: str, rank: int = 0, world_size: int = 1) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def read_split(
+    spec, split_uri: str, rank: int = 0, world_size: int = 1
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The model inputs of rank ``rank``'s shards of a split (all shards for rank 0 of 1).
 
     Args:

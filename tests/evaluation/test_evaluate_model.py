@@ -5,9 +5,9 @@ import pytest
 
 from kfstack.components.evaluation.evaluate_model.core import evaluate_model, score
 from kfstack.components.training.train_model.stage import train_locally
-from kfstack.training.settings import TrainingSettings
 from kfstack.errors import InvalidParameterError
 from kfstack.training import metrics as metric_fns
+from kfstack.training.settings import TrainingSettings
 
 
 @pytest.fixture(scope="module")
@@ -18,7 +18,9 @@ def trained(tmp_path_factory):
     features = make_feature_dir(root / "features", rows=3000, shards=1, seed=3)
     train_locally(
         TrainingSettings(epochs=2, workers=1, batch_size=128, learning_rate=0.01, max_restarts=0),
-        features_uri=features, model_uri=str(root / "model"), logs_uri=str(root / "logs"),
+        features_uri=features,
+        model_uri=str(root / "model"),
+        logs_uri=str(root / "logs"),
         threads_per_worker=1,
     )
     return str(root / "model"), features
@@ -32,7 +34,7 @@ def test_metrics_agree_with_the_scored_test_split(trained):
     assert result.metrics["auc"] == pytest.approx(metric_fns.roc_auc(labels, probabilities))
     assert result.metrics["auc"] > 0.75
     assert sum(map(sum, result.confusion_matrix)) == 750
-    (tn, fp), (fn, tp) = result.confusion_matrix
+    (tn, _fp), (_fn, tp) = result.confusion_matrix
     assert result.metrics["accuracy"] == pytest.approx((tn + tp) / 750)
     assert result.metrics["positive_rate"] == pytest.approx(np.mean(labels))
     assert result.confusion_labels == ("on_time", "delayed")

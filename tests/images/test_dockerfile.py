@@ -37,13 +37,23 @@ ROLE_EXTRAS = {
 ROLE_EXTRA_REQUIREMENTS = {"tf-trainer": {"tensorflow", "tf2onnx"}}
 # Which framework an extra or a requirement brings; a role may bring only its own.
 FRAMEWORK_OF = {
-    "spark": "spark", "pyspark": "spark",
+    "spark": "spark",
+    "pyspark": "spark",
     "torch": "torch",
-    "tf": "tf", "tensorflow": "tf", "tensorflow-cpu": "tf", "tf2onnx": "tf",
-    "serve": "serve", "kserve": "serve",
+    "tf": "tf",
+    "tensorflow": "tf",
+    "tensorflow-cpu": "tf",
+    "tf2onnx": "tf",
+    "serve": "serve",
+    "kserve": "serve",
 }
-ROLE_FRAMEWORK = {"launcher": set(), "spark": {"spark"}, "torch-trainer": {"torch"},
-                  "tf-trainer": {"tf"}, "predictor": {"serve"}}
+ROLE_FRAMEWORK = {
+    "launcher": set(),
+    "spark": {"spark"},
+    "torch-trainer": {"torch"},
+    "tf-trainer": {"tf"},
+    "predictor": {"serve"},
+}
 SPARK_ENTRYPOINT_SCRIPT = "images/spark-entrypoint.sh"
 # The effective ENTRYPOINT of each role; None: none set, the python image's own applies.
 ROLE_ENTRYPOINT = {
@@ -61,6 +71,7 @@ REQUIREMENT_RE = re.compile(r"^(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)(?:\[[^\]]*\]
 
 
 # --- the parser ---------------------------------------------------------------------------------
+
 
 @dataclasses.dataclass
 class Instruction:
@@ -138,8 +149,9 @@ def parse_dockerfile(text: str) -> Dockerfile:
         comments.clear()
         if keyword == "FROM":
             words = rest.split()
-            assert len(words) in (1, 3) and (len(words) == 1 or words[1].upper() == "AS"), \
+            assert len(words) in (1, 3) and (len(words) == 1 or words[1].upper() == "AS"), (
                 f"line {line}: FROM {rest!r}"
+            )
             stages.append(Stage(words[0], words[2].lower() if len(words) == 3 else None, inst, []))
         elif not stages:
             assert keyword == "ARG", f"line {line}: only ARG may come before the first FROM"
@@ -205,7 +217,7 @@ def pip_installs(inst: Instruction) -> list[list[str]]:
     for words in commands:
         for i in range(len(words) - 1):
             if words[i].endswith("pip") and words[i + 1] == "install":
-                found.append(words[i + 2:])
+                found.append(words[i + 2 :])
     return found
 
 
@@ -247,6 +259,7 @@ def role_install(dockerfile: Dockerfile, role: str) -> tuple[Instruction, str, s
 
 # --- the parser itself --------------------------------------------------------------------------
 
+
 def test_the_parser_reads_continuations_comments_args_stages_and_flags():
     parsed = parse_dockerfile(
         "# syntax=example/frontend:1\n"
@@ -280,10 +293,14 @@ def test_the_parser_reads_continuations_comments_args_stages_and_flags():
 
 
 def test_the_install_and_host_helpers_see_what_they_look_for():
-    run = parse_dockerfile(
-        'FROM x\nRUN --mount=type=bind,from=wheel,source=/w,target=/w \\\n'
-        '    true && /v/bin/pip install --no-cache-dir "$(ls /w/kfstack-*.whl)[a,b]" "t[x]==1"\n'
-    ).stages[0].instructions[0]
+    run = (
+        parse_dockerfile(
+            "FROM x\nRUN --mount=type=bind,from=wheel,source=/w,target=/w \\\n"
+            '    true && /v/bin/pip install --no-cache-dir "$(ls /w/kfstack-*.whl)[a,b]" "t[x]==1"\n'
+        )
+        .stages[0]
+        .instructions[0]
+    )
     assert mount_options(run) == [{"type": "bind", "from": "wheel", "source": "/w", "target": "/w"}]
     (args,) = pip_installs(run)
     assert wheel_install(args) == ("/w", {"a", "b"})
@@ -293,6 +310,7 @@ def test_the_install_and_host_helpers_see_what_they_look_for():
 
 
 # --- images/Dockerfile --------------------------------------------------------------------------
+
 
 def test_every_role_is_a_target_and_the_other_stages_are_the_shared_ones(dockerfile):
     names = [s.name for s in dockerfile.stages]
@@ -306,8 +324,11 @@ def test_the_wheel_stage_builds_the_repository_wheel(dockerfile):
     stage = dockerfile.stage(WHEEL_STAGE)
     copied = {word for i in stage.instructions if i.keyword == "COPY" for word in i.args.split()[:-1]}
     setup = ast.parse((REPO_ROOT / "setup.py").read_text())
-    (folders,) = [ast.literal_eval(node.value) for node in ast.walk(setup) if isinstance(node, ast.Assign)
-                  and getattr(node.targets[0], "id", "") == "FOLDER_TO_PACKAGE"]
+    (folders,) = [
+        ast.literal_eval(node.value)
+        for node in ast.walk(setup)
+        if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") == "FOLDER_TO_PACKAGE"
+    ]
     assert {"pyproject.toml", "setup.py", "README.md", *folders} <= copied
     (run,) = [i for i in stage.instructions if i.keyword == "RUN"]
     words = shlex.split(run.args)
@@ -343,12 +364,16 @@ def test_every_role_installs_the_wheel_from_the_wheel_stage(dockerfile, role):
     (run,) = [i for i in dockerfile.stage(WHEEL_STAGE).instructions if i.keyword == "RUN"]
     built = shlex.split(run.args)[shlex.split(run.args).index("--wheel-dir") + 1]
     mounted = [m for m in mount_options(inst) if m.get("from") == WHEEL_STAGE]
-    copied = [i for i in dockerfile.image_instructions(role)
-              if i.keyword == "COPY" and i.flag("from") == [WHEEL_STAGE]]
-    assert (
-        any((m.get("type"), m.get("source"), m.get("target")) == ("bind", built, wheel_dir) for m in mounted)
-        or any(i.args.split() == [built, wheel_dir] for i in copied)
-    ), f"{role}: the wheel in {wheel_dir} does not come from the {WHEEL_STAGE!r} stage"
+    copied = [
+        i
+        for i in dockerfile.image_instructions(role)
+        if i.keyword == "COPY" and i.flag("from") == [WHEEL_STAGE]
+    ]
+    assert any(
+        (m.get("type"), m.get("source"), m.get("target")) == ("bind", built, wheel_dir) for m in mounted
+    ) or any(i.args.split() == [built, wheel_dir] for i in copied), (
+        f"{role}: the wheel in {wheel_dir} does not come from the {WHEEL_STAGE!r} stage"
+    )
 
 
 @pytest.mark.parametrize("role", images.ROLES)
@@ -414,8 +439,9 @@ def test_no_registry_or_host_is_hard_coded_outside_the_base_image_args(dockerfil
     assert set(dockerfile.global_args) <= BASE_IMAGE_ARGS
     for stage in dockerfile.stages:
         base = re.fullmatch(r"\$\{(\w+)\}", stage.base)
-        assert stage.base.lower() in stage_names or (base and base.group(1) in dockerfile.global_args), \
+        assert stage.base.lower() in stage_names or (base and base.group(1) in dockerfile.global_args), (
             f"line {stage.from_line.line}: FROM {stage.base} is neither a stage nor a base image ARG"
+        )
         for inst in stage.instructions:
             text = " ".join([*(f"--{k}={v}" for k, v in inst.flags), inst.args])
             assert not HOST_RE.search(text), f"line {inst.line}: {inst.keyword} {text}"

@@ -11,35 +11,43 @@ NAMESPACE = "team-ml"
 
 
 def training_request(profile: str = "h100", workers: int = 3, **overrides) -> TrainingJobRequest:
-    fields = dict(
-        name=naming.resource_name("kfs-train", RUN_ID, "train-pytorch"),
-        labels=naming.run_labels(RUN_ID, "train-pytorch"),
-        image="registry.example/kfstack-torch-trainer:0.0.0",
-        module="kfstack.components.training.train_model.pytorch.trainer",
-        args=["--features-uri", "s3://bucket/features", "--model-uri", "s3://bucket/model",
-              "--checkpoint-uri", "s3://bucket/ckpt", "--epochs", "4"],
-        workers=workers,
-        profile=node_pools.get_profile(profile),
-        secrets=pods.SecretRefs(object_store="kfstack-object-store", image_pull="regcred"),
-        checkpoint_uri="s3://bucket/ckpt",
-        max_restarts=3,
-        active_deadline_seconds=7200,
-    )
+    fields = {
+        "name": naming.resource_name("kfs-train", RUN_ID, "train-pytorch"),
+        "labels": naming.run_labels(RUN_ID, "train-pytorch"),
+        "image": "registry.example/kfstack-torch-trainer:0.0.0",
+        "module": "kfstack.components.training.train_model.pytorch.trainer",
+        "args": [
+            "--features-uri",
+            "s3://bucket/features",
+            "--model-uri",
+            "s3://bucket/model",
+            "--checkpoint-uri",
+            "s3://bucket/ckpt",
+            "--epochs",
+            "4",
+        ],
+        "workers": workers,
+        "profile": node_pools.get_profile(profile),
+        "secrets": pods.SecretRefs(object_store="kfstack-object-store", image_pull="regcred"),
+        "checkpoint_uri": "s3://bucket/ckpt",
+        "max_restarts": 3,
+        "active_deadline_seconds": 7200,
+    }
     fields.update(overrides)
     return TrainingJobRequest(**fields)
 
 
 def spark_request(**overrides) -> SparkApplicationRequest:
-    fields = dict(
-        name=naming.resource_name("kfs-features", RUN_ID, "flights-features"),
-        labels=naming.run_labels(RUN_ID, "flights-features"),
-        image="registry.example/kfstack-spark:0.0.0",
-        main_file="local:///opt/kfstack/jobs/flights_features.py",
-        arguments=["--output-uri", "s3://bucket/features", "--quarantine-uri", "s3://bucket/q"],
-        profile=node_pools.get_profile("cpu"),
-        secrets=pods.SecretRefs(object_store="kfstack-object-store"),
-        service_account="kfstack-spark",
-    )
+    fields = {
+        "name": naming.resource_name("kfs-features", RUN_ID, "flights-features"),
+        "labels": naming.run_labels(RUN_ID, "flights-features"),
+        "image": "registry.example/kfstack-spark:0.0.0",
+        "main_file": "local:///opt/kfstack/jobs/flights_features.py",
+        "arguments": ["--output-uri", "s3://bucket/features", "--quarantine-uri", "s3://bucket/q"],
+        "profile": node_pools.get_profile("cpu"),
+        "secrets": pods.SecretRefs(object_store="kfstack-object-store"),
+        "service_account": "kfstack-spark",
+    }
     fields.update(overrides)
     return SparkApplicationRequest(**fields)
 

@@ -20,7 +20,9 @@ from collections.abc import Callable
 
 from kubernetes import client
 
-_CUSTOM = re.compile(r"^/apis/(?P<group>[^/]+)/(?P<version>[^/]+)/namespaces/(?P<ns>[^/]+)/(?P<plural>[^/]+)(?:/(?P<name>[^/]+))?$")
+_CUSTOM = re.compile(
+    r"^/apis/(?P<group>[^/]+)/(?P<version>[^/]+)/namespaces/(?P<ns>[^/]+)/(?P<plural>[^/]+)(?:/(?P<name>[^/]+))?$"
+)
 _PODS = re.compile(r"^/api/v1/namespaces/(?P<ns>[^/]+)/pods(?:/(?P<name>[^/]+)/log)?$")
 
 
@@ -125,8 +127,17 @@ class FakeKubernetesApi:
                 self.wfile.write(data)
 
             def _status(self, code: int, reason: str, message: str) -> None:
-                self._reply(code, {"kind": "Status", "apiVersion": "v1", "status": "Failure",
-                                   "reason": reason, "message": message, "code": code})
+                self._reply(
+                    code,
+                    {
+                        "kind": "Status",
+                        "apiVersion": "v1",
+                        "status": "Failure",
+                        "reason": reason,
+                        "message": message,
+                        "code": code,
+                    },
+                )
 
             def _route(self, method: str) -> None:
                 parsed = urllib.parse.urlparse(self.path)
@@ -143,9 +154,14 @@ class FakeKubernetesApi:
                 if m["name"] is None and method == "GET":
                     selector = query.get("labelSelector", [None])[0]
                     with fake._lock:
-                        items = [copy.deepcopy(o) for (p, ns, _), o in fake.objects.items()
-                                 if (p, ns) == key_prefix and _matches(o["metadata"].get("labels", {}), selector)]
-                    return self._reply(200, {"apiVersion": f"{m['group']}/{m['version']}", "kind": "List", "items": items})
+                        items = [
+                            copy.deepcopy(o)
+                            for (p, ns, _), o in fake.objects.items()
+                            if (p, ns) == key_prefix and _matches(o["metadata"].get("labels", {}), selector)
+                        ]
+                    return self._reply(
+                        200, {"apiVersion": f"{m['group']}/{m['version']}", "kind": "List", "items": items}
+                    )
                 if m["name"] is None and method == "POST":
                     return self._create(key_prefix, body)
                 key = (*key_prefix, m["name"])
@@ -208,9 +224,14 @@ class FakeKubernetesApi:
                     tail = int(query.get("tailLines", [len(lines)])[0])
                     return self._reply(200, "\n".join(lines[-tail:]) + "\n", "text/plain")
                 selector = query.get("labelSelector", [None])[0]
-                items = [{"metadata": {"name": p["name"], "namespace": p["namespace"], "labels": p["labels"]}}
-                         for p in fake.pods if p["namespace"] == m["ns"] and _matches(p["labels"], selector)]
-                return self._reply(200, {"apiVersion": "v1", "kind": "PodList", "metadata": {}, "items": items})
+                items = [
+                    {"metadata": {"name": p["name"], "namespace": p["namespace"], "labels": p["labels"]}}
+                    for p in fake.pods
+                    if p["namespace"] == m["ns"] and _matches(p["labels"], selector)
+                ]
+                return self._reply(
+                    200, {"apiVersion": "v1", "kind": "PodList", "metadata": {}, "items": items}
+                )
 
             def do_GET(self) -> None:
                 self._route("GET")

@@ -35,8 +35,10 @@ def round_trip(obj: dict, model: str) -> dict:
 def validate_with_crds(tmp_path, objects: list[dict]) -> str:
     """Runs the upstream-CRD validator on ``objects``; skips (saying why) without ../shared."""
     if not VALIDATOR.is_file():
-        pytest.skip(f"upstream CRDs and validator not found at {VALIDATOR.parent.parent} "
-                    f"(set KFSTACK_SHARED_DIR); CRD validation not run, SDK-model checks did run")
+        pytest.skip(
+            f"upstream CRDs and validator not found at {VALIDATOR.parent.parent} "
+            f"(set KFSTACK_SHARED_DIR); CRD validation not run, SDK-model checks did run"
+        )
     path = tmp_path / "objects.yaml"
     path.write_text(yaml.safe_dump_all(objects, sort_keys=False))
     proc = subprocess.run([sys.executable, str(VALIDATOR), str(path)], capture_output=True, text=True)
@@ -51,8 +53,13 @@ def all_objects() -> list[dict]:
         objects.append(build_pytorchjob(training_request(profile)))
         objects.append(build_tfjob(training_request(profile)))
         objects.append(build_tfjob(training_request(profile, topology=PARAMETER_SERVER, parameter_servers=2)))
-    objects.append(build_pytorchjob(training_request(
-        "h100", workers=4, elastic=ElasticSettings(min_replicas=2, max_replicas=8, max_restarts=5))))
+    objects.append(
+        build_pytorchjob(
+            training_request(
+                "h100", workers=4, elastic=ElasticSettings(min_replicas=2, max_replicas=8, max_restarts=5)
+            )
+        )
+    )
     objects.append(build_spark_application(spark_request()))
     return objects
 
@@ -82,16 +89,24 @@ def test_pytorchjob_replicas_policies_and_gpu_pool():
     job = build_pytorchjob(training_request("h100", workers=3))
     specs = job["spec"]["pytorchReplicaSpecs"]
     assert (specs["Master"]["replicas"], specs["Worker"]["replicas"]) == (1, 2)
-    assert job["spec"]["runPolicy"] == {"backoffLimit": 3, "activeDeadlineSeconds": 7200,
-                                        "ttlSecondsAfterFinished": 86400, "cleanPodPolicy": "Running",
-                                        "suspend": True}
+    assert job["spec"]["runPolicy"] == {
+        "backoffLimit": 3,
+        "activeDeadlineSeconds": 7200,
+        "ttlSecondsAfterFinished": 86400,
+        "cleanPodPolicy": "Running",
+        "suspend": True,
+    }
     assert job["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "kfstack-h100"
     for spec in specs.values():
         assert spec["restartPolicy"] == "OnFailure"
         pod = spec["template"]["spec"]
         (container,) = pod["containers"]
         assert container["name"] == "pytorch"
-        assert container["command"][:3] == ["python", "-m", "kfstack.components.training.train_model.pytorch.trainer"]
+        assert container["command"][:3] == [
+            "python",
+            "-m",
+            "kfstack.components.training.train_model.pytorch.trainer",
+        ]
         assert container["resources"]["limits"]["nvidia.com/gpu"] == "1"
         assert pod["nodeSelector"] == {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"}
         assert {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"} in pod["tolerations"]
@@ -127,13 +142,24 @@ def test_spot_pool_retries_preemption_and_requires_a_checkpoint():
 
 
 def test_elastic_pytorchjob_runs_workers_through_torchrun():
-    job = build_pytorchjob(training_request(
-        "h100", workers=4, elastic=ElasticSettings(min_replicas=2, max_replicas=8, max_restarts=5)))
+    job = build_pytorchjob(
+        training_request(
+            "h100", workers=4, elastic=ElasticSettings(min_replicas=2, max_replicas=8, max_restarts=5)
+        )
+    )
     assert set(job["spec"]["pytorchReplicaSpecs"]) == {"Worker"}
-    assert job["spec"]["elasticPolicy"] == {"minReplicas": 2, "maxReplicas": 8, "maxRestarts": 5,
-                                            "rdzvBackend": "c10d"}
+    assert job["spec"]["elasticPolicy"] == {
+        "minReplicas": 2,
+        "maxReplicas": 8,
+        "maxRestarts": 5,
+        "rdzvBackend": "c10d",
+    }
     container = job["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]
-    assert container["command"][:3] == ["torchrun", "-m", "kfstack.components.training.train_model.pytorch.trainer"]
+    assert container["command"][:3] == [
+        "torchrun",
+        "-m",
+        "kfstack.components.training.train_model.pytorch.trainer",
+    ]
     # Inconsistent elastic bounds are refused by the training settings the request comes from.
     with pytest.raises(InvalidParameterError, match=r"elastic_min_workers \(2\) <= workers \(9\)"):
         TrainingSettings(workers=9, elastic_min_workers=2, elastic_max_workers=8)
@@ -145,13 +171,17 @@ def test_tfjob_topologies():
     mwms = build_tfjob(training_request("h100", workers=2))
     assert set(mwms["spec"]["tfReplicaSpecs"]) == {"Worker"}
     assert mwms["spec"]["successPolicy"] == "AllWorkers"
-    assert mwms["spec"]["tfReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]["name"] == "tensorflow"
+    assert (
+        mwms["spec"]["tfReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]["name"] == "tensorflow"
+    )
     ps = build_tfjob(training_request("h100", workers=2, topology=PARAMETER_SERVER, parameter_servers=2))
     specs = ps["spec"]["tfReplicaSpecs"]
     assert {k: v["replicas"] for k, v in specs.items()} == {"Chief": 1, "Worker": 2, "PS": 2}
     ps_limits = specs["PS"]["template"]["spec"]["containers"][0]["resources"]["limits"]
     assert "nvidia.com/gpu" not in ps_limits  # parameter servers hold variables, not kernels
-    with pytest.raises(InvalidParameterError, match="tf_topology='ring' is not one of mwms, parameter_server"):
+    with pytest.raises(
+        InvalidParameterError, match="tf_topology='ring' is not one of mwms, parameter_server"
+    ):
         TrainingSettings(framework="tensorflow", tf_topology="ring")
 
 
@@ -167,17 +197,25 @@ def test_pods_are_restricted_and_get_credentials_only_as_secret_refs():
     assert security["readOnlyRootFilesystem"] is True
     assert {"name": "scratch", "mountPath": "/tmp"} in container["volumeMounts"]
     env = {e["name"]: e for e in container["env"]}
-    assert env["AWS_SECRET_ACCESS_KEY"] == {"name": "AWS_SECRET_ACCESS_KEY", "valueFrom": {
-        "secretKeyRef": {"name": "kfstack-object-store", "key": "AWS_SECRET_ACCESS_KEY", "optional": True}}}
+    assert env["AWS_SECRET_ACCESS_KEY"] == {
+        "name": "AWS_SECRET_ACCESS_KEY",
+        "valueFrom": {
+            "secretKeyRef": {"name": "kfstack-object-store", "key": "AWS_SECRET_ACCESS_KEY", "optional": True}
+        },
+    }
     assert all("value" not in e for e in container["env"] if e["name"].startswith("AWS_"))
 
 
 def test_spark_application_fields():
-    app = build_spark_application(spark_request(
-        resources=SparkResources(executor_instances=3, executor_memory="6g")))
+    app = build_spark_application(
+        spark_request(resources=SparkResources(executor_instances=3, executor_memory="6g"))
+    )
     spec = app["spec"]
     assert (spec["type"], spec["mode"], spec["mainApplicationFile"]) == (
-        "Python", "cluster", "local:///opt/kfstack/jobs/flights_features.py")
+        "Python",
+        "cluster",
+        "local:///opt/kfstack/jobs/flights_features.py",
+    )
     assert spec["arguments"][:2] == ["--output-uri", "s3://bucket/features"]
     assert spec["executor"]["instances"] == 3 and spec["executor"]["memory"] == "6g"
     assert spec["driver"]["serviceAccount"] == "kfstack-spark"
@@ -185,7 +223,7 @@ def test_spark_application_fields():
     assert spec["restartPolicy"] == {"type": "Never"}
     assert spec["driver"]["securityContext"]["allowPrivilegeEscalation"] is False
     assert spec["sparkConf"]["spark.local.dir"] == "/tmp"
-    for bad in (dict(main_file="/opt/x.py"), dict(service_account="")):
+    for bad in ({"main_file": "/opt/x.py"}, {"service_account": ""}):
         with pytest.raises(InvalidParameterError):
             build_spark_application(spark_request(**bad))
     with pytest.raises(InvalidParameterError, match="spark_executor_memory='6GB': expected Spark memory"):
@@ -196,8 +234,10 @@ def test_spark_application_fields():
 
 def test_node_pool_file_errors_are_clear(tmp_path):
     path = tmp_path / "pools.yaml"
-    path.write_text("profiles:\n  gpu:\n    node_selector: {a: b}\n    cpu: '1'\n    memory: 1Gi\n"
-                    "    accelerator: {resource: nvidia.com/gpu}\n")
+    path.write_text(
+        "profiles:\n  gpu:\n    node_selector: {a: b}\n    cpu: '1'\n    memory: 1Gi\n"
+        "    accelerator: {resource: nvidia.com/gpu}\n"
+    )
     with pytest.raises(InvalidParameterError, match="'gpu': accelerator needs resource and count"):
         node_pools.load_profiles(str(path))
     with pytest.raises(InvalidParameterError, match="unknown node pool 'h200'; the profile file defines: "):
@@ -206,9 +246,10 @@ def test_node_pool_file_errors_are_clear(tmp_path):
 
 def test_profiles_file_can_be_replaced_through_the_environment(tmp_path, monkeypatch):
     path = tmp_path / "pools.yaml"
-    path.write_text("profiles:\n  l4:\n    node_selector: {pool: l4}\n    cpu: '8'\n    memory: 32Gi\n"
-                    "    accelerator: {resource: nvidia.com/gpu, count: 2}\n")
+    path.write_text(
+        "profiles:\n  l4:\n    node_selector: {pool: l4}\n    cpu: '8'\n    memory: 32Gi\n"
+        "    accelerator: {resource: nvidia.com/gpu, count: 2}\n"
+    )
     monkeypatch.setenv(node_pools.PROFILES_ENV, str(path))
     profile = node_pools.get_profile("l4")
     assert profile.resources()["limits"] == {"memory": "32Gi", "nvidia.com/gpu": "2"}
-

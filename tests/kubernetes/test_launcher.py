@@ -11,7 +11,13 @@ import pytest
 
 from kfstack.errors import CancelledError, InvalidParameterError, ResourceFailedError, ResourceTimeoutError
 from kfstack.kubernetes import resources
-from kfstack.kubernetes.launcher import Cluster, ResourceLauncher, delete_run_resources, launch, resource_reference
+from kfstack.kubernetes.launcher import (
+    Cluster,
+    ResourceLauncher,
+    delete_run_resources,
+    launch,
+    resource_reference,
+)
 from kfstack.kubernetes.placement import Placement
 from kfstack.kubernetes.spark_application import build_spark_application
 from kfstack.kubernetes.training_jobs import build_pytorchjob, build_tfjob
@@ -51,8 +57,11 @@ def launcher_for(fake_api, kind=resources.PYTORCHJOB, clock=None):
 def test_success_creates_once_and_returns_the_finished_job(fake_api):
     body = build_pytorchjob(training_request())
     name = body["metadata"]["name"]
-    fake_api.statuses[name] = [job_status("Created"), job_status("Created", "Running"),
-                               job_status("Created", "Succeeded")]
+    fake_api.statuses[name] = [
+        job_status("Created"),
+        job_status("Created", "Running"),
+        job_status("Created", "Succeeded"),
+    ]
     final = launcher_for(fake_api).run(body, timeout_seconds=600, poll_interval_seconds=5)
     assert resources.PYTORCHJOB.phase(final) is resources.Phase.SUCCEEDED
     assert fake_api.count("POST") == 1
@@ -69,17 +78,33 @@ def test_failed_condition_reports_conditions_and_the_master_log_tail(fake_api):
     name = body["metadata"]["name"]
     fake_api.statuses[name] = [
         job_status("Created", "Running"),
-        {"conditions": [condition("Created"), condition(
-            "Failed", "PyTorchJobFailed", f"PyTorchJob {name} is failed because 1 Master replica(s) failed.")]},
+        {
+            "conditions": [
+                condition("Created"),
+                condition(
+                    "Failed",
+                    "PyTorchJobFailed",
+                    f"PyTorchJob {name} is failed because 1 Master replica(s) failed.",
+                ),
+            ]
+        },
     ]
-    fake_api.add_pod(f"{name}-master-0", NAMESPACE, {
-        "training.kubeflow.org/job-name": name,
-        "training.kubeflow.org/replica-type": "master",
-        "training.kubeflow.org/replica-index": "0",
-    }, log="\n".join(f"line {i}" for i in range(200)) + "\nRuntimeError: CUDA out of memory")
-    fake_api.add_pod(f"{name}-worker-0", NAMESPACE, {"training.kubeflow.org/job-name": name,
-                                                      "training.kubeflow.org/replica-type": "worker"},
-                     log="worker is fine")
+    fake_api.add_pod(
+        f"{name}-master-0",
+        NAMESPACE,
+        {
+            "training.kubeflow.org/job-name": name,
+            "training.kubeflow.org/replica-type": "master",
+            "training.kubeflow.org/replica-index": "0",
+        },
+        log="\n".join(f"line {i}" for i in range(200)) + "\nRuntimeError: CUDA out of memory",
+    )
+    fake_api.add_pod(
+        f"{name}-worker-0",
+        NAMESPACE,
+        {"training.kubeflow.org/job-name": name, "training.kubeflow.org/replica-type": "worker"},
+        log="worker is fine",
+    )
     with pytest.raises(ResourceFailedError) as err:
         launcher_for(fake_api).run(body, timeout_seconds=600, poll_interval_seconds=5)
     message = str(err.value)
@@ -129,7 +154,7 @@ def test_a_job_that_failed_in_an_earlier_attempt_is_replaced(fake_api):
 
     fake_api.put = put_then_script
     launcher_for(fake_api).run(body, timeout_seconds=600, poll_interval_seconds=5)
-    methods = [m for m, p in fake_api.requests if p.endswith(f"/{PLURAL}/{name}") or p.endswith(f"/{PLURAL}")]
+    methods = [m for m, p in fake_api.requests if p.endswith((f"/{PLURAL}/{name}", f"/{PLURAL}"))]
     assert methods.index("DELETE") < methods.index("POST")
     assert fake_api.count("POST") == 1
 
@@ -170,13 +195,21 @@ def test_spark_application_failure_carries_state_message_and_driver_log(fake_api
     fake_api.statuses[name] = [
         {"applicationState": {"state": "SUBMITTED"}},
         {"applicationState": {"state": "RUNNING"}, "driverInfo": {"podName": f"{name}-driver"}},
-        {"applicationState": {"state": state, "errorMessage": "driver container failed with ExitCode: 1"},
-         "driverInfo": {"podName": f"{name}-driver"}},
+        {
+            "applicationState": {"state": state, "errorMessage": "driver container failed with ExitCode: 1"},
+            "driverInfo": {"podName": f"{name}-driver"},
+        },
     ]
-    fake_api.add_pod(f"{name}-driver", NAMESPACE, {"spark-role": "driver"},
-                     log="kfstack.errors.DataQualityError: 9.1% of rows quarantined (limit 5%)")
+    fake_api.add_pod(
+        f"{name}-driver",
+        NAMESPACE,
+        {"spark-role": "driver"},
+        log="kfstack.errors.DataQualityError: 9.1% of rows quarantined (limit 5%)",
+    )
     with pytest.raises(ResourceFailedError) as err:
-        launcher_for(fake_api, kind=resources.SPARK_APPLICATION).run(body, timeout_seconds=600, poll_interval_seconds=5)
+        launcher_for(fake_api, kind=resources.SPARK_APPLICATION).run(
+            body, timeout_seconds=600, poll_interval_seconds=5
+        )
     message = str(err.value)
     assert f"applicationState: {state}: driver container failed with ExitCode: 1" in message
     assert "9.1% of rows quarantined" in message
@@ -185,18 +218,20 @@ def test_spark_application_failure_carries_state_message_and_driver_log(fake_api
 def test_spark_application_completes(fake_api):
     body = build_spark_application(spark_request())
     fake_api.statuses[body["metadata"]["name"]] = [
-        {"applicationState": {"state": "SUBMITTED"}}, {"applicationState": {"state": "RUNNING"}},
+        {"applicationState": {"state": "SUBMITTED"}},
+        {"applicationState": {"state": "RUNNING"}},
         {"applicationState": {"state": "COMPLETED"}},
     ]
     final = launcher_for(fake_api, kind=resources.SPARK_APPLICATION).run(
-        body, timeout_seconds=600, poll_interval_seconds=5)
+        body, timeout_seconds=600, poll_interval_seconds=5
+    )
     assert final["status"]["applicationState"]["state"] == "COMPLETED"
 
 
 def test_a_missing_pod_log_is_reported_not_raised(fake_api):
     body = build_pytorchjob(training_request())
     fake_api.statuses[body["metadata"]["name"]] = [job_status("Failed")]
-    with pytest.raises(ResourceFailedError, match="no pod matches training.kubeflow.org/job-name="):
+    with pytest.raises(ResourceFailedError, match=r"no pod matches training\.kubeflow\.org/job-name="):
         launcher_for(fake_api).run(body, timeout_seconds=600, poll_interval_seconds=5)
 
 
@@ -210,10 +245,16 @@ def test_bad_timeouts_fail_before_anything_is_created(fake_api):
 def test_cleanup_deletes_only_the_runs_unfinished_objects(fake_api):
     running = build_pytorchjob(training_request())
     finished = build_spark_application(spark_request())
-    other_run = build_pytorchjob(training_request(
-        name="kfs-train-other", labels={**running["metadata"]["labels"], "kfstack.dev/pipeline-run": "another-run"}))
+    other_run = build_pytorchjob(
+        training_request(
+            name="kfs-train-other",
+            labels={**running["metadata"]["labels"], "kfstack.dev/pipeline-run": "another-run"},
+        )
+    )
     fake_api.put(PLURAL, NAMESPACE, {**running, "status": job_status("Running")})
-    fake_api.put("sparkapplications", NAMESPACE, {**finished, "status": {"applicationState": {"state": "COMPLETED"}}})
+    fake_api.put(
+        "sparkapplications", NAMESPACE, {**finished, "status": {"applicationState": {"state": "COMPLETED"}}}
+    )
     fake_api.put(PLURAL, NAMESPACE, {**other_run, "status": job_status("Running")})
     deleted = delete_run_resources(RUN_ID, Cluster(fake_api.api_client(), NAMESPACE))
     assert deleted == [f"PyTorchJob/{running['metadata']['name']}"]
@@ -227,8 +268,12 @@ def test_cleanup_deletes_only_the_runs_unfinished_objects(fake_api):
 # cleanup leaves it alone.
 
 WIDGET = resources.ResourceKind(
-    kind="Widget", group="example.kfstack.dev", version="v1", plural="widgets",
-    phase=resources.service_phase, describe=resources.describe_training_job,
+    kind="Widget",
+    group="example.kfstack.dev",
+    version="v1",
+    plural="widgets",
+    phase=resources.service_phase,
+    describe=resources.describe_training_job,
     primary_pod=lambda obj: resources.PodRef(name=None, selector="app=widget", container="main"),
     lifecycle=resources.Lifecycle.SERVICE,
 )
@@ -236,10 +281,15 @@ KINDS_WITH_WIDGET = {**resources.KINDS, WIDGET.kind: WIDGET}
 
 
 def widget(replicas: int = 1) -> dict:
-    return {"apiVersion": WIDGET.api_version, "kind": WIDGET.kind,
-            "metadata": {"name": "front", "labels": {"kfstack.dev/pipeline-run": RUN_ID,
-                                                     "app.kubernetes.io/part-of": "kfstack"}},
-            "spec": {"replicas": replicas}}
+    return {
+        "apiVersion": WIDGET.api_version,
+        "kind": WIDGET.kind,
+        "metadata": {
+            "name": "front",
+            "labels": {"kfstack.dev/pipeline-run": RUN_ID, "app.kubernetes.io/part-of": "kfstack"},
+        },
+        "spec": {"replicas": replicas},
+    }
 
 
 def ready(generation: int) -> dict:
@@ -268,8 +318,14 @@ def test_a_service_is_applied_and_awaited_at_the_new_generation(fake_api):
 
 
 def test_a_service_that_is_not_ready_in_time_is_left_in_place(fake_api):
-    fake_api.statuses["front"] = [{"observedGeneration": 1, "conditions": [
-        {"type": "Ready", "status": "False", "reason": "RevisionMissing", "message": "pulling"}]}]
+    fake_api.statuses["front"] = [
+        {
+            "observedGeneration": 1,
+            "conditions": [
+                {"type": "Ready", "status": "False", "reason": "RevisionMissing", "message": "pulling"}
+            ],
+        }
+    ]
     with pytest.raises(ResourceTimeoutError, match="left in place") as err:
         launch(widget(), placement(timeout=30), cluster_for(fake_api), kinds=KINDS_WITH_WIDGET)
     assert "RevisionMissing" in str(err.value)

@@ -30,8 +30,22 @@ SECRET_VALUE = "wJalrXUtnFEMI-K7MDENG-bPxRfiCYEXAMPLEKEY"
 
 def test_render_writes_every_object_and_they_validate(tmp_path, capsys):
     out = tmp_path / "rendered"
-    assert main(["render", "--out", str(out), "--param", "workers=3", "--param", "gpu_pool=a100-mig",
-                 "--run-id", RUN_ID]) == 0
+    assert (
+        main(
+            [
+                "render",
+                "--out",
+                str(out),
+                "--param",
+                "workers=3",
+                "--param",
+                "gpu_pool=a100-mig",
+                "--run-id",
+                RUN_ID,
+            ]
+        )
+        == 0
+    )
     files = sorted(out.iterdir())
     objects = [yaml.safe_load(f.read_text()) for f in files]
     assert [o["kind"] for o in objects] == ["PyTorchJob", "SparkApplication"]
@@ -49,15 +63,35 @@ def test_render_writes_every_object_and_they_validate(tmp_path, capsys):
 
 def test_render_tensorflow_parameter_server_job(tmp_path):
     out = tmp_path / "rendered"
-    assert main(["render", "--out", str(out), "--param", "framework=tensorflow", "--param",
-                 "tf_topology=parameter_server", "--param", "tf_parameter_servers=2", "--param", "workers=3"]) == 0
+    assert (
+        main(
+            [
+                "render",
+                "--out",
+                str(out),
+                "--param",
+                "framework=tensorflow",
+                "--param",
+                "tf_topology=parameter_server",
+                "--param",
+                "tf_parameter_servers=2",
+                "--param",
+                "workers=3",
+            ]
+        )
+        == 0
+    )
     objects = {o["kind"]: o for o in (yaml.safe_load(f.read_text()) for f in out.iterdir())}
     assert set(objects) == {"TFJob", "SparkApplication"}
     specs = objects["TFJob"]["spec"]["tfReplicaSpecs"]
     assert {k: v["replicas"] for k, v in specs.items()} == {"Chief": 1, "Worker": 3, "PS": 2}
     command = specs["Chief"]["template"]["spec"]["containers"][0]["command"]
     assert command[:3] == ["python", "-m", "kfstack.components.training.train_model.tensorflow.trainer"]
-    assert specs["Chief"]["template"]["spec"]["containers"][0]["image"].split("/")[-1].startswith("kfstack-tf-trainer:")
+    assert (
+        specs["Chief"]["template"]["spec"]["containers"][0]["image"]
+        .split("/")[-1]
+        .startswith("kfstack-tf-trainer:")
+    )
     validate_with_crds(tmp_path, list(objects.values()))
 
 
@@ -83,7 +117,9 @@ def test_no_credential_value_reaches_compiled_pipelines_or_rendered_objects(tmp_
         text = json.dumps(obj)
         for env in _all_env(obj):
             if env["name"].startswith("AWS_"):
-                assert "value" not in env and env["valueFrom"]["secretKeyRef"]["name"] == "kfstack-object-store"
+                assert (
+                    "value" not in env and env["valueFrom"]["secretKeyRef"]["name"] == "kfstack-object-store"
+                )
         assert SECRET_VALUE not in text
 
 
@@ -113,10 +149,10 @@ def arguments(tmp_path, inputs: dict, outputs: tuple[str, ...], **parameters) ->
     """A launching component's arguments on platform=kubernetes: its parameters (the pipeline's
     defaults, then ``parameters``) and artifacts with memory:// URIs."""
     values = rendering.run_parameters("flights-training", parameters)
-    artifacts = {name: FakeArtifact(f"memory://kfstack-test/run/{name}", str(tmp_path / name))
-                 for name in outputs}
-    return {**values, "platform": "kubernetes", "run_id": RUN_ID, "task_name": "task",
-            **inputs, **artifacts}
+    artifacts = {
+        name: FakeArtifact(f"memory://kfstack-test/run/{name}", str(tmp_path / name)) for name in outputs
+    }
+    return {**values, "platform": "kubernetes", "run_id": RUN_ID, "task_name": "task", **inputs, **artifacts}
 
 
 def cluster(fake_api) -> Cluster:
@@ -124,11 +160,17 @@ def cluster(fake_api) -> Cluster:
 
 
 def test_feature_stage_on_kubernetes_creates_the_spark_application_and_reads_its_report(fake_api, tmp_path):
-    args = arguments(tmp_path, {}, ("features", "quarantine", "data_report", "spark_job"),
-                     spark_executors="3")
+    args = arguments(
+        tmp_path, {}, ("features", "quarantine", "data_report", "spark_job"), spark_executors="3"
+    )
     features_uri = args["features"].uri
-    report = {"rows_read": 100, "rows_written": 97, "rows_quarantined": 3,
-              "quarantined_by_reason": {"duplicate": 3}, "rows_per_split": {"train": 80, "validation": 9, "test": 8}}
+    report = {
+        "rows_read": 100,
+        "rows_written": 97,
+        "rows_quarantined": 3,
+        "quarantined_by_reason": {"duplicate": 3},
+        "rows_per_split": {"train": 80, "validation": 9, "test": 8},
+    }
 
     def controller(name):
         # The driver writes its report on success, as the real job does.
@@ -137,8 +179,10 @@ def test_feature_stage_on_kubernetes_creates_the_spark_application_and_reads_its
 
     fake_api.on_read = controller
     name = RunContext(RUN_ID, "task").name("kfs-features")
-    fake_api.statuses[name] = [{"applicationState": {"state": "RUNNING"}},
-                               {"applicationState": {"state": "COMPLETED"}}]
+    fake_api.statuses[name] = [
+        {"applicationState": {"state": "RUNNING"}},
+        {"applicationState": {"state": "COMPLETED"}},
+    ]
     result = run_stage(FEATURES, args, cluster=cluster(fake_api))
     assert fake_api.count("POST") == 1
     assert args["data_report"].metadata["rows_quarantined"] == 3
@@ -153,17 +197,39 @@ def test_feature_stage_on_kubernetes_creates_the_spark_application_and_reads_its
 def test_training_stage_on_kubernetes_failure_carries_the_master_log(fake_api, tmp_path):
     features = make_feature_dir(tmp_path / "features", rows=400, shards=2, seed=3)
     feature_artifact = FakeArtifact(features, features)
-    args = arguments(tmp_path, {"features": feature_artifact},
-                     ("model", "training_metrics", "training_logs", "training_job"),
-                     workers=2, max_restarts=2, gpu_pool="h100")
+    args = arguments(
+        tmp_path,
+        {"features": feature_artifact},
+        ("model", "training_metrics", "training_logs", "training_job"),
+        workers=2,
+        max_restarts=2,
+        gpu_pool="h100",
+    )
 
     def controller(name):
-        fake_api.statuses[name] = [{"conditions": [{"type": "Failed", "status": "True",
-                                                    "reason": "BackoffLimitExceeded", "message": "backoff"}]}]
+        fake_api.statuses[name] = [
+            {
+                "conditions": [
+                    {
+                        "type": "Failed",
+                        "status": "True",
+                        "reason": "BackoffLimitExceeded",
+                        "message": "backoff",
+                    }
+                ]
+            }
+        ]
         if not fake_api.pods:
-            fake_api.add_pod(f"{name}-master-0", NAMESPACE, {
-                "training.kubeflow.org/job-name": name, "training.kubeflow.org/replica-type": "master",
-                "training.kubeflow.org/replica-index": "0"}, log="torch.OutOfMemoryError: CUDA out of memory")
+            fake_api.add_pod(
+                f"{name}-master-0",
+                NAMESPACE,
+                {
+                    "training.kubeflow.org/job-name": name,
+                    "training.kubeflow.org/replica-type": "master",
+                    "training.kubeflow.org/replica-index": "0",
+                },
+                log="torch.OutOfMemoryError: CUDA out of memory",
+            )
 
     fake_api.on_read = controller
     with pytest.raises(ResourceFailedError) as err:
@@ -173,13 +239,20 @@ def test_training_stage_on_kubernetes_failure_carries_the_master_log(fake_api, t
     job = fake_api.objects[("pytorchjobs", NAMESPACE, name)]
     assert job["spec"]["runPolicy"]["backoffLimit"] == 2
     command = job["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]["containers"][0]["command"]
-    assert command[command.index("--checkpoint-uri") + 1] == "memory://kfstack-test/run/training_logs/checkpoints"
+    assert (
+        command[command.index("--checkpoint-uri") + 1]
+        == "memory://kfstack-test/run/training_logs/checkpoints"
+    )
 
 
 def test_training_stage_refuses_too_few_shards_before_creating_anything(fake_api, tmp_path):
     features = make_feature_dir(tmp_path / "features", rows=400, shards=2, seed=3)
-    args = arguments(tmp_path, {"features": FakeArtifact(features, features)},
-                     ("model", "training_metrics", "training_logs", "training_job"), workers=3)
+    args = arguments(
+        tmp_path,
+        {"features": FakeArtifact(features, features)},
+        ("model", "training_metrics", "training_logs", "training_job"),
+        workers=3,
+    )
     with pytest.raises(Exception, match="2 shards cannot feed 3 ranks"):
         run_stage(TRAINING, args, cluster=cluster(fake_api))
     assert fake_api.requests == []

@@ -68,12 +68,14 @@ def test_flights_training_task_graph(flights_spec):
     passed = checked["parameters"]["runtimeValue"]["constant"]
     assert set(passed) == set(flights_spec["root"]["inputDefinitions"]["parameters"])
     train = tasks["train-model"]["inputs"]
-    assert train["artifacts"]["features"] == {"taskOutputArtifact": {
-        "outputArtifactKey": "features", "producerTask": "flights-features"}}
+    assert train["artifacts"]["features"] == {
+        "taskOutputArtifact": {"outputArtifactKey": "features", "producerTask": "flights-features"}
+    }
     assert train["parameters"]["framework"] == {"componentInputParameter": "pipelinechannel--framework"}
     assert train["parameters"]["gpu_pool"] == {"componentInputParameter": "pipelinechannel--gpu_pool"}
-    assert tasks["evaluate-model"]["inputs"]["artifacts"]["model"] == {"taskOutputArtifact": {
-        "outputArtifactKey": "model", "producerTask": "train-model"}}
+    assert tasks["evaluate-model"]["inputs"]["artifacts"]["model"] == {
+        "taskOutputArtifact": {"outputArtifactKey": "model", "producerTask": "train-model"}
+    }
     # Deterministic job names: the run id and task name reach the launching stages.
     for launching in ("flights-features", "train-model"):
         parameters = tasks[launching]["inputs"]["parameters"]
@@ -104,10 +106,16 @@ def test_task_pods_carry_the_cpu_pool_namespace_and_secret_refs(executor_configs
 
     cpu = node_pools.get_profile(node_pools.CPU_POOL)
     assert set(executor_configs) == {
-        "exec-validate-run", "exec-flights-features", "exec-train-model", "exec-evaluate-model",
-        "exec-cleanup-run"}
+        "exec-validate-run",
+        "exec-flights-features",
+        "exec-train-model",
+        "exec-evaluate-model",
+        "exec-cleanup-run",
+    }
     for name, config in executor_configs.items():
-        assert config["nodeSelector"]["nodeSelectorJson"]["runtimeValue"]["constant"] == cpu.node_selector, name
+        assert config["nodeSelector"]["nodeSelectorJson"]["runtimeValue"]["constant"] == cpu.node_selector, (
+            name
+        )
         (field,) = config["fieldPathAsEnv"]
         assert field == {"name": "KFSTACK_NAMESPACE", "fieldPath": "metadata.namespace"}
         (secret,) = config["secretAsEnv"]
@@ -116,7 +124,11 @@ def test_task_pods_carry_the_cpu_pool_namespace_and_secret_refs(executor_configs
         assert source in ("object_store_secret", "pipelinechannel--object_store_secret"), name
         assert secret["optional"] is True
         assert {k["secretKey"] for k in secret["keyToEnv"]} == {
-            "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_ENDPOINT_URL", "AWS_DEFAULT_REGION"}
+            "AWS_ACCESS_KEY_ID",
+            "AWS_SECRET_ACCESS_KEY",
+            "AWS_ENDPOINT_URL",
+            "AWS_DEFAULT_REGION",
+        }
 
 
 def test_task_pods_request_the_cpu_pools_resources(flights_spec):

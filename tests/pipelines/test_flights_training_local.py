@@ -12,8 +12,8 @@ import sys
 import pyarrow.parquet as pq
 import pytest
 
-from kfstack.features import FEATURE_SPEC_FILE, FeatureSpec
 from kfstack.app.local_run import run_pipeline_locally
+from kfstack.features import FEATURE_SPEC_FILE, FeatureSpec
 
 
 @pytest.fixture(scope="module")
@@ -37,7 +37,11 @@ def sample_run(tmp_path_factory):
 def test_sample_run_succeeds_through_every_stage(sample_run):
     assert sample_run.status == "SUCCEEDED", sample_run.render()
     assert list(sample_run.stages) == [
-        "validate-run", "flights-features", "train-model", "evaluate-model", "cleanup-run"
+        "validate-run",
+        "flights-features",
+        "train-model",
+        "evaluate-model",
+        "cleanup-run",
     ]
     assert all(seconds > 0 for seconds in sample_run.stages.values())
     assert sample_run.peak_rss_bytes > 0
@@ -74,7 +78,8 @@ def test_sample_run_artifacts_are_where_the_summary_says(sample_run):
         assert "AUC" in f.read()
     test_rows = sum(
         pq.ParquetFile(os.path.join(features, "test", f)).metadata.num_rows
-        for f in os.listdir(os.path.join(features, "test")) if f.endswith(".parquet")
+        for f in os.listdir(os.path.join(features, "test"))
+        if f.endswith(".parquet")
     )
     assert sample_run.metrics["test_metrics.test_rows"] == test_rows
 
@@ -82,13 +87,25 @@ def test_sample_run_artifacts_are_where_the_summary_says(sample_run):
 def test_tensorflow_branch_runs_the_parameter_server_topology(tmp_path):
     summary = run_pipeline_locally(
         "flights-training",
-        {"platform": "local", "framework": "tensorflow", "tf_topology": "parameter_server",
-         "sample_fraction": 0.03, "num_shards": 2, "workers": 2, "epochs": 2, "batch_size": 256},
+        {
+            "platform": "local",
+            "framework": "tensorflow",
+            "tf_topology": "parameter_server",
+            "sample_fraction": 0.03,
+            "num_shards": 2,
+            "workers": 2,
+            "epochs": 2,
+            "batch_size": 256,
+        },
         pipeline_root=str(tmp_path),
     )
     assert summary.status == "SUCCEEDED", summary.render()
     assert list(summary.stages) == [
-        "validate-run", "flights-features", "train-model", "evaluate-model", "cleanup-run"
+        "validate-run",
+        "flights-features",
+        "train-model",
+        "evaluate-model",
+        "cleanup-run",
     ]
     assert summary.metrics["test_metrics.auc"] > 0.55
     with open(summary.artifacts["training_job"], encoding="utf-8") as f:
@@ -127,9 +144,20 @@ def test_main_job_on_the_full_data(tmp_path):
     """``make run``: the CLI, the full data, the summary JSON."""
     summary_path = tmp_path / "summary.json"
     proc = subprocess.run(
-        [sys.executable, "-m", "kfstack.app.cli", "run", "--local", "flights-training",
-         "--pipeline-root", str(tmp_path / "runs"), "--summary-json", str(summary_path)],
-        capture_output=True, text=True,
+        [
+            sys.executable,
+            "-m",
+            "kfstack.app.cli",
+            "run",
+            "--local",
+            "flights-training",
+            "--pipeline-root",
+            str(tmp_path / "runs"),
+            "--summary-json",
+            str(summary_path),
+        ],
+        capture_output=True,
+        text=True,
     )
     assert proc.returncode == 0, proc.stdout[-5000:] + proc.stderr[-5000:]
     summary = json.loads(summary_path.read_text())

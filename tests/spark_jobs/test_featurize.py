@@ -12,9 +12,11 @@ from tests.spark_jobs.conftest import flight, flights_frame
 def featurised(spark, rows, seed=42):
     flights = valid_rows(tag_flights(flights_frame(spark, rows), ["UA", "AA"]))
     weather = spark.createDataFrame(
-        [("EWR", "2013-01-01T10:00:00Z", "39.0", "28.0", "64.4", "260", "12.6", "NA", "0", "1011.9", "10"),
-         # A repeated observation for the same hour is averaged, not joined twice.
-         ("EWR", "2013-01-01T10:00:00Z", "41.0", "28.0", "64.4", "260", "12.6", "NA", "0", "1011.9", "10")],
+        [
+            ("EWR", "2013-01-01T10:00:00Z", "39.0", "28.0", "64.4", "260", "12.6", "NA", "0", "1011.9", "10"),
+            # A repeated observation for the same hour is averaged, not joined twice.
+            ("EWR", "2013-01-01T10:00:00Z", "41.0", "28.0", "64.4", "260", "12.6", "NA", "0", "1011.9", "10"),
+        ],
         "origin string, time_hour string, temp string, dewp string, humid string, wind_dir string, "
         "wind_speed string, wind_gust string, precip string, pressure string, visib string",
     ).replace("NA", None)
@@ -28,19 +30,28 @@ def featurised(spark, rows, seed=42):
         "faa string, name string, lat string, lon string, alt string, tz string, dst string, tzone string",
     )
     return featurize.raw_features(
-        flights, featurize.weather_by_hour(weather), featurize.plane_lookup(planes),
-        featurize.airport_lookup(airports), seed=seed,
+        flights,
+        featurize.weather_by_hour(weather),
+        featurize.plane_lookup(planes),
+        featurize.airport_lookup(airports),
+        seed=seed,
     )
 
 
 def test_label_late_cancelled_and_diverted_are_positive(spark):
     rows = [
-        flight(flight="1", arr_delay="11"),                                   # on time
-        flight(flight="2", arr_delay="16"),                                   # late
-        flight(flight="3", arr_delay="15"),                                   # 15 is not > 15
-        flight(flight="4", dep_time=None, dep_delay=None, arr_time=None,      # cancelled
-               arr_delay=None, air_time=None),
-        flight(flight="5", arr_time=None, arr_delay=None, air_time=None),     # diverted
+        flight(flight="1", arr_delay="11"),  # on time
+        flight(flight="2", arr_delay="16"),  # late
+        flight(flight="3", arr_delay="15"),  # 15 is not > 15
+        flight(
+            flight="4",
+            dep_time=None,
+            dep_delay=None,
+            arr_time=None,  # cancelled
+            arr_delay=None,
+            air_time=None,
+        ),
+        flight(flight="5", arr_time=None, arr_delay=None, air_time=None),  # diverted
     ]
     flights = valid_rows(tag_flights(flights_frame(spark, rows), ["UA"]))
     by_flight = {
@@ -54,19 +65,20 @@ def test_raw_features_of_a_known_flight(spark):
     row = featurised(spark, [flight(sched_dep_time="2330", sched_arr_time="105")]).collect()[0]
     assert row["carrier"] == "UA" and row["dest"] == "IAH"
     assert row["dep_hour"] == "23"
-    assert row["day_of_week"] == "2"                      # 2013-01-01 was a Tuesday (ISO 2)
+    assert row["day_of_week"] == "2"  # 2013-01-01 was a Tuesday (ISO 2)
     assert row["day_of_year"] == 1.0
     assert row["dep_minute_of_day"] == 23 * 60 + 30
-    assert row["scheduled_minutes"] == 95.0               # 23:30 -> 01:05 wraps past midnight
-    assert row["plane_age"] == 14.0                        # built 1999, flown 2013
+    assert row["scheduled_minutes"] == 95.0  # 23:30 -> 01:05 wraps past midnight
+    assert row["plane_age"] == 14.0  # built 1999, flown 2013
     assert row["plane_manufacturer"] == "BOEING"
-    assert row["temp"] == 40.0                             # two observations averaged
+    assert row["temp"] == 40.0  # two observations averaged
     assert row["dest_lat"] == 29.984
 
 
 def test_unknown_plane_and_airport_become_missing_not_dropped(spark):
-    df = featurised(spark, [flight(tailnum="N00000", dest="XYZ", time_hour="2013-06-01T10:00:00Z",
-                                   month="6")])
+    df = featurised(
+        spark, [flight(tailnum="N00000", dest="XYZ", time_hour="2013-06-01T10:00:00Z", month="6")]
+    )
     row = df.collect()[0]
     assert row["plane_manufacturer"] == MISSING and row["plane_age"] is None
     assert row["dest_lat"] is None and row["temp"] is None
@@ -86,8 +98,7 @@ def test_split_is_reproducible_and_close_to_80_10_10(spark):
 
 
 def test_encoding_is_fitted_on_train_only(spark):
-    rows = [flight(flight=str(i), carrier="UA" if i % 2 else "AA", distance=str(100 + i))
-            for i in range(400)]
+    rows = [flight(flight=str(i), carrier="UA" if i % 2 else "AA", distance=str(100 + i)) for i in range(400)]
     raw = featurised(spark, rows)
     train = raw.where(F.col("split") == "train")
     model = featurize.fit_encoding(train)

@@ -34,8 +34,8 @@ NUM_SHARDS = 3
 def flights_with_bad_rows(real_flights) -> pd.DataFrame:
     flights = real_flights.head(SAMPLE_ROWS).copy()
     bad = flights.head(3).copy()
-    bad.loc[bad.index[0], "distance"] = "14OO"           # unparseable_distance
-    bad.loc[bad.index[1], "carrier"] = "ZZ"              # unknown_carrier
+    bad.loc[bad.index[0], "distance"] = "14OO"  # unparseable_distance
+    bad.loc[bad.index[1], "carrier"] = "ZZ"  # unknown_carrier
     # bad.index[2] is unchanged: a duplicate of a flight already in the table
     return pd.concat([flights, bad], ignore_index=True)
 
@@ -45,8 +45,11 @@ def job_run(tmp_path_factory, spark, shipped_data_dir, flights_with_bad_rows):
     root = tmp_path_factory.mktemp("job")
     input_dir = write_input_dir(root / "input", shipped_data_dir, flights_with_bad_rows, "csv.zip")
     config = FeatureJobConfig(
-        input_uri=input_dir, output_uri=str(root / "features"),
-        quarantine_uri=str(root / "quarantine"), num_shards=NUM_SHARDS, seed=42,
+        input_uri=input_dir,
+        output_uri=str(root / "features"),
+        quarantine_uri=str(root / "quarantine"),
+        num_shards=NUM_SHARDS,
+        seed=42,
     )
     return config, run_feature_job(config, spark=spark)
 
@@ -55,7 +58,9 @@ def test_every_row_is_written_or_quarantined_with_its_reason(job_run):
     _, report = job_run
     assert report.rows_read == SAMPLE_ROWS + 3
     assert report.quarantined_by_reason == {
-        "duplicate": 1, "unknown_carrier": 1, "unparseable_distance": 1,
+        "duplicate": 1,
+        "unknown_carrier": 1,
+        "unparseable_distance": 1,
     }
     assert report.rows_written == SAMPLE_ROWS
     assert report.rows_read == report.rows_written + report.rows_quarantined
@@ -119,9 +124,12 @@ def test_serving_transform_matches_the_spark_encoding(spark, job_run, shipped_da
     from kfstack.spark_jobs.flights_features import sources
 
     tables = sources.read_tables(spark, config.input_uri, config.output_uri + "/_parity_staging")
-    flights = valid_rows(tag_flights(tables["flights"], ["UA", "AA", "B6", "DL", "EV", "MQ", "US",
-                                                          "WN", "VX", "FL", "AS", "9E", "F9",
-                                                          "HA", "YV", "OO"]))
+    flights = valid_rows(
+        tag_flights(
+            tables["flights"],
+            ["UA", "AA", "B6", "DL", "EV", "MQ", "US", "WN", "VX", "FL", "AS", "9E", "F9", "HA", "YV", "OO"],
+        )
+    )
     flights = flights.withColumn("flight_id", F.concat_ws("|", *FLIGHT_KEY))
     weather = featurize.weather_by_hour(tables["weather"])
     planes = featurize.plane_lookup(tables["planes"])
@@ -133,33 +141,41 @@ def test_serving_transform_matches_the_spark_encoding(spark, job_run, shipped_da
 
     # What a caller would send: the flight's own fields plus the origin's weather that hour.
     requests = (
-        flights.join(weather, ["origin", "time_hour"], "left").toPandas()
-        .replace({np.nan: None}).to_dict("records")
+        flights.join(weather, ["origin", "time_hour"], "left")
+        .toPandas()
+        .replace({np.nan: None})
+        .to_dict("records")
     )
     plane_table = pq.read_table(os.path.join(config.output_uri, PLANE_LOOKUP_FILE)).to_pylist()
     airport_table = pq.read_table(os.path.join(config.output_uri, AIRPORT_LOOKUP_FILE)).to_pylist()
-    categorical, numeric = spec.encode(raw_feature_columns(
-        requests,
-        {p["tailnum"]: p for p in plane_table},
-        {a["faa"]: a for a in airport_table},
-    ))
+    categorical, numeric = spec.encode(
+        raw_feature_columns(
+            requests,
+            {p["tailnum"]: p for p in plane_table},
+            {a["faa"]: a for a in airport_table},
+        )
+    )
 
     position = {r["flight_id"]: i for i, r in enumerate(requests)}
     order = [position[flight_id] for flight_id in spark_rows["flight_id"]]
     assert len(order) == len(requests) == SAMPLE_ROWS
     np.testing.assert_array_equal(spark_rows[spec.categorical_columns].to_numpy(), categorical[order])
-    np.testing.assert_allclose(spark_rows[spec.numeric_columns].to_numpy(), numeric[order],
-                               rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(
+        spark_rows[spec.numeric_columns].to_numpy(), numeric[order], rtol=1e-5, atol=1e-5
+    )
 
 
-def test_too_many_quarantined_rows_fail_with_the_top_reasons(tmp_path, spark, shipped_data_dir,
-                                                             real_flights):
+def test_too_many_quarantined_rows_fail_with_the_top_reasons(tmp_path, spark, shipped_data_dir, real_flights):
     flights = real_flights.head(200).copy()
     flights.loc[flights.index[:30], "carrier"] = "ZZ"
     flights.loc[flights.index[30:40], "distance"] = "-1"
     input_dir = write_input_dir(tmp_path / "input", shipped_data_dir, flights, "csv")
-    config = FeatureJobConfig(input_uri=input_dir, output_uri=str(tmp_path / "features"),
-                              quarantine_uri=str(tmp_path / "quarantine"), num_shards=1)
+    config = FeatureJobConfig(
+        input_uri=input_dir,
+        output_uri=str(tmp_path / "features"),
+        quarantine_uri=str(tmp_path / "quarantine"),
+        num_shards=1,
+    )
     with pytest.raises(DataQualityError) as err:
         run_feature_job(config, spark=spark)
     message = str(err.value)
@@ -171,8 +187,9 @@ def test_too_many_quarantined_rows_fail_with_the_top_reasons(tmp_path, spark, sh
 
 def test_missing_table_or_bad_parameters_fail_before_spark(tmp_path):
     (tmp_path / "flights.csv").write_text("year\n")
-    config = FeatureJobConfig(input_uri=str(tmp_path), output_uri=str(tmp_path / "o"),
-                              quarantine_uri=str(tmp_path / "q"))
+    config = FeatureJobConfig(
+        input_uri=str(tmp_path), output_uri=str(tmp_path / "o"), quarantine_uri=str(tmp_path / "q")
+    )
     with pytest.raises(InvalidParameterError, match="no 'weather' table"):
         run_feature_job(config)
     with pytest.raises(InvalidParameterError, match="sample_fraction=0"):
@@ -184,14 +201,29 @@ def test_runs_as_a_script_on_parquet_input(tmp_path, shipped_data_dir, real_flig
     """The SparkApplication main file: argv in, exit code and a JSON report out."""
     input_dir = write_input_dir(tmp_path / "input", shipped_data_dir, real_flights.head(2000), "parquet")
     proc = subprocess.run(
-        [sys.executable, "-m", "kfstack.spark_jobs.flights_features",
-         "--input-uri", input_dir, "--output-uri", str(tmp_path / "features"),
-         "--quarantine-uri", str(tmp_path / "quarantine"), "--num-shards", "2",
-         "--sample-fraction", "0.5", "--seed", "7"],
-        capture_output=True, text=True, timeout=300,
+        [
+            sys.executable,
+            "-m",
+            "kfstack.spark_jobs.flights_features",
+            "--input-uri",
+            input_dir,
+            "--output-uri",
+            str(tmp_path / "features"),
+            "--quarantine-uri",
+            str(tmp_path / "quarantine"),
+            "--num-shards",
+            "2",
+            "--sample-fraction",
+            "0.5",
+            "--seed",
+            "7",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
-    report = json.loads(proc.stdout[proc.stdout.index("{"):])
+    report = json.loads(proc.stdout[proc.stdout.index("{") :])
     assert 800 < report["rows_read"] < 1200  # half of 2000, chosen by hash
     assert report["rows_read"] == report["rows_written"] + report["rows_quarantined"]
     assert len([f for f in os.listdir(tmp_path / "features" / "train") if f.endswith(".parquet")]) == 2

@@ -23,8 +23,9 @@ def test_a_real_flight_is_valid(spark):
 
 
 def test_allowed_missing_values_are_not_errors(spark):
-    cancelled = flight(dep_time=None, dep_delay=None, arr_time=None, arr_delay=None,
-                       air_time=None, tailnum=None)
+    cancelled = flight(
+        dep_time=None, dep_delay=None, arr_time=None, arr_delay=None, air_time=None, tailnum=None
+    )
     assert reasons(spark, [cancelled]) == [None]
 
 

@@ -23,13 +23,15 @@ def make_feature_dir(root, rows: int = 4000, shards: int = 2, seed: int = 0) -> 
     """
     rng = np.random.default_rng(seed)
     spec = FeatureSpec(
-        categorical=(CategoricalFeature("colour", ("red", "green", "blue")),
-                     CategoricalFeature("size", tuple(f"s{i}" for i in range(20)))),
+        categorical=(
+            CategoricalFeature("colour", ("red", "green", "blue")),
+            CategoricalFeature("size", tuple(f"s{i}" for i in range(20))),
+        ),
         numeric=(NumericFeature("signal", 0.0, 0.0, 1.0), NumericFeature("noise", 0.0, 0.0, 1.0)),
     )
     os.makedirs(root, exist_ok=True)
     spec.save(os.path.join(root, "feature_spec.json"))
-    for split_index, split in enumerate(SPLITS):
+    for _split_index, split in enumerate(SPLITS):
         n = rows if split == "train" else rows // 4
         colour = rng.integers(0, 4, n)  # 3 = the OOV bucket
         size = rng.integers(0, 21, n)
@@ -37,14 +39,22 @@ def make_feature_dir(root, rows: int = 4000, shards: int = 2, seed: int = 0) -> 
         noise = rng.normal(size=n).astype(np.float32)
         logit = 2.0 * signal + np.where(colour == 0, 1.5, -0.5)
         label = (rng.random(n) < 1 / (1 + np.exp(-logit))).astype(np.int32)
-        table = pa.table({"label": label, "cat__colour": colour.astype(np.int32),
-                          "cat__size": size.astype(np.int32), "num__signal": signal,
-                          "num__noise": noise})
+        table = pa.table(
+            {
+                "label": label,
+                "cat__colour": colour.astype(np.int32),
+                "cat__size": size.astype(np.int32),
+                "num__signal": signal,
+                "num__noise": noise,
+            }
+        )
         os.makedirs(os.path.join(root, split), exist_ok=True)
         bounds = np.linspace(0, n, shards + 1).astype(int)
         for i in range(shards):
-            pq.write_table(table.slice(bounds[i], bounds[i + 1] - bounds[i]),
-                           os.path.join(root, split, f"part-{i:05d}.parquet"))
+            pq.write_table(
+                table.slice(bounds[i], bounds[i + 1] - bounds[i]),
+                os.path.join(root, split, f"part-{i:05d}.parquet"),
+            )
     return str(root)
 
 

@@ -24,8 +24,9 @@ def test_a_half_written_file_is_never_taken_for_a_checkpoint(tmp_path):
     # What a process killed mid-write leaves behind: the temporary name only.
     (tmp_path / "ckpt" / ".epoch-0002.ckpt.abc.tmp").write_bytes(b"trunc")
     assert checkpoints.latest_checkpoint(uri) == (1, b"complete")
-    assert not any(name.endswith(".tmp") for name in os.listdir(tmp_path / "ckpt")
-                   if name.startswith("epoch-"))
+    assert not any(
+        name.endswith(".tmp") for name in os.listdir(tmp_path / "ckpt") if name.startswith("epoch-")
+    )
 
 
 def test_save_keeps_the_newest_and_loads_by_epoch(tmp_path):

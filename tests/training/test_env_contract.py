@@ -8,9 +8,15 @@ from kfstack.training.env_contract import DistributedEnv, pytorchjob_env
 
 def test_master_env_matches_the_training_operator():
     assert pytorchjob_env("job-master-0", "master", 0, 3) == {
-        "MASTER_ADDR": "job-master-0", "MASTER_PORT": "23456", "WORLD_SIZE": "3", "RANK": "0",
-        "PET_MASTER_ADDR": "job-master-0", "PET_MASTER_PORT": "23456", "PET_NNODES": "3",
-        "PET_NPROC_PER_NODE": "1", "PET_NODE_RANK": "0",
+        "MASTER_ADDR": "job-master-0",
+        "MASTER_PORT": "23456",
+        "WORLD_SIZE": "3",
+        "RANK": "0",
+        "PET_MASTER_ADDR": "job-master-0",
+        "PET_MASTER_PORT": "23456",
+        "PET_NNODES": "3",
+        "PET_NPROC_PER_NODE": "1",
+        "PET_NODE_RANK": "0",
     }
 
 
@@ -37,11 +43,14 @@ def test_round_trip_through_the_env():
     assert env.is_distributed and not env.is_chief
 
 
-@pytest.mark.parametrize("env", [
-    {"WORLD_SIZE": "2", "RANK": "2", "MASTER_ADDR": "a"},
-    {"WORLD_SIZE": "two", "RANK": "0"},
-    {"WORLD_SIZE": "2", "RANK": "1"},  # no MASTER_ADDR
-])
+@pytest.mark.parametrize(
+    "env",
+    [
+        {"WORLD_SIZE": "2", "RANK": "2", "MASTER_ADDR": "a"},
+        {"WORLD_SIZE": "two", "RANK": "0"},
+        {"WORLD_SIZE": "2", "RANK": "1"},  # no MASTER_ADDR
+    ],
+)
 def test_inconsistent_env_is_a_clear_error(env):
     with pytest.raises(InvalidParameterError):
         DistributedEnv.from_env(env)

@@ -2,6 +2,7 @@
 
 import io
 import os
+import pathlib
 import signal
 import sys
 import time
@@ -9,9 +10,9 @@ import time
 import pytest
 
 from kfstack.components.training.train_model.stage import train_locally
-from kfstack.training.settings import TrainingSettings
 from kfstack.errors import CancelledError, TrainingFailedError
 from kfstack.training.process_group import ReplicaProcess, run_process_group
+from kfstack.training.settings import TrainingSettings
 from tests.training.conftest import kill_after_first_checkpoint, make_feature_dir
 from tests.training.test_trainer import katib_metrics
 
@@ -26,9 +27,14 @@ def test_one_failing_replica_fails_the_group_with_its_log_tail(tmp_path):
     started = time.monotonic()
     with pytest.raises(TrainingFailedError) as err:
         run_process_group(
-            lambda attempt: [ReplicaProcess(0, SLEEPER, {}, "master-0"),
-                             ReplicaProcess(1, FAILER, {}, "worker-0")],
-            logs_dir=str(tmp_path), max_restarts=0, grace_seconds=5, out=out,
+            lambda attempt: [
+                ReplicaProcess(0, SLEEPER, {}, "master-0"),
+                ReplicaProcess(1, FAILER, {}, "worker-0"),
+            ],
+            logs_dir=str(tmp_path),
+            max_restarts=0,
+            grace_seconds=5,
+            out=out,
             on_group_started=lambda attempt, processes: started_processes.extend(processes),
         )
     message = str(err.value)
@@ -60,10 +66,11 @@ def test_each_replica_gets_its_share_of_the_cores(tmp_path):
     result = run_process_group(replicas, logs_dir=str(tmp_path / "default"), max_restarts=0)
     expected = max(1, (os.cpu_count() or 1) // 2)
     for path in result.logs.values():
-        assert open(path).read().strip() == f"threads {expected}"
-    result = run_process_group(replicas, logs_dir=str(tmp_path / "given"), max_restarts=0,
-                               threads_per_process=3)
-    assert open(result.logs[1]).read().strip() == "threads 3"
+        assert pathlib.Path(path).read_text().strip() == f"threads {expected}"
+    result = run_process_group(
+        replicas, logs_dir=str(tmp_path / "given"), max_restarts=0, threads_per_process=3
+    )
+    assert pathlib.Path(result.logs[1]).read_text().strip() == "threads 3"
 
 
 def test_sigterm_to_the_launcher_stops_every_replica(tmp_path):
@@ -76,9 +83,13 @@ def test_sigterm_to_the_launcher_stops_every_replica(tmp_path):
 
     previous = signal.getsignal(signal.SIGTERM)
     with pytest.raises(CancelledError):
-        run_process_group(lambda attempt: [ReplicaProcess(0, SLEEPER, {})],
-                          logs_dir=str(tmp_path), max_restarts=3, on_group_started=cancel,
-                          grace_seconds=5)
+        run_process_group(
+            lambda attempt: [ReplicaProcess(0, SLEEPER, {})],
+            logs_dir=str(tmp_path),
+            max_restarts=3,
+            on_group_started=cancel,
+            grace_seconds=5,
+        )
     assert started_processes[0].poll() is not None
     assert signal.getsignal(signal.SIGTERM) is previous
     assert not (tmp_path / "attempt-2").exists()  # a cancel is not a failure to retry
@@ -92,7 +103,9 @@ def test_a_rank_that_cannot_read_its_shard_fails_the_ddp_group(tmp_path):
     with pytest.raises(TrainingFailedError) as err:
         train_locally(
             TrainingSettings(epochs=1, workers=2, batch_size=64, learning_rate=0.01, max_restarts=0),
-            features_uri=features, model_uri=str(tmp_path / "model"), logs_uri=str(tmp_path / "logs"),
+            features_uri=features,
+            model_uri=str(tmp_path / "model"),
+            logs_uri=str(tmp_path / "logs"),
             threads_per_worker=1,
             on_group_started=lambda attempt, processes: started_processes.extend(processes),
         )
@@ -111,8 +124,11 @@ def test_killed_rank_restarts_the_group_which_resumes_from_the_checkpoint(tmp_pa
 
     metrics, _ = train_locally(
         TrainingSettings(epochs=5, workers=2, batch_size=32, learning_rate=0.01, max_restarts=2),
-        features_uri=features, model_uri=str(tmp_path / "model"), logs_uri=str(logs),
-        threads_per_worker=1, on_group_started=kill_worker,
+        features_uri=features,
+        model_uri=str(tmp_path / "model"),
+        logs_uri=str(logs),
+        threads_per_worker=1,
+        on_group_started=kill_worker,
     )
     assert killed, "the worker finished before it could be killed"
     assert metrics["restarts"] == 1

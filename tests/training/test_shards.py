@@ -40,8 +40,10 @@ def test_shards_on_a_non_local_filesystem_keep_their_scheme():
             pq.write_table(pa.table({"label": [i, i]}), f)
     fs.pipe("/kfstack-test/train/_SUCCESS", b"")
     shards = list_shards("memory://kfstack-test/train")
-    assert shards == ["memory:///kfstack-test/train/part-0.parquet",
-                      "memory:///kfstack-test/train/part-1.parquet"]
+    assert shards == [
+        "memory:///kfstack-test/train/part-0.parquet",
+        "memory:///kfstack-test/train/part-1.parquet",
+    ]
     assert read_shards(shards, ["label"])["label"].tolist() == [0, 0, 1, 1]
 
 

@@ -9,20 +9,32 @@ import onnxruntime
 import pytest
 
 from kfstack.components.training.train_model.stage import train_locally
-from kfstack.training.settings import TrainingSettings
 from kfstack.errors import InvalidParameterError
 from kfstack.features import FeatureSpec
 from kfstack.training import shards
+from kfstack.training.settings import TrainingSettings
 from tests.training.conftest import kill_after_first_checkpoint, make_feature_dir
 from tests.training.test_trainer import katib_metrics
 
 
 def run(tmp_path, features, topology="mwms", on_group_started=None, **overrides):
-    training = dict(framework="tensorflow", epochs=2, workers=2, batch_size=128, learning_rate=0.01,
-                    max_restarts=0, tf_topology=topology)
-    return train_locally(TrainingSettings(**{**training, **overrides}), features_uri=features,
-                         model_uri=str(tmp_path / "model"), logs_uri=str(tmp_path / "logs"),
-                         threads_per_worker=1, on_group_started=on_group_started)
+    training = {
+        "framework": "tensorflow",
+        "epochs": 2,
+        "workers": 2,
+        "batch_size": 128,
+        "learning_rate": 0.01,
+        "max_restarts": 0,
+        "tf_topology": topology,
+    }
+    return train_locally(
+        TrainingSettings(**{**training, **overrides}),
+        features_uri=features,
+        model_uri=str(tmp_path / "model"),
+        logs_uri=str(tmp_path / "logs"),
+        threads_per_worker=1,
+        on_group_started=on_group_started,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -32,8 +44,13 @@ def features(tmp_path_factory):
 
 def test_mwms_two_workers_train_read_disjoint_shards_and_export_onnx(tmp_path, features):
     metrics, reference = run(tmp_path, features)
-    assert reference == {"kind": "LocalProcessGroup", "framework": "tensorflow", "topology": "mwms",
-                         "replicas": {"worker": 2}, "attempts": 1}
+    assert reference == {
+        "kind": "LocalProcessGroup",
+        "framework": "tensorflow",
+        "topology": "mwms",
+        "replicas": {"worker": 2},
+        "attempts": 1,
+    }
     assert metrics["world_size"] == 2 and metrics["val_auc"] > 0.75 and metrics["restarts"] == 0
     logs = tmp_path / "logs" / "attempt-1"
     chief, other = (logs / "rank-0.log").read_text(), (logs / "rank-1.log").read_text()
@@ -47,16 +64,25 @@ def test_mwms_two_workers_train_read_disjoint_shards_and_export_onnx(tmp_path, f
     # The exported model serves with the interface evaluation and serving use.
     spec = FeatureSpec.load(str(tmp_path / "model"))
     session = onnxruntime.InferenceSession(str(tmp_path / "model" / "model.onnx"))
-    probabilities = session.run(None, {
-        "categorical": np.zeros((3, len(spec.categorical)), np.int64),
-        "numeric": np.zeros((3, len(spec.numeric)), np.float32)})[0]
+    probabilities = session.run(
+        None,
+        {
+            "categorical": np.zeros((3, len(spec.categorical)), np.int64),
+            "numeric": np.zeros((3, len(spec.numeric)), np.float32),
+        },
+    )[0]
     assert probabilities.shape == (3,) and np.all((probabilities > 0) & (probabilities < 1))
 
 
 def test_parameter_server_topology_trains_and_stops_its_servers(tmp_path, features):
     started = []
-    metrics, reference = run(tmp_path, features, topology="parameter_server", tf_parameter_servers=1,
-                             on_group_started=lambda attempt, processes: started.extend(processes))
+    metrics, reference = run(
+        tmp_path,
+        features,
+        topology="parameter_server",
+        tf_parameter_servers=1,
+        on_group_started=lambda attempt, processes: started.extend(processes),
+    )
     assert reference["replicas"] == {"chief": 1, "worker": 2, "ps": 1}
     assert metrics["val_auc"] > 0.75
     assert started[0].returncode == 0
@@ -70,8 +96,9 @@ def test_killed_worker_restarts_the_group_which_resumes_from_the_checkpoint(tmp_
     logs = tmp_path / "logs"
     kill_worker, killed = kill_after_first_checkpoint(logs / "checkpoints")
 
-    metrics, _ = run(tmp_path, features, epochs=4, batch_size=64, max_restarts=2,
-                     on_group_started=kill_worker)
+    metrics, _ = run(
+        tmp_path, features, epochs=4, batch_size=64, max_restarts=2, on_group_started=kill_worker
+    )
     assert killed, "the worker finished before it could be killed"
     assert metrics["restarts"] == 1
     chief_after = (logs / "attempt-2" / "rank-0.log").read_text()

@@ -20,7 +20,11 @@ def test_addresses_follow_the_operators_service_names():
 def test_tf_config_round_trip_and_roles():
     cluster = tfjob_addresses("j", "ns", {"chief": 1, "worker": 2, "ps": 1})
     raw = tfjob_tf_config(cluster, "Worker", 1)
-    assert json.loads(raw) == {"cluster": cluster, "task": {"type": "worker", "index": 1}, "environment": "cloud"}
+    assert json.loads(raw) == {
+        "cluster": cluster,
+        "task": {"type": "worker", "index": 1},
+        "environment": "cloud",
+    }
     worker = TFTask.from_env({"TF_CONFIG": raw})
     assert (worker.task_type, worker.index, worker.num_workers) == ("worker", 1, 2)
     assert worker.has_parameter_servers and not worker.is_chief
@@ -39,12 +43,15 @@ def test_a_one_replica_job_gets_no_tf_config_and_trains_alone():
     assert not task.is_distributed and task.is_chief and task.num_workers == 1
 
 
-@pytest.mark.parametrize("raw", [
-    "not json",
-    json.dumps({"cluster": {"worker": ["a:1"]}}),
-    json.dumps({"cluster": {"worker": ["a:1"]}, "task": {"type": "worker", "index": 3}}),
-    json.dumps({"cluster": {"worker": ["a:1"]}, "task": {"type": "ps", "index": 0}}),
-])
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "not json",
+        json.dumps({"cluster": {"worker": ["a:1"]}}),
+        json.dumps({"cluster": {"worker": ["a:1"]}, "task": {"type": "worker", "index": 3}}),
+        json.dumps({"cluster": {"worker": ["a:1"]}, "task": {"type": "ps", "index": 0}}),
+    ],
+)
 def test_malformed_tf_config_is_a_clear_error(raw):
     with pytest.raises(InvalidParameterError, match="TF_CONFIG"):
         TFTask.from_env({"TF_CONFIG": raw})

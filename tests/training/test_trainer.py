@@ -12,12 +12,16 @@ import onnxruntime
 import pytest
 import torch
 
+from kfstack.components.training.train_model.pytorch.model import (
+    DelayClassifier,
+    DelayProbability,
+    ModelConfig,
+)
 from kfstack.components.training.train_model.stage import train_locally
-from kfstack.training.settings import TrainingSettings
-from kfstack.components.training.train_model.pytorch.model import DelayClassifier, DelayProbability, ModelConfig
 from kfstack.errors import InvalidParameterError
 from kfstack.features import FeatureSpec
 from kfstack.training import checkpoints
+from kfstack.training.settings import TrainingSettings
 from kfstack.training.shards import list_shards, read_shards
 
 # Katib v0.19 StdOut metrics collector (DESIGN §3).
@@ -34,7 +38,9 @@ def two_rank_run(tmp_path_factory, feature_dir):
     root = tmp_path_factory.mktemp("ddp")
     metrics, _ = train_locally(
         TrainingSettings(epochs=3, workers=2, batch_size=128, learning_rate=0.01, max_restarts=0),
-        features_uri=feature_dir, model_uri=str(root / "model"), logs_uri=str(root / "logs"),
+        features_uri=feature_dir,
+        model_uri=str(root / "model"),
+        logs_uri=str(root / "logs"),
         threads_per_worker=1,
     )
     return root, metrics
@@ -76,7 +82,11 @@ def test_export_matches_the_checkpointed_torch_model(two_rank_run, feature_dir):
     session = onnxruntime.InferenceSession(str(root / "model" / "model.onnx"))
     onnx_out = session.run(None, {"categorical": categorical, "numeric": numeric})[0]
     with torch.no_grad():
-        torch_out = DelayProbability(classifier).eval()(torch.from_numpy(categorical), torch.from_numpy(numeric)).numpy()
+        torch_out = (
+            DelayProbability(classifier)
+            .eval()(torch.from_numpy(categorical), torch.from_numpy(numeric))
+            .numpy()
+        )
     assert onnx_out.shape == (len(categorical),)
     np.testing.assert_allclose(onnx_out, torch_out, atol=1e-5)
     written = json.loads((root / "model" / "training_metrics.json").read_text())
@@ -86,10 +96,25 @@ def test_export_matches_the_checkpointed_torch_model(two_rank_run, feature_dir):
 def test_without_world_size_the_trainer_runs_alone(tmp_path, feature_dir):
     env = {k: v for k, v in os.environ.items() if k not in ("WORLD_SIZE", "RANK", "MASTER_ADDR")}
     proc = subprocess.run(
-        [sys.executable, "-m", "kfstack.components.training.train_model.pytorch.trainer",
-         "--features-uri", feature_dir, "--model-uri", str(tmp_path / "model"),
-         "--checkpoint-uri", str(tmp_path / "ckpt"), "--epochs", "1", "--batch-size", "256"],
-        capture_output=True, text=True, env={**env, "OMP_NUM_THREADS": "1"}, timeout=300,
+        [
+            sys.executable,
+            "-m",
+            "kfstack.components.training.train_model.pytorch.trainer",
+            "--features-uri",
+            feature_dir,
+            "--model-uri",
+            str(tmp_path / "model"),
+            "--checkpoint-uri",
+            str(tmp_path / "ckpt"),
+            "--epochs",
+            "1",
+            "--batch-size",
+            "256",
+        ],
+        capture_output=True,
+        text=True,
+        env={**env, "OMP_NUM_THREADS": "1"},
+        timeout=300,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "rank 0 of 1" in proc.stderr and "4000 train rows" in proc.stderr
@@ -98,7 +123,7 @@ def test_without_world_size_the_trainer_runs_alone(tmp_path, feature_dir):
 
 
 def test_bad_parameters_fail_before_any_process(tmp_path, feature_dir):
-    uris = dict(features_uri=feature_dir, model_uri=str(tmp_path / "m"), logs_uri=str(tmp_path / "l"))
+    uris = {"features_uri": feature_dir, "model_uri": str(tmp_path / "m"), "logs_uri": str(tmp_path / "l")}
     with pytest.raises(InvalidParameterError, match="2 shards cannot feed 3 ranks"):
         train_locally(TrainingSettings(workers=3, epochs=1, batch_size=64), **uris)
     with pytest.raises(InvalidParameterError, match="epochs=0 must be >= 1"):

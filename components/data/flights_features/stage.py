@@ -64,25 +64,30 @@ class FlightsFeaturesStage:
             quarantine_uri=fsspec_uri(job.quarantine_uri),
         )
         placement = settings.placement
-        return [build_spark_application(SparkApplicationRequest(
-            name=context.name(NAME_PREFIX),
-            labels=context.labels(),
-            image=images.image_for("spark"),
-            main_file=images.SPARK_MAIN_FILE,
-            arguments=remote.to_argv(),
-            profile=placement.profile,
-            secrets=placement.secrets,
-            service_account=placement.service_account,
-            resources=settings.resources,
-        ))]
+        return [
+            build_spark_application(
+                SparkApplicationRequest(
+                    name=context.name(NAME_PREFIX),
+                    labels=context.labels(),
+                    image=images.image_for("spark"),
+                    main_file=images.SPARK_MAIN_FILE,
+                    arguments=remote.to_argv(),
+                    profile=placement.profile,
+                    secrets=placement.secrets,
+                    service_account=placement.service_account,
+                    resources=settings.resources,
+                )
+            )
+        ]
 
     def run_local(self, settings: FeatureStageSettings) -> StageResult:
         # pyspark is imported only here: compiling or rendering pipelines must not need it.
         from kfstack.spark_jobs.flights_features.job import run_feature_job
 
         report = run_feature_job(settings.job)
-        return StageResult({DATA_REPORT: report_metrics(report.to_dict())},
-                           {"kind": "SparkSession", "master": "local[*]"})
+        return StageResult(
+            {DATA_REPORT: report_metrics(report.to_dict())}, {"kind": "SparkSession", "master": "local[*]"}
+        )
 
     def collect(self, settings: FeatureStageSettings, finished: list[dict]) -> StageResult:
         with fsspec.open(join(fsspec_uri(settings.job.output_uri), JOB_REPORT_FILE), "r") as f:

@@ -40,8 +40,10 @@ def score(model_uri: str, features_uri: str, split: str = "test") -> tuple[np.nd
     categorical, numeric, labels = shards.read_split(spec, f"{features_uri.rstrip('/')}/{split}")
     labels = labels.astype(np.int64)
     probabilities = [
-        session.run(None, {"categorical": categorical[i:i + SCORING_BATCH],
-                           "numeric": numeric[i:i + SCORING_BATCH]})[0]
+        session.run(
+            None,
+            {"categorical": categorical[i : i + SCORING_BATCH], "numeric": numeric[i : i + SCORING_BATCH]},
+        )[0]
         for i in range(0, len(labels), SCORING_BATCH)
     ]
     return labels, np.concatenate(probabilities) if probabilities else np.empty(0, np.float32)
@@ -81,27 +83,32 @@ def evaluate_model(model_uri: str, features_uri: str, threshold: float = 0.5) ->
     )
 
 
-def report_markdown(values: dict[str, float], matrix: list[list[int]], threshold: float, model_uri: str) -> str:
+def report_markdown(
+    values: dict[str, float], matrix: list[list[int]], threshold: float, model_uri: str
+) -> str:
     (tn, fp), (fn, tp) = matrix
-    return "\n".join([
-        "# Flight delay model: test split",
-        "",
-        f"Model `{os.path.basename(model_uri.rstrip('/'))}/{MODEL_FILE}` scored with onnxruntime on "
-        f"{int(values['test_rows']):,} held-out flights; a flight is predicted *delayed* at "
-        f"probability >= {threshold:g}.",
-        "",
-        "| metric | value |",
-        "|---|---|",
-        f"| AUC | {values['auc']:.4f} |",
-        f"| log loss | {values['log_loss']:.4f} |",
-        f"| accuracy | {values['accuracy']:.4f} |",
-        f"| precision | {values['precision']:.4f} |",
-        f"| recall | {values['recall']:.4f} |",
-        f"| delayed share (actual / predicted) | {values['positive_rate']:.3f} / {values['predicted_positive_rate']:.3f} |",
-        "",
-        "| | predicted on time | predicted delayed |",
-        "|---|---|---|",
-        f"| **on time** | {tn:,} | {fp:,} |",
-        f"| **delayed** | {fn:,} | {tp:,} |",
-        "",
-    ])
+    return "\n".join(
+        [
+            "# Flight delay model: test split",
+            "",
+            f"Model `{os.path.basename(model_uri.rstrip('/'))}/{MODEL_FILE}` scored with onnxruntime on "
+            f"{int(values['test_rows']):,} held-out flights; a flight is predicted *delayed* at "
+            f"probability >= {threshold:g}.",
+            "",
+            "| metric | value |",
+            "|---|---|",
+            f"| AUC | {values['auc']:.4f} |",
+            f"| log loss | {values['log_loss']:.4f} |",
+            f"| accuracy | {values['accuracy']:.4f} |",
+            f"| precision | {values['precision']:.4f} |",
+            f"| recall | {values['recall']:.4f} |",
+            f"| delayed share (actual / predicted) | {values['positive_rate']:.3f} / "
+            f"{values['predicted_positive_rate']:.3f} |",
+            "",
+            "| | predicted on time | predicted delayed |",
+            "|---|---|---|",
+            f"| **on time** | {tn:,} | {fp:,} |",
+            f"| **delayed** | {fn:,} | {tp:,} |",
+            "",
+        ]
+    )

@@ -69,9 +69,11 @@ class TrainModelSettings:
     def trainer_argv(self, remote: bool) -> list[str]:
         """The trainer's arguments; ``remote``: the URIs as the job's pods open them."""
         uri = fsspec_uri if remote else str
-        return self.training.trainer_argv(features_uri=uri(self.features_uri),
-                                          model_uri=uri(self.model_uri),
-                                          checkpoint_uri=uri(self.checkpoint_uri))
+        return self.training.trainer_argv(
+            features_uri=uri(self.features_uri),
+            model_uri=uri(self.model_uri),
+            checkpoint_uri=uri(self.checkpoint_uri),
+        )
 
 
 class TrainModelStage:
@@ -119,18 +121,27 @@ class TrainModelStage:
         os.makedirs(settings.logs_uri, exist_ok=True)
         replicas = BACKENDS[training.framework].local_replicas(training, settings.trainer_argv(remote=False))
         result = run_process_group(
-            replicas.build, logs_dir=settings.logs_uri, max_restarts=training.max_restarts,
-            on_group_started=settings.on_group_started, threads_per_process=settings.threads_per_worker,
+            replicas.build,
+            logs_dir=settings.logs_uri,
+            max_restarts=training.max_restarts,
+            on_group_started=settings.on_group_started,
+            threads_per_process=settings.threads_per_worker,
             done_when_exits=replicas.done_when_exits,
         )
         metrics = {**read_metrics(settings.model_uri), "restarts": float(result.restarts)}
-        reference = {"kind": "LocalProcessGroup", "framework": training.framework,
-                     **replicas.details, "attempts": result.attempts}
+        reference = {
+            "kind": "LocalProcessGroup",
+            "framework": training.framework,
+            **replicas.details,
+            "attempts": result.attempts,
+        }
         return StageResult({TRAINING_METRICS: metrics}, reference)
 
     def collect(self, settings: TrainModelSettings, finished: list[dict]) -> StageResult:
-        return StageResult({TRAINING_METRICS: read_metrics(fsspec_uri(settings.model_uri))},
-                           {"framework": settings.training.framework})
+        return StageResult(
+            {TRAINING_METRICS: read_metrics(fsspec_uri(settings.model_uri))},
+            {"framework": settings.training.framework},
+        )
 
 
 STAGE = TrainModelStage()
@@ -143,17 +154,28 @@ def read_metrics(model_uri: str) -> dict[str, float]:
     return {name: float(trained[name]) for name in REPORTED_METRICS}
 
 
-def train_locally(training: TrainingSettings, *, features_uri: str, model_uri: str, logs_uri: str,
-                  threads_per_worker: int | None = None,
-                  on_group_started: Callable[..., None] | None = None) -> tuple[dict[str, float], dict]:
+def train_locally(
+    training: TrainingSettings,
+    *,
+    features_uri: str,
+    model_uri: str,
+    logs_uri: str,
+    threads_per_worker: int | None = None,
+    on_group_started: Callable[..., None] | None = None,
+) -> tuple[dict[str, float], dict]:
     """Trains on this machine as the local platform does; returns the metrics and reference.
 
     For callers outside a pipeline (benchmarks, tests): the same preflight and local run as the
     ``train-model`` task.
     """
-    settings = TrainModelSettings(training=training, features_uri=features_uri, model_uri=model_uri,
-                                  logs_uri=logs_uri, threads_per_worker=threads_per_worker,
-                                  on_group_started=on_group_started)
+    settings = TrainModelSettings(
+        training=training,
+        features_uri=features_uri,
+        model_uri=model_uri,
+        logs_uri=logs_uri,
+        threads_per_worker=threads_per_worker,
+        on_group_started=on_group_started,
+    )
     STAGE.preflight(settings)
     result = STAGE.run_local(settings)
     return dict(result.metrics[TRAINING_METRICS]), dict(result.reference)

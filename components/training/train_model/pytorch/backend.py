@@ -24,9 +24,11 @@ def build_job(settings: TrainingSettings, request: TrainingJobRequest) -> dict:
     """The PyTorchJob: 1 Master + ``workers - 1`` Workers, or elastic Workers (torchrun)."""
     elastic = None
     if settings.elastic:
-        elastic = ElasticSettings(min_replicas=settings.elastic_min_workers,
-                                  max_replicas=settings.elastic_max_workers,
-                                  max_restarts=settings.max_restarts)
+        elastic = ElasticSettings(
+            min_replicas=settings.elastic_min_workers,
+            max_replicas=settings.elastic_max_workers,
+            max_restarts=settings.max_restarts,
+        )
     return build_pytorchjob(request.with_elastic(elastic))
 
 

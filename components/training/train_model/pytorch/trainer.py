@@ -39,13 +39,17 @@ import torch.distributed as dist
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
-from kfstack.components.training.train_model.pytorch.model import DelayClassifier, DelayProbability, ModelConfig
+from kfstack.components.training.train_model.pytorch.model import (
+    DelayClassifier,
+    DelayProbability,
+    ModelConfig,
+)
 from kfstack.errors import InvalidParameterError, TrainingFailedError
 from kfstack.features import FEATURE_SPEC_FILE, FeatureSpec
 from kfstack.training import checkpoints, metrics, shards
+from kfstack.training.env_contract import DistributedEnv
 from kfstack.training.metrics import katib_line
 from kfstack.training.settings import METRICS_FILE, MODEL_FILE, parse_trainer_args
-from kfstack.training.env_contract import DistributedEnv
 
 logger = logging.getLogger("kfstack.train_pytorch")
 
@@ -112,12 +116,14 @@ def predict(model: nn.Module, data: RankData, device: torch.device, batch: int =
     out = []
     for start in range(0, len(data), batch):
         with _autocast(device):
-            logits = model(data.categorical[start:start + batch], data.numeric[start:start + batch])
+            logits = model(data.categorical[start : start + batch], data.numeric[start : start + batch])
         out.append(torch.sigmoid(logits.float()).cpu().numpy())
     return np.concatenate(out) if out else np.empty(0, dtype=np.float32)
 
 
-def validate(model: nn.Module, data: RankData, env: DistributedEnv, device: torch.device) -> dict[str, float] | None:
+def validate(
+    model: nn.Module, data: RankData, env: DistributedEnv, device: torch.device
+) -> dict[str, float] | None:
     """Scores the whole validation split; the metrics on rank 0, ``None`` elsewhere."""
     local = (data.labels.cpu().numpy(), predict(model, data, device))
     if env.is_distributed:
@@ -159,10 +165,14 @@ def export_onnx(classifier: DelayClassifier, spec: FeatureSpec, sample: RankData
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # exporter chatter about merged dynamic axis names
             torch.onnx.export(
-                serving, (categorical, numeric), path,
-                input_names=["categorical", "numeric"], output_names=["probability"],
+                serving,
+                (categorical, numeric),
+                path,
+                input_names=["categorical", "numeric"],
+                output_names=["probability"],
                 dynamic_shapes={"categorical": {0: batch}, "numeric": {0: batch}},
-                external_data=False, verbose=False,
+                external_data=False,
+                verbose=False,
             )
         session = onnxruntime.InferenceSession(path, providers=["CPUExecutionProvider"])
         onnx_out = session.run(None, {"categorical": categorical.numpy(), "numeric": numeric.numpy()})[0]
@@ -194,7 +204,9 @@ def train(args: argparse.Namespace) -> dict[str, float] | None:
         dist.init_process_group(
             backend="nccl" if device.type == "cuda" else "gloo",
             init_method=f"tcp://{env.master_addr}:{env.master_port}",
-            rank=env.rank, world_size=env.world_size, timeout=PROCESS_GROUP_TIMEOUT,
+            rank=env.rank,
+            world_size=env.world_size,
+            timeout=PROCESS_GROUP_TIMEOUT,
         )
     logger.info("rank %d of %d on %s", env.rank, env.world_size, device)
     torch.manual_seed(args.seed)  # identical initial weights on every rank
@@ -204,7 +216,9 @@ def train(args: argparse.Namespace) -> dict[str, float] | None:
     validation_data = RankData(spec, f"{args.features_uri.rstrip('/')}/validation", env, device)
     per_rank_batch = max(1, args.batch_size // env.world_size)
     steps = steps_per_epoch(len(train_data), per_rank_batch, env, device)
-    logger.info("rank %d: %d train rows, %d steps/epoch of %d", env.rank, len(train_data), steps, per_rank_batch)
+    logger.info(
+        "rank %d: %d train rows, %d steps/epoch of %d", env.rank, len(train_data), steps, per_rank_batch
+    )
 
     classifier = DelayClassifier(ModelConfig(tuple(spec.cardinalities), len(spec.numeric))).to(device)
     # The fused kernel (CUDA and CPU) updates all parameters in one call: per-tensor Adam was a
@@ -224,7 +238,9 @@ def train(args: argparse.Namespace) -> dict[str, float] | None:
         logger.info("rank %d: resumed from checkpoint of epoch %d", env.rank, resume_epoch)
     model: nn.Module = classifier
     if env.is_distributed:
-        model = DistributedDataParallel(classifier, device_ids=[device.index] if device.type == "cuda" else None)
+        model = DistributedDataParallel(
+            classifier, device_ids=[device.index] if device.type == "cuda" else None
+        )
     loss_fn = nn.BCEWithLogitsLoss()
 
     for epoch in range(start_epoch, args.epochs + 1):
@@ -252,15 +268,24 @@ def train(args: argparse.Namespace) -> dict[str, float] | None:
         samples += epoch_samples
         scores = validate(model, validation_data, env, device)
         if env.is_chief:
-            scores.update(train_loss=float(loss.item()), train_seconds=epoch_seconds,
-                          train_samples=float(epoch_samples))
+            scores.update(
+                train_loss=float(loss.item()), train_seconds=epoch_seconds, train_samples=float(epoch_samples)
+            )
             history.append({"epoch": epoch, **scores})
             print(katib_line(epoch, scores), flush=True)
-            state = {"model": classifier.state_dict(), "optimizer": optimizer.state_dict(),
-                     "epoch": epoch, "rng": torch.get_rng_state(), "history": history,
-                     "train_seconds": train_seconds, "samples": samples}
+            state = {
+                "model": classifier.state_dict(),
+                "optimizer": optimizer.state_dict(),
+                "epoch": epoch,
+                "rng": torch.get_rng_state(),
+                "history": history,
+                "train_seconds": train_seconds,
+                "samples": samples,
+            }
             checkpoints.save_checkpoint(
-                args.checkpoint_uri, epoch, checkpoints.to_bytes(torch.save, state),
+                args.checkpoint_uri,
+                epoch,
+                checkpoints.to_bytes(torch.save, state),
                 keep=CHECKPOINTS_KEPT,
             )
         if env.is_distributed:

@@ -38,7 +38,9 @@ def local_replicas(settings: TrainingSettings, trainer_argv: list[str]) -> Repli
     layout = replica_layout(settings)
 
     def build(attempt: int) -> list[ReplicaProcess]:
-        cluster = {rtype: [f"{LOOPBACK}:{free_port()}" for _ in range(count)] for rtype, count in layout.items()}
+        cluster = {
+            rtype: [f"{LOOPBACK}:{free_port()}" for _ in range(count)] for rtype, count in layout.items()
+        }
         argv = [sys.executable, "-m", TRAINER_MODULE, *trainer_argv]
         replicas: list[ReplicaProcess] = []
         for rtype, addresses in cluster.items():

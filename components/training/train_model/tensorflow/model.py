@@ -18,15 +18,20 @@ def build_classifier(config: ModelConfig, seed: int) -> keras.Model:
     numeric = keras.Input(shape=(config.num_numeric,), dtype="float32", name=ONNX_INPUTS[1])
     initializer = keras.initializers.GlorotUniform
     embedded = [
-        keras.layers.Flatten()(keras.layers.Embedding(
-            cardinality, embedding_dim(cardinality),
-            embeddings_initializer=keras.initializers.RandomNormal(seed=seed + i),
-        )(categorical[:, i:i + 1]))
+        keras.layers.Flatten()(
+            keras.layers.Embedding(
+                cardinality,
+                embedding_dim(cardinality),
+                embeddings_initializer=keras.initializers.RandomNormal(seed=seed + i),
+            )(categorical[:, i : i + 1])
+        )
         for i, cardinality in enumerate(config.cardinalities)
     ]
     x = keras.layers.Concatenate()([*embedded, numeric])
     for j, width in enumerate(config.hidden):
-        x = keras.layers.Dense(width, activation="relu", kernel_initializer=initializer(seed=seed + 100 + j))(x)
+        x = keras.layers.Dense(width, activation="relu", kernel_initializer=initializer(seed=seed + 100 + j))(
+            x
+        )
     logits = keras.layers.Dense(1, dtype="float32", kernel_initializer=initializer(seed=seed + 200))(x)
     return keras.Model([categorical, numeric], logits, name="delay_classifier")
 
@@ -47,7 +52,9 @@ def weights_state(model: keras.Model, optimizer: keras.optimizers.Optimizer) -> 
     return state
 
 
-def restore_state(model: keras.Model, optimizer: keras.optimizers.Optimizer, state: dict[str, np.ndarray]) -> None:
+def restore_state(
+    model: keras.Model, optimizer: keras.optimizers.Optimizer, state: dict[str, np.ndarray]
+) -> None:
     """Assigns what :func:`weights_state` saved (the optimizer must be built first)."""
     for i, variable in enumerate(model.weights):
         variable.assign(state[f"model/{i}"])

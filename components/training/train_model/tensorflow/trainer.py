@@ -45,9 +45,9 @@ import numpy as np
 from kfstack.errors import InvalidParameterError, TrainingFailedError
 from kfstack.features import FEATURE_SPEC_FILE, FeatureSpec
 from kfstack.training import checkpoints, metrics, shards
+from kfstack.training.architecture import ONNX_INPUTS, ModelConfig
 from kfstack.training.metrics import katib_line
 from kfstack.training.settings import METRICS_FILE, MODEL_FILE, parse_trainer_args
-from kfstack.training.architecture import ONNX_INPUTS, ModelConfig
 from kfstack.training.tf_config import PS, WORKER, TFTask
 
 logger = logging.getLogger("kfstack.train_tensorflow")
@@ -96,7 +96,11 @@ class Trainer:
         payload = np.load(io.BytesIO(checkpoints.load_checkpoint(self.args.checkpoint_uri, epoch)))
         restore_state(self.classifier, self.optimizer, {k: payload[k] for k in payload.files if "/" in k})
         meta = json.loads(str(payload["meta"]))
-        self.history, self.train_seconds, self.samples = meta["history"], meta["train_seconds"], meta["samples"]
+        self.history, self.train_seconds, self.samples = (
+            meta["history"],
+            meta["train_seconds"],
+            meta["samples"],
+        )
         self.start_epoch = epoch + 1
         logger.info("%s %d: resumed from checkpoint of epoch %d", self.task.task_type, self.task.index, epoch)
 
@@ -104,11 +108,22 @@ class Trainer:
         from kfstack.components.training.train_model.tensorflow.model import weights_state
 
         state = weights_state(self.classifier, self.optimizer)
-        state["meta"] = np.asarray(json.dumps({"epoch": epoch, "history": self.history,
-                                               "train_seconds": self.train_seconds, "samples": self.samples}))
-        checkpoints.save_checkpoint(self.args.checkpoint_uri, epoch,
-                                    checkpoints.to_bytes(lambda s, f: np.savez(f, **s), state),
-                                    keep=CHECKPOINTS_KEPT)
+        state["meta"] = np.asarray(
+            json.dumps(
+                {
+                    "epoch": epoch,
+                    "history": self.history,
+                    "train_seconds": self.train_seconds,
+                    "samples": self.samples,
+                }
+            )
+        )
+        checkpoints.save_checkpoint(
+            self.args.checkpoint_uri,
+            epoch,
+            checkpoints.to_bytes(lambda s, f: np.savez(f, **s), state),
+            keep=CHECKPOINTS_KEPT,
+        )
 
     # -- per epoch -----------------------------------------------------------------------------
 
@@ -120,11 +135,13 @@ class Trainer:
         def step(inputs):
             (categorical, numeric), labels = inputs
             with tf.GradientTape() as tape:
-                logits = tf.squeeze(tf.cast(classifier([categorical, numeric], training=True), tf.float32), -1)
+                logits = tf.squeeze(
+                    tf.cast(classifier([categorical, numeric], training=True), tf.float32), -1
+                )
                 per_example = tf.nn.sigmoid_cross_entropy_with_logits(labels=labels, logits=logits)
                 loss = tf.nn.compute_average_loss(per_example, global_batch_size=global_batch)
             gradients = tape.gradient(loss, classifier.trainable_variables)
-            optimizer.apply_gradients(zip(gradients, classifier.trainable_variables))
+            optimizer.apply_gradients(zip(gradients, classifier.trainable_variables, strict=False))
             return loss
 
         return step
@@ -136,7 +153,9 @@ class Trainer:
         if not self.task.is_chief:
             return
         if self.validation is None:
-            self.validation = shards.read_split(self.spec, f"{self.args.features_uri.rstrip('/')}/validation", 0, 1)
+            self.validation = shards.read_split(
+                self.spec, f"{self.args.features_uri.rstrip('/')}/validation", 0, 1
+            )
         categorical, numeric, labels = self.validation
         probabilities = self.predict(categorical, numeric)
         scores = {
@@ -156,8 +175,10 @@ class Trainer:
 
         out = []
         for start in range(0, len(categorical), SCORING_BATCH):
-            logits = self.classifier([categorical[start:start + SCORING_BATCH],
-                                      numeric[start:start + SCORING_BATCH]], training=False)
+            logits = self.classifier(
+                [categorical[start : start + SCORING_BATCH], numeric[start : start + SCORING_BATCH]],
+                training=False,
+            )
             out.append(tf.sigmoid(tf.cast(logits, tf.float32)).numpy().reshape(-1))
         return np.concatenate(out) if out else np.empty(0, np.float32)
 
@@ -191,7 +212,9 @@ def topology_name(task: TFTask) -> str:
     return "parameter_server" if task.has_parameter_servers else "mwms"
 
 
-def export_onnx(classifier, config: ModelConfig, spec: FeatureSpec, sample, args: argparse.Namespace) -> float:
+def export_onnx(
+    classifier, config: ModelConfig, spec: FeatureSpec, sample, args: argparse.Namespace
+) -> float:
     """Writes ``model.onnx`` and returns its max abs difference to Keras on validation rows.
 
     The trained weights go into a fresh float32 copy built outside any distribution strategy,
@@ -225,7 +248,8 @@ def export_onnx(classifier, config: ModelConfig, spec: FeatureSpec, sample, args
         difference = float(np.max(np.abs(got.reshape(-1) - expected.reshape(-1))))
         if difference > ONNX_TOLERANCE:
             raise TrainingFailedError(
-                f"ONNX export differs from Keras by {difference:.2e} (> {ONNX_TOLERANCE:.0e})")
+                f"ONNX export differs from Keras by {difference:.2e} (> {ONNX_TOLERANCE:.0e})"
+            )
         fs, model_dir = fsspec.core.url_to_fs(args.model_uri)
         fs.makedirs(model_dir, exist_ok=True)
         fs.put_file(path, f"{model_dir.rstrip('/')}/{MODEL_FILE}")
@@ -243,7 +267,9 @@ def train_synchronous(args: argparse.Namespace, task: TFTask) -> dict | None:
         # tensor, the collectives' fixed cost dominated the step on CPU.
         strategy = tf.distribute.MultiWorkerMirroredStrategy(
             communication_options=tf.distribute.experimental.CommunicationOptions(
-                bytes_per_pack=GRADIENT_PACK_BYTES))
+                bytes_per_pack=GRADIENT_PACK_BYTES
+            )
+        )
         rank, world = task.index, task.num_workers
     else:
         strategy = tf.distribute.get_strategy()  # the default: no distribution
@@ -256,8 +282,16 @@ def train_synchronous(args: argparse.Namespace, task: TFTask) -> dict | None:
     steps = min(shards.rows_per_rank(train_uri, world)) // per_worker_batch
     if steps < 1:
         raise InvalidParameterError(
-            f"some worker has fewer train rows than its batch of {per_worker_batch}; lower batch_size")
-    logger.info("worker %d of %d: %d train rows, %d steps/epoch of %d", rank, world, len(labels), steps, per_worker_batch)
+            f"some worker has fewer train rows than its batch of {per_worker_batch}; lower batch_size"
+        )
+    logger.info(
+        "worker %d of %d: %d train rows, %d steps/epoch of %d",
+        rank,
+        world,
+        len(labels),
+        steps,
+        per_worker_batch,
+    )
 
     def dataset_fn(context=None):
         dataset = tf.data.Dataset.from_tensor_slices(((categorical, numeric), labels))
@@ -282,7 +316,9 @@ def train_synchronous(args: argparse.Namespace, task: TFTask) -> dict | None:
             count = min(STEPS_PER_CALL, steps - done)
             run_steps(iterator, tf.constant(count))
             done += count
-        trainer.validate_and_checkpoint(epoch, time.perf_counter() - started, steps * per_worker_batch * world)
+        trainer.validate_and_checkpoint(
+            epoch, time.perf_counter() - started, steps * per_worker_batch * world
+        )
     return trainer.finish() if task.is_chief else None
 
 
@@ -292,8 +328,13 @@ def train_parameter_server(args: argparse.Namespace, task: TFTask) -> dict | Non
 
     resolver = tf.distribute.cluster_resolver.TFConfigClusterResolver()
     if task.task_type in (WORKER, PS):
-        server = tf.distribute.Server(resolver.cluster_spec(), job_name=task.task_type,
-                                      task_index=task.index, protocol=resolver.rpc_layer or "grpc", start=True)
+        server = tf.distribute.Server(
+            resolver.cluster_spec(),
+            job_name=task.task_type,
+            task_index=task.index,
+            protocol=resolver.rpc_layer or "grpc",
+            start=True,
+        )
         logger.info("%s %d serving", task.task_type, task.index)
         server.join()  # until the job ends: the operator (or the local launcher) stops this process
         return None
@@ -301,12 +342,19 @@ def train_parameter_server(args: argparse.Namespace, task: TFTask) -> dict | Non
     coordinator = tf.distribute.coordinator.ClusterCoordinator(strategy)
     trainer = Trainer(args, task, strategy)
     trainer.resume()
-    categorical, numeric, labels = shards.read_split(trainer.spec, f"{args.features_uri.rstrip('/')}/train", 0, 1)
+    categorical, numeric, labels = shards.read_split(
+        trainer.spec, f"{args.features_uri.rstrip('/')}/train", 0, 1
+    )
     steps = len(labels) // args.batch_size
     if steps < 1:
         raise InvalidParameterError(f"the train split has fewer rows than one batch of {args.batch_size}")
-    logger.info("chief: %d train rows, %d steps/epoch of %d over %d workers", len(labels), steps,
-                args.batch_size, task.num_workers)
+    logger.info(
+        "chief: %d train rows, %d steps/epoch of %d over %d workers",
+        len(labels),
+        steps,
+        args.batch_size,
+        task.num_workers,
+    )
 
     def dataset_fn():
         dataset = tf.data.Dataset.from_tensor_slices(((categorical, numeric), labels))
@@ -318,7 +366,9 @@ def train_parameter_server(args: argparse.Namespace, task: TFTask) -> dict | Non
 
     @tf.function
     def scheduled_step(iterator):
-        return strategy.reduce(tf.distribute.ReduceOp.SUM, strategy.run(step, args=(next(iterator),)), axis=None)
+        return strategy.reduce(
+            tf.distribute.ReduceOp.SUM, strategy.run(step, args=(next(iterator),)), axis=None
+        )
 
     iterator = iter(per_worker)
     for epoch in range(trainer.start_epoch, args.epochs + 1):
@@ -340,7 +390,9 @@ def train(args: argparse.Namespace) -> dict | None:
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    return parse_trainer_args(argv, prog="python -m kfstack.components.training.train_model.tensorflow.trainer")
+    return parse_trainer_args(
+        argv, prog="python -m kfstack.components.training.train_model.tensorflow.trainer"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
