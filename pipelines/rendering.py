@@ -33,7 +33,6 @@ from kfstack.kubernetes.naming import RunContext
 from kfstack.pipelines import load_pipeline, run_check
 
 COMPONENTS_PACKAGE = "kfstack.components"
-PLATFORM_FOR_RENDER = "kubernetes"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -116,7 +115,7 @@ def render(
         UsageError: Unknown pipeline or parameter, or a mistyped value.
         InvalidParameterError: A value a stage or the pipeline's rules refuse (nothing rendered).
     """
-    parameters = {**run_parameters(pipeline, values), "platform": PLATFORM_FOR_RENDER}
+    parameters = {**run_parameters(pipeline, values), platforms.PLATFORM_ARGUMENT: platforms.KUBERNETES}
     run_check(pipeline)(parameters)
     stages = launching_stages(components_package)
     spec = compiled_spec(load_pipeline(pipeline))
@@ -159,7 +158,7 @@ def check_run_parameters(pipeline: str, values: Mapping[str, Any], run_id: str) 
         PlatformNotAvailableError: ``platform=kubernetes`` and no Kubernetes API is reachable.
     """
     render(pipeline, values, run_id or "validation")
-    platform = run_parameters(pipeline, values).get("platform")
+    platform = run_parameters(pipeline, values).get(platforms.PLATFORM_ARGUMENT, "")
     platforms.require_available(platform, stage=pipeline)
     if platform == platforms.KUBERNETES:
         Cluster.from_environment(stage=pipeline)

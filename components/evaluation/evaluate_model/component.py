@@ -18,10 +18,11 @@ def evaluate_model(
     """Scores ``model.onnx`` with onnxruntime on the test split (the model as it will be served).
 
     Args:
-        model: Output of a trainer (``model.onnx`` + ``feature_spec.json``).
+        model: Output of the training step; its ``model.onnx`` is scored.
         features: Output of the feature job; only its ``test`` split is read.
         threshold: Probability (0-1) at or above which a flight is predicted delayed.
-        test_metrics: AUC, log loss, accuracy, precision, recall, positive rate, test rows.
+        test_metrics: AUC, log loss, accuracy, precision, recall, actual and predicted positive
+            rate, test rows.
         classification: Confusion matrix (on_time / delayed) and ROC curve for the KFP UI.
         report: Markdown summary rendered by the KFP UI.
     """

@@ -11,8 +11,8 @@ import numpy as np
 from kfstack.errors import InvalidParameterError
 from kfstack.features import FeatureSpec
 from kfstack.training import metrics, shards
+from kfstack.training.settings import MODEL_FILE
 
-MODEL_FILE = "model.onnx"
 CONFUSION_LABELS = ("on_time", "delayed")
 SCORING_BATCH = 65536
 

@@ -39,9 +39,11 @@ def train_model(
             ``kubernetes`` creates a PyTorchJob or TFJob on the ``gpu_pool`` node pool and waits.
         features: Output of the feature job (shards, ``feature_spec.json``).
         framework: ``pytorch`` (DDP; PyTorchJob) or ``tensorflow`` (TFJob).
-        workers: Replicas: PyTorch one Master and ``workers - 1`` Workers; TF Workers (>= 1).
+        workers: Training replicas (>= 1): PyTorch one Master and ``workers - 1`` Workers; TF
+            Workers (the ``parameter_server`` topology adds a Chief and the PS replicas).
         epochs: Passes over the training split (>= 1); a checkpoint is written after each.
-        batch_size: Global batch size, split evenly over the replicas (>= workers).
+        batch_size: Global batch size (>= workers): split evenly over the replicas of
+            synchronous training; with TF ``parameter_server`` each step's batch on one worker.
         learning_rate: Adam step size (> 0).
         max_restarts: Restarts from the latest checkpoint after a replica fails (>= 0; the
             job's backoffLimit on Kubernetes).
