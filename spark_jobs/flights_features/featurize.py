@@ -11,9 +11,18 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from typing import cast
 
 from pyspark.ml import Pipeline, PipelineModel
-from pyspark.ml.feature import Imputer, StandardScaler, StringIndexer, VectorAssembler
+from pyspark.ml.feature import (
+    Imputer,
+    ImputerModel,
+    StandardScaler,
+    StandardScalerModel,
+    StringIndexer,
+    StringIndexerModel,
+    VectorAssembler,
+)
 from pyspark.ml.functions import vector_to_array
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
@@ -206,7 +215,10 @@ def fit_encoding(train: DataFrame) -> PipelineModel:
 
 def feature_spec(model: PipelineModel, extras: dict) -> FeatureSpec:
     """The fitted pipeline's statistics as the serving contract."""
-    indexer, imputer, _, scaler = model.stages
+    # The stages of encoding_pipeline(), fitted: index, impute, assemble, scale.
+    indexer = cast(StringIndexerModel, model.stages[0])
+    imputer = cast(ImputerModel, model.stages[1])
+    scaler = cast(StandardScalerModel, model.stages[3])
     surrogates = imputer.surrogateDF.collect()[0].asDict()
     return FeatureSpec(
         categorical=tuple(
