@@ -168,6 +168,43 @@ class _Walker:
         return None
 
 
+# The IR's parameter types, as a user writes values on a command line.
+TYPE_NAMES = {
+    "NUMBER_INTEGER": "int",
+    "NUMBER_DOUBLE": "float",
+    "STRING": "str",
+    "BOOLEAN": "bool",
+    "LIST": "list (JSON)",
+    "STRUCT": "dict (JSON)",
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class ParameterDoc:
+    """One input of a compiled pipeline, as its interface states it."""
+
+    name: str
+    type: str
+    default: Any
+    required: bool
+    description: str
+
+
+def pipeline_parameters(spec: Mapping[str, Any]) -> list[ParameterDoc]:
+    """The compiled pipeline's parameters (``root.inputDefinitions``), in the spec's order."""
+    parameters = spec.get("root", {}).get("inputDefinitions", {}).get("parameters", {})
+    return [
+        ParameterDoc(
+            name=name,
+            type=TYPE_NAMES.get(definition.get("parameterType", ""), definition.get("parameterType", "?")),
+            default=_typed(definition.get("defaultValue"), definition.get("parameterType")),
+            required=not definition.get("isOptional", False),
+            description=" ".join(definition.get("description", "").split()),
+        )
+        for name, definition in parameters.items()
+    ]
+
+
 def _typed(value: Any, parameter_type: str | None) -> Any:
     """A resolved value as its input's type: the IR writes every number as a double."""
     if isinstance(value, Placeholder):

@@ -14,8 +14,10 @@ first stage).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
+import math
 import os
 import sys
 import tempfile
@@ -67,21 +69,25 @@ def convert(name: str, raw: Any, kfp_type: str) -> Any:
     """
     if not isinstance(raw, str):
         return raw
+    expected = {"Boolean": "true or false", "Integer": "a whole number", "Float": "a finite number"}
     try:
         if kfp_type == "Boolean":
             lowered = raw.lower()
             if lowered not in ("true", "1", "yes", "false", "0", "no"):
-                raise ValueError("expected true or false")
+                raise ValueError(raw)
             return lowered in ("true", "1", "yes")
         if kfp_type == "Integer":
             number = float(raw)  # a KFP struct writes integer parameters as "3.0"
             if not number.is_integer():
-                raise ValueError("expected a whole number")
+                raise ValueError(raw)
             return int(number)
         if kfp_type == "Float":
-            return float(raw)
-    except ValueError as err:
-        raise UsageError(f"{name}={raw!r}: not a valid {kfp_type.lower()} ({err})") from err
+            number = float(raw)
+            if not math.isfinite(number):  # no setting has a use for nan or inf
+                raise ValueError(raw)
+            return number
+    except ValueError:
+        raise UsageError(f"{name}={raw!r}: expected {expected[kfp_type]}") from None
     return raw
 
 
@@ -130,13 +136,55 @@ def render(
     return rendered
 
 
+# Lists the files a render wrote, so the next render into that directory replaces them whole.
+RENDER_MANIFEST = ".kfstack-render"
+
+
+def _previous_render(out_dir: str) -> list[str]:
+    """The files an earlier render wrote into ``out_dir`` (none when it is new or empty).
+
+    Raises:
+        UsageError: ``out_dir`` holds anything an earlier render did not write: a render never
+            mixes its objects with other files, nor deletes them.
+    """
+    if not os.path.isdir(out_dir):
+        return []
+    present = set(os.listdir(out_dir))
+    if not present:
+        return []
+    manifest = os.path.join(out_dir, RENDER_MANIFEST)
+    if not os.path.isfile(manifest):
+        raise UsageError(
+            f"--out {out_dir}: the directory is not empty and was not written by kfstack render; "
+            "give an empty or new directory"
+        )
+    with open(manifest, encoding="utf-8") as f:
+        written = [line.strip() for line in f if line.strip()]
+    foreign = sorted(present - set(written) - {RENDER_MANIFEST})
+    if foreign:
+        raise UsageError(
+            f"--out {out_dir}: holds files an earlier render did not write ({', '.join(foreign[:5])}); "
+            "move them away or give another directory"
+        )
+    return written
+
+
 def write_objects(rendered: list[RenderedTask], out_dir: str) -> list[str]:
     """Writes one ``<kind>-<name>.yaml`` per object into ``out_dir``; returns the paths.
 
-    An object that only a branch decided at run time creates starts with ``# only when:``
-    comments naming the conditions.
+    The directory then holds exactly this render: an earlier render's files are replaced whole
+    (an object that is no longer rendered does not linger for GitOps to apply). An object that
+    only a branch decided at run time creates starts with ``# only when:`` comments naming the
+    conditions.
+
+    Raises:
+        UsageError: ``out_dir`` holds files no render wrote (see :func:`_previous_render`).
     """
+    previous = _previous_render(out_dir)
     os.makedirs(out_dir, exist_ok=True)
+    for name in previous:
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(os.path.join(out_dir, name))
     paths = []
     for task in rendered:
         for obj in task.objects:
@@ -146,6 +194,8 @@ def write_objects(rendered: list[RenderedTask], out_dir: str) -> list[str]:
                     f.write("".join(f"# only when: {condition}\n" for condition in task.when))
                 yaml.safe_dump(obj, f, sort_keys=False)
             paths.append(path)
+    with open(os.path.join(out_dir, RENDER_MANIFEST), "w", encoding="utf-8") as f:
+        f.write("".join(f"{os.path.basename(path)}\n" for path in paths))
     return paths
 
 

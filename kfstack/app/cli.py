@@ -1,4 +1,4 @@
-"""The ``kfstack`` command line: compile pipelines, run them embedded, render their cluster objects.
+"""The ``kfstack`` command line: compile, describe, run embedded, render cluster objects, clean.
 
 ``compile`` imports only kfp and the pipeline modules (STYLE 9): no pyspark, torch or
 tensorflow, so it runs in a CI job or a laptop without them.
@@ -6,8 +6,9 @@ tensorflow, so it runs in a CI job or a laptop without them.
 Exit codes (one error style for every command, from :mod:`kfstack.errors`): 0 success; 2 bad
 input -- usage, an unknown pipeline or parameter, a value a setting refuses, an output that
 cannot be written -- with one line naming what to fix and nothing started; 1 a run or job that
-failed, with the failing task's own error; 130 interrupted (Ctrl-C); 1 with a traceback for an
-unexpected error (a bug to report).
+failed, with the failing task's own error; 130 interrupted (Ctrl-C: every process of the run is
+stopped and its summary says CANCELLED); 1 with a traceback for an unexpected error (a bug to
+report).
 """
 
 from __future__ import annotations
@@ -16,19 +17,24 @@ import argparse
 import logging
 import os
 import sys
+import textwrap
 import traceback
 from collections.abc import Callable
 from typing import Any
 
 from kfp import compiler
 
+from kfstack import pipeline_spec
+from kfstack.app import run_directory
 from kfstack.app.local_run import run_pipeline_locally
+from kfstack.app.summary import CANCELLED, SUCCEEDED
 from kfstack.errors import BadInputError, CancelledError, KfstackError, UsageError
 from kfstack.pipelines import DEFAULT_PIPELINE, PIPELINES, load_pipeline, rendering
 from kfstack.version import __version__
 
 DEFAULT_DIST = os.path.join("dist", "pipelines")
 DEFAULT_PIPELINE_ROOT = "runs"
+DESCRIBE_WIDTH = 96
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
 # Stands in for the KFP run id when parameters are checked before a local run.
 LOCAL_CHECK_RUN_ID = "local-check"
@@ -101,6 +107,28 @@ def _cmd_list(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _cmd_describe(args: argparse.Namespace) -> int:
+    spec = rendering.compiled_spec(load_pipeline(args.name))
+    info = spec.get("pipelineInfo", {})
+    print(info.get("name", args.name))
+    if info.get("description"):
+        print(textwrap.fill(info["description"], width=DESCRIBE_WIDTH))
+    print("\nparameters (set with --param NAME=VALUE):")
+    for parameter in pipeline_spec.pipeline_parameters(spec):
+        default = "required" if parameter.required else f"default {parameter.default!r}"
+        print(f"  {parameter.name}  ({parameter.type}, {default})")
+        if parameter.description:
+            print(
+                textwrap.fill(
+                    parameter.description,
+                    width=DESCRIBE_WIDTH,
+                    initial_indent=" " * 6,
+                    subsequent_indent=" " * 6,
+                )
+            )
+    return EXIT_OK
+
+
 def _cmd_run(args: argparse.Namespace) -> int:
     if not args.local:
         raise UsageError(
@@ -111,16 +139,33 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if arguments.get("platform", "local") != "local":
         raise UsageError(f"run --local sets platform=local; drop --param platform={arguments['platform']}")
     arguments["platform"] = "local"
-    # Every stage's settings, before a run directory or a process exists.
+    # Every check a cluster run makes (node pools, Spark memory notation, elastic bounds, ...),
+    # before a run directory or a process exists.
     rendering.render(args.name, arguments, run_id=LOCAL_CHECK_RUN_ID)
     if args.summary_json:
         _writable_dir(os.path.dirname(os.path.abspath(args.summary_json)))
-    summary = run_pipeline_locally(args.name, arguments, pipeline_root=_writable_dir(args.pipeline_root))
-    print("\n" + summary.render())
+    summary = run_pipeline_locally(
+        args.name, arguments, pipeline_root=_writable_dir(args.pipeline_root), verbose=args.verbose
+    )
     if args.summary_json:
         summary.write_json(args.summary_json)
-        print(f"summary written to {args.summary_json}")
-    return EXIT_OK if summary.status == "SUCCEEDED" else EXIT_FAILED
+    if summary.status == CANCELLED:
+        print(f"kfstack run: cancelled; every process stopped; summary in {summary.run_dir}", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    print("\n" + summary.render())
+    if summary.status != SUCCEEDED:
+        print(f"kfstack run: {summary.error}", file=sys.stderr)
+        return EXIT_FAILED
+    return EXIT_OK
+
+
+def _cmd_clean(args: argparse.Namespace) -> int:
+    removed = run_directory.clean_runs(args.pipeline_root, keep=args.keep, dry_run=args.dry_run)
+    verb = "would remove" if args.dry_run else "removed"
+    for run in removed:
+        print(f"{verb} {run.path}")
+    print(f"{verb} {len(removed)} run(s) under {args.pipeline_root}")
+    return EXIT_OK
 
 
 def _cmd_render(args: argparse.Namespace) -> int:
@@ -143,25 +188,54 @@ def build_parser() -> argparse.ArgumentParser:
     p_list = sub.add_parser("list", help="list the pipelines")
     p_list.set_defaults(func=_cmd_list)
 
-    p_run = sub.add_parser("run", help="run a pipeline")
+    p_describe = sub.add_parser("describe", help="a pipeline's parameters: type, default, description")
+    p_describe.add_argument("name", nargs="?", default=DEFAULT_PIPELINE, help="pipeline name")
+    p_describe.set_defaults(func=_cmd_describe)
+
+    p_run = sub.add_parser(
+        "run",
+        help="run a pipeline",
+        epilog="The parameters, their types and defaults: kfstack describe PIPELINE.",
+    )
     p_run.add_argument("name", nargs="?", default=DEFAULT_PIPELINE, help="pipeline name")
     p_run.add_argument(
         "--local", action="store_true", help="run on the embedded platform (kfp.local, no cluster)"
     )
     p_run.add_argument(
-        "--param", action="append", default=[], metavar="NAME=VALUE", help="pipeline parameter (repeatable)"
+        "--param",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="pipeline parameter (repeatable; see kfstack describe PIPELINE)",
     )
     p_run.add_argument(
-        "--pipeline-root", default=DEFAULT_PIPELINE_ROOT, help="directory for the run's artifacts"
+        "--pipeline-root",
+        default=DEFAULT_PIPELINE_ROOT,
+        help="where the run's directory (logs, artifacts, summary.json) is created",
     )
     p_run.add_argument("--summary-json", help="also write the run summary as JSON here")
+    p_run.add_argument(
+        "--verbose", action="store_true", help="stream every task's output and kfp's own to the console"
+    )
     p_run.set_defaults(func=_cmd_run)
+
+    p_clean = sub.add_parser(
+        "clean", help="remove the directories of earlier embedded runs (nothing else under the root)"
+    )
+    p_clean.add_argument("--pipeline-root", default=DEFAULT_PIPELINE_ROOT, help="where the runs are")
+    p_clean.add_argument("--keep", type=int, default=0, metavar="N", help="keep the newest N runs")
+    p_clean.add_argument("--dry-run", action="store_true", help="only list what would be removed")
+    p_clean.set_defaults(func=_cmd_clean)
 
     p_render = sub.add_parser(
         "render", help="write the Kubernetes objects a kubernetes run would create (review, GitOps)"
     )
     p_render.add_argument("name", nargs="?", default=DEFAULT_PIPELINE, help="pipeline name")
-    p_render.add_argument("--out", required=True, help="directory for one YAML file per object")
+    p_render.add_argument(
+        "--out",
+        required=True,
+        help="directory for one YAML file per object: new, empty, or an earlier render's (replaced whole)",
+    )
     p_render.add_argument(
         "--param", action="append", default=[], metavar="NAME=VALUE", help="pipeline parameter (repeatable)"
     )
@@ -174,11 +248,17 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """Runs one command; returns its exit code (see the module docstring)."""
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
         args = build_parser().parse_args(argv)
     except SystemExit as exit_:  # argparse has printed the usage line and the problem
         return EXIT_BAD_INPUT if exit_.code else EXIT_OK
+    # This process's own log lines are for debugging: the console shows task lines, messages
+    # and summaries (a task's logs are in its run directory).
+    verbose = getattr(args, "verbose", False)
+    logging.basicConfig(
+        level=logging.INFO if verbose else logging.WARNING,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
     command: Callable[[argparse.Namespace], int] = args.func
     try:
         return command(args)
@@ -191,6 +271,11 @@ def main(argv: list[str] | None = None) -> int:
     except KfstackError as err:
         print(f"kfstack {args.command}: {type(err).__name__}: {err}", file=sys.stderr)
         return EXIT_FAILED
+    except BrokenPipeError:
+        # The reader went away (`kfstack describe | head`): not an error of ours. Point stdout at
+        # nothing so the interpreter's final flush does not complain again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_OK
     except Exception:
         traceback.print_exc()
         return EXIT_FAILED

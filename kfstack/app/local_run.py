@@ -1,120 +1,232 @@
-"""Runs a compiled-equivalent pipeline on the embedded platform and summarises the run.
+"""Runs a pipeline on the embedded platform, shows it live, and summarises it.
 
 ``kfp.local``'s ``SubprocessRunner(use_venv=False)`` executes every task of the pipeline spec as
 a subprocess of this process, with this interpreter -- the same spec a KFP backend would run.
-This module adds what a person watching a run wants and kfp.local does not give: per-task
-seconds, the failing task's error, the peak memory of the whole process tree (Spark's JVM and
-the trainer ranks included) and a summary (also as JSON) with the key metrics and where the
-artifacts are.
+This module adds what a person watching a run needs and kfp.local does not give:
+
+- one live console line per task (:mod:`kfstack.app.console`) with the progress the task
+  reports (:mod:`kfstack.progress`), while kfp.local's own output and each task's output go to
+  log files in the run's directory (:mod:`kfstack.app.run_directory`); ``verbose`` also
+  echoes everything;
+- the failing task's own error and the tail of its own log;
+- Ctrl-C that stops every process the run started and still writes the summary (``CANCELLED``);
+- nothing left in the system's temp folder: every task process gets the run's ``tmp/`` as
+  ``$TMPDIR``, removed when the run ends, whatever the outcome;
+- the peak memory of the whole process tree (Spark's JVM and the trainer ranks included).
+
+kfp.local offers no hook for any of this, so two of its functions are wrapped while a run
+lasts: ``task_dispatcher.run_single_task_implementation`` (one call per task) and
+``subprocess_task_handler.run_local_subprocess`` (starts a task's process). Both are internals
+of kfp 2.17.0, which is pinned; the test suite runs real pipelines through them, so a kfp
+upgrade that moves them fails loudly.
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
-import io
-import json
-import logging
 import os
 import re
+import signal
+import subprocess
 import sys
 import threading
 import time
-import warnings
-from collections.abc import Callable, Iterator
-from typing import Any
+from collections.abc import Iterator
+from typing import Any, TextIO
 
 import psutil
 
-logger = logging.getLogger(__name__)
+from kfstack import progress
+from kfstack.app.console import CANCELLED as SHOWN_CANCELLED
+from kfstack.app.console import DONE as SHOWN_DONE
+from kfstack.app.console import FAILED as SHOWN_FAILED
+from kfstack.app.console import RunConsole
+from kfstack.app.run_directory import KFP_LOG, RunDirectory
+from kfstack.app.summary import (
+    CANCELLED,
+    FAILED,
+    SUCCEEDED,
+    RunSummary,
+    StageRecord,
+    collect_outputs,
+    data_counts,
+)
 
 LOG_TAIL_LINES = 40
+PROGRESS_POLL_SECONDS = 0.3
+# Seconds a task's processes get to exit after SIGTERM (the JVM removes its scratch, trainer
+# ranks stop their process group) before SIGKILL.
+STOP_GRACE_SECONDS = 10.0
 # The last line of a Python traceback: "pkg.module.SomeError: message".
 _EXCEPTION_LINE = re.compile(r"^\s*([A-Za-z_][\w.]*(?:Error|Exception|Exit)):\s?(.*)$")
-# Where the feature job's counts show up in the pipeline's outputs (see report_metrics()).
-DATA_COUNT_KEYS = ("rows_read", "rows_written", "rows_quarantined", "quarantined_fraction")
+# What kfp's executor logs in a task's process (its own logging format, kfp 2.17): not the
+# task's output, so it goes to kfp's log. "Got executor_input:" is followed by the whole
+# executor input as indented JSON, up to a closing brace in the first column.
+_KFP_EXECUTOR_PREFIX = "[KFP Executor "
+_EXECUTOR_INPUT_HEADER = "Got executor_input:"
 
 
 @dataclasses.dataclass
-class TaskRecord:
-    """One executed task: its kfp.local name, outcome, seconds and the tail of its log."""
-
+class _TaskAttempt:
     name: str
     status: str
     seconds: float
-    log_tail: list[str]
-    # Output name -> value or artifact, as kfp.local returned them (not part of the summary).
-    outputs: dict[str, Any] = dataclasses.field(default_factory=dict, repr=False)
+    outputs: dict[str, Any]
 
 
-@dataclasses.dataclass
-class RunSummary:
-    """What ``kfstack run --local`` prints and writes with ``--summary-json``.
+class _OutputRouter:
+    """Splits a task process's output: kfp executor lines to kfp's log, the rest to the task's."""
 
-    Attributes:
-        pipeline: Pipeline name.
-        status: ``SUCCEEDED`` or ``FAILED``.
-        wall_seconds: Wall time of the whole run.
-        stages: Seconds per executed task, in execution order.
-        metrics: Scalar metrics of the tasks' Metrics outputs, ``<output>.<metric>``.
-        artifacts: Output name -> local URI of every task's output artifact.
-        data: Row counts of the feature job (read / written / quarantined, per reason).
-        peak_rss_bytes: Peak resident memory summed over this process and all its children.
-        pipeline_root: Directory under which kfp.local wrote the run's artifacts.
-        error: The failing task and its exception line, when the run failed.
-        failed_task_log_tail: Last lines of the failing task's log.
-    """
+    def __init__(self, own: TextIO, kfp: TextIO, echo: RunConsole | None) -> None:
+        self._own, self._kfp, self._echo = own, kfp, echo
+        self._in_executor_input = False
 
-    pipeline: str
-    status: str
-    wall_seconds: float
-    stages: dict[str, float]
-    metrics: dict[str, float]
-    artifacts: dict[str, str]
-    data: dict[str, float]
-    peak_rss_bytes: int
-    pipeline_root: str
-    arguments: dict[str, Any]
-    error: str | None = None
-    failed_task_log_tail: list[str] = dataclasses.field(default_factory=list)
-
-    def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
-
-    def write_json(self, path: str) -> None:
-        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-        with open(path, "w", encoding="utf-8") as f:
-            json.dump(self.to_dict(), f, indent=2, sort_keys=True)
-
-    def render(self) -> str:
-        """A human-readable summary for the terminal."""
-        lines = [
-            f"pipeline   {self.pipeline}",
-            f"status     {self.status}",
-            f"wall time  {self.wall_seconds:.1f} s",
-            f"peak RSS   {self.peak_rss_bytes / 2**30:.2f} GiB (all processes)",
-            "stages:",
-            *(f"  {name:<28} {secs:8.1f} s" for name, secs in self.stages.items()),
-        ]
-        if self.data:
-            lines.append("data:")
-            lines += [f"  {k:<28} {_fmt(v)}" for k, v in self.data.items()]
-        if self.metrics:
-            lines.append("metrics:")
-            lines += [f"  {k:<40} {_fmt(v)}" for k, v in sorted(self.metrics.items())]
-        if self.artifacts:
-            lines.append("artifacts:")
-            lines += [f"  {k:<20} {v}" for k, v in self.artifacts.items()]
-        if self.error:
-            lines += ["error:", f"  {self.error}", "log tail of the failed task:"]
-            lines += [f"  {line}" for line in self.failed_task_log_tail]
-        return "\n".join(lines)
+    def line(self, line: str) -> None:
+        if self._echo is not None:
+            self._echo.print(line.rstrip("\n"))
+        if self._in_executor_input:
+            self._kfp.write(line)
+            self._in_executor_input = line.rstrip("\n") != "}"
+        elif line.startswith(_KFP_EXECUTOR_PREFIX):
+            self._kfp.write(line)
+            self._in_executor_input = line.rstrip().endswith(_EXECUTOR_INPUT_HEADER)
+        else:
+            self._own.write(line)
 
 
-def _fmt(value: float) -> str:
-    if isinstance(value, float) and not value.is_integer():
-        return f"{value:.4f}"
-    return f"{int(value):,}"
+def _stop_process_group(process: subprocess.Popen, grace_seconds: float = STOP_GRACE_SECONDS) -> None:
+    """SIGTERM to the task's process group (it is the group's leader), SIGKILL after the grace."""
+    group = process.pid
+    for sig, wait in ((signal.SIGTERM, grace_seconds), (signal.SIGKILL, 5.0)):
+        try:
+            os.killpg(group, sig)
+        except ProcessLookupError:
+            break
+        deadline = time.monotonic() + wait
+        while time.monotonic() < deadline:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                process.wait(timeout=0.1)
+            try:
+                os.killpg(group, 0)
+            except ProcessLookupError:
+                return  # every process of the group is gone
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        process.wait(timeout=1.0)
+
+
+class _TaskRunner:
+    """Starts, routes, watches and, on Ctrl-C, stops the processes of a run's tasks."""
+
+    def __init__(self, run: RunDirectory, console: RunConsole, verbose: bool) -> None:
+        self.run, self.console, self.verbose = run, console, verbose
+        self.attempts: list[_TaskAttempt] = []
+        self._task = threading.local()  # the task a thread is running (ParallelFor runs several)
+        self._progress_offsets: dict[str, int] = {}
+        self._lock = threading.Lock()
+        self._stop_polling = threading.Event()
+
+    @contextlib.contextmanager
+    def installed(self) -> Iterator[None]:
+        from kfp.local import subprocess_task_handler, task_dispatcher
+
+        run_task = task_dispatcher.run_single_task_implementation
+        run_process = subprocess_task_handler.run_local_subprocess
+
+        def run_task_watched(*args: Any, **kwargs: Any) -> Any:
+            return self._run_task(run_task, *args, **kwargs)
+
+        task_dispatcher.run_single_task_implementation = run_task_watched
+        subprocess_task_handler.run_local_subprocess = self._run_process
+        poller = threading.Thread(target=self._poll_progress, name="progress", daemon=True)
+        poller.start()
+        try:
+            yield
+        finally:
+            task_dispatcher.run_single_task_implementation = run_task
+            subprocess_task_handler.run_local_subprocess = run_process
+            self._stop_polling.set()
+            poller.join()
+
+    def _run_task(self, run_task: Any, *args: Any, **kwargs: Any) -> Any:
+        name = _task_name(kwargs)
+        self._task.name = name
+        self.console.task_started(name)
+        with self._lock:
+            self._progress_offsets[name] = 0
+        start = time.perf_counter()
+        try:
+            outputs, status = run_task(*args, **kwargs)
+        except KeyboardInterrupt:
+            self._finish(name, CANCELLED, time.perf_counter() - start, {})
+            raise
+        self._finish(
+            name, SUCCEEDED if status.name == "SUCCESS" else FAILED, time.perf_counter() - start, outputs
+        )
+        return outputs, status
+
+    def _finish(self, name: str, status: str, seconds: float, outputs: dict[str, Any] | None) -> None:
+        self._show_progress(name)  # what the task reported since the last poll
+        with self._lock:
+            self._progress_offsets.pop(name, None)
+        self.attempts.append(_TaskAttempt(name, status, seconds, dict(outputs or {})))
+        shown = {SUCCEEDED: SHOWN_DONE, FAILED: SHOWN_FAILED, CANCELLED: SHOWN_CANCELLED}[status]
+        self.console.task_finished(name, shown, seconds)
+
+    def _run_process(self, full_command: list[str], env_vars: dict[str, str] | None = None) -> int:
+        """Replaces kfp's ``run_local_subprocess``: same command and return code; the process
+        leads its own group (stoppable as a whole), writes its temp files under the run, and its
+        output goes to the log files."""
+        name = self._task.name
+        env = {
+            **os.environ,
+            **(env_vars or {}),
+            "TMPDIR": self.run.tmp,
+            progress.PROGRESS_FILE_ENV: self.run.progress_file(name),
+        }
+        with open(self.run.log(name), "a", encoding="utf-8", buffering=1) as own:
+            router = _OutputRouter(own, sys.stdout, self.console if self.verbose else None)
+            process = subprocess.Popen(
+                full_command,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+                errors="replace",
+                bufsize=1,
+                env=env,
+                start_new_session=True,
+            )
+            try:
+                assert process.stdout is not None
+                for line in process.stdout:
+                    router.line(line)
+                return process.wait()
+            except BaseException:
+                _stop_process_group(process)
+                raise
+
+    def _poll_progress(self) -> None:
+        while not self._stop_polling.wait(PROGRESS_POLL_SECONDS):
+            with self._lock:
+                running = list(self._progress_offsets)
+            for name in running:
+                self._show_progress(name)
+
+    def _show_progress(self, name: str) -> None:
+        with self._lock:
+            if name not in self._progress_offsets:
+                return
+            events, self._progress_offsets[name] = progress.read_events(
+                self.run.progress_file(name), self._progress_offsets[name]
+            )
+        for event in events:
+            self.console.task_progress(name, event)
+
+
+def _task_name(kwargs: dict[str, Any]) -> str:
+    # component_name is "comp-<component>"; strip the prefix for a readable stage name.
+    name = kwargs.get("component_name", "task")
+    return name[len("comp-") :] if name.startswith("comp-") else name
 
 
 class _PeakMemorySampler:
@@ -148,73 +260,38 @@ class _PeakMemorySampler:
         self._thread.join()
 
 
-class _Tee(io.TextIOBase):
-    """Writes through to ``target`` and keeps everything written (one task's log)."""
-
-    def __init__(self, target: Any) -> None:
-        self._target = target
-        self.buffer_text = io.StringIO()
-
-    def write(self, s: str) -> int:
-        self.buffer_text.write(s)
-        return self._target.write(s)
-
-    def flush(self) -> None:
-        self._target.flush()
-
-    def tail(self, n: int) -> list[str]:
-        lines = [ln.rstrip() for ln in self.buffer_text.getvalue().splitlines()]
-        return [ln for ln in lines if ln.strip()][-n:]
+@contextlib.contextmanager
+def _output_to(path: str) -> Iterator[None]:
+    """kfp.local's own output (its logging, warnings, the processes' executor lines) to ``path``."""
+    with (
+        open(path, "a", encoding="utf-8", buffering=1) as log,
+        contextlib.redirect_stdout(log),
+        contextlib.redirect_stderr(log),
+    ):
+        yield
 
 
 @contextlib.contextmanager
-def _record_tasks(records: list[TaskRecord], on_task_done: Callable[[TaskRecord], None]) -> Iterator[None]:
-    """Times every task kfp.local runs and keeps its log tail.
-
-    kfp.local offers no task-event hook, so this wraps the one function its orchestrators call
-    per task (``task_dispatcher.run_single_task_implementation``, kfp 2.17 -- pinned). The
-    test suite runs a real pipeline through it, so a kfp upgrade that moves it fails loudly.
-    """
-    from kfp.local import task_dispatcher
-
-    original = task_dispatcher.run_single_task_implementation
-
-    def timed(*args: Any, **kwargs: Any) -> Any:
-        name = _task_name(kwargs)
-        tee = _Tee(sys.stdout)
-        start = time.perf_counter()
-        with contextlib.redirect_stdout(tee):
-            outputs, status = original(*args, **kwargs)
-        record = TaskRecord(
-            name=name,
-            status=status.name,
-            seconds=time.perf_counter() - start,
-            log_tail=tee.tail(LOG_TAIL_LINES),
-            outputs=dict(outputs or {}),
-        )
-        records.append(record)
-        on_task_done(record)
-        return outputs, status
-
-    task_dispatcher.run_single_task_implementation = timed
+def _sigint_ignored() -> Iterator[None]:
+    """A second Ctrl-C must not cut short the stopping and the summary of a cancelled run."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
         yield
     finally:
-        task_dispatcher.run_single_task_implementation = original
+        signal.signal(signal.SIGINT, previous)
 
 
-def _task_name(kwargs: dict[str, Any]) -> str:
-    # component_name is "comp-<component>"; strip the prefix for a readable stage name.
-    name = kwargs.get("component_name", "task")
-    return name[len("comp-") :] if name.startswith("comp-") else name
-
-
-def _stage_seconds(records: list[TaskRecord]) -> dict[str, float]:
-    # A task retried by kfp.local appears once per attempt; its stage time is their sum.
-    stages: dict[str, float] = {}
-    for record in records:
-        stages[record.name] = round(stages.get(record.name, 0.0) + record.seconds, 2)
-    return stages
+def own_log_tail(path: str, lines: int = LOG_TAIL_LINES) -> list[str]:
+    """The last non-blank lines of a task's own log."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            content = [line.rstrip() for line in f if line.strip()]
+    except FileNotFoundError:
+        return []
+    return content[-lines:]
 
 
 def _exception_line(log_tail: list[str]) -> str | None:
@@ -225,96 +302,106 @@ def _exception_line(log_tail: list[str]) -> str | None:
     return None
 
 
-def _print_progress(record: TaskRecord) -> None:
-    mark = "ok" if record.status == "SUCCESS" else record.status
-    print(f"[kfstack] task {record.name}: {mark} in {record.seconds:.1f} s", file=sys.stderr, flush=True)
-
-
 def run_pipeline_locally(
     pipeline_name: str,
     arguments: dict[str, Any],
     pipeline_root: str,
-    on_task_done: Callable[[TaskRecord], None] = _print_progress,
+    verbose: bool = False,
+    console_stream: TextIO | None = None,
 ) -> RunSummary:
-    """Runs a registered pipeline with kfp.local on this machine.
+    """Runs a registered pipeline with kfp.local on this machine, in a new run directory.
 
     Args:
         pipeline_name: A name from ``kfstack.pipelines.PIPELINES``.
-        arguments: Pipeline parameters (``kfstack run --local`` sets ``platform=local``).
-        pipeline_root: Directory for the run's artifacts (created if missing).
-        on_task_done: Called after every task (live progress).
+        arguments: Pipeline parameters; the rest take their defaults (all are recorded).
+        pipeline_root: Where the run directory is created (see :mod:`run_directory`).
+        verbose: Also echo every line of every task and of kfp.local to the console.
+        console_stream: Where the live task lines go (default: this process's stderr).
 
     Returns:
-        The run's summary; ``status`` tells success, the run never raises for a failed task.
+        The run's summary, also written to ``<run_dir>/summary.json``. A failed task or a
+        Ctrl-C does not raise: ``status`` says ``FAILED`` or ``CANCELLED``.
+
+    Raises:
+        UsageError: An unknown parameter or a mistyped value, or an unwritable pipeline root
+            (nothing started, no run directory).
     """
     from kfp import local
 
-    from kfstack.pipelines import load_pipeline
+    from kfstack.pipelines import load_pipeline, rendering
 
     pipeline_func = load_pipeline(pipeline_name)
-    os.makedirs(pipeline_root, exist_ok=True)
-    # kfp.local warns that our (non-python:*) image is not used by the SubprocessRunner. That is
-    # the design: the image holds exactly this package and its pins, which this process has.
-    warnings.filterwarnings("ignore", message=".*custom or non-Python base image.*")
-    # Display names, accelerators and node selectors only mean something on a cluster.
-    warnings.filterwarnings("ignore", message=".*have no effect in the current local runner.*")
+    effective = rendering.run_parameters(pipeline_name, arguments)
+    run = RunDirectory.create(pipeline_root, pipeline_name)
     local.init(
         runner=local.SubprocessRunner(use_venv=False),
-        pipeline_root=os.path.abspath(pipeline_root),
+        pipeline_root=run.artifacts,
         raise_on_error=False,
     )
-    records: list[TaskRecord] = []
+    stream = console_stream or sys.stderr
+    console = RunConsole(stream, live=False if verbose else None)
+    runner = _TaskRunner(run, console, verbose)
+    status = SUCCEEDED
     start = time.perf_counter()
-    with _PeakMemorySampler() as memory, _record_tasks(records, on_task_done):
-        pipeline_func(**arguments)
+    memory = _PeakMemorySampler()
+    try:
+        with console, memory, runner.installed(), _output_to(run.log(KFP_LOG)):
+            pipeline_func(**effective)
+    except KeyboardInterrupt:
+        status = CANCELLED
+    finally:
+        # Each task's processes were stopped with their group as its call unwound.
+        with _sigint_ignored():
+            run.remove_tmp()
     wall = time.perf_counter() - start
 
-    # Every task's outputs, not only the pipeline's: outputs of tasks inside an ExitHandler
-    # cannot be pipeline outputs (KFP compiler rule).
-    outputs = {name: value for record in records for name, value in record.outputs.items()}
-    failed = [r for r in records if r.status != "SUCCESS"]
-    metrics, artifacts = _collect_outputs(outputs)
-    data = {k: metrics[f"data_report.{k}"] for k in DATA_COUNT_KEYS if f"data_report.{k}" in metrics}
-    data.update(
-        {
-            k.removeprefix("data_report."): v
-            for k, v in metrics.items()
-            if k.startswith("data_report.quarantined.")
-        }
-    )
-    summary = RunSummary(
-        pipeline=pipeline_name,
-        status="FAILED" if failed or not records else "SUCCEEDED",
-        wall_seconds=round(wall, 2),
-        stages=_stage_seconds(records),
-        metrics=metrics,
-        artifacts=artifacts,
-        data=data,
-        peak_rss_bytes=memory.peak_bytes,
-        pipeline_root=os.path.abspath(pipeline_root),
-        arguments=arguments,
-    )
-    if failed:
-        first = failed[0]
-        summary.error = f"task {first.name} failed: " + (
-            _exception_line(first.log_tail) or "no exception line in its log"
-        )
-        summary.failed_task_log_tail = first.log_tail
-    elif not records:
-        summary.error = "the pipeline ran no tasks"
+    summary = _summarise(pipeline_name, status, runner.attempts, run, effective)
+    summary.wall_seconds = round(wall, 2)
+    summary.peak_rss_bytes = memory.peak_bytes
+    with _sigint_ignored():
+        summary.write_json(run.summary)
     return summary
 
 
-def _collect_outputs(outputs: dict[str, Any]) -> tuple[dict[str, float], dict[str, str]]:
-    metrics: dict[str, float] = {}
-    artifacts: dict[str, str] = {}
-    for name, artifact in outputs.items():
-        uri = getattr(artifact, "uri", None)
-        if uri is None:
-            continue
-        artifacts[name] = uri
-        if getattr(artifact, "schema_title", "") == "system.Metrics":
-            for key, value in (artifact.metadata or {}).items():
-                if isinstance(value, (int, float)):
-                    metrics[f"{name}.{key}"] = float(value)
-    return metrics, artifacts
+def _summarise(
+    pipeline: str, status: str, attempts: list[_TaskAttempt], run: RunDirectory, arguments: dict[str, Any]
+) -> RunSummary:
+    stages: dict[str, StageRecord] = {}
+    for attempt in attempts:  # a task retried by kfp.local appears once per attempt
+        seconds = stages[attempt.name].seconds if attempt.name in stages else 0.0
+        stages[attempt.name] = StageRecord(
+            attempt.status, round(seconds + attempt.seconds, 2), run.log(attempt.name)
+        )
+    # Every task's outputs, not only the pipeline's: outputs of tasks inside an ExitHandler
+    # cannot be pipeline outputs (KFP compiler rule).
+    outputs = {name: value for attempt in attempts for name, value in attempt.outputs.items()}
+    metrics, artifacts = collect_outputs(outputs)
+    summary = RunSummary(
+        pipeline=pipeline,
+        status=status,
+        run_dir=run.path,
+        wall_seconds=0.0,
+        peak_rss_bytes=0,
+        arguments=arguments,
+        stages=stages,
+        data=data_counts(metrics),
+        metrics=metrics,
+        artifacts=artifacts,
+        kfp_log=run.log(KFP_LOG),
+    )
+    unfinished = [a for a in attempts if a.status != SUCCEEDED]
+    if status == CANCELLED:
+        during = f" during task {unfinished[-1].name}" if unfinished else ""
+        summary.error = f"cancelled (Ctrl-C){during}; every process of the run was stopped"
+    elif unfinished:
+        failed = unfinished[0]
+        tail = own_log_tail(run.log(failed.name))
+        summary.status = FAILED
+        summary.error = f"task {failed.name} failed: " + (
+            _exception_line(tail) or "no exception line in its log"
+        )
+        summary.failed_task_log_tail = tail
+    elif not attempts:
+        summary.status = FAILED
+        summary.error = "the pipeline ran no tasks"
+    return summary

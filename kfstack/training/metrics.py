@@ -8,15 +8,31 @@ from kfstack.training.settings import VALIDATION_METRICS
 
 EPSILON = 1e-7
 
+UNDEFINED = "undefined"
+"""The value a KFP ``Metrics`` artifact records for a metric that is undefined on this data
+(precision when nothing is predicted positive, recall without a positive label, AUC with one
+class). A number there would read as a measurement; readers of Metrics artifacts (the run
+summary) turn this string into null."""
+
+
+def has_both_classes(labels: np.ndarray) -> bool:
+    """Whether ``labels`` hold at least one positive and one negative: AUC needs both."""
+    labels = np.asarray(labels).astype(bool)
+    return bool(labels.any()) and not bool(labels.all())
+
 
 def roc_auc(labels: np.ndarray, scores: np.ndarray) -> float:
-    """Area under the ROC curve (Mann-Whitney U with average ranks for ties); 0.5 if one class."""
+    """Area under the ROC curve (Mann-Whitney U with average ranks for ties).
+
+    0.5 (chance) when ``labels`` hold one class: the trainers' Katib metric lines need a number
+    every epoch. Where "undefined" must be told apart, check :func:`has_both_classes` first.
+    """
     labels = np.asarray(labels).astype(bool)
     scores = np.asarray(scores, dtype=np.float64)
+    if not has_both_classes(labels):
+        return 0.5
     positives = int(labels.sum())
     negatives = labels.size - positives
-    if positives == 0 or negatives == 0:
-        return 0.5
     # Average rank (1-based) of each distinct score: ties count as half-correct pairs.
     _, inverse, counts = np.unique(scores, return_inverse=True, return_counts=True)
     ends = np.cumsum(counts)
@@ -43,6 +59,18 @@ def confusion_matrix(labels: np.ndarray, probabilities: np.ndarray, threshold: f
         [int((~y & ~predicted).sum()), int((~y & predicted).sum())],
         [int((y & ~predicted).sum()), int((y & predicted).sum())],
     ]
+
+
+def precision_recall(confusion: list[list[int]]) -> tuple[float | None, float | None]:
+    """(precision, recall) of a :func:`confusion_matrix`, ``None`` where undefined.
+
+    Precision is undefined when no row is predicted positive, recall when no row is positive:
+    reporting 0 there would claim the model got every such row wrong.
+    """
+    (_, fp), (fn, tp) = confusion
+    precision = tp / (tp + fp) if tp + fp else None
+    recall = tp / (tp + fn) if tp + fn else None
+    return precision, recall
 
 
 def accuracy(labels: np.ndarray, probabilities: np.ndarray, threshold: float = 0.5) -> float:

@@ -25,6 +25,7 @@ import json
 import logging
 import os
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -35,6 +36,7 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from kfstack import progress
 from kfstack.errors import DataQualityError, KfstackError
 from kfstack.features import (
     AIRPORT_LOOKUP_FILE,
@@ -89,6 +91,10 @@ def local_spark_session(shuffle_partitions: int = 4) -> SparkSession:
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.shuffle.partitions", str(shuffle_partitions))
         .config("spark.sql.session.timeZone", "UTC")
+        # Scratch files (spark-*, blockmgr-*) go where Python's do ($TMPDIR): a watched run
+        # points that into its own temp folder and removes it whatever the outcome.
+        .config("spark.local.dir", tempfile.gettempdir())
+        .config("spark.driver.extraJavaOptions", f"-Djava.io.tmpdir={tempfile.gettempdir()}")
         .getOrCreate()
     )
     spark.sparkContext.setLogLevel("ERROR")
@@ -149,9 +155,23 @@ def write_shards(encoded: DataFrame, output_uri: str, num_shards: int) -> dict[s
     return rows_per_split
 
 
+# The job's phases in the order they run: the live progress of a watched run counts them.
+PHASES = (
+    "spark session",
+    "read and validate",
+    "write quarantine",
+    "join and fit encoding",
+    "encode and write shards",
+    "lookups",
+    "profile",
+)
+
+
 @contextlib.contextmanager
 def _phase(name: str) -> Iterator[None]:
-    """Logs how long a phase of the job took (where the time goes, on any platform)."""
+    """Reports the phase as the job's progress, and logs how long it took (where the time goes,
+    on any platform)."""
+    progress.report(f"spark: {name}", PHASES.index(name), len(PHASES))
     started = time.perf_counter()
     yield
     logger.info("phase %s: %.1fs", name, time.perf_counter() - started)

@@ -55,7 +55,7 @@ def local_runs(monkeypatch):
     class Fake:
         result: object = None
 
-        def __call__(self, name, arguments, pipeline_root):
+        def __call__(self, name, arguments, pipeline_root, verbose=False):
             calls.append((name, dict(arguments), pipeline_root))
             if isinstance(self.result, BaseException):
                 raise self.result
@@ -67,9 +67,16 @@ def local_runs(monkeypatch):
     return fake
 
 
-def _summary(status: str, text: str = "SUMMARY-TEXT"):
+def _summary(status: str, text: str = "SUMMARY-TEXT", error: str | None = None):
     written: list[str] = []
-    return SimpleNamespace(status=status, render=lambda: text, write_json=written.append, written=written)
+    return SimpleNamespace(
+        status=status,
+        render=lambda: text,
+        write_json=written.append,
+        written=written,
+        run_dir="RUN-DIR",
+        error=error,
+    )
 
 
 # --- list, --version, usage ------------------------------------------------------------------
@@ -199,7 +206,7 @@ def test_compile_out_not_writable_simulated(capsys, tmp_path, monkeypatch):
 
 def _rendered_kinds(out_dir) -> dict[str, str]:
     kinds = {}
-    for path in sorted(out_dir.iterdir()):
+    for path in sorted(out_dir.glob("*.yaml")):
         with open(path) as f:
             obj = yaml.safe_load(f)
         assert path.name.startswith(obj["kind"].lower() + "-")
@@ -211,7 +218,7 @@ def test_render_default_writes_spark_and_pytorch(capsys, tmp_path):
     out_dir = tmp_path / "objects"
     assert cli.main(["render", "--out", str(out_dir)]) == 0
     printed = capsys.readouterr().out.split()
-    assert sorted(printed) == sorted(str(p) for p in out_dir.iterdir())
+    assert sorted(printed) == sorted(str(p) for p in out_dir.iterdir() if p.name != ".kfstack-render")
     assert set(_rendered_kinds(out_dir)) == {"SparkApplication", "PyTorchJob"}
 
 
@@ -393,11 +400,26 @@ def test_run_local_success(capsys, tmp_path, local_runs):
 
 
 def test_run_local_failed_run_exits_1(capsys, tmp_path, local_runs):
-    local_runs.result = _summary("FAILED", "status     FAILED")
+    local_runs.result = _summary("FAILED", "status     FAILED", error="task train-model failed: X: y")
     code = cli.main(["run", "--local", "--pipeline-root", str(tmp_path / "runs"), *CHEAP])
-    out, _ = capsys.readouterr()
+    out, err = capsys.readouterr()
     assert code == cli.EXIT_FAILED == 1
     assert "status     FAILED" in out
+    assert assert_one_line(err, "run") == "kfstack run: task train-model failed: X: y"
+
+
+def test_run_local_cancelled_run_exits_130_with_one_line(capsys, tmp_path, local_runs):
+    # What run_pipeline_locally returns after Ctrl-C: a summary, already written, CANCELLED.
+    local_runs.result = _summary("CANCELLED", "status     CANCELLED")
+    summary_json = tmp_path / "summary.json"
+    argv = ["run", "--local", "--pipeline-root", str(tmp_path / "runs"), "--summary-json", str(summary_json)]
+    code = cli.main([*argv, *CHEAP])
+    out, err = capsys.readouterr()
+    assert code == 130
+    line = assert_one_line(err, "run")
+    assert "cancelled" in line and "RUN-DIR" in line
+    assert out == ""  # one line, not the whole summary
+    assert local_runs.result.written == [str(summary_json)]
 
 
 def test_run_local_keyboard_interrupt_exits_130(capsys, tmp_path, local_runs):
@@ -430,3 +452,121 @@ def test_run_local_unexpected_error_prints_traceback(capsys, tmp_path, local_run
     _, err = capsys.readouterr()
     assert code == 1
     assert "Traceback" in err and "RuntimeError: bug" in err
+
+
+def test_run_local_mistyped_param_names_what_it_accepts(capsys, tmp_path, local_runs):
+    line = bad_input(
+        capsys, ["run", "--local", "--pipeline-root", str(tmp_path / "r"), "--param", "epochs=abc"]
+    )
+    assert line == "kfstack run: --param epochs='abc': expected a whole number"
+    line = bad_input(
+        capsys, ["run", "--local", "--pipeline-root", str(tmp_path / "r"), "--param", "learning_rate=inf"]
+    )
+    assert line == "kfstack run: --param learning_rate='inf': expected a finite number"
+    assert local_runs.calls == [] and not (tmp_path / "r").exists()
+
+
+def test_run_help_points_to_describe(capsys):
+    assert cli.main(["run", "--help"]) == 0
+    assert "kfstack describe PIPELINE" in capsys.readouterr().out
+
+
+# --- describe --------------------------------------------------------------------------------
+
+
+def test_describe_lists_every_parameter_from_the_compiled_interface(capsys):
+    from kfstack import pipeline_spec
+    from kfstack.pipelines import load_pipeline, rendering
+
+    assert cli.main(["describe", DEFAULT_PIPELINE]) == 0
+    out = capsys.readouterr().out
+    parameters = pipeline_spec.pipeline_parameters(rendering.compiled_spec(load_pipeline(DEFAULT_PIPELINE)))
+    assert len(parameters) == len(load_pipeline(DEFAULT_PIPELINE).component_spec.inputs)
+    for parameter in parameters:
+        assert f"  {parameter.name}  ({parameter.type}, default {parameter.default!r})" in out
+    # Types and defaults as a user types them: integers are whole, descriptions are the docstring's.
+    from kfstack.training.settings import TrainingSettings
+
+    assert f"  epochs  (int, default {TrainingSettings.epochs})" in out
+    assert "  learning_rate  (float, default 0.003)" in out
+    assert "  gpu_pool  (str, default 'h100')" in out
+    assert "Global batch size, split evenly over ranks." in out
+
+
+def test_describe_unknown_pipeline(capsys):
+    line = bad_input(capsys, ["describe", "nope"])
+    assert "unknown pipeline 'nope'" in line
+
+
+# --- render --out: refuses foreign files, replaces its own output whole ----------------------
+
+
+def test_render_refuses_a_directory_it_did_not_write(capsys, tmp_path):
+    out_dir = tmp_path / "gitops"
+    out_dir.mkdir()
+    (out_dir / "kustomization.yaml").write_text("keep me")
+    line = bad_input(capsys, ["render", "--out", str(out_dir)])
+    assert "not empty" in line and "not written by kfstack render" in line
+    assert [p.name for p in out_dir.iterdir()] == ["kustomization.yaml"]
+    assert (out_dir / "kustomization.yaml").read_text() == "keep me"
+
+
+def test_render_replaces_its_own_earlier_output_whole(capsys, tmp_path):
+    out_dir = tmp_path / "objects"
+    assert cli.main(["render", "--out", str(out_dir)]) == 0
+    assert set(_rendered_kinds(out_dir)) == {"SparkApplication", "PyTorchJob"}
+    assert cli.main(["render", "--out", str(out_dir), "--param", "framework=tensorflow"]) == 0
+    # The PyTorchJob of the first render is gone: the directory is exactly the second render.
+    assert set(_rendered_kinds(out_dir)) == {"SparkApplication", "TFJob"}
+    printed = capsys.readouterr().out.split()
+    second = printed[len(printed) // 2 :]
+    assert sorted(second) == sorted(str(p) for p in out_dir.glob("*.yaml"))
+
+
+def test_render_refuses_files_added_beside_its_output(capsys, tmp_path):
+    out_dir = tmp_path / "objects"
+    assert cli.main(["render", "--out", str(out_dir)]) == 0
+    (out_dir / "notes.txt").write_text("mine")
+    before = sorted(p.name for p in out_dir.iterdir())
+    line = bad_input(capsys, ["render", "--out", str(out_dir), "--param", "framework=tensorflow"])
+    assert "notes.txt" in line
+    assert sorted(p.name for p in out_dir.iterdir()) == before
+
+
+# --- clean -----------------------------------------------------------------------------------
+
+
+def _fake_run(root, name: str, mtime: float):
+    from kfstack.app.run_directory import MARKER
+
+    run = root / name
+    (run / "logs").mkdir(parents=True)
+    (run / MARKER).write_text("{}")
+    os.utime(run / MARKER, (mtime, mtime))
+    return run
+
+
+def test_clean_removes_runs_and_nothing_else(capsys, tmp_path):
+    root = tmp_path / "runs"
+    old, new = _fake_run(root, "p-1", 1_000), _fake_run(root, "p-2", 2_000)
+    registry = root / "registry"
+    registry.mkdir()
+    (registry / "model.onnx").write_text("kept on purpose")
+    (root / "summary.json").write_text("{}")  # make run's copy of the last summary
+
+    assert cli.main(["clean", "--pipeline-root", str(root), "--keep", "1", "--dry-run"]) == 0
+    assert "would remove 1 run(s)" in capsys.readouterr().out
+    assert old.exists()
+
+    assert cli.main(["clean", "--pipeline-root", str(root), "--keep", "1"]) == 0
+    out = capsys.readouterr().out
+    assert f"removed {old}" in out and not old.exists() and new.exists()
+    assert cli.main(["clean", "--pipeline-root", str(root)]) == 0
+    assert not new.exists()
+    assert sorted(p.name for p in root.iterdir()) == ["registry", "summary.json"]
+    assert (registry / "model.onnx").read_text() == "kept on purpose"
+
+
+def test_clean_negative_keep_is_bad_input(capsys, tmp_path):
+    line = bad_input(capsys, ["clean", "--pipeline-root", str(tmp_path), "--keep", "-1"])
+    assert "--keep -1" in line

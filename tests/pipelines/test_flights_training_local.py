@@ -6,8 +6,12 @@ job itself (``make run``): the full data, through the CLI, checked through its s
 
 import json
 import os
+import re
+import signal
 import subprocess
 import sys
+import time
+from types import SimpleNamespace
 
 import pyarrow.parquet as pq
 import pytest
@@ -15,40 +19,94 @@ import pytest
 from kfstack.app.local_run import run_pipeline_locally
 from kfstack.features import FEATURE_SPEC_FILE, FeatureSpec
 
+STAGES = ["validate-run", "flights-features", "train-model", "evaluate-model", "cleanup-run"]
+SAMPLE_PARAMS = {"sample_fraction": 0.03, "num_shards": 2, "workers": 2, "epochs": 2, "batch_size": 256}
+
+
+def kfstack_run(root, *params: str, tmpdir, **popen) -> subprocess.Popen:
+    """``kfstack run --local`` in a fresh process, with its own (empty) temp folder."""
+    argv = [sys.executable, "-m", "kfstack.app.cli", "run", "--local", "--pipeline-root", str(root)]
+    for p in params:
+        argv += ["--param", p]
+    env = {**os.environ, "TMPDIR": str(tmpdir)}
+    return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, **popen)
+
 
 @pytest.fixture(scope="module")
 def sample_run(tmp_path_factory):
-    root = tmp_path_factory.mktemp("runs")
-    summary = run_pipeline_locally(
-        "flights-training",
-        {
-            "platform": "local",
-            "sample_fraction": 0.03,
-            "num_shards": 2,
-            "workers": 2,
-            "epochs": 2,
-            "batch_size": 256,
-        },
-        pipeline_root=str(root),
-    )
-    return summary
+    """A real run through the CLI, as a user starts it; its output, summary and temp folder."""
+    root, tmpdir = tmp_path_factory.mktemp("runs"), tmp_path_factory.mktemp("tmp")
+    proc = kfstack_run(root, *(f"{k}={v}" for k, v in SAMPLE_PARAMS.items()), tmpdir=tmpdir)
+    out, err = proc.communicate(timeout=600)
+    (run_dir,) = root.iterdir()
+    with open(run_dir / "summary.json", encoding="utf-8") as f:
+        summary = json.load(f)
+    return SimpleNamespace(returncode=proc.returncode, out=out, err=err, summary=summary, tmpdir=tmpdir)
 
 
 def test_sample_run_succeeds_through_every_stage(sample_run):
-    assert sample_run.status == "SUCCEEDED", sample_run.render()
-    assert list(sample_run.stages) == [
-        "validate-run",
-        "flights-features",
-        "train-model",
-        "evaluate-model",
-        "cleanup-run",
+    summary = sample_run.summary
+    assert sample_run.returncode == 0, sample_run.out + sample_run.err
+    assert summary["status"] == "SUCCEEDED"
+    assert list(summary["stages"]) == STAGES
+    assert all(
+        stage["seconds"] > 0 and stage["status"] == "SUCCEEDED" for stage in summary["stages"].values()
+    )
+    assert summary["peak_rss_bytes"] > 0
+
+
+def test_the_console_shows_task_lines_not_kfp_output(sample_run):
+    # One line per task state and its reported progress; kfp.local's executor input JSON and the
+    # tasks' own output are in the run directory's logs.
+    console = sample_run.out + sample_run.err
+    assert "executor_input" not in console and "pipelinechannel--" not in console
+    assert "[rank 0]" not in console
+    for task in STAGES:
+        assert re.search(rf"^{task} +done +\d+\.\d s$", sample_run.err, re.MULTILINE), sample_run.err
+    assert re.search(r"^flights-features +running +spark: profile 6/7$", sample_run.err, re.MULTILINE)
+    assert re.search(r"^train-model +running +epoch 2/2$", sample_run.err, re.MULTILINE)
+    logs = os.path.join(sample_run.summary["run_dir"], "logs")
+    with open(os.path.join(logs, "kfp.log"), encoding="utf-8") as f:
+        assert "executor_input" in f.read()
+    with open(os.path.join(logs, "train-model.log"), encoding="utf-8") as f:
+        train_log = f.read()
+    assert "[rank 0] epoch=2 val_auc=" in train_log and "KFP Executor" not in train_log
+
+
+def test_the_summary_tells_the_truth(sample_run):
+    summary = sample_run.summary
+    # Every path it names exists: artifacts, logs, the run directory.
+    assert os.path.isdir(summary["run_dir"])
+    paths = [
+        *summary["artifacts"].values(),
+        *(s["log"] for s in summary["stages"].values()),
+        summary["kfp_log"],
     ]
-    assert all(seconds > 0 for seconds in sample_run.stages.values())
-    assert sample_run.peak_rss_bytes > 0
+    missing = [path for path in paths if not os.path.exists(path)]
+    assert not missing
+    assert {"model", "features", "report", "charts"} <= set(summary["artifacts"])
+    # Metrics-only outputs are not paths: their values are under metrics.
+    assert not {"test_metrics", "classification", "data_report", "training_metrics"} & set(
+        summary["artifacts"]
+    )
+    # Counts are integers; every parameter is recorded, defaults included.
+    assert all(type(summary["data"][k]) is int for k in ("rows_read", "rows_written", "rows_quarantined"))
+    assert type(summary["metrics"]["test_metrics.test_rows"]) is int
+    from kfstack.pipelines import load_pipeline
+
+    assert set(summary["arguments"]) == set(load_pipeline("flights-training").component_spec.inputs)
+    assert summary["arguments"]["epochs"] == 2 and summary["arguments"]["learning_rate"] == 0.003
+    assert summary["arguments"]["platform"] == "local"
+
+
+def test_nothing_is_left_in_the_temp_folder(sample_run):
+    assert sample_run.returncode == 0
+    assert os.listdir(sample_run.tmpdir) == []
+    assert not os.path.exists(os.path.join(sample_run.summary["run_dir"], "tmp"))
 
 
 def test_sample_run_accounts_for_every_row(sample_run):
-    data = sample_run.data
+    data = sample_run.summary["data"]
     assert data["rows_read"] > 5_000  # 3 % of 336,776 flights
     assert data["rows_read"] == data["rows_written"] + data["rows_quarantined"]
     per_reason = sum(v for k, v in data.items() if k.startswith("quarantined."))
@@ -56,7 +114,7 @@ def test_sample_run_accounts_for_every_row(sample_run):
 
 
 def test_sample_run_learns_something_and_reports_it(sample_run):
-    metrics = sample_run.metrics
+    metrics = sample_run.summary["metrics"]
     # A model that learned nothing scores 0.5; the shipped data carries real signal.
     assert metrics["test_metrics.auc"] > 0.55
     assert 0.0 < metrics["test_metrics.log_loss"] < 1.0
@@ -65,7 +123,7 @@ def test_sample_run_learns_something_and_reports_it(sample_run):
 
 
 def test_sample_run_artifacts_are_where_the_summary_says(sample_run):
-    artifacts = sample_run.artifacts
+    artifacts = sample_run.summary["artifacts"]
     model_dir = artifacts["model"]
     assert os.path.isfile(os.path.join(model_dir, "model.onnx"))
     spec = FeatureSpec.load(os.path.join(model_dir, FEATURE_SPEC_FILE))
@@ -76,12 +134,14 @@ def test_sample_run_artifacts_are_where_the_summary_says(sample_run):
         assert len(files) == 2, split
     with open(artifacts["report"], encoding="utf-8") as f:
         assert "AUC" in f.read()
+    with open(artifacts["charts"], encoding="utf-8") as f:
+        assert f.read().count("<svg") == 2
     test_rows = sum(
         pq.ParquetFile(os.path.join(features, "test", f)).metadata.num_rows
         for f in os.listdir(os.path.join(features, "test"))
         if f.endswith(".parquet")
     )
-    assert sample_run.metrics["test_metrics.test_rows"] == test_rows
+    assert sample_run.summary["metrics"]["test_metrics.test_rows"] == test_rows
 
 
 def test_tensorflow_branch_runs_the_parameter_server_topology(tmp_path):
@@ -100,13 +160,7 @@ def test_tensorflow_branch_runs_the_parameter_server_topology(tmp_path):
         pipeline_root=str(tmp_path),
     )
     assert summary.status == "SUCCEEDED", summary.render()
-    assert list(summary.stages) == [
-        "validate-run",
-        "flights-features",
-        "train-model",
-        "evaluate-model",
-        "cleanup-run",
-    ]
+    assert list(summary.stages) == STAGES
     assert summary.metrics["test_metrics.auc"] > 0.55
     with open(summary.artifacts["training_job"], encoding="utf-8") as f:
         reference = json.load(f)
@@ -136,7 +190,10 @@ def test_a_failing_stage_fails_the_run_with_its_error(tmp_path):
     assert summary.status == "FAILED"
     assert list(summary.stages) == ["validate-run", "flights-features", "cleanup-run"]
     assert "flights-features" in summary.error and str(missing) in summary.error
+    # The tail is the task's own log (its traceback), not kfp's executor input.
     assert summary.failed_task_log_tail
+    assert not any("pipelinechannel--" in line for line in summary.failed_task_log_tail)
+    assert any(str(missing) in line for line in summary.failed_task_log_tail)
 
 
 @pytest.mark.slow
@@ -168,3 +225,37 @@ def test_main_job_on_the_full_data(tmp_path):
     assert data["rows_read"] == 336_776
     assert data["rows_read"] == data["rows_written"] + data["rows_quarantined"]
     assert summary["metrics"]["test_metrics.auc"] > 0.65
+
+
+@pytest.mark.slow
+def test_ctrl_c_stops_every_process_and_writes_a_cancelled_summary(tmp_path):
+    """A real Ctrl-C: SIGINT to the run's process group (what a terminal sends) mid-Spark."""
+    import psutil
+
+    root, tmpdir = tmp_path / "runs", tmp_path / "tmp"
+    tmpdir.mkdir()
+    proc = kfstack_run(root, "sample_fraction=0.05", "epochs=50", tmpdir=tmpdir, start_new_session=True)
+    assert proc.stderr is not None
+    for line in proc.stderr:
+        if "spark: read and validate" in line:
+            break
+    started = psutil.Process(proc.pid).children(recursive=True)
+    assert "java" in {p.name() for p in started}  # Spark's JVM is up: a real tree to stop
+    time.sleep(1.0)
+    os.killpg(proc.pid, signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+
+    assert proc.returncode == 130, out + err
+    messages = [line for line in err.splitlines() if line.startswith("kfstack run:")]
+    assert len(messages) == 1 and "cancelled" in messages[0], err
+    assert "Traceback" not in out + err
+    alive = [p for p in started if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+    assert alive == []
+    assert os.listdir(tmpdir) == []
+    (run_dir,) = root.iterdir()
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["status"] == "CANCELLED"
+    assert summary["stages"]["validate-run"]["status"] == "SUCCEEDED"
+    assert summary["stages"]["flights-features"]["status"] == "CANCELLED"
+    assert "train-model" not in summary["stages"]
+    assert not (run_dir / "tmp").exists()

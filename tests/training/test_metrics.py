@@ -51,3 +51,37 @@ def test_roc_curve_points_by_hand():
     assert fpr == [0.0, 0.0, 0.5, 0.5, 1.0]
     # Trapezoids under these points give the rank-based AUC.
     assert np.trapezoid(tpr, fpr) == metrics.roc_auc(labels, probs) == 0.75
+
+
+def test_both_classes_are_needed_for_auc():
+    assert metrics.has_both_classes(np.array([0, 1, 0]))
+    assert not metrics.has_both_classes(np.array([1, 1]))
+    assert not metrics.has_both_classes(np.array([0, 0, 0]))
+    assert not metrics.has_both_classes(np.array([], dtype=np.int64))
+
+
+def test_precision_and_recall_from_the_confusion_matrix():
+    labels = np.array([0, 0, 1, 1, 1])
+    probs = np.array([0.2, 0.7, 0.6, 0.1, 0.9])
+    # [[1, 1], [1, 2]]: 2 of 3 predicted positives are right, 2 of 3 positives are found.
+    assert metrics.precision_recall(metrics.confusion_matrix(labels, probs, 0.5)) == (2 / 3, 2 / 3)
+
+
+def test_precision_is_undefined_when_nothing_is_predicted_positive():
+    labels = np.array([0, 1, 1])
+    probs = np.array([0.2, 0.7, 0.6])
+    precision, recall = metrics.precision_recall(metrics.confusion_matrix(labels, probs, 0.95))
+    assert precision is None
+    assert recall == 0.0  # positives exist and none was found: a real 0
+
+
+def test_recall_is_undefined_without_a_positive_label():
+    labels = np.array([0, 0, 0])
+    probs = np.array([0.2, 0.7, 0.6])
+    precision, recall = metrics.precision_recall(metrics.confusion_matrix(labels, probs, 0.5))
+    assert recall is None
+    assert precision == 0.0  # two rows predicted positive, both wrong
+
+
+def test_undefined_is_the_string_metrics_artifacts_record():
+    assert metrics.UNDEFINED == "undefined"

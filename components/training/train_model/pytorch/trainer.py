@@ -39,6 +39,7 @@ import torch.distributed as dist
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
+from kfstack import progress
 from kfstack.components.training.train_model.pytorch.model import (
     DelayClassifier,
     DelayProbability,
@@ -273,6 +274,7 @@ def train(args: argparse.Namespace) -> dict[str, float] | None:
             )
             history.append({"epoch": epoch, **scores})
             print(katib_line(epoch, scores), flush=True)
+            progress.report("epoch", epoch, args.epochs)
             state = {
                 "model": classifier.state_dict(),
                 "optimizer": optimizer.state_dict(),

@@ -42,6 +42,7 @@ import time
 import fsspec
 import numpy as np
 
+from kfstack import progress
 from kfstack.errors import InvalidParameterError, TrainingFailedError
 from kfstack.features import FEATURE_SPEC_FILE, FeatureSpec
 from kfstack.training import checkpoints, metrics, shards
@@ -168,6 +169,7 @@ class Trainer:
         }
         self.history.append({"epoch": epoch, **scores})
         print(katib_line(epoch, scores), flush=True)
+        progress.report("epoch", epoch, self.args.epochs)
         self.save(epoch)
 
     def predict(self, categorical: np.ndarray, numeric: np.ndarray) -> np.ndarray:

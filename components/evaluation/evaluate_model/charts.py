@@ -1,0 +1,218 @@
+"""The ROC curve and the confusion matrix as one self-contained HTML page of inline SVG.
+
+The KFP UI shows an ``HTML`` artifact in a sandboxed frame, and a cluster may have no way out
+to the internet: the page therefore loads nothing (no script, stylesheet, font or image) and
+draws with SVG elements only. Every function is pure: numbers in, markup out; every text is
+escaped.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Sequence
+
+SVG_NAMESPACE = "http://www.w3.org/2000/svg"
+FONT = "font-family='sans-serif'"
+
+# ROC plot: a square plot area with room above for the title, left and below for ticks and axis labels.
+ROC_WIDTH, ROC_HEIGHT = 400, 396
+ROC_LEFT, ROC_TOP, ROC_SIZE = 64, 56, 290
+ROC_TICKS = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
+
+# Confusion matrix: 2x2 cells after a column for the row labels and a row for the column labels.
+CELL = 130
+GRID_LEFT, GRID_TOP = 150, 84
+CONFUSION_WIDTH, CONFUSION_HEIGHT = GRID_LEFT + 2 * CELL + 20, GRID_TOP + 2 * CELL + 48
+# Cell shade from white (no rows) to this blue (the largest cell).
+FULL_SHADE = (31, 90, 166)
+DARK_SHADE_FROM = 0.55  # share of FULL_SHADE above which the count is written in white
+
+
+def roc_x(fpr: float) -> float:
+    """Horizontal SVG coordinate of a false positive rate in [0, 1]."""
+    return ROC_LEFT + fpr * ROC_SIZE
+
+
+def roc_y(tpr: float) -> float:
+    """Vertical SVG coordinate of a true positive rate in [0, 1] (SVG's y grows downwards)."""
+    return ROC_TOP + (1.0 - tpr) * ROC_SIZE
+
+
+def roc_title(auc: float | None, auc_undefined_reason: str = "") -> tuple[str, str]:
+    """(headline, note): "ROC curve, AUC 0.8123" and no note, or "ROC curve, AUC undefined" and
+    the reason (a line of its own: it would not fit beside the headline)."""
+    if auc is not None:
+        return f"ROC curve, AUC {auc:.4f}", ""
+    return "ROC curve, AUC undefined", auc_undefined_reason
+
+
+def roc_svg(
+    fpr: Sequence[float], tpr: Sequence[float], auc: float | None, auc_undefined_reason: str = ""
+) -> str:
+    """The ROC curve through the points ``(fpr[i], tpr[i])``, with the chance diagonal.
+
+    Args:
+        fpr: False positive rates in [0, 1], in curve order.
+        tpr: True positive rates in [0, 1], as many as ``fpr``.
+        auc: Area under the curve, or ``None`` when undefined on this data.
+        auc_undefined_reason: Why the AUC is undefined, shown in the title.
+
+    Raises:
+        ValueError: ``fpr`` and ``tpr`` differ in length.
+    """
+    if len(fpr) != len(tpr):
+        raise ValueError(f"fpr has {len(fpr)} points, tpr {len(tpr)}")
+    headline, note = roc_title(auc, auc_undefined_reason)
+    full_title = f"{headline} ({note})" if note else headline
+    left, right = roc_x(0.0), roc_x(1.0)
+    top, bottom = roc_y(1.0), roc_y(0.0)
+    parts = [
+        f"<svg xmlns='{SVG_NAMESPACE}' width='{ROC_WIDTH}' height='{ROC_HEIGHT}' "
+        f"viewBox='0 0 {ROC_WIDTH} {ROC_HEIGHT}' role='img' class='roc'>",
+        f"<title>{html.escape(full_title)}</title>",
+        f"<text x='{ROC_LEFT + ROC_SIZE / 2:.1f}' y='22' text-anchor='middle' font-size='14' "
+        f"font-weight='bold' {FONT}>{html.escape(headline)}</text>",
+        f"<rect x='{left:.1f}' y='{top:.1f}' width='{ROC_SIZE}' height='{ROC_SIZE}' "
+        "fill='white' stroke='#444' stroke-width='1' class='plot-area'/>",
+    ]
+    if note:
+        parts.append(
+            f"<text x='{ROC_LEFT + ROC_SIZE / 2:.1f}' y='40' text-anchor='middle' font-size='12' "
+            f"{FONT}>{html.escape(note)}</text>"
+        )
+    for tick in ROC_TICKS:
+        x, y = roc_x(tick), roc_y(tick)
+        label = html.escape(f"{tick:.1f}")
+        parts += [
+            # Light grid line, a tick mark outside the axis, and its label: x axis, then y axis.
+            f"<line x1='{x:.1f}' y1='{top:.1f}' x2='{x:.1f}' y2='{bottom:.1f}' stroke='#eee'/>",
+            f"<line x1='{x:.1f}' y1='{bottom:.1f}' x2='{x:.1f}' y2='{bottom + 5:.1f}' stroke='#444'/>",
+            f"<text x='{x:.1f}' y='{bottom + 18:.1f}' text-anchor='middle' font-size='11' "
+            f"{FONT}>{label}</text>",
+            f"<line x1='{left:.1f}' y1='{y:.1f}' x2='{right:.1f}' y2='{y:.1f}' stroke='#eee'/>",
+            f"<line x1='{left - 5:.1f}' y1='{y:.1f}' x2='{left:.1f}' y2='{y:.1f}' stroke='#444'/>",
+            f"<text x='{left - 8:.1f}' y='{y + 4:.1f}' text-anchor='end' font-size='11' "
+            f"{FONT}>{label}</text>",
+        ]
+    points = " ".join(f"{roc_x(x):.2f},{roc_y(y):.2f}" for x, y in zip(fpr, tpr, strict=True))
+    y_label_x, y_label_y = ROC_LEFT - 42, ROC_TOP + ROC_SIZE / 2
+    parts += [
+        f"<line x1='{left:.1f}' y1='{bottom:.1f}' x2='{right:.1f}' y2='{top:.1f}' stroke='#999' "
+        "stroke-dasharray='5 4' class='chance'/>",
+        f"<polyline points='{points}' fill='none' stroke='#1f5aa6' stroke-width='2' class='curve'/>",
+        f"<text x='{(left + right) / 2:.1f}' y='{bottom + 38:.1f}' text-anchor='middle' font-size='12' "
+        f"{FONT}>false positive rate (on-time flights predicted delayed)</text>",
+        f"<text x='{y_label_x:.1f}' y='{y_label_y:.1f}' text-anchor='middle' font-size='12' "
+        f"transform='rotate(-90 {y_label_x:.1f} {y_label_y:.1f})' {FONT}>"
+        "true positive rate (recall)</text>",
+        "</svg>",
+    ]
+    return "\n".join(parts)
+
+
+def shade(share: float) -> str:
+    """Fill colour for a cell holding ``share`` (0-1) of the largest cell's count."""
+    share = min(max(share, 0.0), 1.0)
+    red, green, blue = (round(255 + (full - 255) * share) for full in FULL_SHADE)
+    return f"rgb({red},{green},{blue})"
+
+
+def confusion_svg(matrix: Sequence[Sequence[int]], labels: Sequence[str], threshold: float) -> str:
+    """The confusion matrix as a 2x2 grid of cells shaded by count.
+
+    Args:
+        matrix: ``[[TN, FP], [FN, TP]]``: rows the true class, columns the predicted one.
+        labels: Names of class 0 and class 1, e.g. ``("on_time", "delayed")``.
+        threshold: Probability at or above which a row is predicted class 1 (shown below).
+
+    Raises:
+        ValueError: ``matrix`` is not 2x2 or ``labels`` does not name two classes.
+    """
+    if len(matrix) != 2 or any(len(row) != 2 for row in matrix) or len(labels) != 2:
+        raise ValueError("a binary confusion matrix is 2x2 with two class labels")
+    total = sum(map(sum, matrix))
+    largest = max(max(row) for row in matrix)
+    caption = f"predicted {labels[1]} at probability ≥ {threshold:g}"
+    parts = [
+        f"<svg xmlns='{SVG_NAMESPACE}' width='{CONFUSION_WIDTH}' height='{CONFUSION_HEIGHT}' "
+        f"viewBox='0 0 {CONFUSION_WIDTH} {CONFUSION_HEIGHT}' role='img' class='confusion'>",
+        f"<title>{html.escape(f'Confusion matrix, {caption}')}</title>",
+        f"<text x='{GRID_LEFT + CELL:.1f}' y='22' text-anchor='middle' font-size='14' "
+        f"font-weight='bold' {FONT}>Confusion matrix</text>",
+        f"<text x='{GRID_LEFT + CELL:.1f}' y='{GRID_TOP - 36}' text-anchor='middle' font-size='12' "
+        f"font-style='italic' {FONT}>predicted</text>",
+        f"<text x='{GRID_LEFT - 12}' y='{GRID_TOP - 14}' text-anchor='end' font-size='12' "
+        f"font-style='italic' {FONT}>true</text>",
+    ]
+    for index, label in enumerate(labels):
+        text = html.escape(label)
+        parts += [
+            f"<text x='{GRID_LEFT + (index + 0.5) * CELL:.1f}' y='{GRID_TOP - 12}' text-anchor='middle' "
+            f"font-size='12' {FONT}>{text}</text>",
+            f"<text x='{GRID_LEFT - 12}' y='{GRID_TOP + (index + 0.5) * CELL + 4:.1f}' text-anchor='end' "
+            f"font-size='12' {FONT}>{text}</text>",
+        ]
+    for row, counts in enumerate(matrix):
+        for column, count in enumerate(counts):
+            share = count / largest if largest else 0.0
+            x, y = GRID_LEFT + column * CELL, GRID_TOP + row * CELL
+            ink = "white" if share > DARK_SHADE_FROM else "#222"
+            of_all = f"{count / total:.1%} of all" if total else "no rows"
+            parts += [
+                f"<rect x='{x}' y='{y}' width='{CELL}' height='{CELL}' fill='{shade(share)}' "
+                f"stroke='#444' class='cell'/>",
+                f"<text x='{x + CELL / 2:.1f}' y='{y + CELL / 2:.1f}' text-anchor='middle' font-size='18' "
+                f"font-weight='bold' fill='{ink}' {FONT} class='count'>{count:,}</text>",
+                f"<text x='{x + CELL / 2:.1f}' y='{y + CELL / 2 + 20:.1f}' text-anchor='middle' "
+                f"font-size='11' fill='{ink}' {FONT}>{html.escape(of_all)}</text>",
+            ]
+    parts += [
+        f"<text x='{GRID_LEFT + CELL:.1f}' y='{GRID_TOP + 2 * CELL + 28}' text-anchor='middle' "
+        f"font-size='12' {FONT}>{html.escape(caption)}</text>",
+        "</svg>",
+    ]
+    return "\n".join(parts)
+
+
+def charts_html(
+    *,
+    fpr: Sequence[float],
+    tpr: Sequence[float],
+    auc: float | None,
+    matrix: Sequence[Sequence[int]],
+    labels: Sequence[str],
+    threshold: float,
+    auc_undefined_reason: str = "",
+    heading: str = "Flight delay model: test split",
+) -> str:
+    """One HTML page with the ROC curve and the confusion matrix side by side.
+
+    Args:
+        fpr: ROC false positive rates in [0, 1] (``kfstack.training.metrics.roc_curve``).
+        tpr: ROC true positive rates, as many as ``fpr``.
+        auc: Area under the ROC curve, or ``None`` when undefined on this data.
+        matrix: ``[[TN, FP], [FN, TP]]`` at ``threshold``.
+        labels: Names of class 0 and class 1.
+        threshold: Decision threshold in [0, 1] the confusion matrix was counted at.
+        auc_undefined_reason: Why the AUC is undefined, when it is.
+        heading: The page's title.
+    """
+    return "\n".join(
+        [
+            "<!DOCTYPE html>",
+            "<html lang='en'>",
+            "<head>",
+            "<meta charset='utf-8'>",
+            f"<title>{html.escape(heading)}</title>",
+            "</head>",
+            "<body style='font-family: sans-serif; margin: 16px;'>",
+            f"<h1 style='font-size: 18px;'>{html.escape(heading)}</h1>",
+            "<div style='display: flex; flex-wrap: wrap; gap: 24px; align-items: flex-start;'>",
+            roc_svg(fpr, tpr, auc, auc_undefined_reason),
+            confusion_svg(matrix, labels, threshold),
+            "</div>",
+            "</body>",
+            "</html>",
+            "",
+        ]
+    )

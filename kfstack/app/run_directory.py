@@ -1,0 +1,123 @@
+"""Where an embedded run keeps what it leaves behind, and how old runs are removed.
+
+One directory per run under the pipeline root (``runs/`` by default)::
+
+    runs/flights-training-20261123-220942/
+      .kfstack-run       marker: this directory is a run's (``kfstack clean`` removes only these)
+      summary.json       the run summary, whatever the outcome
+      logs/kfp.log       kfp.local's own output (executor inputs, task outputs)
+      logs/<task>.log    each task's own output
+      artifacts/         kfp.local's pipeline root: <pipeline>-<time>/<task>/<output>
+      tmp/               $TMPDIR of every task process; removed when the run ends
+
+Anything else under the pipeline root (a later stage's local model registry, a user's file) has
+no marker and is never touched by ``kfstack clean``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import shutil
+import time
+
+from kfstack.errors import UsageError
+
+MARKER = ".kfstack-run"
+SUMMARY_FILE = "summary.json"
+KFP_LOG = "kfp"
+
+
+@dataclasses.dataclass(frozen=True)
+class RunDirectory:
+    """The paths of one run's directory (see the module docstring)."""
+
+    path: str
+
+    @property
+    def logs(self) -> str:
+        return os.path.join(self.path, "logs")
+
+    @property
+    def artifacts(self) -> str:
+        return os.path.join(self.path, "artifacts")
+
+    @property
+    def tmp(self) -> str:
+        return os.path.join(self.path, "tmp")
+
+    @property
+    def summary(self) -> str:
+        return os.path.join(self.path, SUMMARY_FILE)
+
+    def log(self, task: str) -> str:
+        """The log file of ``task`` (``kfp`` for kfp.local's own output)."""
+        return os.path.join(self.logs, f"{task}.log")
+
+    def progress_file(self, task: str) -> str:
+        """Where ``task``'s processes append progress events (temporary, under ``tmp/``)."""
+        return os.path.join(self.tmp, f"{task}.progress.jsonl")
+
+    @classmethod
+    def create(cls, pipeline_root: str, pipeline: str, clock: float | None = None) -> RunDirectory:
+        """A new, empty run directory ``<pipeline_root>/<pipeline>-<YYYYmmdd-HHMMSS>[-n]``.
+
+        Raises:
+            UsageError: The pipeline root cannot be created or written.
+        """
+        stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(clock))
+        try:
+            os.makedirs(pipeline_root, exist_ok=True)
+            for attempt in range(1000):
+                name = f"{pipeline}-{stamp}" + (f"-{attempt}" if attempt else "")
+                try:
+                    os.mkdir(os.path.join(pipeline_root, name))
+                    break
+                except FileExistsError:
+                    continue
+            else:
+                raise UsageError(f"{pipeline_root}: no free run directory name for {pipeline}-{stamp}")
+            run = cls(os.path.abspath(os.path.join(pipeline_root, name)))
+            with open(os.path.join(run.path, MARKER), "w", encoding="utf-8") as f:
+                json.dump({"pipeline": pipeline, "started": stamp}, f)
+            for folder in (run.logs, run.artifacts, run.tmp):
+                os.mkdir(folder)
+        except OSError as err:
+            raise UsageError(f"cannot write to {pipeline_root}: {err.strerror or err}") from err
+        return run
+
+    def remove_tmp(self) -> None:
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+def list_runs(pipeline_root: str) -> list[RunDirectory]:
+    """The run directories under ``pipeline_root``, oldest first (by their marker's time)."""
+    if not os.path.isdir(pipeline_root):
+        return []
+    runs = []
+    for name in os.listdir(pipeline_root):
+        run = RunDirectory(os.path.abspath(os.path.join(pipeline_root, name)))
+        marker = os.path.join(run.path, MARKER)
+        if os.path.isfile(marker):
+            runs.append((os.path.getmtime(marker), name, run))
+    return [run for _, _, run in sorted(runs)]
+
+
+def clean_runs(pipeline_root: str, keep: int = 0, dry_run: bool = False) -> list[RunDirectory]:
+    """Removes every run directory under ``pipeline_root`` but the newest ``keep``.
+
+    Returns:
+        The run directories removed (or that would be, with ``dry_run``).
+
+    Raises:
+        UsageError: ``keep`` is negative.
+    """
+    if keep < 0:
+        raise UsageError(f"--keep {keep}: expected a count >= 0")
+    runs = list_runs(pipeline_root)
+    doomed = runs[: len(runs) - keep] if keep else runs
+    if not dry_run:
+        for run in doomed:
+            shutil.rmtree(run.path)
+    return doomed

@@ -1,0 +1,156 @@
+"""The summary of an embedded run: what ``kfstack run --local`` prints and writes as JSON.
+
+It tells the truth: every path it lists exists on disk, metric values are under ``metrics``
+(KFP keeps Metrics and ClassificationMetrics artifacts as metadata, not files), whole numbers are
+integers, a metric undefined on this data is ``null`` (printed ``undefined``), and every
+effective parameter of the run is recorded, defaults included.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from typing import Any
+
+from kfstack.training.metrics import UNDEFINED
+
+SUCCEEDED, FAILED, CANCELLED = "SUCCEEDED", "FAILED", "CANCELLED"
+METRICS_SCHEMA = "system.Metrics"
+# Where the feature job's counts show up among the metrics (its data_report output).
+DATA_REPORT = "data_report"
+DATA_COUNT_KEYS = ("rows_read", "rows_written", "rows_quarantined", "quarantined_fraction")
+
+Number = int | float
+
+
+@dataclasses.dataclass
+class StageRecord:
+    """One task of the run: its outcome, seconds (all attempts) and its own log file."""
+
+    status: str
+    seconds: float
+    log: str
+
+
+@dataclasses.dataclass
+class RunSummary:
+    """What ``kfstack run --local`` prints and writes (``<run_dir>/summary.json``).
+
+    Attributes:
+        pipeline: Pipeline name.
+        status: ``SUCCEEDED``, ``FAILED`` or ``CANCELLED`` (Ctrl-C).
+        run_dir: The run's directory (logs, artifacts, this summary).
+        wall_seconds: Wall time of the whole run.
+        peak_rss_bytes: Peak resident memory summed over this process and all its children.
+        arguments: Every parameter of the run, defaults included.
+        stages: Task name -> outcome, seconds and log, in execution order.
+        data: Row counts of the feature job (read / written / quarantined, per reason).
+        metrics: ``<output>.<metric>`` of every Metrics output; None where undefined.
+        artifacts: Output name -> path, for every output that is a file or directory.
+        kfp_log: kfp.local's own output (executor inputs, task outputs).
+        error: The failing task and its exception line, when the run failed or was cancelled.
+        failed_task_log_tail: Last lines of the failing task's own log.
+    """
+
+    pipeline: str
+    status: str
+    run_dir: str
+    wall_seconds: float
+    peak_rss_bytes: int
+    arguments: dict[str, Any]
+    stages: dict[str, StageRecord]
+    data: dict[str, Number]
+    metrics: dict[str, Number | None]
+    artifacts: dict[str, str]
+    kfp_log: str
+    error: str | None = None
+    failed_task_log_tail: list[str] = dataclasses.field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    def write_json(self, path: str) -> None:
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump(self.to_dict(), f, indent=2)  # stages keep their execution order
+
+    def render(self) -> str:
+        """A human-readable summary for the terminal."""
+        lines = [
+            f"pipeline   {self.pipeline}",
+            f"status     {self.status}",
+            f"run dir    {self.run_dir}",
+            f"wall time  {self.wall_seconds:.1f} s",
+            f"peak RSS   {self.peak_rss_bytes / 2**30:.2f} GiB (all processes)",
+            "stages:",
+            *(
+                f"  {name:<28} {stage.status:<10} {stage.seconds:8.1f} s"
+                for name, stage in self.stages.items()
+            ),
+        ]
+        for title, values in (("data", self.data), ("metrics", self.metrics)):
+            if values:
+                lines.append(f"{title}:")
+                lines += [f"  {key:<40} {_fmt(value)}" for key, value in values.items()]
+        if self.artifacts:
+            lines.append("artifacts:")
+            lines += [f"  {name:<20} {path}" for name, path in self.artifacts.items()]
+        if self.error:
+            lines += ["error:", f"  {self.error}"]
+            if self.failed_task_log_tail:
+                lines.append("log tail of that task:")
+                lines += [f"  {line}" for line in self.failed_task_log_tail]
+        return "\n".join(lines)
+
+
+def _fmt(value: Number | None) -> str:
+    if value is None:
+        return UNDEFINED
+    if isinstance(value, float):
+        return f"{value:.4f}"
+    return f"{value:,}"
+
+
+def _number(value: Any) -> Number | None:
+    """A metric value as JSON wants it: whole numbers as int, undefined as None."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return int(value) if float(value).is_integer() else float(value)
+
+
+def collect_outputs(outputs: dict[str, Any]) -> tuple[dict[str, Number | None], dict[str, str]]:
+    """Metrics and on-disk artifact paths of the tasks' outputs (as kfp.local returns them).
+
+    Metrics artifacts contribute their metadata (``<output>.<metric>``, ``undefined`` as None);
+    an artifact is listed only when its path exists.
+    """
+    metrics: dict[str, Number | None] = {}
+    artifacts: dict[str, str] = {}
+    for name, artifact in outputs.items():
+        path = getattr(artifact, "path", None)
+        if path is None:
+            continue  # a parameter output
+        if os.path.exists(path):
+            artifacts[name] = path
+        if getattr(artifact, "schema_title", "") == METRICS_SCHEMA:
+            for key, value in sorted((artifact.metadata or {}).items()):
+                if value == UNDEFINED or isinstance(value, (int, float)):
+                    metrics[f"{name}.{key}"] = _number(value)
+    return metrics, artifacts
+
+
+def data_counts(metrics: dict[str, Number | None]) -> dict[str, Number]:
+    """The feature job's row counts (read / written / quarantined, per reason), out of its
+    ``data_report`` metrics."""
+    prefix = f"{DATA_REPORT}."
+    data: dict[str, Number] = {}
+    for key, value in metrics.items():
+        name = key.removeprefix(prefix)
+        if (
+            key.startswith(prefix)
+            and value is not None
+            and (name in DATA_COUNT_KEYS or name.startswith("quarantined."))
+        ):
+            data[name] = value
+    return data

@@ -1,0 +1,180 @@
+"""The embedded run's machinery, piece by piece, with real processes and files.
+
+The whole run (console lines, logs, summary, temp folder, a real Ctrl-C) is exercised in
+tests/pipelines/test_flights_training_local.py; these are the fast checks of each part.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import sys
+import time
+
+import psutil
+import pytest
+
+from kfstack import progress
+from kfstack.app import local_run, run_directory
+from kfstack.app.console import DONE, RunConsole
+from kfstack.app.summary import collect_outputs, data_counts
+from kfstack.errors import UsageError
+from kfstack.training.metrics import UNDEFINED
+
+
+def test_stopping_a_task_stops_its_whole_process_group():
+    # A task process with children and a grandchild that ignores SIGTERM (as a stuck rank might).
+    script = (
+        "import subprocess, sys, time;"
+        "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(300)']);"
+        "subprocess.Popen([sys.executable, '-c',"
+        " 'import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(300)']);"
+        "print('ready', flush=True); time.sleep(300)"
+    )
+    process = subprocess.Popen(
+        [sys.executable, "-c", script], stdout=subprocess.PIPE, text=True, start_new_session=True
+    )
+    assert process.stdout.readline().strip() == "ready"
+    tree = [psutil.Process(process.pid), *psutil.Process(process.pid).children(recursive=True)]
+    assert len(tree) == 3
+    started = time.monotonic()
+    local_run._stop_process_group(process, grace_seconds=1.0)
+    assert time.monotonic() - started < 10
+    assert [p for p in tree if p.is_running() and p.status() != psutil.STATUS_ZOMBIE] == []
+
+
+def test_output_router_sends_kfp_executor_lines_to_kfps_log():
+    own, kfp = io.StringIO(), io.StringIO()
+    router = local_run._OutputRouter(own, kfp, echo=None)
+    executor_input = json.dumps({"inputs": {"parameterValues": {"epochs": 2.0}}}, indent=4)
+    lines = [
+        "[KFP Executor 2026-01-01 00:00:00,000 INFO]: Looking for component `x`\n",
+        "[KFP Executor 2026-01-01 00:00:00,001 INFO]: Got executor_input:\n",
+        *(line + "\n" for line in executor_input.splitlines()),
+        "[rank 0] epoch=1 val_auc=0.7\n",
+        "Traceback (most recent call last):\n",
+        "  }\n",  # indented: the task's own output, not the end of the JSON
+        "ValueError: bad\n",
+    ]
+    for line in lines:
+        router.line(line)
+    assert (
+        own.getvalue()
+        == "[rank 0] epoch=1 val_auc=0.7\nTraceback (most recent call last):\n  }\nValueError: bad\n"
+    )
+    assert '"epochs": 2.0' in kfp.getvalue() and "rank 0" not in kfp.getvalue()
+
+
+def test_own_log_tail_and_exception_line(tmp_path):
+    log = tmp_path / "task.log"
+    log.write_text(
+        "start\n\nTraceback (most recent call last):\n  File x\nkfstack.errors.DataQualityError: 9 % bad\n"
+    )
+    tail = local_run.own_log_tail(str(log), lines=3)
+    assert tail == [
+        "Traceback (most recent call last):",
+        "  File x",
+        "kfstack.errors.DataQualityError: 9 % bad",
+    ]
+    assert local_run._exception_line(tail) == "kfstack.errors.DataQualityError: 9 % bad"
+    assert local_run.own_log_tail(str(tmp_path / "none.log")) == []
+
+
+def test_progress_events_round_trip_through_the_file(tmp_path, monkeypatch):
+    path = tmp_path / "progress.jsonl"
+    progress.report("epoch", 1, 4)  # no file named: nothing happens, nothing raises
+    monkeypatch.setenv(progress.PROGRESS_FILE_ENV, str(path))
+    progress.report("epoch", 1, 4)
+    progress.report("spark: profile")
+    with open(path, "a", encoding="utf-8") as f:
+        f.write('{"activity": "half a li')  # a line still being written
+    events, offset = progress.read_events(str(path), 0)
+    assert [e.describe() for e in events] == ["epoch 1/4", "spark: profile"]
+    assert progress.read_events(str(path), offset) == ([], offset)
+    with open(path, "a", encoding="utf-8") as f:
+        f.write('ne"}\n')
+    events, _ = progress.read_events(str(path), offset)
+    assert [e.activity for e in events] == ["half a line"]
+
+
+def test_plain_console_writes_one_line_per_change():
+    stream = io.StringIO()
+    with RunConsole(stream) as console:
+        assert not console.live  # not a terminal
+        console.task_started("train-model")
+        console.task_progress("train-model", progress.ProgressEvent("epoch", 1, 2))
+        console.task_finished("train-model", DONE, 3.25)
+    assert stream.getvalue().splitlines() == [
+        "train-model          running",
+        "train-model          running   epoch 1/2",
+        "train-model          done      3.2 s",
+    ]
+
+
+def test_live_console_draws_task_lines_on_a_terminal():
+    stream = io.StringIO()
+    console = RunConsole(stream, live=True)
+    with console:
+        console.task_started("flights-features")
+        console.task_progress("flights-features", progress.ProgressEvent("spark: profile", 6, 7))
+        console.task_finished("flights-features", DONE, 12.0)
+    text = stream.getvalue()
+    assert "flights-features" in text and "spark: profile 6/7" in text and "done" in text
+
+
+def test_run_directory_layout_and_clean(tmp_path):
+    root = tmp_path / "runs"
+    first = run_directory.RunDirectory.create(str(root), "p", clock=1_000_000)
+    second = run_directory.RunDirectory.create(str(root), "p", clock=1_000_000)  # same second
+    assert first.path != second.path
+    for run in (first, second):
+        assert all(os.path.isdir(d) for d in (run.logs, run.artifacts, run.tmp))
+    os.utime(os.path.join(first.path, run_directory.MARKER), (1, 1))
+    (root / "registry").mkdir()
+    assert run_directory.list_runs(str(root)) == [first, second]
+    assert run_directory.clean_runs(str(root), keep=1) == [first]
+    assert sorted(os.listdir(root)) == sorted(["registry", os.path.basename(second.path)])
+    with pytest.raises(UsageError, match="--keep -2"):
+        run_directory.clean_runs(str(root), keep=-2)
+
+
+def test_run_directory_in_an_unwritable_place_is_bad_input(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    with pytest.raises(UsageError, match="cannot write"):
+        run_directory.RunDirectory.create(str(blocker / "runs"), "p")
+
+
+class _Artifact:
+    def __init__(self, path, schema_title="system.Artifact", metadata=None):
+        self.path, self.schema_title, self.metadata = path, schema_title, metadata or {}
+
+
+def test_summary_lists_existing_paths_only_and_types_metrics(tmp_path):
+    model = tmp_path / "model"
+    model.mkdir()
+    outputs = {
+        "model": _Artifact(str(model)),
+        "test_metrics": _Artifact(
+            str(tmp_path / "test_metrics"),
+            "system.Metrics",
+            {"auc": 0.71, "test_rows": 1734.0, "precision": UNDEFINED, "display_name": "x"},
+        ),
+        "data_report": _Artifact(
+            str(tmp_path / "data_report"),
+            "system.Metrics",
+            {"rows_read": 10.0, "rows_written": 9.0, "rows_quarantined": 1.0, "quarantined.bad_date": 1.0},
+        ),
+        "count": 3,  # a parameter output: neither a path nor a metric
+    }
+    metrics, artifacts = collect_outputs(outputs)
+    assert artifacts == {"model": str(model)}
+    assert metrics["test_metrics.auc"] == 0.71
+    assert metrics["test_metrics.test_rows"] == 1734 and type(metrics["test_metrics.test_rows"]) is int
+    assert metrics["test_metrics.precision"] is None
+    assert "test_metrics.display_name" not in metrics
+    data = data_counts(metrics)
+    assert data == {"rows_read": 10, "rows_written": 9, "rows_quarantined": 1, "quarantined.bad_date": 1}
+    assert all(type(v) is int for v in data.values())
