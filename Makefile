@@ -46,5 +46,8 @@ compile: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks
 
+# Old embedded runs go through `kfstack clean`: it removes run directories only, never what
+# else lives under runs/ (kept on purpose by later stages).
 clean:
-	rm -rf dist runs local_outputs build
+	rm -rf dist build
+	if [ -x $(BIN)/kfstack ]; then $(BIN)/kfstack clean; fi

@@ -51,7 +51,7 @@ def run(params: list[str]) -> dict:
         "command": "kfstack run --local flights-training " + " ".join(f"--param {p}" for p in params),
         "machine": machine_facts(),
         "wall_seconds": summary["wall_seconds"],
-        "stages": summary["stages"],
+        "stages": {name: stage["seconds"] for name, stage in summary["stages"].items()},
         "peak_rss_gib": round(summary["peak_rss_bytes"] / 2**30, 2),
         "data": summary["data"],
         "test_auc": summary["metrics"].get("test_metrics.auc"),
