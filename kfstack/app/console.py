@@ -39,7 +39,8 @@ class RunConsole:
             TextColumn("{task.description:<20}"),
             TextColumn("[{task.fields[style]}]{task.fields[state]:<9}"),
             BarColumn(bar_width=24),
-            TextColumn("{task.fields[activity]}"),
+            # Fixed widths: a line must not jump as its activity text changes.
+            TextColumn("{task.fields[activity]:<32}"),
             TimeElapsedColumn(),
             console=self.console,
             # The run owns sys.stdout/sys.stderr (they go to log files); rich must not take them.

@@ -145,12 +145,9 @@ def data_counts(metrics: dict[str, Number | None]) -> dict[str, Number]:
     ``data_report`` metrics."""
     prefix = f"{DATA_REPORT}."
     data: dict[str, Number] = {}
-    for key, value in metrics.items():
-        name = key.removeprefix(prefix)
-        if (
-            key.startswith(prefix)
-            and value is not None
-            and (name in DATA_COUNT_KEYS or name.startswith("quarantined."))
-        ):
-            data[name] = value
+    reasons = sorted(key for key in metrics if key.startswith(f"{prefix}quarantined."))
+    for key in [*(prefix + name for name in DATA_COUNT_KEYS), *reasons]:
+        value = metrics.get(key)
+        if value is not None:
+            data[key.removeprefix(prefix)] = value
     return data

@@ -1,10 +1,12 @@
-"""manifests/: the overlays build offline, validate, grant exactly what the launchers need, and
-match the node-pool profiles."""
+"""manifests/: every kustomization builds offline, validates, grants exactly what the launchers
+need, and matches the node-pool profiles."""
 
+import functools
 import json
 import shutil
 import subprocess
 import sys
+from collections import Counter
 
 import pytest
 import yaml
@@ -13,9 +15,19 @@ from kubernetes import client
 from kfstack.kubernetes import node_pools
 from tests.conftest import REPO_ROOT, SHARED_DIR
 
+MANIFESTS = REPO_ROOT / "manifests"
 OVERLAYS = ("dev", "prod")
+# Everything one cluster gets: what all environments share (applied once) and each overlay.
+BUILDS = {"cluster": "cluster", "dev": "overlays/dev", "prod": "overlays/prod"}
 VALIDATOR = SHARED_DIR / "tools" / "validate_manifests.py"
+# The Kueue objects each build holds; the validator checks them against the upstream CRDs.
+KUEUE_KINDS = {
+    "cluster": {"ResourceFlavor": 3},
+    "dev": {"ClusterQueue": 3, "LocalQueue": 3},
+    "prod": {"ClusterQueue": 3, "LocalQueue": 3},
+}
 CORE_MODELS = {
+    "Namespace": "V1Namespace",
     "ServiceAccount": "V1ServiceAccount",
     "Role": "V1Role",
     "RoleBinding": "V1RoleBinding",
@@ -33,20 +45,34 @@ LAUNCHER_RULES = {
 }
 
 
-@pytest.fixture(scope="module", params=OVERLAYS)
-def built(request, tmp_path_factory):
+@functools.cache
+def build(name: str) -> str:
+    """`kubectl kustomize` of one entry of BUILDS (offline: nothing there is remote)."""
     kubectl = shutil.which("kubectl")
     if kubectl is None:
-        pytest.skip("kubectl is not installed: `kubectl kustomize` cannot build the overlays here")
+        pytest.skip("kubectl is not installed: `kubectl kustomize` cannot build the manifests here")
     proc = subprocess.run(
-        [kubectl, "kustomize", str(REPO_ROOT / "manifests" / "overlays" / request.param)],
-        capture_output=True,
-        text=True,
+        [kubectl, "kustomize", str(MANIFESTS / BUILDS[name])], capture_output=True, text=True
     )
     assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+def objects_of(name: str) -> list[dict]:
+    """The objects of one build, parsed afresh (callers may change them)."""
+    return [o for o in yaml.safe_load_all(build(name)) if o]
+
+
+@pytest.fixture(scope="module", params=list(BUILDS))
+def built(request, tmp_path_factory):
     path = tmp_path_factory.mktemp(request.param) / "built.yaml"
-    path.write_text(proc.stdout)
-    return request.param, path, list(yaml.safe_load_all(proc.stdout))
+    path.write_text(build(request.param))
+    return request.param, path, objects_of(request.param)
+
+
+@pytest.fixture(scope="module", params=OVERLAYS)
+def overlay(request):
+    return request.param, objects_of(request.param)
 
 
 class _Response:
@@ -54,28 +80,40 @@ class _Response:
         self.data = json.dumps(obj)
 
 
+def test_every_object_is_checked_by_a_crd_or_an_sdk_model(built):
+    name, _, objects = built
+    kinds = {o["kind"] for o in objects}
+    assert kinds <= set(CORE_MODELS) | set(KUEUE_KINDS[name]), name
+
+
 def test_custom_resources_validate_against_the_upstream_crds(built):
-    _, path, objects = built
+    name, path, objects = built
     if not VALIDATOR.is_file():
         pytest.skip(f"upstream CRDs not found at {VALIDATOR.parent.parent}; CRD validation not run")
     proc = subprocess.run([sys.executable, str(VALIDATOR), str(path)], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     kueue = [o for o in objects if o["apiVersion"].startswith("kueue.x-k8s.io/")]
-    assert proc.stdout.count("OK ") == len(kueue) == 9
+    assert Counter(o["kind"] for o in kueue) == KUEUE_KINDS[name]
+    assert proc.stdout.count("OK ") == len(kueue)
 
 
 def test_core_objects_round_trip_through_the_sdk_models(built):
     _, _, objects = built
     api = client.ApiClient()
     core = [o for o in objects if o["kind"] in CORE_MODELS]
-    assert {o["kind"] for o in core} == set(CORE_MODELS)
+    assert core
     for obj in core:
         model = api.deserialize(_Response(obj), CORE_MODELS[obj["kind"]])
         assert api.sanitize_for_serialization(model) == obj
 
 
-def test_rbac_is_namespaced_and_exactly_what_the_launchers_need(built):
-    env, _, objects = built
+def test_every_core_model_is_exercised():
+    kinds = {o["kind"] for name in BUILDS for o in objects_of(name)}
+    assert set(CORE_MODELS) <= kinds
+
+
+def test_rbac_is_namespaced_and_exactly_what_the_launchers_need(overlay):
+    env, objects = overlay
     assert not [o for o in objects if o["kind"] in ("ClusterRole", "ClusterRoleBinding")]
     (role,) = [o for o in objects if o["kind"] == "Role" and o["metadata"]["name"] == "kfstack-launcher"]
     granted = {}
@@ -94,10 +132,11 @@ def test_rbac_is_namespaced_and_exactly_what_the_launchers_need(built):
     assert subject["name"] == {"dev": "pipeline-runner", "prod": "default-editor"}[env]
 
 
-def test_scheduling_objects_match_the_node_pool_profiles(built):
-    _, _, objects = built
+def test_scheduling_objects_match_the_node_pool_profiles(overlay):
+    # What a job of this environment meets on the cluster: its overlay plus the shared objects.
+    _, objects = overlay
     by_kind = {}
-    for obj in objects:
+    for obj in objects + objects_of("cluster"):
         by_kind.setdefault(obj["kind"], {})[obj["metadata"]["name"]] = obj
     for kind in ("ClusterQueue", "ResourceFlavor", "PriorityClass"):
         assert all("namespace" not in o["metadata"] for o in by_kind[kind].values()), kind
