@@ -46,7 +46,7 @@ def test_render_writes_every_object_and_they_validate(tmp_path, capsys):
         )
         == 0
     )
-    files = sorted(out.iterdir())
+    files = sorted(out.glob("*.yaml"))
     objects = [yaml.safe_load(f.read_text()) for f in files]
     assert [o["kind"] for o in objects] == ["PyTorchJob", "SparkApplication"]
     job = objects[0]
@@ -81,7 +81,7 @@ def test_render_tensorflow_parameter_server_job(tmp_path):
         )
         == 0
     )
-    objects = {o["kind"]: o for o in (yaml.safe_load(f.read_text()) for f in out.iterdir())}
+    objects = {o["kind"]: o for o in (yaml.safe_load(f.read_text()) for f in out.glob("*.yaml"))}
     assert set(objects) == {"TFJob", "SparkApplication"}
     specs = objects["TFJob"]["spec"]["tfReplicaSpecs"]
     assert {k: v["replicas"] for k, v in specs.items()} == {"Chief": 1, "Worker": 3, "PS": 2}
@@ -107,7 +107,7 @@ def test_no_credential_value_reaches_compiled_pipelines_or_rendered_objects(tmp_
         monkeypatch.setenv(key, SECRET_VALUE)
     assert main(["compile", "--out", str(tmp_path / "dist")]) == 0
     assert main(["render", "--out", str(tmp_path / "objects"), "--param", "image_pull_secret=regcred"]) == 0
-    written = list((tmp_path / "dist").iterdir()) + list((tmp_path / "objects").iterdir())
+    written = list((tmp_path / "dist").iterdir()) + list((tmp_path / "objects").glob("*.yaml"))
     assert written
     for path in written:
         text = path.read_text()
