@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import io
 import os
 import re
 import signal
@@ -83,8 +84,6 @@ class _OutputRouter:
         self._in_executor_input = False
 
     def line(self, line: str) -> None:
-        if self._echo is not None:
-            self._echo.print(line.rstrip("\n"))
         if self._in_executor_input:
             self._kfp.write(line)
             self._in_executor_input = line.rstrip("\n") != "}"
@@ -93,6 +92,8 @@ class _OutputRouter:
             self._in_executor_input = line.rstrip().endswith(_EXECUTOR_INPUT_HEADER)
         else:
             self._own.write(line)
+            if self._echo is not None:  # kfp's lines reach the console through its own stream
+                self._echo.print(line.rstrip("\n"))
 
 
 def _stop_process_group(process: subprocess.Popen, grace_seconds: float = STOP_GRACE_SECONDS) -> None:
@@ -260,15 +261,30 @@ class _PeakMemorySampler:
         self._thread.join()
 
 
+class _Tee(io.TextIOBase):
+    """Writes to a log file and, with ``--verbose``, to the console stream as well."""
+
+    def __init__(self, log: TextIO, echo: TextIO | None) -> None:
+        self._streams = [log] if echo is None else [log, echo]
+
+    def write(self, text: str) -> int:
+        for stream in self._streams:
+            stream.write(text)
+        return len(text)
+
+    def flush(self) -> None:
+        for stream in self._streams:
+            stream.flush()
+
+
 @contextlib.contextmanager
-def _output_to(path: str) -> Iterator[None]:
-    """kfp.local's own output (its logging, warnings, the processes' executor lines) to ``path``."""
-    with (
-        open(path, "a", encoding="utf-8", buffering=1) as log,
-        contextlib.redirect_stdout(log),
-        contextlib.redirect_stderr(log),
-    ):
-        yield
+def _output_to(path: str, echo: TextIO | None) -> Iterator[None]:
+    """kfp.local's own output (its logging, warnings, the processes' executor lines) to ``path``,
+    and to ``echo`` too when given."""
+    with open(path, "a", encoding="utf-8", buffering=1) as log:
+        tee = _Tee(log, echo)
+        with contextlib.redirect_stdout(tee), contextlib.redirect_stderr(tee):
+            yield
 
 
 @contextlib.contextmanager
@@ -345,7 +361,8 @@ def run_pipeline_locally(
     start = time.perf_counter()
     memory = _PeakMemorySampler()
     try:
-        with console, memory, runner.installed(), _output_to(run.log(KFP_LOG)):
+        echo = stream if verbose else None
+        with console, memory, runner.installed(), _output_to(run.log(KFP_LOG), echo):
             pipeline_func(**effective)
     except KeyboardInterrupt:
         status = CANCELLED

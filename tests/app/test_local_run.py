@@ -178,3 +178,20 @@ def test_summary_lists_existing_paths_only_and_types_metrics(tmp_path):
     data = data_counts(metrics)
     assert data == {"rows_read": 10, "rows_written": 9, "rows_quarantined": 1, "quarantined.bad_date": 1}
     assert all(type(v) is int for v in data.values())
+
+
+def test_verbose_echoes_kfps_output_and_the_tasks_once(tmp_path):
+    log, console_stream = tmp_path / "kfp.log", io.StringIO()
+    with local_run._output_to(str(log), echo=console_stream):
+        print("kfp: Executing task 'x'")
+    with local_run._output_to(str(log), echo=None):
+        print("kfp: quiet")
+    assert log.read_text() == "kfp: Executing task 'x'\nkfp: quiet\n"
+    assert console_stream.getvalue() == "kfp: Executing task 'x'\n"
+
+    own, kfp = io.StringIO(), io.StringIO()
+    with RunConsole(console_stream := io.StringIO()) as console:
+        router = local_run._OutputRouter(own, kfp, echo=console)
+        router.line("[KFP Executor 2026-01-01 00:00:00,000 INFO]: Wrote executor output\n")
+        router.line("[rank 0] epoch=1\n")
+    assert console_stream.getvalue() == "[rank 0] epoch=1\n"  # kfp's line reaches it via its stream
