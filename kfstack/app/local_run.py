@@ -33,6 +33,7 @@ import subprocess
 import sys
 import threading
 import time
+import traceback
 from collections.abc import Iterator
 from typing import Any, TextIO
 
@@ -357,7 +358,7 @@ def run_pipeline_locally(
     stream = console_stream or sys.stderr
     console = RunConsole(stream, live=False if verbose else None)
     runner = _TaskRunner(run, console, verbose)
-    status = SUCCEEDED
+    status, crash = SUCCEEDED, ""
     start = time.perf_counter()
     memory = _PeakMemorySampler()
     try:
@@ -366,6 +367,10 @@ def run_pipeline_locally(
             pipeline_func(**effective)
     except KeyboardInterrupt:
         status = CANCELLED
+    except Exception as err:  # kfp.local itself broke, not a task: still a summary, trace in kfp.log
+        status, crash = FAILED, f"the embedded runner raised {type(err).__name__}: {err}"
+        with open(run.log(KFP_LOG), "a", encoding="utf-8") as log:
+            traceback.print_exc(file=log)
     finally:
         # Each task's processes were stopped with their group as its call unwound.
         with _sigint_ignored():
@@ -373,6 +378,8 @@ def run_pipeline_locally(
     wall = time.perf_counter() - start
 
     summary = _summarise(pipeline_name, status, runner.attempts, run, effective)
+    if crash:
+        summary.error = f"{crash} (see {run.log(KFP_LOG)})"
     summary.wall_seconds = round(wall, 2)
     summary.peak_rss_bytes = memory.peak_bytes
     with _sigint_ignored():

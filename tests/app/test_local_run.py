@@ -195,3 +195,22 @@ def test_verbose_echoes_kfps_output_and_the_tasks_once(tmp_path):
         router.line("[KFP Executor 2026-01-01 00:00:00,000 INFO]: Wrote executor output\n")
         router.line("[rank 0] epoch=1\n")
     assert console_stream.getvalue() == "[rank 0] epoch=1\n"  # kfp's line reaches it via its stream
+
+
+def test_a_runner_crash_still_writes_a_failed_summary(tmp_path, monkeypatch):
+    import contextlib
+
+    @contextlib.contextmanager
+    def broken(self):
+        raise RuntimeError("kfp moved a function")
+        yield
+
+    monkeypatch.setattr(local_run._TaskRunner, "installed", broken)
+    summary = local_run.run_pipeline_locally("flights-training", {"platform": "local"}, str(tmp_path))
+    assert summary.status == "FAILED"
+    assert "the embedded runner raised RuntimeError: kfp moved a function" in summary.error
+    with open(os.path.join(summary.run_dir, "summary.json"), encoding="utf-8") as f:
+        assert json.load(f)["status"] == "FAILED"
+    with open(summary.kfp_log, encoding="utf-8") as f:
+        assert "Traceback" in f.read()
+    assert not os.path.exists(os.path.join(summary.run_dir, "tmp"))
