@@ -24,17 +24,14 @@ test: $(STAMP)
 	$(BIN)/python -m pytest
 
 # The field's habits: lint and format (ruff), types of the library and domain (mypy), the
-# layers (import-linter). mypy and import-linter read packages from disk, and setup.py maps
-# components/, pipelines/ and spark_jobs/ onto kfstack.*: they read a copy laid out as installed.
-IMPORT_TREE := build/import-tree
+# layers (import-linter). setup.py maps components/, pipelines/ and spark_jobs/ onto kfstack.*;
+# kfstack/ holds symbolic links of those names, so mypy and import-linter read the package as
+# installed straight from the source tree.
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	rm -rf $(IMPORT_TREE) && mkdir -p $(IMPORT_TREE)
-	cp -r kfstack $(IMPORT_TREE)/kfstack
-	for folder in components pipelines spark_jobs; do cp -r $$folder $(IMPORT_TREE)/kfstack/$$folder; done
-	cd $(IMPORT_TREE) && PYTHONPATH=. ../../$(BIN)/mypy --config-file ../../pyproject.toml
-	cd $(IMPORT_TREE) && PYTHONPATH=. ../../$(BIN)/lint-imports --config ../../pyproject.toml
+	$(BIN)/mypy
+	$(BIN)/lint-imports
 
 # End-to-end checks on the full data (minutes).
 test-slow: $(STAMP)

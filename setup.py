@@ -19,10 +19,17 @@ FOLDER_TO_PACKAGE = {
 
 packages: list[str] = []
 package_dir: dict[str, str] = {}
+# kfstack/components, kfstack/pipelines and kfstack/spark_jobs are symbolic links to the
+# top-level folders, so that tools reading the source tree (import-linter, mypy) see the package
+# laid out as installed; the folders themselves are what gets packaged, once.
+LINKED = [name for name in FOLDER_TO_PACKAGE if name != "kfstack"]
 for folder, package in FOLDER_TO_PACKAGE.items():
     package_dir[package] = folder
     packages.append(package)
-    for sub in find_packages(folder, exclude=["tests", "tests.*", "*.tests", "*.tests.*"]):
+    excluded = ["tests", "tests.*", "*.tests", "*.tests.*"]
+    if folder == "kfstack":
+        excluded += [pattern for name in LINKED for pattern in (name, f"{name}.*")]
+    for sub in find_packages(folder, exclude=excluded):
         packages.append(f"{package}.{sub}")
 
 setup(packages=packages, package_dir=package_dir, package_data={"": ["*.yaml", "*.json"]})
