@@ -155,3 +155,17 @@ def test_scheduling_objects_match_the_node_pool_profiles(overlay):
         assert flavor["spec"]["nodeLabels"] == profile.node_selector
         quota = {r["name"]: r["nominalQuota"] for r in flavor_ref["resources"]}
         assert int(quota[profile.accelerator.resource]) >= profile.accelerator.count
+
+
+@pytest.mark.parametrize(
+    "folder",
+    sorted(str(p.parent.relative_to(MANIFESTS)) for p in MANIFESTS.rglob("kustomization.yaml")),
+)
+def test_every_kustomization_builds_on_its_own(folder):
+    # Anyone may run `kubectl kustomize` on any folder here (review, GitOps tools that build every
+    # kustomization they find): none may depend on being included from elsewhere.
+    kubectl = shutil.which("kubectl")
+    if kubectl is None:
+        pytest.skip("kubectl is not installed: `kubectl kustomize` cannot build the manifests here")
+    proc = subprocess.run([kubectl, "kustomize", str(MANIFESTS / folder)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
