@@ -8,7 +8,6 @@ kfp.local's own output never come here; they go to files in the run directory.
 
 from __future__ import annotations
 
-import threading
 from typing import Any, TextIO
 
 from rich.console import Console
@@ -32,7 +31,6 @@ class RunConsole:
     def __init__(self, stream: TextIO, live: bool | None = None) -> None:
         self.console = Console(file=stream, highlight=False, soft_wrap=True)
         self.live = self.console.is_terminal if live is None else live
-        self._lock = threading.Lock()
         self._tasks: dict[str, TaskID] = {}
         self._progress = Progress(
             SpinnerColumn(finished_text=" "),
@@ -66,10 +64,9 @@ class RunConsole:
             self.console.print(text, markup=False)
 
     def task_started(self, name: str) -> None:
-        with self._lock:
-            self._tasks[name] = self._progress.add_task(
-                name, total=None, state=RUNNING, style=_STYLE[RUNNING], activity=""
-            )
+        self._tasks[name] = self._progress.add_task(
+            name, total=None, state=RUNNING, style=_STYLE[RUNNING], activity=""
+        )
         self._plain(f"{name:<20} {RUNNING}")
 
     def task_progress(self, name: str, event: ProgressEvent) -> None:

@@ -377,18 +377,22 @@ def run_pipeline_locally(
             run.remove_tmp()
     wall = time.perf_counter() - start
 
-    summary = _summarise(pipeline_name, status, runner.attempts, run, effective)
+    summary = _summarise(pipeline_name, status, runner.attempts, run, effective, wall, memory.peak_bytes)
     if crash:
         summary.error = f"{crash} (see {run.log(KFP_LOG)})"
-    summary.wall_seconds = round(wall, 2)
-    summary.peak_rss_bytes = memory.peak_bytes
     with _sigint_ignored():
         summary.write_json(run.summary)
     return summary
 
 
 def _summarise(
-    pipeline: str, status: str, attempts: list[_TaskAttempt], run: RunDirectory, arguments: dict[str, Any]
+    pipeline: str,
+    status: str,
+    attempts: list[_TaskAttempt],
+    run: RunDirectory,
+    arguments: dict[str, Any],
+    wall_seconds: float,
+    peak_rss_bytes: int,
 ) -> RunSummary:
     stages: dict[str, StageRecord] = {}
     for attempt in attempts:  # a task retried by kfp.local appears once per attempt
@@ -404,8 +408,8 @@ def _summarise(
         pipeline=pipeline,
         status=status,
         run_dir=run.path,
-        wall_seconds=0.0,
-        peak_rss_bytes=0,
+        wall_seconds=round(wall_seconds, 2),
+        peak_rss_bytes=peak_rss_bytes,
         arguments=arguments,
         stages=stages,
         data=data_counts(metrics),
