@@ -11,6 +11,12 @@ a compiled pipeline (:mod:`kfstack.pipeline_spec`).
 ``local[*]`` inside the task, the trainer runs as N local processes with the env the operator
 would set. ``kubernetes`` creates the stage's objects in the namespace of the task's own pod and
 runs each by its lifecycle (:mod:`kfstack.kubernetes.launcher`).
+
+A stage may run in more than one way depending on what the cluster serves (training: a TrainJob
+of Trainer v2 or a PyTorchJob of the v1 operator). :meth:`Stage.variants` lists the ways in order
+of preference, each with the API kinds it needs; on Kubernetes the first one the cluster serves
+runs (:func:`choose_variant`, by API discovery), on the embedded platform -- which has every
+contract -- the first, and ``kfstack render`` renders each with the condition it runs under.
 """
 
 from __future__ import annotations
@@ -20,10 +26,11 @@ import json
 from collections.abc import Mapping
 from typing import Any, Generic, Protocol, TypeVar
 
-from kfstack.errors import InvalidParameterError
+from kfstack.errors import InvalidParameterError, PlatformNotAvailableError
 from kfstack.kubernetes.launcher import Cluster, launch
 from kfstack.kubernetes.naming import RunContext
 from kfstack.kubernetes.placement import Placement
+from kfstack.kubernetes.resources import ResourceKind
 
 LOCAL = "local"
 KUBERNETES = "kubernetes"
@@ -60,6 +67,22 @@ class StageResult:
     reference: Mapping[str, Any]
 
 
+@dataclasses.dataclass(frozen=True)
+class Variant(Generic[SettingsT]):
+    """One way a stage can run on Kubernetes.
+
+    Attributes:
+        settings: The stage's settings with the choice made (e.g. ``training_api=trainer-v2``).
+        requires: The API kinds the cluster must serve for it (what :meth:`Stage.build` creates).
+        choice: The choice in the user's words (``training_api=trainer-v2``); empty when the
+            stage has a single way.
+    """
+
+    settings: SettingsT
+    requires: tuple[ResourceKind, ...]
+    choice: str = ""
+
+
 class Stage(Protocol, Generic[SettingsT]):
     """A pipeline step that launches work, on either platform.
 
@@ -85,8 +108,17 @@ class Stage(Protocol, Generic[SettingsT]):
         before anything starts; ``kfstack render`` skips them."""
         ...
 
+    def variants(self, settings: SettingsT) -> list[Variant[SettingsT]]:
+        """The ways this stage can run, in order of preference (at least one).
+
+        Raises:
+            InvalidParameterError: The settings leave no way to run (nothing was started).
+        """
+        ...
+
     def build(self, settings: SettingsT, context: RunContext) -> list[dict]:
-        """The Kubernetes objects this stage creates: pure, no API call."""
+        """The Kubernetes objects this stage creates with settings of one of its
+        :meth:`variants`: pure, no API call."""
         ...
 
     def run_local(self, settings: SettingsT) -> StageResult:
@@ -131,6 +163,50 @@ def locate_artifacts(platform: str, arguments: Mapping[str, Any]) -> dict[str, A
     }
 
 
+def _needs(variant: Variant[Any]) -> str:
+    return " and ".join(
+        f"{kind.api_version} {kind.kind}" + (f" ({kind.provided_by})" if kind.provided_by else "")
+        for kind in variant.requires
+    )
+
+
+def choose_variant(stage: str, variants: list[Variant[SettingsT]], cluster: Cluster) -> Variant[SettingsT]:
+    """The first of ``variants`` whose kinds the cluster serves (asked through API discovery).
+
+    Raises:
+        PlatformNotAvailableError: The cluster serves what none of them needs; the message says
+            what each would need. Nothing was submitted.
+    """
+    served: dict[str, bool] = {}
+    for variant in variants:
+        for kind in variant.requires:
+            if kind.kind not in served:
+                served[kind.kind] = cluster.serves(kind)
+        if all(served[kind.kind] for kind in variant.requires):
+            return variant
+    needs = "; ".join(
+        (f"{variant.choice} needs " if variant.choice else "it needs ") + _needs(variant)
+        for variant in variants
+    )
+    raise PlatformNotAvailableError(
+        f"{stage}: the cluster does not serve the API this step needs: {needs}. Install it "
+        f"(manifests/README.md) or choose a variant the cluster serves. Nothing was submitted."
+    )
+
+
+def variant_conditions(variants: list[Variant[Any]]) -> list[tuple[str, ...]]:
+    """For ``kfstack render``: the condition under which each variant is the one that runs."""
+    if len(variants) == 1:
+        return [()]
+    conditions: list[tuple[str, ...]] = []
+    for i, variant in enumerate(variants):
+        condition = f"{variant.choice}: the cluster serves {_needs(variant)}"
+        if i:
+            condition += " and not " + " / ".join(_needs(earlier) for earlier in variants[:i])
+        conditions.append((condition,))
+    return conditions
+
+
 def run_stage(stage: Stage[Any], arguments: Mapping[str, Any], cluster: Cluster | None = None) -> StageResult:
     """A launching component's whole body: settings, the platform's run, the outputs.
 
@@ -146,20 +222,24 @@ def run_stage(stage: Stage[Any], arguments: Mapping[str, Any], cluster: Cluster 
 
     Raises:
         InvalidParameterError: A bad argument (nothing was started).
-        PlatformNotAvailableError: ``kubernetes`` without a reachable API.
+        PlatformNotAvailableError: ``kubernetes`` without a reachable API, or one that serves
+            none of the stage's variants.
         ResourceFailedError, TrainingFailedError, DataQualityError...: the work failed.
     """
     platform = arguments.get(PLATFORM_ARGUMENT, "")
     require_available(platform, stage.component)
     settings = stage.settings(locate_artifacts(platform, arguments))
+    variants = stage.variants(settings)
     stage.preflight(settings)
     if platform == KUBERNETES:
         context = RunContext(
             run_id=arguments.get(RUN_ID_ARGUMENT, ""),
             task_name=arguments.get(TASK_NAME_ARGUMENT) or stage.component,
         )
-        objects = stage.build(settings, context)
         cluster = cluster or Cluster.from_environment(stage.component)
+        variant = choose_variant(stage.component, variants, cluster)
+        settings = variant.settings
+        objects = stage.build(settings, context)
         finished, references = [], []
         for body in objects:
             final, reference = launch(body, settings.placement, cluster)
@@ -169,7 +249,8 @@ def run_stage(stage: Stage[Any], arguments: Mapping[str, Any], cluster: Cluster 
         reference = references[0] if len(references) == 1 else {"objects": references}
         result = StageResult(collected.metrics, {"platform": KUBERNETES, **reference, **collected.reference})
     else:
-        local = stage.run_local(settings)
+        # The embedded platform has every variant's contract: the preferred one runs.
+        local = stage.run_local(variants[0].settings)
         result = StageResult(local.metrics, {"platform": LOCAL, **local.reference})
     publish(result, stage, arguments)
     return result

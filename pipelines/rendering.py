@@ -111,6 +111,10 @@ def render(
 ) -> list[RenderedTask]:
     """The Kubernetes objects a ``platform=kubernetes`` run of ``pipeline`` would create.
 
+    Where the run would choose by what the cluster serves (``training_api=auto``), each
+    alternative is rendered with its condition in :attr:`RenderedTask.when`; give an explicit
+    choice (``training_api=v1`` or ``trainer-v2``) for the objects of one cluster.
+
     Args:
         pipeline: A registered pipeline (``kfstack list``).
         values: Pipeline parameters (typed, or strings to type); the rest take their defaults.
@@ -128,11 +132,14 @@ def render(
     rendered = []
     for task in pipeline_spec.launching_tasks(spec, parameters, stages, run_id):
         stage = stages[task.component]
-        settings = stage.settings(task.arguments)
+        variants = stage.variants(stage.settings(task.arguments))
         context = RunContext(run_id=run_id, task_name=task.task)
-        # Placeholders are str subclasses: as plain JSON data they dump like any string.
-        objects = json.loads(json.dumps(stage.build(settings, context)))
-        rendered.append(RenderedTask(task.task, task.component, objects, task.when))
+        # A choice the cluster makes at run time (training_api=auto): every variant, each with
+        # the condition under which it is the one created.
+        for variant, condition in zip(variants, platforms.variant_conditions(variants), strict=True):
+            # Placeholders are str subclasses: as plain JSON data they dump like any string.
+            objects = json.loads(json.dumps(stage.build(variant.settings, context)))
+            rendered.append(RenderedTask(task.task, task.component, objects, task.when + condition))
     return rendered
 
 

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from kfstack.errors import InvalidParameterError
-from kfstack.kubernetes import node_pools
+from kfstack.kubernetes import node_pools, train_job, training_apis
 from kfstack.kubernetes.placement import Placement
 from kfstack.settings import setting
 
@@ -28,6 +28,16 @@ class TrainingPlacement(Placement):
 
     node_pool: str = setting("h100", parameter="gpu_pool")
     timeout_seconds: int = setting(6 * 3600, gt=0, parameter="training_timeout_seconds")
+    # Which training operator's API runs the job, and the TrainJob's runtime
+    # (kfstack.kubernetes.training_apis).
+    training_api: str = setting(training_apis.AUTO, choices=training_apis.TRAINING_APIS)
+    trainer_runtime: str = train_job.DEFAULT_RUNTIME
+
+    def check(self) -> list[str]:
+        problems = super().check()
+        if not self.trainer_runtime:
+            problems.append("trainer_runtime: name the ClusterTrainingRuntime TrainJobs run on")
+        return problems
 
 
 @dataclasses.dataclass(frozen=True)

@@ -130,9 +130,16 @@ class ResourceLauncher:
             raise
 
     def list(self, label_selector: str) -> list[dict]:
-        listed = self.custom.list_namespaced_custom_object(
-            label_selector=label_selector, **self._coordinates()
-        )
+        """The objects matching ``label_selector``; none where the cluster does not serve the
+        kind at all (404), e.g. TrainJobs on a cluster with only the v1 training-operator."""
+        try:
+            listed = self.custom.list_namespaced_custom_object(
+                label_selector=label_selector, **self._coordinates()
+            )
+        except ApiException as err:
+            if err.status == 404:
+                return []
+            raise
         return listed.get("items", [])
 
     def primary_log_tail(self, obj: dict, lines: int = LOG_TAIL_LINES) -> str:
@@ -342,6 +349,32 @@ class Cluster:
                 f"({type(err).__name__}: {err}) For this machine use platform='local' "
                 f"(`kfstack run --local`)."
             ) from err
+
+    def serves(self, kind: ResourceKind) -> bool:
+        """Whether the API server serves ``kind`` (API discovery: ``GET /apis/<group>/<version>``).
+
+        Discovery is open to every authenticated client (the ``system:discovery`` role), so this
+        needs no RBAC of its own.
+
+        Raises:
+            PlatformNotAvailableError: Discovery itself failed (not a plain 404).
+        """
+        try:
+            listed = self.api_client.call_api(
+                f"/apis/{kind.group}/{kind.version}",
+                "GET",
+                header_params={"Accept": "application/json"},
+                response_type="object",
+                auth_settings=["BearerToken"],
+                _return_http_data_only=True,
+            )
+        except ApiException as err:
+            if err.status == 404:
+                return False
+            raise PlatformNotAvailableError(
+                f"API discovery of {kind.api_version} failed: {err.status} {err.reason}"
+            ) from err
+        return any(resource.get("name") == kind.plural for resource in (listed or {}).get("resources", []))
 
     def launcher(self, kind: ResourceKind) -> ResourceLauncher:
         return ResourceLauncher(kind, self.namespace, self.api_client, sleep=self.sleep, clock=self.clock)

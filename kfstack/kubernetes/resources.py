@@ -4,8 +4,8 @@ Each :class:`ResourceKind` knows its API coordinates, its :class:`Lifecycle`, ho
 ``status`` maps onto a :class:`Phase`, what to say about a failure, and which pod's log explains
 it (the *primary* pod: the PyTorchJob master, the TFJob chief or worker 0, the Spark driver).
 
-Two lifecycles (STYLE 17). An **owned batch job** (SparkApplication, PyTorchJob, TFJob; the
-Katib Experiment next) belongs to one pipeline run: it is adopted on retry, deleted on timeout
+Two lifecycles (STYLE 17). An **owned batch job** (SparkApplication, PyTorchJob, TFJob,
+TrainJob; the Katib Experiment next) belongs to one pipeline run: it is adopted on retry, deleted on timeout
 or cancel and by the run's cleanup. A **long-lived service** (KServe's InferenceService) outlives
 the run: it is applied, awaited until Ready at the generation just applied, and never deleted
 by a timeout, a cancel or the cleanup -- its failure handling is a rollback.
@@ -44,6 +44,28 @@ class PodRef:
 
 
 @dataclasses.dataclass(frozen=True)
+class TrialContract:
+    """What a Katib trial template running this kind declares (Katib v0.19's own defaults for
+    the kind, written out so that the tuning step states them rather than relies on them).
+
+    Attributes:
+        success_condition, failure_condition: GJSON expressions over the job object.
+        primary_pod_labels: The labels of the pod whose stdout the metrics collector reads (the
+            chief: it prints the metric lines).
+        primary_container: That pod's trainer container.
+    """
+
+    success_condition: str
+    failure_condition: str
+    primary_pod_labels: dict[str, str]
+    primary_container: str
+
+
+def _condition_true(condition_type: str) -> str:
+    return f'status.conditions.#(type=="{condition_type}")#|#(status=="True")#'
+
+
+@dataclasses.dataclass(frozen=True)
 class ResourceKind:
     kind: str
     group: str
@@ -53,6 +75,10 @@ class ResourceKind:
     describe: Callable[[dict], str]
     primary_pod: Callable[[dict], PodRef]
     lifecycle: Lifecycle = Lifecycle.BATCH
+    # What installs the API (named when a cluster does not serve it).
+    provided_by: str = ""
+    # How a Katib trial of this kind ends and where its metrics are read; None: not a trial kind.
+    trial: TrialContract | None = None
 
     @property
     def api_version(self) -> str:
@@ -115,11 +141,74 @@ def _training_operator_kind(kind: str, container: str) -> ResourceKind:
         phase=training_job_phase,
         describe=describe_training_job,
         primary_pod=_training_primary_pod(container),
+        provided_by="the Kubeflow training-operator v1.9",
+        # The operator labels the PyTorchJob master, the TFJob chief -- or TFJob worker 0 when
+        # there is no chief -- with job-role=master.
+        trial=TrialContract(
+            success_condition=_condition_true("Succeeded"),
+            failure_condition=_condition_true("Failed"),
+            primary_pod_labels={"training.kubeflow.org/job-role": "master"},
+            primary_container=container,
+        ),
     )
 
 
 PYTORCHJOB = _training_operator_kind("PyTorchJob", "pytorch")
 TFJOB = _training_operator_kind("TFJob", "tensorflow")
+
+
+# --- Kubeflow Trainer v2 (TrainJob) -----------------------------------------------------------
+
+
+def trainjob_phase(obj: dict) -> Phase:
+    """From ``status.conditions`` (``Complete``, ``Failed``, ``Suspended``) and, while none is
+    True, the child Jobs: Running once one of them has an active pod, else Pending."""
+    true = {c.get("type") for c in _conditions(obj) if c.get("status") == "True"}
+    if "Failed" in true:
+        return Phase.FAILED
+    if "Complete" in true:
+        return Phase.SUCCEEDED
+    if "Suspended" in true:
+        return Phase.PENDING
+    jobs = (obj.get("status") or {}).get("jobsStatus") or []
+    if any(job.get("active") or job.get("ready") for job in jobs):
+        return Phase.RUNNING
+    return Phase.PENDING
+
+
+# The torch runtimes' replicated job and trainer container: both "node".
+TRAINJOB_NODE = "node"
+# Node 0's pod among a TrainJob's pods: the JobSet runs replicated job "node" as one Indexed Job
+# with a pod per node, so node i is completion index i (PET_NODE_RANK is read from it).
+TRAINJOB_NODE0_LABELS = {
+    "jobset.sigs.k8s.io/replicatedjob-name": TRAINJOB_NODE,
+    "batch.kubernetes.io/job-completion-index": "0",
+}
+
+
+def _trainjob_primary_pod(obj: dict) -> PodRef:
+    """Node 0's pod of this TrainJob (JobSet names its JobSet, and labels the pods, after it)."""
+    labels = {"jobset.sigs.k8s.io/jobset-name": obj["metadata"]["name"], **TRAINJOB_NODE0_LABELS}
+    selector = ",".join(f"{key}={value}" for key, value in labels.items())
+    return PodRef(name=None, selector=selector, container=TRAINJOB_NODE)
+
+
+TRAINJOB = ResourceKind(
+    kind="TrainJob",
+    group="trainer.kubeflow.org",
+    version="v1alpha1",
+    plural="trainjobs",
+    phase=trainjob_phase,
+    describe=describe_training_job,
+    primary_pod=_trainjob_primary_pod,
+    provided_by="Kubeflow Trainer v2.3",
+    trial=TrialContract(
+        success_condition=_condition_true("Complete"),
+        failure_condition=_condition_true("Failed"),
+        primary_pod_labels=dict(TRAINJOB_NODE0_LABELS),
+        primary_container=TRAINJOB_NODE,
+    ),
+)
 
 
 # --- SparkApplication -------------------------------------------------------------------------
@@ -166,6 +255,7 @@ SPARK_APPLICATION = ResourceKind(
     phase=spark_phase,
     describe=describe_spark,
     primary_pod=_spark_primary_pod,
+    provided_by="the Kubeflow spark-operator 2.5",
 )
 
 # --- long-lived services -----------------------------------------------------------------------
@@ -187,7 +277,7 @@ def service_phase(obj: dict) -> Phase:
     return Phase.RUNNING
 
 
-KINDS = {k.kind: k for k in (PYTORCHJOB, TFJOB, SPARK_APPLICATION)}
+KINDS = {k.kind: k for k in (PYTORCHJOB, TFJOB, TRAINJOB, SPARK_APPLICATION)}
 
 
 def kind_of(obj: dict, kinds: dict[str, ResourceKind] | None = None) -> ResourceKind:

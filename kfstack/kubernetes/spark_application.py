@@ -2,9 +2,16 @@
 
 The driver runs the same ``main(argv)`` the embedded platform calls in-process
 (:mod:`kfstack.spark_jobs.flights_features.job`), from the file the Spark image puts at
-:data:`kfstack.images.SPARK_MAIN_FILE`. No Python model of this CRD is among our dependencies,
-so the object is a dict built here, with the Kubernetes SDK models for every core type in it
-(env, tolerations, security contexts, volumes) and validated against the upstream CRD in tests.
+:data:`kfstack.images.SPARK_MAIN_FILE`. The object is built with the pydantic models of the
+``kubeflow-spark-api`` package (``SparkV1beta2SparkApplication`` and its spec, driver and executor
+models, and that package's own copies of the core Kubernetes types) and serialised by their
+``to_dict()``. The core types start out as the Kubernetes SDK objects of :mod:`.pods` (env,
+security contexts, volumes), shared with the training jobs, and are read into those copies.
+
+The models are release 2.4.0 (the pin in pyproject.toml); the CRD we target is spark-operator
+2.5.2. The models ignore a key they do not know rather than refuse it, so the tests check that
+every field this module sets survives a round trip through them and exists in the 2.5.2 CRD,
+and validate the objects against that CRD.
 
 Choices made here:
 
@@ -20,8 +27,22 @@ Choices made here:
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
-from kubernetes import client
+from kubeflow_spark_api.models import (
+    IoK8sApiCoreV1EnvVar,
+    IoK8sApiCoreV1PodSecurityContext,
+    IoK8sApiCoreV1SecurityContext,
+    IoK8sApiCoreV1Toleration,
+    IoK8sApiCoreV1Volume,
+    IoK8sApiCoreV1VolumeMount,
+    IoK8sApimachineryPkgApisMetaV1ObjectMeta,
+    SparkV1beta2DriverSpec,
+    SparkV1beta2ExecutorSpec,
+    SparkV1beta2RestartPolicy,
+    SparkV1beta2SparkApplication,
+    SparkV1beta2SparkApplicationSpec,
+)
 
 from kfstack.errors import InvalidParameterError
 from kfstack.kubernetes import pods
@@ -111,24 +132,56 @@ def validate_request(request: SparkApplicationRequest) -> None:
         raise InvalidParameterError("the Spark driver needs a service account that may create executor pods")
 
 
-def _role(request: SparkApplicationRequest, cores: int, memory: str) -> dict:
-    """The fields driver and executor share."""
+def _core(model: Any, sdk_object: Any) -> Any:
+    """A Kubernetes SDK object of :mod:`.pods` as the spark-api model of the same core type."""
+    return model.from_dict(pods.to_dict(sdk_object))
+
+
+def _integer(value: int) -> int | None:
+    """An integer size as the models take it: a Placeholder is left out here (see
+    :func:`_write_placeholders`)."""
+    return None if isinstance(value, Placeholder) else value
+
+
+def _write_placeholders(manifest: dict, sizes: SparkResources) -> None:
+    """Writes the integer sizes that hold a Placeholder into ``manifest`` as they are.
+
+    A Placeholder is a string and the models type ``cores`` and ``instances`` as strict integers,
+    so they cannot carry one; it goes in after serialisation, the way every builder writes a
+    value only the run knows (:mod:`kfstack.settings`).
+    """
+    for role, key, value in (
+        ("driver", "cores", sizes.driver_cores),
+        ("executor", "cores", sizes.executor_cores),
+        ("executor", "instances", sizes.executor_instances),
+    ):
+        if isinstance(value, Placeholder):
+            manifest["spec"][role][key] = value
+
+
+def _role(request: SparkApplicationRequest, cores: int, memory: str) -> dict[str, Any]:
+    """The fields driver and executor share, as arguments of either spec model.
+
+    None leaves a field out (``to_dict()`` drops it); an empty map or list says nothing either,
+    so it becomes None too.
+    """
     _, mounts = pods.scratch_volumes(request.profile)
     settings = request.profile.pod_settings()
-    role = {
-        "cores": cores,
+    return {
+        "cores": _integer(cores),
         "memory": memory,
-        "labels": dict(request.labels),
-        "env": pods.to_dict(pods.base_env(request.secrets)),
-        "volumeMounts": pods.to_dict(mounts),
-        "securityContext": pods.to_dict(pods.container_security_context(read_only_root=False)),
-        "podSecurityContext": pods.to_dict(pods.pod_security_context()),
-        "nodeSelector": settings["nodeSelector"],
-        "tolerations": settings["tolerations"],
+        "labels": dict(request.labels) or None,
+        "env": [_core(IoK8sApiCoreV1EnvVar, var) for var in pods.base_env(request.secrets)] or None,
+        "volume_mounts": [_core(IoK8sApiCoreV1VolumeMount, mount) for mount in mounts] or None,
+        "security_context": _core(
+            IoK8sApiCoreV1SecurityContext, pods.container_security_context(read_only_root=False)
+        ),
+        "pod_security_context": _core(IoK8sApiCoreV1PodSecurityContext, pods.pod_security_context()),
+        "node_selector": settings["nodeSelector"] or None,
+        # The profile's tolerations are manifest dicts already (camelCase keys).
+        "tolerations": [IoK8sApiCoreV1Toleration.from_dict(t) for t in settings["tolerations"]] or None,
+        "priority_class_name": settings.get("priorityClassName"),
     }
-    if "priorityClassName" in settings:
-        role["priorityClassName"] = settings["priorityClassName"]
-    return {k: v for k, v in role.items() if v not in (None, [], {})}
 
 
 def build_spark_application(request: SparkApplicationRequest) -> dict:
@@ -140,37 +193,38 @@ def build_spark_application(request: SparkApplicationRequest) -> dict:
     validate_request(request)
     volumes, _ = pods.scratch_volumes(request.profile)
     sizes = request.resources
-    driver = {
-        **_role(request, sizes.driver_cores, sizes.driver_memory),
-        "serviceAccount": request.service_account,
-    }
-    executor = {
-        **_role(request, sizes.executor_cores, sizes.executor_memory),
-        "instances": sizes.executor_instances,
-    }
-    spec = {
-        "type": "Python",
-        "pythonVersion": "3",
-        "mode": "cluster",
-        "image": request.image,
-        "imagePullPolicy": "IfNotPresent",
-        "mainApplicationFile": request.main_file,
-        "arguments": list(request.arguments),
-        "sparkVersion": SPARK_VERSION,
-        "sparkConf": {
-            # Shuffle and spill files on the writable scratch volume.
-            "spark.local.dir": pods.SCRATCH_PATH,
-        },
-        "restartPolicy": {"type": "Never"},
-        "timeToLiveSeconds": request.time_to_live_seconds,
-        "volumes": pods.to_dict(volumes),
-        "driver": driver,
-        "executor": executor,
-    }
     pull = request.secrets.image_pull_secrets()
-    if pull:
-        spec["imagePullSecrets"] = [ref.name for ref in pull]
-    metadata = pods.to_dict(
-        client.V1ObjectMeta(name=request.name, namespace=request.namespace, labels=dict(request.labels))
+    app = SparkV1beta2SparkApplication(
+        api_version=API_VERSION,
+        kind=KIND,
+        metadata=IoK8sApimachineryPkgApisMetaV1ObjectMeta(
+            name=request.name, namespace=request.namespace, labels=dict(request.labels)
+        ),
+        spec=SparkV1beta2SparkApplicationSpec(
+            type="Python",
+            python_version="3",
+            mode="cluster",
+            image=request.image,
+            image_pull_policy="IfNotPresent",
+            image_pull_secrets=[ref.name for ref in pull] if pull else None,
+            main_application_file=request.main_file,
+            arguments=list(request.arguments),
+            spark_version=SPARK_VERSION,
+            # Shuffle and spill files on the writable scratch volume.
+            spark_conf={"spark.local.dir": pods.SCRATCH_PATH},
+            restart_policy=SparkV1beta2RestartPolicy(type="Never"),
+            time_to_live_seconds=request.time_to_live_seconds,
+            volumes=[_core(IoK8sApiCoreV1Volume, volume) for volume in volumes],
+            driver=SparkV1beta2DriverSpec(
+                **_role(request, sizes.driver_cores, sizes.driver_memory),
+                service_account=request.service_account,
+            ),
+            executor=SparkV1beta2ExecutorSpec(
+                **_role(request, sizes.executor_cores, sizes.executor_memory),
+                instances=_integer(sizes.executor_instances),
+            ),
+        ),
     )
-    return {"apiVersion": API_VERSION, "kind": KIND, "metadata": metadata, "spec": spec}
+    manifest = app.to_dict()
+    _write_placeholders(manifest, sizes)
+    return manifest

@@ -1,12 +1,20 @@
-"""The environment the Kubeflow training-operator (v1.9) gives a PyTorchJob's pods.
+"""The environment the training operators give a PyTorch trainer's pods, and how it is read.
 
-Facts (DESIGN §3): with a Master replica the operator sets ``MASTER_ADDR`` (``<job>-master-0``),
-``MASTER_PORT`` (the ``pytorchjob-port``, default 23456), ``WORLD_SIZE`` (replicas ×
-nprocPerNode), ``RANK`` (Master 0, Worker i -> i + 1; a *node* rank) and the ``PET_*`` twins
-torchrun reads. Without ``WORLD_SIZE`` the trainer runs as a single process.
+**training-operator v1.9 (PyTorchJob)**, DESIGN §3: with a Master replica the operator sets
+``MASTER_ADDR`` (``<job>-master-0``), ``MASTER_PORT`` (the ``pytorchjob-port``, default 23456),
+``WORLD_SIZE`` (replicas × nprocPerNode), ``RANK`` (Master 0, Worker i -> i + 1; a *node* rank)
+and the ``PET_*`` twins torchrun reads. :func:`pytorchjob_env` builds exactly that env.
 
-:func:`pytorchjob_env` builds exactly that env (the local launcher uses it with a loopback
-address); :func:`DistributedEnv.from_env` is what a trainer reads, on a cluster or locally.
+**Kubeflow Trainer v2 (TrainJob on the torch runtime)**: only the ``PET_*`` variables -- the
+torchrun contract (``PET_NNODES``, ``PET_NPROC_PER_NODE``, ``PET_NODE_RANK``,
+``PET_MASTER_ADDR``, ``PET_MASTER_PORT``), no ``WORLD_SIZE`` and no ``RANK``. The pod's command
+must therefore be ``torchrun``, which derives the global ``RANK``/``WORLD_SIZE`` from them.
+:func:`trainjob_env` builds that env.
+
+The local launcher starts its processes with these same builders (loopback addresses);
+:func:`DistributedEnv.from_env` is what a trainer reads, on a cluster or locally. Without
+``WORLD_SIZE`` the trainer runs as a single process -- unless the ``PET_*`` variables say it is
+one node of several, which it refuses (see there).
 """
 
 from __future__ import annotations
@@ -18,6 +26,8 @@ from collections.abc import Mapping
 from kfstack.errors import InvalidParameterError
 
 DEFAULT_PYTORCHJOB_PORT = 23456
+# The port the Trainer v2.3 torch plugin puts in PET_MASTER_PORT (and opens on the container).
+DEFAULT_TRAINJOB_PORT = 29500
 MASTER = "master"
 WORKER = "worker"
 
@@ -69,6 +79,43 @@ def pytorchjob_env(
     }
 
 
+def trainjob_env(
+    master_addr: str, node_rank: int, num_nodes: int, port: int = DEFAULT_TRAINJOB_PORT
+) -> dict[str, str]:
+    """The env of node ``node_rank`` of a TrainJob on the torch runtime (one process per node).
+
+    Args:
+        master_addr: What ``PET_MASTER_ADDR`` resolves to (node 0's pod on a cluster).
+        node_rank: The node's index (the pod's job-completion index on a cluster).
+        num_nodes: ``spec.trainer.numNodes``.
+        port: ``PET_MASTER_PORT``.
+
+    Returns:
+        Exactly the ``PET_*`` variables the runtime sets; torchrun turns them into ``RANK``,
+        ``WORLD_SIZE``, ``LOCAL_RANK``, ``MASTER_ADDR`` and ``MASTER_PORT`` for its process.
+
+    Raises:
+        InvalidParameterError: The node does not exist in such a job.
+    """
+    if not 0 <= node_rank < num_nodes:
+        raise InvalidParameterError(f"node {node_rank} does not fit {num_nodes} nodes")
+    return {
+        "PET_NNODES": str(num_nodes),
+        "PET_NPROC_PER_NODE": "1",
+        "PET_NODE_RANK": str(node_rank),
+        "PET_MASTER_ADDR": master_addr,
+        "PET_MASTER_PORT": str(port),
+    }
+
+
+def _pet_int(env: Mapping[str, str], name: str) -> int:
+    """A ``PET_*`` count; an elastic job's ``PET_NNODES`` reads ``min:max`` (the upper bound)."""
+    try:
+        return int(env.get(name, "1").rpartition(":")[2])
+    except ValueError as err:
+        raise InvalidParameterError(f"malformed distributed env: {name}={env.get(name)!r}") from err
+
+
 @dataclasses.dataclass(frozen=True)
 class DistributedEnv:
     """Where this process sits in the job. ``world_size == 1``: train alone, no process group."""
@@ -104,12 +151,25 @@ class DistributedEnv:
         Returns:
             Rank 0 of 1 without ``WORLD_SIZE``, else what the variables say.
 
+        A process that sees ``PET_NNODES`` > 1 (or ``PET_NPROC_PER_NODE`` > 1) but no
+        ``WORLD_SIZE`` was started without torchrun on one node of a multi-node job (a TrainJob
+        whose command is not torchrun): alone it would train the whole job by itself, N times
+        over, every copy writing the same checkpoint and model URIs. It is refused.
+
         Raises:
             InvalidParameterError: The variables are inconsistent (e.g. RANK >= WORLD_SIZE) or
-                describe several processes per pod without torchrun.
+                describe several processes per pod, or several nodes, without torchrun.
         """
         env = os.environ if env is None else env
         if "WORLD_SIZE" not in env:
+            nodes, per_node = _pet_int(env, "PET_NNODES"), _pet_int(env, "PET_NPROC_PER_NODE")
+            if nodes * per_node > 1:
+                raise InvalidParameterError(
+                    f"PET_NNODES={nodes}, PET_NPROC_PER_NODE={per_node} but no WORLD_SIZE: this "
+                    f"process is one of {nodes * per_node} and does not know its rank. Start the "
+                    f"trainer through torchrun (`torchrun -m <trainer module> ...`), which sets "
+                    f"RANK and WORLD_SIZE from the PET_* variables"
+                )
             return cls()
         try:
             world_size = int(env["WORLD_SIZE"])

@@ -8,6 +8,10 @@ cluster, the whole group starts again -- the trainers resume from their latest c
 to ``max_restarts`` times. After that :class:`TrainingFailedError` carries the failed replica's
 rank, role, exit code and log tail.
 
+A replica may start processes of its own (a TrainJob node is torchrun, whose worker runs in a
+session of its own): they are tracked while the replica runs and stopped with it, as a pod's
+processes all end with the pod.
+
 Each replica gets ``OMP_NUM_THREADS`` (the cores split evenly over the replicas unless the
 caller or the replica's env says otherwise): N processes that each start one intra-op thread per
 core would oversubscribe the machine N times over.
@@ -16,6 +20,7 @@ core would oversubscribe the machine N times over.
 from __future__ import annotations
 
 import collections
+import contextlib
 import dataclasses
 import logging
 import os
@@ -28,12 +33,16 @@ import time
 from collections.abc import Callable
 from typing import Any, TextIO
 
+import psutil
+
 from kfstack.cancellation import sigterm_raises
 from kfstack.errors import TrainingFailedError
 
 logger = logging.getLogger(__name__)
 
 LOG_TAIL_LINES = 40
+# How often the processes each replica started are looked up (a /proc walk).
+TRACK_SECONDS = 1.0
 # Local replicas reach each other here; the ports are picked free per attempt.
 LOOPBACK = "127.0.0.1"
 
@@ -103,6 +112,25 @@ class _Running:
     reader: threading.Thread
     # When the replica's output ended (it exited); picks the first of several failures.
     ended_at: list[float] = dataclasses.field(default_factory=list)
+    # Processes the replica started, as last seen: still stopped if the replica dies first.
+    descendants: dict[int, psutil.Process] = dataclasses.field(default_factory=dict)
+
+    def track_descendants(self) -> None:
+        try:
+            children = psutil.Process(self.process.pid).children(recursive=True)
+        except psutil.Error:  # the replica already exited
+            return
+        self.descendants.update({child.pid: child for child in children})
+
+    def live_descendants(self) -> list[psutil.Process]:
+        return [child for child in self.descendants.values() if _alive(child)]
+
+
+def _alive(process: psutil.Process) -> bool:
+    try:
+        return process.is_running() and process.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
 
 
 def free_port() -> int:
@@ -158,9 +186,16 @@ def _start(replica: ReplicaProcess, attempt_dir: str, out: TextIO, threads: int)
 
 
 def _stop(running: list[_Running], grace_seconds: float) -> None:
+    """SIGTERM to every live replica and the processes it started; SIGKILL after the grace."""
+    for r in running:
+        r.track_descendants()
     alive = [r for r in running if r.process.poll() is None]
+    children = [child for r in running for child in r.live_descendants()]
     for r in alive:
         r.process.send_signal(signal.SIGTERM)
+    for child in children:
+        with contextlib.suppress(psutil.Error):
+            child.terminate()
     deadline = time.monotonic() + grace_seconds
     for r in alive:
         try:
@@ -168,6 +203,10 @@ def _stop(running: list[_Running], grace_seconds: float) -> None:
         except subprocess.TimeoutExpired:
             r.process.kill()
             r.process.wait()
+    _, survivors = psutil.wait_procs(children, timeout=max(0.0, deadline - time.monotonic()))
+    for child in survivors:
+        with contextlib.suppress(psutil.Error):
+            child.kill()
     for r in running:
         r.reader.join(timeout=5)
 
@@ -248,7 +287,12 @@ def run_process_group(
                 running.extend(_start(r, attempt_dir, out, threads) for r in replicas)
                 if on_group_started is not None:
                     on_group_started(attempt, [r.process for r in running])
+                tracked_at = 0.0
                 while True:
+                    if time.monotonic() - tracked_at > TRACK_SECONDS:
+                        for r in running:
+                            r.track_descendants()
+                        tracked_at = time.monotonic()
                     codes = [r.process.poll() for r in running]
                     if any(c not in (None, 0) for c in codes):
                         failed = _first_failure(running)

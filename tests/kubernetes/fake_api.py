@@ -1,7 +1,7 @@
 """A fake Kubernetes API server on loopback, for the launchers' state-machine tests.
 
-It serves the few endpoints the official client calls -- custom objects (get, list, create,
-delete), pod list and pod log -- over real HTTP, so the tests exercise the client, its
+It serves the few endpoints the official client calls -- API discovery of a group/version,
+custom objects (get, list, create, delete), pod list and pod log -- over real HTTP, so the tests exercise the client, its
 serialisation and our error handling exactly as against a cluster. It is not a cluster: no
 controller runs; a test scripts the ``status`` an object shows on successive reads.
 """
@@ -20,9 +20,12 @@ from collections.abc import Callable
 
 from kubernetes import client
 
+from kfstack.kubernetes.resources import KINDS, ResourceKind
+
 _CUSTOM = re.compile(
     r"^/apis/(?P<group>[^/]+)/(?P<version>[^/]+)/namespaces/(?P<ns>[^/]+)/(?P<plural>[^/]+)(?:/(?P<name>[^/]+))?$"
 )
+_DISCOVERY = re.compile(r"^/apis/(?P<group>[^/]+)/(?P<version>[^/]+)$")
 _PODS = re.compile(r"^/api/v1/namespaces/(?P<ns>[^/]+)/pods(?:/(?P<name>[^/]+)/log)?$")
 
 
@@ -50,6 +53,10 @@ class FakeKubernetesApi:
             this process SIGTERM mid-run).
         conflict_on_create: The next create first stores the body (as a concurrent creator
             would) and answers 409.
+        served: ``group/version`` -> resource plurals the server serves (discovery answers
+            with them; objects of any other kind are 404, as on a cluster without that CRD).
+            ``None`` (the default): every custom object is served, and discovery lists every
+            kind kfstack launches.
     """
 
     def __init__(self) -> None:
@@ -60,6 +67,7 @@ class FakeKubernetesApi:
         self.requests: list[tuple[str, str]] = []
         self.on_read: Callable[[str], None] | None = None
         self.conflict_on_create = False
+        self.served: dict[str, set[str]] | None = None
         self._versions = itertools.count(1)
         self._lock = threading.Lock()
         self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
@@ -84,6 +92,12 @@ class FakeKubernetesApi:
         stored["metadata"]["resourceVersion"] = str(next(self._versions))
         stored["metadata"]["namespace"] = namespace
         self.objects[(plural, namespace, stored["metadata"]["name"])] = stored
+
+    def serve_only(self, *kinds: ResourceKind) -> None:
+        """The API server serves these kinds' group/versions and no other custom resource."""
+        self.served = {}
+        for kind in kinds:
+            self.served.setdefault(kind.api_version, set()).add(kind.plural)
 
     def add_pod(self, name: str, namespace: str, labels: dict | None = None, log: str = "") -> None:
         self.pods.append({"name": name, "namespace": namespace, "labels": labels or {}})
@@ -147,9 +161,15 @@ class FakeKubernetesApi:
                 body = json.loads(self.rfile.read(length)) if length else None
                 if m := _PODS.match(parsed.path):
                     return self._pods(method, m, query)
+                if m := _DISCOVERY.match(parsed.path):
+                    return self._discovery(m)
                 m = _CUSTOM.match(parsed.path)
                 if not m:
                     return self._status(404, "NotFound", f"no route {parsed.path}")
+                if fake.served is not None and m["plural"] not in fake.served.get(
+                    f"{m['group']}/{m['version']}", ()
+                ):
+                    return self._status(404, "NotFound", "the server could not find the requested resource")
                 key_prefix = (m["plural"], m["ns"])
                 if m["name"] is None and method == "GET":
                     selector = query.get("labelSelector", [None])[0]
@@ -213,6 +233,24 @@ class FakeKubernetesApi:
                         replaced["status"] = current["status"]
                     fake.put(key[0], key[1], replaced)
                     return self._reply(200, copy.deepcopy(fake.objects[key]))
+
+            def _discovery(self, m) -> None:
+                group_version = f"{m['group']}/{m['version']}"
+                served = fake.served
+                if served is None:
+                    served = {}
+                    for kind in KINDS.values():
+                        served.setdefault(kind.api_version, set()).add(kind.plural)
+                plurals = served.get(group_version)
+                if plurals is None:
+                    return self._status(404, "NotFound", "the server could not find the requested resource")
+                resources = [
+                    {"name": plural, "namespaced": True, "kind": plural, "verbs": ["create", "get", "list"]}
+                    for plural in sorted(plurals)
+                ]
+                return self._reply(
+                    200, {"kind": "APIResourceList", "groupVersion": group_version, "resources": resources}
+                )
 
             def _pods(self, method, m, query) -> None:
                 if method != "GET":

@@ -40,6 +40,8 @@ def test_render_writes_every_object_and_they_validate(tmp_path, capsys):
                 "workers=3",
                 "--param",
                 "gpu_pool=a100-mig",
+                "--param",
+                "training_api=v1",
                 "--run-id",
                 RUN_ID,
             ]
@@ -204,6 +206,7 @@ def test_training_stage_on_kubernetes_failure_carries_the_master_log(fake_api, t
         workers=2,
         max_restarts=2,
         gpu_pool="h100",
+        training_api="v1",
     )
 
     def controller(name):

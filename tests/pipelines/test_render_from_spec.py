@@ -28,6 +28,7 @@ WIDGET_STAGE = """
 import dataclasses
 
 from kfstack.kubernetes.placement import Placement
+from kfstack.platforms import Variant
 from kfstack.settings import Settings, setting
 
 
@@ -47,6 +48,9 @@ class WidgetStage:
 
     def settings(self, arguments):
         return WidgetSettings.from_arguments(arguments)
+
+    def variants(self, settings):
+        return [Variant(settings, ())]
 
     def preflight(self, settings):
         pass

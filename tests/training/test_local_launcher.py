@@ -95,8 +95,10 @@ def test_sigterm_to_the_launcher_stops_every_replica(tmp_path):
     assert not (tmp_path / "attempt-2").exists()  # a cancel is not a failure to retry
 
 
-def test_a_rank_that_cannot_read_its_shard_fails_the_ddp_group(tmp_path):
-    """A real trainer failure: rank 1's shard is corrupt; rank 0 waits in a collective."""
+@pytest.mark.parametrize(("training_api", "role"), [("v1", "worker-0"), ("trainer-v2", "node-1")])
+def test_a_rank_that_cannot_read_its_shard_fails_the_ddp_group(tmp_path, training_api, role):
+    """A real trainer failure: rank 1's shard is corrupt; rank 0 waits in a collective. Under
+    either contract: the PyTorchJob's processes, or the TrainJob's torchrun nodes."""
     features = make_feature_dir(tmp_path / "features", rows=2000, shards=2, seed=2)
     (tmp_path / "features" / "train" / "part-00001.parquet").write_bytes(b"not parquet at all")
     started_processes = []
@@ -108,9 +110,10 @@ def test_a_rank_that_cannot_read_its_shard_fails_the_ddp_group(tmp_path):
             logs_uri=str(tmp_path / "logs"),
             threads_per_worker=1,
             on_group_started=lambda attempt, processes: started_processes.extend(processes),
+            training_api=training_api,
         )
     message = str(err.value)
-    assert message.startswith("rank 1 (worker-0) failed (exit code 1) on attempt 1 of 1")
+    assert message.startswith(f"rank 1 ({role}) failed (exit code 1) on attempt 1 of 1")
     assert "part-00001.parquet is not a readable Parquet shard" in message  # from its log
     assert started_processes[0].returncode != 0  # rank 0 did not outlive the group
     assert not (tmp_path / "model" / "model.onnx").exists()

@@ -47,6 +47,7 @@ def test_mwms_two_workers_train_read_disjoint_shards_and_export_onnx(tmp_path, f
     assert reference == {
         "kind": "LocalProcessGroup",
         "framework": "tensorflow",
+        "training_api": "v1",  # TensorFlow runs as a TFJob only, auto or not
         "topology": "mwms",
         "replicas": {"worker": 2},
         "attempts": 1,

@@ -75,10 +75,18 @@ def test_katib_placeholders_stand_where_typed_values_would():
     settings = TrainModelSettings(
         training=training, features_uri="s3://b/features", model_uri="s3://b/model", logs_uri="s3://b/logs"
     )
-    (job,) = TRAINING.build(settings, RunContext("run-1", "train-model"))
-    command = job["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]["containers"][0]["command"]
-    assert command[command.index("--learning-rate") + 1] == "${trialParameters.learningRate}"
-    assert command[command.index("--batch-size") + 1] == "${trialParameters.batchSize}"
+    # Both training APIs a trial template can use: a PyTorchJob and a TrainJob.
+    pytorchjob, trainjob = (
+        TRAINING.build(variant.settings, RunContext("run-1", "train-model"))[0]
+        for variant in reversed(TRAINING.variants(settings))
+    )
+    command = pytorchjob["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]["containers"][0][
+        "command"
+    ]
+    trainer_args = trainjob["spec"]["trainer"]["args"]
+    for argv in (command, trainer_args):
+        assert argv[argv.index("--learning-rate") + 1] == "${trialParameters.learningRate}"
+        assert argv[argv.index("--batch-size") + 1] == "${trialParameters.batchSize}"
     # Range checks still hold for the concrete values beside them.
     with pytest.raises(InvalidParameterError, match="workers=0"):
         TrainingSettings(learning_rate=katib_parameter("learningRate"), workers=0)

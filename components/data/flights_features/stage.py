@@ -23,7 +23,8 @@ from kfstack.kubernetes.spark_application import (
     SparkResources,
     build_spark_application,
 )
-from kfstack.platforms import StageResult
+from kfstack.kubernetes.resources import SPARK_APPLICATION
+from kfstack.platforms import StageResult, Variant
 from kfstack.spark_jobs.flights_features.config import FeatureJobConfig
 from kfstack.uris import fsspec_uri, join
 
@@ -50,6 +51,10 @@ class FlightsFeaturesStage:
             resources=SparkResources.from_arguments(arguments),
             placement=SparkPlacement.from_arguments(arguments),
         )
+
+    def variants(self, settings: FeatureStageSettings) -> list[Variant[FeatureStageSettings]]:
+        """One way: a SparkApplication of the spark-operator."""
+        return [Variant(settings, (SPARK_APPLICATION,))]
 
     def preflight(self, settings: FeatureStageSettings) -> None:
         """Nothing to read first: the job checks its own tables before it starts Spark."""

@@ -25,6 +25,8 @@ def train_model(
     object_store_secret: str,
     image_pull_secret: str,
     training_timeout_seconds: int,
+    training_api: str,
+    trainer_runtime: str,
     run_id: str,
     task_name: str,
     model: Output[Model],
@@ -36,7 +38,8 @@ def train_model(
 
     Args:
         platform: ``local`` starts the replicas as processes with the env their pods would get;
-            ``kubernetes`` creates a PyTorchJob or TFJob on the ``gpu_pool`` node pool and waits.
+            ``kubernetes`` creates a TrainJob, PyTorchJob or TFJob on the ``gpu_pool`` node pool
+            and waits.
         features: Output of the feature job (shards, ``feature_spec.json``).
         framework: ``pytorch`` (DDP; PyTorchJob) or ``tensorflow`` (TFJob).
         workers: Training replicas (>= 1): PyTorch one Master and ``workers - 1`` Workers; TF
@@ -60,6 +63,10 @@ def train_model(
         image_pull_secret: Kubernetes: image pull Secret of the replicas; empty: none.
         training_timeout_seconds: Kubernetes: the job's activeDeadlineSeconds and the longest
             wait for it (seconds).
+        training_api: ``auto`` (what the cluster serves; Trainer v2 first), ``v1``
+            (PyTorchJob/TFJob) or ``trainer-v2`` (TrainJob; PyTorch, not elastic). Locally the
+            replicas replay the chosen API's env contract (``auto``: Trainer v2 for PyTorch).
+        trainer_runtime: The TrainJob's ClusterTrainingRuntime (a torchrun runtime).
         run_id: The pipeline run (``dsl.PIPELINE_JOB_ID_PLACEHOLDER``); names the job so that a
             retried task adopts it.
         task_name: This task's name (``dsl.PIPELINE_TASK_NAME_PLACEHOLDER``).

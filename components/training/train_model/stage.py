@@ -4,6 +4,11 @@ The framework is a setting: its backend (:mod:`.pytorch.backend`, :mod:`.tensorf
 supplies the job builder, the local replicas and the trainer module; everything else -- the
 checks before anything starts, the trainer's argv, where checkpoints go, the metrics read back
 from ``training_metrics.json`` -- is the same for both, here.
+
+The training API is a setting too (``training_api``, :mod:`kfstack.kubernetes.training_apis`):
+its variants are the v1 job of the framework and, for PyTorch, a Trainer v2 TrainJob. The
+embedded platform replays the chosen API's contract: a PyTorchJob's env, or a TrainJob's
+``PET_*`` env with the trainer started through torchrun.
 """
 
 from __future__ import annotations
@@ -22,8 +27,10 @@ from kfstack.components.training.train_model.pytorch import backend as pytorch_b
 from kfstack.components.training.train_model.tensorflow import backend as tensorflow_backend
 from kfstack.flights.settings import TrainingPlacement
 from kfstack.kubernetes.naming import RunContext
+from kfstack.kubernetes.train_job import build_trainjob
+from kfstack.kubernetes.training_apis import AUTO, TRAINER_V2, candidate_apis, job_kind
 from kfstack.kubernetes.training_jobs import TrainingJobRequest
-from kfstack.platforms import StageResult
+from kfstack.platforms import StageResult, Variant
 from kfstack.training import shards
 from kfstack.training.process_group import run_process_group
 from kfstack.training.settings import (
@@ -66,6 +73,22 @@ class TrainModelSettings:
     def checkpoint_uri(self) -> str:
         return join(self.logs_uri, CHECKPOINT_DIR)
 
+    @property
+    def training_api(self) -> str:
+        """The concrete API (``v1`` or ``trainer-v2``) of a variant's settings.
+
+        Raises:
+            ValueError: Still ``auto``: only :meth:`TrainModelStage.variants` resolves it.
+        """
+        if self.placement.training_api == AUTO:
+            raise ValueError(
+                "training_api=auto: build and run a variant's settings (TrainModelStage.variants)"
+            )
+        return self.placement.training_api
+
+    def with_training_api(self, api: str) -> TrainModelSettings:
+        return dataclasses.replace(self, placement=dataclasses.replace(self.placement, training_api=api))
+
     def trainer_argv(self, remote: bool) -> list[str]:
         """The trainer's arguments; ``remote``: the URIs as the job's pods open them."""
         uri = fsspec_uri if remote else str
@@ -89,8 +112,25 @@ class TrainModelStage:
             placement=TrainingPlacement.from_arguments(arguments),
         )
 
+    def variants(self, settings: TrainModelSettings) -> list[Variant[TrainModelSettings]]:
+        """The framework's v1 job and, for PyTorch, a TrainJob, as ``training_api`` allows.
+
+        Raises:
+            InvalidParameterError: ``trainer-v2`` for TensorFlow or elastic PyTorch.
+        """
+        training = settings.training
+        apis = candidate_apis(settings.placement.training_api, training.framework, training.elastic)
+        return [
+            Variant(
+                settings.with_training_api(api),
+                (job_kind(api, training.framework),),
+                choice=f"training_api={api}",
+            )
+            for api in apis
+        ]
+
     def build(self, settings: TrainModelSettings, context: RunContext) -> list[dict]:
-        """The PyTorchJob or TFJob of this run."""
+        """The PyTorchJob, TFJob or TrainJob of this run."""
         training = settings.training
         backend = BACKENDS[training.framework]
         placement = settings.placement
@@ -107,6 +147,8 @@ class TrainModelStage:
             max_restarts=training.max_restarts,
             active_deadline_seconds=placement.timeout_seconds,
         )
+        if settings.training_api == TRAINER_V2:
+            return [build_trainjob(request, runtime=placement.trainer_runtime)]
         return [backend.build_job(training, request)]
 
     def preflight(self, settings: TrainModelSettings) -> None:
@@ -119,7 +161,9 @@ class TrainModelStage:
         """The job's replicas as local processes; restarts come from the latest checkpoint."""
         training = settings.training
         os.makedirs(settings.logs_uri, exist_ok=True)
-        replicas = BACKENDS[training.framework].local_replicas(training, settings.trainer_argv(remote=False))
+        replicas = BACKENDS[training.framework].local_replicas(
+            training, settings.trainer_argv(remote=False), settings.training_api
+        )
         result = run_process_group(
             replicas.build,
             logs_dir=settings.logs_uri,
@@ -132,6 +176,7 @@ class TrainModelStage:
         reference = {
             "kind": "LocalProcessGroup",
             "framework": training.framework,
+            "training_api": settings.training_api,
             **replicas.details,
             "attempts": result.attempts,
         }
@@ -140,7 +185,7 @@ class TrainModelStage:
     def collect(self, settings: TrainModelSettings, finished: list[dict]) -> StageResult:
         return StageResult(
             {TRAINING_METRICS: read_metrics(fsspec_uri(settings.model_uri))},
-            {"framework": settings.training.framework},
+            {"framework": settings.training.framework, "training_api": settings.training_api},
         )
 
 
@@ -162,20 +207,22 @@ def train_locally(
     logs_uri: str,
     threads_per_worker: int | None = None,
     on_group_started: Callable[..., None] | None = None,
+    training_api: str = AUTO,
 ) -> tuple[dict[str, float], dict]:
     """Trains on this machine as the local platform does; returns the metrics and reference.
 
     For callers outside a pipeline (benchmarks, tests): the same preflight and local run as the
-    ``train-model`` task.
+    ``train-model`` task, with the contract of ``training_api`` (``auto``: the preferred one).
     """
     settings = TrainModelSettings(
         training=training,
         features_uri=features_uri,
         model_uri=model_uri,
         logs_uri=logs_uri,
+        placement=TrainingPlacement(training_api=training_api),
         threads_per_worker=threads_per_worker,
         on_group_started=on_group_started,
     )
     STAGE.preflight(settings)
-    result = STAGE.run_local(settings)
+    result = STAGE.run_local(STAGE.variants(settings)[0].settings)
     return dict(result.metrics[TRAINING_METRICS]), dict(result.reference)

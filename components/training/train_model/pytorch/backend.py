@@ -1,9 +1,16 @@
 """PyTorch behind the training stage: the PyTorchJob, and the same replicas as local processes.
 
-``local``: ``workers`` processes of :mod:`.trainer`, started with exactly the env the
-training-operator gives a PyTorchJob with one Master and ``workers - 1`` Workers (loopback
-address, a free port per attempt); the whole group restarts from the latest checkpoint on a
-failure (restartPolicy OnFailure). ``kubernetes``: that PyTorchJob on the chosen node pool.
+``local``, per training API (loopback address, a free port per attempt; the whole group restarts
+from the latest checkpoint on a failure, like restartPolicy OnFailure):
+
+- ``v1``: ``workers`` processes of :mod:`.trainer`, started with exactly the env the
+  training-operator gives a PyTorchJob with one Master and ``workers - 1`` Workers;
+- ``trainer-v2``: ``workers`` nodes, each started as its TrainJob pod is -- torchrun with exactly
+  the ``PET_*`` env the Trainer v2 torch runtime sets (``python -m torch.distributed.run`` is the
+  ``torchrun`` entry point of the same interpreter).
+
+``kubernetes``: that PyTorchJob (elastic or not) on the chosen node pool; the TrainJob is built
+by the stage (:mod:`kfstack.kubernetes.train_job`).
 """
 
 from __future__ import annotations
@@ -11,7 +18,8 @@ from __future__ import annotations
 import sys
 
 from kfstack.kubernetes.training_jobs import ElasticSettings, TrainingJobRequest, build_pytorchjob
-from kfstack.training.env_contract import MASTER, WORKER, pytorchjob_env
+from kfstack.kubernetes.training_apis import TRAINER_V2
+from kfstack.training.env_contract import MASTER, WORKER, pytorchjob_env, trainjob_env
 from kfstack.training.process_group import LOOPBACK, ReplicaProcess, ReplicaSet, free_port
 from kfstack.training.settings import TrainingSettings
 
@@ -32,13 +40,15 @@ def build_job(settings: TrainingSettings, request: TrainingJobRequest) -> dict:
     return build_pytorchjob(request.with_elastic(elastic))
 
 
-def local_replicas(settings: TrainingSettings, trainer_argv: list[str]) -> ReplicaSet:
-    """Per attempt: one Master and ``workers - 1`` Workers with the PyTorchJob env.
+def local_replicas(settings: TrainingSettings, trainer_argv: list[str], training_api: str) -> ReplicaSet:
+    """Per attempt: the PyTorchJob's Master and Workers, or the TrainJob's nodes.
 
     The env is rebuilt per attempt with a new free port: the previous master's port can still be
     in TIME_WAIT when the group restarts.
     """
     workers = settings.workers
+    if training_api == TRAINER_V2:
+        return _trainjob_nodes(workers, trainer_argv)
 
     def build(attempt: int) -> list[ReplicaProcess]:
         port = free_port()
@@ -51,3 +61,17 @@ def local_replicas(settings: TrainingSettings, trainer_argv: list[str]) -> Repli
         return replicas
 
     return ReplicaSet(build=build, details={"world_size": workers})
+
+
+def _trainjob_nodes(workers: int, trainer_argv: list[str]) -> ReplicaSet:
+    """Per attempt: ``workers`` TrainJob nodes, each torchrun under the runtime's ``PET_*`` env."""
+
+    def build(attempt: int) -> list[ReplicaProcess]:
+        port = free_port()
+        argv = [sys.executable, "-m", "torch.distributed.run", "-m", TRAINER_MODULE, *trainer_argv]
+        return [
+            ReplicaProcess(node, argv, trainjob_env(LOOPBACK, node, workers, port), f"node-{node}")
+            for node in range(workers)
+        ]
+
+    return ReplicaSet(build=build, details={"world_size": workers, "launcher": "torchrun"})

@@ -33,8 +33,12 @@ def build_job(settings: TrainingSettings, request: TrainingJobRequest) -> dict:
     return build_tfjob(request.with_topology(settings.tf_topology, settings.tf_parameter_servers))
 
 
-def local_replicas(settings: TrainingSettings, trainer_argv: list[str]) -> ReplicaSet:
-    """Per attempt: one process per replica with the ``TF_CONFIG`` the operator would set."""
+def local_replicas(settings: TrainingSettings, trainer_argv: list[str], training_api: str) -> ReplicaSet:
+    """Per attempt: one process per replica with the ``TF_CONFIG`` the operator would set.
+
+    ``training_api`` is always ``v1`` here: TensorFlow runs as a TFJob only
+    (:mod:`kfstack.kubernetes.training_apis`).
+    """
     layout = replica_layout(settings)
 
     def build(attempt: int) -> list[ReplicaProcess]:

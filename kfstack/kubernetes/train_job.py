@@ -1,0 +1,146 @@
+"""TrainJob manifests (Kubeflow Trainer v2.3, ``trainer.kubeflow.org/v1alpha1``), built with the
+``kubeflow-trainer-api`` models.
+
+A pure function like the v1 builders (:mod:`.training_jobs`), from the same
+:class:`~.training_jobs.TrainingJobRequest`: the launcher creates exactly what ``kfstack render``
+writes. What Trainer v2 does with a TrainJob (DESIGN §3): it merges the TrainJob into the
+referenced ``ClusterTrainingRuntime`` and creates a JobSet with one Job per node of the
+replicated job ``node``; the torch runtime gives each node's container the torchrun contract
+(``PET_NNODES``, ``PET_NPROC_PER_NODE``, ``PET_NODE_RANK``, ``PET_MASTER_ADDR``,
+``PET_MASTER_PORT``: :func:`kfstack.training.env_contract.trainjob_env`).
+
+Choices made here:
+
+- The command is ``torchrun -m <trainer module>``: the runtime sets no ``WORLD_SIZE`` or
+  ``RANK``, and torchrun is what derives them from ``PET_*``. (A trainer started without it on a
+  multi-node job refuses to run: :meth:`~kfstack.training.env_contract.DistributedEnv.from_env`.)
+- One process per node (``numProcPerNode: 1``), one node per replica of the v1 jobs: the
+  node-pool profiles size a pod for one GPU (or one MIG slice).
+- Placement goes through ``runtimePatches`` (the fields Trainer v2 lets a TrainJob change): the
+  pool's node selector and tolerations, the restricted security contexts, the scratch volumes a
+  read-only root filesystem needs, image-pull Secrets and the run's labels on the pods. The
+  object-store Secret reaches the trainer as ``secretKeyRef`` env in ``spec.trainer.env``.
+- Kueue: on a profile with a queue, the TrainJob carries the queue label and is created
+  suspended; Kueue unsuspends it when quota admits it.
+- Not expressible per TrainJob in v2.3, and so the runtime's business: the pods'
+  ``priorityClassName`` and how often a failed job restarts (the JobSet's
+  ``failurePolicy.maxRestarts``). ``manifests/cluster/`` ships a runtime that sets the restarts
+  (``kfstack-torch-distributed``; README there).
+- Elastic training stays a PyTorchJob feature (its ``elasticPolicy``); TensorFlow stays on TFJob
+  (Trainer v2 has no TensorFlow runtime): :mod:`.training_apis` refuses both before anything is
+  built.
+"""
+
+from __future__ import annotations
+
+from kubeflow_trainer_api import models
+
+from kfstack.kubernetes import pods
+from kfstack.kubernetes.resources import TRAINJOB as TRAINJOB_KIND
+from kfstack.kubernetes.resources import TRAINJOB_NODE as NODE
+from kfstack.kubernetes.training_jobs import TrainingJobRequest, validate_request
+
+CLUSTER_TRAINING_RUNTIME = "ClusterTrainingRuntime"
+# The upstream runtime of torchrun-based jobs (Trainer v2.3's manifests install it).
+DEFAULT_RUNTIME = "torch-distributed"
+# Who owns kfstack's entry in spec.runtimePatches (each patch names its manager).
+PATCH_MANAGER = "kfstack.dev/launcher"
+
+
+def _pod_patch(request: TrainingJobRequest) -> models.TrainerV1alpha1PodTemplatePatch:
+    """The node pods' placement, security and labels as a runtime patch."""
+    profile = request.profile
+    volumes, mounts = pods.scratch_volumes(profile)
+    settings = profile.pod_settings()
+    spec = {
+        "nodeSelector": settings["nodeSelector"] or None,
+        "tolerations": settings["tolerations"] or None,
+        "securityContext": pods.to_dict(pods.pod_security_context()),
+        "imagePullSecrets": pods.to_dict(request.secrets.image_pull_secrets()),
+        "volumes": pods.to_dict(volumes),
+        # As for the v1 jobs: the trainers checkpoint every epoch and stop at once on SIGTERM.
+        "terminationGracePeriodSeconds": 30,
+        "containers": [
+            {
+                "name": NODE,
+                "securityContext": pods.to_dict(pods.container_security_context()),
+                "volumeMounts": pods.to_dict(mounts),
+            }
+        ],
+    }
+    return models.TrainerV1alpha1PodTemplatePatch.from_dict(
+        {
+            "metadata": {"labels": dict(request.labels)},
+            "spec": {key: value for key, value in spec.items() if value is not None},
+        }
+    )
+
+
+def _runtime_patch(request: TrainingJobRequest) -> models.TrainerV1alpha1RuntimePatch:
+    node = models.TrainerV1alpha1ReplicatedJobPatch(
+        name=NODE,
+        template=models.TrainerV1alpha1JobTemplatePatch(
+            spec=models.TrainerV1alpha1JobSpecPatch(template=_pod_patch(request))
+        ),
+    )
+    return models.TrainerV1alpha1RuntimePatch(
+        manager=PATCH_MANAGER,
+        trainingRuntimeSpec=models.TrainerV1alpha1TrainingRuntimeSpecPatch(
+            template=models.TrainerV1alpha1JobSetTemplatePatch(
+                spec=models.TrainerV1alpha1JobSetSpecPatch(replicatedJobs=[node])
+            )
+        ),
+    )
+
+
+def trainer_command(module: str) -> list[str]:
+    """The node container's command: torchrun, which turns ``PET_*`` into ranks."""
+    return ["torchrun", "-m", module]
+
+
+def build_trainjob(request: TrainingJobRequest, runtime: str = DEFAULT_RUNTIME) -> dict:
+    """A ``trainer.kubeflow.org/v1alpha1`` TrainJob of ``request.workers`` nodes on ``runtime``.
+
+    Args:
+        request: The same request the v1 builders take; ``elastic``, ``topology`` and
+            ``max_restarts`` do not apply (see the module docstring).
+        runtime: Name of the ``ClusterTrainingRuntime`` (a torchrun runtime).
+
+    Returns:
+        The manifest as a dict (camelCase, no empty fields).
+
+    Raises:
+        InvalidParameterError: See :func:`.training_jobs.validate_request`.
+    """
+    validate_request(request)
+    profile = request.profile
+    trainer = models.TrainerV1alpha1Trainer(
+        image=request.image,
+        command=trainer_command(request.module),
+        args=[str(arg) for arg in request.args],
+        env=[
+            models.IoK8sApiCoreV1EnvVar.from_dict(var) for var in pods.to_dict(pods.base_env(request.secrets))
+        ],
+        numNodes=request.workers,
+        numProcPerNode=1,
+        resourcesPerNode=models.IoK8sApiCoreV1ResourceRequirements.from_dict(profile.resources()),
+    )
+    job = models.TrainerV1alpha1TrainJob(
+        apiVersion=TRAINJOB_KIND.api_version,
+        kind=TRAINJOB_KIND.kind,
+        metadata=models.IoK8sApimachineryPkgApisMetaV1ObjectMeta(
+            name=request.name,
+            namespace=request.namespace,
+            labels={**request.labels, **profile.job_labels()},
+        ),
+        spec=models.TrainerV1alpha1TrainJobSpec(
+            runtimeRef=models.TrainerV1alpha1RuntimeRef(
+                apiGroup=TRAINJOB_KIND.group, kind=CLUSTER_TRAINING_RUNTIME, name=runtime
+            ),
+            trainer=trainer,
+            runtimePatches=[_runtime_patch(request)],
+            activeDeadlineSeconds=request.active_deadline_seconds,
+            suspend=True if profile.suspend_on_create else None,
+        ),
+    )
+    return job.to_dict()
