@@ -1,8 +1,9 @@
 """A fake Kubernetes API server on loopback, for the launchers' state-machine tests.
 
 It serves the few endpoints the official client calls -- API discovery of a group/version,
-custom objects (get, list, create, delete), pod list and pod log -- over real HTTP, so the tests exercise the client, its
-serialisation and our error handling exactly as against a cluster. It is not a cluster: no
+custom objects (get, list, create, delete), pod list and pod log -- over real HTTP, so the
+tests exercise the client, its serialisation and our error handling exactly as against a
+cluster. It is not a cluster: no
 controller runs; a test scripts the ``status`` an object shows on successive reads.
 """
 

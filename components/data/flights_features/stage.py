@@ -18,12 +18,12 @@ from kfstack import images
 from kfstack.features import JOB_REPORT_FILE
 from kfstack.flights.settings import SparkPlacement
 from kfstack.kubernetes.naming import RunContext
+from kfstack.kubernetes.resources import SPARK_APPLICATION
 from kfstack.kubernetes.spark_application import (
     SparkApplicationRequest,
     SparkResources,
     build_spark_application,
 )
-from kfstack.kubernetes.resources import SPARK_APPLICATION
 from kfstack.platforms import StageResult, Variant
 from kfstack.spark_jobs.flights_features.config import FeatureJobConfig
 from kfstack.uris import fsspec_uri, join

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import sys
 
-from kfstack.kubernetes.training_jobs import ElasticSettings, TrainingJobRequest, build_pytorchjob
 from kfstack.kubernetes.training_apis import TRAINER_V2
+from kfstack.kubernetes.training_jobs import ElasticSettings, TrainingJobRequest, build_pytorchjob
 from kfstack.training.env_contract import MASTER, WORKER, pytorchjob_env, trainjob_env
 from kfstack.training.process_group import LOOPBACK, ReplicaProcess, ReplicaSet, free_port
 from kfstack.training.settings import TrainingSettings
