@@ -24,8 +24,8 @@ Choices made here:
   suspended; Kueue unsuspends it when quota admits it.
 - Not expressible per TrainJob in v2.3, and so the runtime's business: the pods'
   ``priorityClassName`` and how often a failed job restarts (the JobSet's
-  ``failurePolicy.maxRestarts``). ``manifests/cluster/`` ships a runtime that sets the restarts
-  (``kfstack-torch-distributed``; README there).
+  ``failurePolicy.maxRestarts``). ``manifests/cluster/trainer-v2/`` ships a runtime that sets
+  the restarts (``kfstack-torch-distributed``; manifests/README.md).
 - Elastic training stays a PyTorchJob feature (its ``elasticPolicy``); TensorFlow stays on TFJob
   (Trainer v2 has no TensorFlow runtime): :mod:`.training_apis` refuses both before anything is
   built.

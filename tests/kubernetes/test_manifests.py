@@ -1,6 +1,7 @@
 """manifests/: every kustomization builds offline, validates, grants exactly what the launchers
 need, and matches the node-pool profiles."""
 
+import dataclasses
 import functools
 import json
 import shutil
@@ -12,20 +13,33 @@ import pytest
 import yaml
 from kubernetes import client
 
+from kfstack import images
 from kfstack.kubernetes import node_pools
+from kfstack.kubernetes.resources import TRAINJOB_NODE
+from kfstack.kubernetes.training_jobs import TrainingJobRequest
+from kfstack.training.settings import TrainingSettings
 from tests.conftest import REPO_ROOT, SHARED_DIR
 
 MANIFESTS = REPO_ROOT / "manifests"
 OVERLAYS = ("dev", "prod")
-# Everything one cluster gets: what all environments share (applied once) and each overlay.
-BUILDS = {"cluster": "cluster", "dev": "overlays/dev", "prod": "overlays/prod"}
+# Everything one cluster gets: what all environments share (applied once), kfstack's Trainer v2
+# runtime (applied once, only where Trainer v2 is installed) and each overlay.
+BUILDS = {
+    "cluster": "cluster",
+    "trainer-v2": "cluster/trainer-v2",
+    "dev": "overlays/dev",
+    "prod": "overlays/prod",
+}
 VALIDATOR = SHARED_DIR / "tools" / "validate_manifests.py"
-# The Kueue objects each build holds; the validator checks them against the upstream CRDs.
-KUEUE_KINDS = {
+# The custom resources (Kueue, Trainer v2) each build holds; the validator checks every one of
+# them against the upstream CRDs.
+CUSTOM_KINDS = {
     "cluster": {"ResourceFlavor": 3},
+    "trainer-v2": {"ClusterTrainingRuntime": 1},
     "dev": {"ClusterQueue": 3, "LocalQueue": 3},
     "prod": {"ClusterQueue": 3, "LocalQueue": 3},
 }
+CUSTOM_GROUPS = ("kueue.x-k8s.io/", "trainer.kubeflow.org/")
 CORE_MODELS = {
     "Namespace": "V1Namespace",
     "ServiceAccount": "V1ServiceAccount",
@@ -39,6 +53,7 @@ CORE_MODELS = {
 LAUNCHER_RULES = {
     ("kubeflow.org", "pytorchjobs"): {"create", "get", "list", "delete"},
     ("kubeflow.org", "tfjobs"): {"create", "get", "list", "delete"},
+    ("trainer.kubeflow.org", "trainjobs"): {"create", "get", "list", "delete"},
     ("sparkoperator.k8s.io", "sparkapplications"): {"create", "get", "list", "delete"},
     ("", "pods"): {"list"},
     ("", "pods/log"): {"get"},
@@ -83,7 +98,7 @@ class _Response:
 def test_every_object_is_checked_by_a_crd_or_an_sdk_model(built):
     name, _, objects = built
     kinds = {o["kind"] for o in objects}
-    assert kinds <= set(CORE_MODELS) | set(KUEUE_KINDS[name]), name
+    assert kinds <= set(CORE_MODELS) | set(CUSTOM_KINDS[name]), name
 
 
 def test_custom_resources_validate_against_the_upstream_crds(built):
@@ -92,16 +107,21 @@ def test_custom_resources_validate_against_the_upstream_crds(built):
         pytest.skip(f"upstream CRDs not found at {VALIDATOR.parent.parent}; CRD validation not run")
     proc = subprocess.run([sys.executable, str(VALIDATOR), str(path)], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    kueue = [o for o in objects if o["apiVersion"].startswith("kueue.x-k8s.io/")]
-    assert Counter(o["kind"] for o in kueue) == KUEUE_KINDS[name]
-    assert proc.stdout.count("OK ") == len(kueue)
+    custom = [o for o in objects if o["apiVersion"].startswith(CUSTOM_GROUPS)]
+    assert Counter(o["kind"] for o in custom) == CUSTOM_KINDS[name]
+    # Each one validated, none skipped (the validator skips an object no CRD of shared/ describes).
+    validated = [line for line in proc.stdout.splitlines() if line.startswith("OK ")]
+    assert sorted(line.split()[1] for line in validated) == sorted(
+        f"{o['kind']}/{o['metadata']['name']}" for o in custom
+    )
 
 
 def test_core_objects_round_trip_through_the_sdk_models(built):
-    _, _, objects = built
+    name, _, objects = built
     api = client.ApiClient()
     core = [o for o in objects if o["kind"] in CORE_MODELS]
-    assert core
+    # The Trainer v2 build holds only its runtime, checked against its CRD above.
+    assert core or set(CUSTOM_KINDS[name]) == {"ClusterTrainingRuntime"}
     for obj in core:
         model = api.deserialize(_Response(obj), CORE_MODELS[obj["kind"]])
         assert api.sanitize_for_serialization(model) == obj
@@ -169,3 +189,47 @@ def test_every_kustomization_builds_on_its_own(folder):
         pytest.skip("kubectl is not installed: `kubectl kustomize` cannot build the manifests here")
     proc = subprocess.run([kubectl, "kustomize", str(MANIFESTS / folder)], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
+
+
+def _trainer_runtime() -> dict:
+    (runtime,) = objects_of("trainer-v2")
+    assert runtime["metadata"]["name"] == "kfstack-torch-distributed"
+    return runtime
+
+
+def test_trainer_runtime_fits_kfstacks_trainjobs():
+    # Trainer v2 puts a TrainJob's spec.trainer into the replicated job labelled as the trainer
+    # step and its container `node`, and kfstack's runtimePatches name both as TRAINJOB_NODE.
+    runtime = _trainer_runtime()
+    assert runtime["metadata"]["labels"]["trainer.kubeflow.org/framework"] == "torch"
+    assert runtime["spec"]["mlPolicy"] == {"numNodes": 1, "torch": {}}
+    (node,) = runtime["spec"]["template"]["spec"]["replicatedJobs"]
+    assert node["name"] == TRAINJOB_NODE
+    assert node["template"]["metadata"]["labels"] == {
+        "trainer.kubeflow.org/trainjob-ancestor-step": "trainer"
+    }
+    (container,) = node["template"]["spec"]["template"]["spec"]["containers"]
+    assert container["name"] == TRAINJOB_NODE
+
+
+def test_trainer_runtime_restarts_the_whole_group_as_often_as_the_other_platforms():
+    jobset = _trainer_runtime()["spec"]["template"]["spec"]
+    assert jobset["failurePolicy"]["maxRestarts"] == TrainingSettings().max_restarts
+    (node,) = jobset["replicatedJobs"]
+    # A failed node fails its Job at once (no in-place retry of one rank), so JobSet restarts all.
+    assert node["template"]["spec"]["backoffLimit"] == 0
+    pod = node["template"]["spec"]["template"]["spec"]
+    assert pod["restartPolicy"] == "Never"
+    # One runtime serves every pool, and the pools' PriorityClasses differ (see the YAML).
+    assert "priorityClassName" not in pod
+
+
+def test_trainer_runtime_keeps_finished_pods_as_long_as_the_v1_jobs():
+    ttl = {f.name: f.default for f in dataclasses.fields(TrainingJobRequest)}["ttl_seconds_after_finished"]
+    assert _trainer_runtime()["spec"]["template"]["spec"]["ttlSecondsAfterFinished"] == ttl
+
+
+def test_trainer_runtime_image_is_kfstacks_torch_trainer_of_this_release():
+    (node,) = _trainer_runtime()["spec"]["template"]["spec"]["replicatedJobs"]
+    (container,) = node["template"]["spec"]["template"]["spec"]["containers"]
+    assert container["image"] == images.image_for("torch-trainer", registry=images.DEFAULT_REGISTRY)
