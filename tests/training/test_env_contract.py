@@ -3,7 +3,7 @@
 import pytest
 
 from kfstack.errors import InvalidParameterError
-from kfstack.training.env_contract import DistributedEnv, pytorchjob_env
+from kfstack.training.env_contract import DistributedEnv, pytorchjob_env, trainjob_env
 
 
 def test_master_env_matches_the_training_operator():
@@ -68,3 +68,49 @@ def test_several_processes_per_pod_need_torchrun():
     under_torchrun = {**operator_env, "RANK": "6", "LOCAL_RANK": "2", "TORCHELASTIC_RUN_ID": "j"}
     env = DistributedEnv.from_env(under_torchrun)
     assert (env.rank, env.local_rank, env.world_size) == (6, 2, 8)
+
+
+def test_trainjob_env_is_exactly_the_torch_runtimes():
+    """Trainer v2.3's torch plugin: the torchrun variables only; the master is node 0's pod."""
+    assert trainjob_env("job-node-0-0.job", 1, 3) == {
+        "PET_NNODES": "3",
+        "PET_NPROC_PER_NODE": "1",
+        "PET_NODE_RANK": "1",
+        "PET_MASTER_ADDR": "job-node-0-0.job",
+        "PET_MASTER_PORT": "29500",
+    }
+    with pytest.raises(InvalidParameterError):
+        trainjob_env("a", 3, 3)
+
+
+@pytest.mark.parametrize(
+    "env",
+    [
+        {"PET_NNODES": "2", "PET_NPROC_PER_NODE": "1", "PET_NODE_RANK": "0"},
+        {"PET_NNODES": "1", "PET_NPROC_PER_NODE": "4"},
+        {"PET_NNODES": "1:3"},  # an elastic PyTorchJob's range, started without torchrun
+    ],
+)
+def test_one_of_several_processes_without_world_size_is_refused(env):
+    with pytest.raises(InvalidParameterError, match="no WORLD_SIZE") as err:
+        DistributedEnv.from_env(env)
+    assert "torchrun" in str(err.value)
+
+
+def test_a_one_node_trainjob_without_torchrun_still_trains_alone():
+    env = DistributedEnv.from_env(trainjob_env("a", 0, 1))
+    assert (env.rank, env.world_size) == (0, 1)
+
+
+def test_what_torchrun_hands_a_trainjob_node_is_read_as_its_global_rank():
+    under_torchrun = {
+        **trainjob_env("job-node-0-0.job", 1, 2),
+        "RANK": "1",
+        "WORLD_SIZE": "2",
+        "LOCAL_RANK": "0",
+        "MASTER_ADDR": "job-node-0-0.job",
+        "MASTER_PORT": "29500",
+        "TORCHELASTIC_RUN_ID": "none",
+    }
+    env = DistributedEnv.from_env(under_torchrun)
+    assert (env.rank, env.world_size, env.master_port) == (1, 2, 29500)

@@ -12,6 +12,7 @@ import onnxruntime
 import pytest
 import torch
 
+from kfstack.components.training.train_model.pytorch import backend as pytorch_backend
 from kfstack.components.training.train_model.pytorch.model import (
     DelayClassifier,
     DelayProbability,
@@ -20,7 +21,9 @@ from kfstack.components.training.train_model.pytorch.model import (
 from kfstack.components.training.train_model.stage import train_locally
 from kfstack.errors import InvalidParameterError
 from kfstack.features import FeatureSpec
+from kfstack.kubernetes.training_apis import TRAINER_V2
 from kfstack.training import checkpoints
+from kfstack.training.env_contract import trainjob_env
 from kfstack.training.settings import TrainingSettings
 from kfstack.training.shards import list_shards, read_shards
 
@@ -119,6 +122,65 @@ def test_without_world_size_the_trainer_runs_alone(tmp_path, feature_dir):
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "rank 0 of 1" in proc.stderr and "4000 train rows" in proc.stderr
     assert len(katib_metrics(proc.stdout)) == 1
+    assert (tmp_path / "model" / "model.onnx").is_file()
+
+
+def trainer_argv(feature_dir, tmp_path) -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "kfstack.components.training.train_model.pytorch.trainer",
+        "--features-uri",
+        feature_dir,
+        "--model-uri",
+        str(tmp_path / "model"),
+        "--checkpoint-uri",
+        str(tmp_path / "ckpt"),
+        "--epochs",
+        "1",
+    ]
+
+
+def test_a_trainjob_node_started_without_torchrun_refuses_to_train(tmp_path, feature_dir):
+    """The runtime sets only PET_*; without torchrun a node would train the whole job alone, N
+    copies writing one checkpoint URI. It must refuse instead."""
+    env = {k: v for k, v in os.environ.items() if k not in ("WORLD_SIZE", "RANK", "MASTER_ADDR")}
+    node_env = trainjob_env("job-node-0-0.job", node_rank=1, num_nodes=2)
+    proc = subprocess.run(
+        trainer_argv(feature_dir, tmp_path),
+        capture_output=True,
+        text=True,
+        env={**env, **node_env, "OMP_NUM_THREADS": "1"},
+        timeout=300,
+    )
+    assert proc.returncode != 0
+    assert "PET_NNODES=2, PET_NPROC_PER_NODE=1 but no WORLD_SIZE" in proc.stderr
+    assert "torchrun" in proc.stderr
+    assert not (tmp_path / "ckpt").exists() and not (tmp_path / "model").exists()
+
+
+def test_the_trainjob_contract_replayed_locally_trains(tmp_path, feature_dir):
+    """Each node started exactly as its TrainJob pod is: torchrun under the runtime's PET_* env
+    (loopback for node 0's address), and nothing else of the training-operator's."""
+    replicas = pytorch_backend.local_replicas(
+        TrainingSettings(workers=2), ["--epochs", "1"], training_api=TRAINER_V2
+    ).build(1)
+    port = replicas[0].env["PET_MASTER_PORT"]
+    for node, replica in enumerate(replicas):
+        assert replica.env == trainjob_env("127.0.0.1", node, 2, int(port))
+        assert replica.argv[1:5] == ["-m", "torch.distributed.run", "-m", pytorch_backend.TRAINER_MODULE]
+    metrics, reference = train_locally(
+        TrainingSettings(epochs=2, workers=2, batch_size=128, learning_rate=0.01, max_restarts=0),
+        features_uri=feature_dir,
+        model_uri=str(tmp_path / "model"),
+        logs_uri=str(tmp_path / "logs"),
+        threads_per_worker=1,
+        training_api=TRAINER_V2,
+    )
+    assert (reference["training_api"], reference["launcher"]) == ("trainer-v2", "torchrun")
+    assert metrics["world_size"] == 2 and metrics["val_auc"] > 0.75
+    node0 = (tmp_path / "logs" / "attempt-1" / "rank-0.log").read_text()
+    assert "rank 0 of 2" in node0 and len(katib_metrics(node0)) == 2
     assert (tmp_path / "model" / "model.onnx").is_file()
 
 

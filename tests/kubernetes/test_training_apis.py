@@ -1,0 +1,123 @@
+"""Which training API a run uses: ``training_api`` auto/v1/trainer-v2 against what the cluster
+serves, asked through API discovery of the fake API server (no cluster runs here)."""
+
+import pytest
+
+from kfstack.components.training.train_model.stage import STAGE as TRAINING
+from kfstack.errors import InvalidParameterError, PlatformNotAvailableError
+from kfstack.kubernetes import resources
+from kfstack.kubernetes.training_apis import AUTO, TRAINER_V2, V1, candidate_apis
+from kfstack.platforms import choose_variant, run_stage
+from kfstack.training.settings import PYTORCH, TENSORFLOW
+from tests.kubernetes.test_render import FakeArtifact, arguments, cluster
+from tests.training.conftest import make_feature_dir
+
+V1_ONLY = (resources.PYTORCHJOB, resources.TFJOB)
+V2_ONLY = (resources.TRAINJOB,)
+BOTH = (resources.PYTORCHJOB, resources.TFJOB, resources.TRAINJOB)
+
+
+def test_candidates_in_order_of_preference():
+    assert candidate_apis(AUTO, PYTORCH) == (TRAINER_V2, V1)
+    assert candidate_apis(V1, PYTORCH) == (V1,)
+    assert candidate_apis(TRAINER_V2, PYTORCH) == (TRAINER_V2,)
+    # Only a TFJob runs TensorFlow, only a PyTorchJob runs elastic: auto never offers Trainer v2.
+    assert candidate_apis(AUTO, TENSORFLOW) == (V1,)
+    assert candidate_apis(AUTO, PYTORCH, elastic=True) == (V1,)
+
+
+@pytest.mark.parametrize(
+    ("framework", "elastic", "message"),
+    [(TENSORFLOW, False, "no TensorFlow runtime"), (PYTORCH, True, "elasticPolicy")],
+)
+def test_trainer_v2_for_what_only_v1_runs_is_refused_with_what_to_use(framework, elastic, message):
+    with pytest.raises(InvalidParameterError, match=message) as err:
+        candidate_apis(TRAINER_V2, framework, elastic)
+    assert "training_api=v1" in str(err.value)
+
+
+def test_an_unknown_choice_is_refused():
+    with pytest.raises(InvalidParameterError, match="training_api='v3'"):
+        candidate_apis("v3", PYTORCH)
+
+
+def chosen_kind(fake_api, tmp_path, served, **parameters) -> str:
+    fake_api.serve_only(*served)
+    uris = {name: f"s3://b/{name}" for name in ("features", "model", "training_logs")}
+    settings = TRAINING.settings(arguments(tmp_path, uris, (), **parameters))
+    variant = choose_variant("train-model", TRAINING.variants(settings), cluster(fake_api))
+    (requires,) = variant.requires
+    return requires.kind
+
+
+@pytest.mark.parametrize(
+    ("served", "expected"),
+    [(V1_ONLY, "PyTorchJob"), (V2_ONLY, "TrainJob"), (BOTH, "TrainJob")],
+    ids=["v1-only", "v2-only", "both"],
+)
+def test_auto_takes_what_the_cluster_serves_trainer_v2_first(fake_api, tmp_path, served, expected):
+    assert chosen_kind(fake_api, tmp_path, served) == expected
+    # It asked the API server's discovery, nothing else.
+    assert {path for _, path in fake_api.requests} <= {
+        "/apis/trainer.kubeflow.org/v1alpha1",
+        "/apis/kubeflow.org/v1",
+    }
+
+
+def test_tensorflow_on_auto_takes_the_tfjob(fake_api, tmp_path):
+    assert chosen_kind(fake_api, tmp_path, BOTH, framework="tensorflow") == "TFJob"
+
+
+def test_a_forced_choice_is_not_overridden_by_what_is_served(fake_api, tmp_path):
+    assert chosen_kind(fake_api, tmp_path, BOTH, training_api="v1") == "PyTorchJob"
+    with pytest.raises(
+        PlatformNotAvailableError, match=r"training_api=trainer-v2 needs trainer\.kubeflow\.org"
+    ):
+        chosen_kind(fake_api, tmp_path, V1_ONLY, training_api="trainer-v2")
+
+
+@pytest.mark.parametrize("framework", ["pytorch", "tensorflow"])
+def test_a_cluster_with_neither_api_fails_before_anything_is_created(fake_api, tmp_path, framework):
+    features = make_feature_dir(tmp_path / "features", rows=400, shards=2, seed=3)
+    args = arguments(
+        tmp_path,
+        {"features": FakeArtifact(features, features)},
+        ("model", "training_metrics", "training_logs", "training_job"),
+        framework=framework,
+    )
+    fake_api.serve_only(resources.SPARK_APPLICATION)
+    with pytest.raises(PlatformNotAvailableError) as err:
+        run_stage(TRAINING, args, cluster=cluster(fake_api))
+    message = str(err.value)
+    assert "kubeflow.org/v1" in message and "training-operator v1.9" in message
+    if framework == "pytorch":
+        assert "Kubeflow Trainer v2.3" in message  # both ways are named, each with its installer
+    assert "Nothing was submitted" in message
+    assert fake_api.count("POST") == 0
+
+
+def test_on_a_trainer_v2_cluster_the_step_creates_a_trainjob(fake_api, tmp_path):
+    features = make_feature_dir(tmp_path / "features", rows=400, shards=2, seed=3)
+    args = arguments(
+        tmp_path,
+        {"features": FakeArtifact(features, features)},
+        ("model", "training_metrics", "training_logs", "training_job"),
+        workers=2,
+    )
+    fake_api.serve_only(*V2_ONLY)
+
+    def controller(name):  # Trainer v2 reports a failure at once: enough to see what was created
+        fake_api.statuses[name] = [
+            {
+                "conditions": [
+                    {"type": "Failed", "status": "True", "reason": "FailedJobs", "message": "node 1"}
+                ]
+            }
+        ]
+
+    fake_api.on_read = controller
+    with pytest.raises(Exception, match=r"TrainJob team-ml/kfs-pytorch-\w+ failed"):
+        run_stage(TRAINING, args, cluster=cluster(fake_api))
+    ((plural, _, _),) = fake_api.objects
+    assert plural == "trainjobs"
+    assert fake_api.count("POST", "/apis/trainer.kubeflow.org/v1alpha1/") == 1
