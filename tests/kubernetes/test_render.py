@@ -97,6 +97,56 @@ def test_render_tensorflow_parameter_server_job(tmp_path):
     validate_with_crds(tmp_path, list(objects.values()))
 
 
+def test_render_with_auto_writes_each_training_api_with_its_condition(tmp_path):
+    """training_api=auto decides on the cluster: both jobs are rendered, each saying when."""
+    out = tmp_path / "rendered"
+    assert main(["render", "--out", str(out), "--run-id", RUN_ID]) == 0
+    texts = {path.name.split("-")[0]: path.read_text() for path in out.glob("*.yaml")}
+    assert set(texts) == {"pytorchjob", "trainjob", "sparkapplication"}
+    assert texts["trainjob"].startswith(
+        "# only when: training_api=trainer-v2: the cluster serves trainer.kubeflow.org/v1alpha1 TrainJob"
+    )
+    first_line = texts["pytorchjob"].splitlines()[0]
+    assert "the cluster serves kubeflow.org/v1 PyTorchJob" in first_line
+    assert first_line.endswith("and not trainer.kubeflow.org/v1alpha1 TrainJob (Kubeflow Trainer v2.3)")
+    assert not texts["sparkapplication"].startswith("#")  # created whatever the cluster serves
+    validate_with_crds(tmp_path, [yaml.safe_load(text) for text in texts.values()])
+
+
+def test_render_an_explicit_trainer_v2_choice(tmp_path):
+    out = tmp_path / "rendered"
+    arguments = ["--param", "training_api=trainer-v2", "--param", "trainer_runtime=kfstack-torch-distributed"]
+    assert main(["render", "--out", str(out), "--param", "workers=4", *arguments]) == 0
+    objects = {o["kind"]: o for o in (yaml.safe_load(f.read_text()) for f in out.glob("*.yaml"))}
+    assert set(objects) == {"TrainJob", "SparkApplication"}
+    spec = objects["TrainJob"]["spec"]
+    assert spec["runtimeRef"]["name"] == "kfstack-torch-distributed"
+    assert spec["trainer"]["numNodes"] == 4
+    args = spec["trainer"]["args"]
+    assert args[args.index("--features-uri") + 1] == "{{artifact:flights-features/features}}"
+    validate_with_crds(tmp_path, list(objects.values()))
+
+
+def test_render_refuses_tensorflow_on_trainer_v2(tmp_path, capsys):
+    out = tmp_path / "o"
+    assert (
+        main(
+            [
+                "render",
+                "--out",
+                str(out),
+                "--param",
+                "framework=tensorflow",
+                "--param",
+                "training_api=trainer-v2",
+            ]
+        )
+        == 2
+    )
+    assert "no TensorFlow runtime" in capsys.readouterr().err
+    assert not out.exists()
+
+
 def test_render_refuses_bad_parameters(tmp_path, capsys):
     assert main(["render", "--out", str(tmp_path / "o"), "--param", "spark_executor_memory=lots"]) == 2
     assert "spark_executor_memory='lots'" in capsys.readouterr().err
