@@ -214,12 +214,13 @@ def _rendered_kinds(out_dir) -> dict[str, str]:
     return kinds
 
 
-def test_render_default_writes_spark_and_pytorch(capsys, tmp_path):
+def test_render_default_writes_spark_and_both_training_apis(capsys, tmp_path):
+    """training_api=auto: the cluster decides at run time, so both jobs are rendered."""
     out_dir = tmp_path / "objects"
     assert cli.main(["render", "--out", str(out_dir)]) == 0
     printed = capsys.readouterr().out.split()
     assert sorted(printed) == sorted(str(p) for p in out_dir.iterdir() if p.name != ".kfstack-render")
-    assert set(_rendered_kinds(out_dir)) == {"SparkApplication", "PyTorchJob"}
+    assert set(_rendered_kinds(out_dir)) == {"SparkApplication", "PyTorchJob", "TrainJob"}
 
 
 def test_render_tensorflow_writes_tfjob(capsys, tmp_path):
@@ -514,7 +515,7 @@ def test_render_refuses_a_directory_it_did_not_write(capsys, tmp_path):
 def test_render_replaces_its_own_earlier_output_whole(capsys, tmp_path):
     out_dir = tmp_path / "objects"
     assert cli.main(["render", "--out", str(out_dir)]) == 0
-    assert set(_rendered_kinds(out_dir)) == {"SparkApplication", "PyTorchJob"}
+    assert set(_rendered_kinds(out_dir)) == {"SparkApplication", "PyTorchJob", "TrainJob"}
     assert cli.main(["render", "--out", str(out_dir), "--param", "framework=tensorflow"]) == 0
     # The PyTorchJob of the first render is gone: the directory is exactly the second render.
     assert set(_rendered_kinds(out_dir)) == {"SparkApplication", "TFJob"}
