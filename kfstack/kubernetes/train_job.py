@@ -35,10 +35,12 @@ from __future__ import annotations
 
 from kubeflow_trainer_api import models
 
+from kfstack.errors import InvalidParameterError
 from kfstack.kubernetes import pods
 from kfstack.kubernetes.resources import TRAINJOB as TRAINJOB_KIND
 from kfstack.kubernetes.resources import TRAINJOB_NODE as NODE
 from kfstack.kubernetes.training_jobs import TrainingJobRequest, validate_request
+from kfstack.settings import Placeholder
 
 CLUSTER_TRAINING_RUNTIME = "ClusterTrainingRuntime"
 # The upstream runtime of torchrun-based jobs (Trainer v2.3's manifests install it).
@@ -110,9 +112,16 @@ def build_trainjob(request: TrainingJobRequest, runtime: str = DEFAULT_RUNTIME) 
         The manifest as a dict (camelCase, no empty fields).
 
     Raises:
-        InvalidParameterError: See :func:`.training_jobs.validate_request`.
+        InvalidParameterError: See :func:`.training_jobs.validate_request`; or ``workers`` is a
+            placeholder (a Katib trial parameter): ``numNodes`` is an integer field, and Katib
+            substitutes trial parameters as text, which would make it a string.
     """
     validate_request(request)
+    if isinstance(request.workers, Placeholder):
+        raise InvalidParameterError(
+            f"workers={request.workers}: the TrainJob's numNodes must be an integer, so the number "
+            f"of nodes cannot be a trial parameter; tune hyperparameters, not the job's size"
+        )
     profile = request.profile
     trainer = models.TrainerV1alpha1Trainer(
         image=request.image,

@@ -136,3 +136,8 @@ def test_katib_placeholders_pass_into_the_trainer_args():
 def test_spot_without_a_checkpoint_is_refused_before_anything_is_built():
     with pytest.raises(InvalidParameterError, match="checkpoint URI is required"):
         build_trainjob(training_request("h100-spot", checkpoint_uri=""))
+
+
+def test_the_number_of_nodes_cannot_be_a_trial_parameter():
+    with pytest.raises(InvalidParameterError, match="numNodes must be an integer"):
+        build_trainjob(training_request(workers=katib_parameter("workers")))
