@@ -105,7 +105,8 @@ class Stage(Protocol, Generic[SettingsT]):
 
     def preflight(self, settings: SettingsT) -> None:
         """Checks that must read something (its inputs exist and fit), on either platform,
-        before anything starts; ``kfstack render`` skips them."""
+        before anything starts; ``kfstack render`` skips them. Gets the settings as the
+        arguments gave them (before a variant is chosen)."""
         ...
 
     def variants(self, settings: SettingsT) -> list[Variant[SettingsT]]:
@@ -188,9 +189,15 @@ def choose_variant(stage: str, variants: list[Variant[SettingsT]], cluster: Clus
         (f"{variant.choice} needs " if variant.choice else "it needs ") + _needs(variant)
         for variant in variants
     )
+    if len(variants) == 1:
+        # A forced choice (training_api=v1) may have an alternative the cluster does serve.
+        parameter = variants[0].choice.partition("=")[0]
+        todo = "Install it (manifests/README.md)" + (f" or choose another {parameter}" if parameter else "")
+    else:
+        todo = "Install one of them (manifests/README.md)"
     raise PlatformNotAvailableError(
-        f"{stage}: the cluster does not serve the API this step needs: {needs}. Install it "
-        f"(manifests/README.md) or choose a variant the cluster serves. Nothing was submitted."
+        f"{stage}: the cluster does not serve the API this step needs: {needs}. {todo}. "
+        f"Nothing was submitted."
     )
 
 
@@ -236,10 +243,11 @@ def run_stage(stage: Stage[Any], arguments: Mapping[str, Any], cluster: Cluster 
             run_id=arguments.get(RUN_ID_ARGUMENT, ""),
             task_name=arguments.get(TASK_NAME_ARGUMENT) or stage.component,
         )
+        # Every variant is built first: a value its builder refuses fails before any API call.
+        built = {id(variant): stage.build(variant.settings, context) for variant in variants}
         cluster = cluster or Cluster.from_environment(stage.component)
         variant = choose_variant(stage.component, variants, cluster)
-        settings = variant.settings
-        objects = stage.build(settings, context)
+        settings, objects = variant.settings, built[id(variant)]
         finished, references = [], []
         for body in objects:
             final, reference = launch(body, settings.placement, cluster)

@@ -106,6 +106,25 @@ def run_parameters(pipeline: str, values: Mapping[str, Any]) -> dict[str, Any]:
     return {**defaults, **{name: convert(name, raw, types[name]) for name, raw in values.items()}}
 
 
+def _launching_variants(
+    pipeline: str, values: Mapping[str, Any], run_id: str, components_package: str = COMPONENTS_PACKAGE
+) -> list[tuple[pipeline_spec.LaunchingTask, Any, list[platforms.Variant[Any]]]]:
+    """Every launching task of a ``platform=kubernetes`` run, its stage and its variants.
+
+    Raises:
+        UsageError, InvalidParameterError: See :func:`render`.
+    """
+    parameters = {**run_parameters(pipeline, values), platforms.PLATFORM_ARGUMENT: platforms.KUBERNETES}
+    run_check(pipeline)(parameters)
+    stages = launching_stages(components_package)
+    spec = compiled_spec(load_pipeline(pipeline))
+    found = []
+    for task in pipeline_spec.launching_tasks(spec, parameters, stages, run_id):
+        stage = stages[task.component]
+        found.append((task, stage, stage.variants(stage.settings(task.arguments))))
+    return found
+
+
 def render(
     pipeline: str, values: Mapping[str, Any], run_id: str, components_package: str = COMPONENTS_PACKAGE
 ) -> list[RenderedTask]:
@@ -125,14 +144,8 @@ def render(
         UsageError: Unknown pipeline or parameter, or a mistyped value.
         InvalidParameterError: A value a stage or the pipeline's rules refuse (nothing rendered).
     """
-    parameters = {**run_parameters(pipeline, values), platforms.PLATFORM_ARGUMENT: platforms.KUBERNETES}
-    run_check(pipeline)(parameters)
-    stages = launching_stages(components_package)
-    spec = compiled_spec(load_pipeline(pipeline))
     rendered = []
-    for task in pipeline_spec.launching_tasks(spec, parameters, stages, run_id):
-        stage = stages[task.component]
-        variants = stage.variants(stage.settings(task.arguments))
+    for task, stage, variants in _launching_variants(pipeline, values, run_id, components_package):
         context = RunContext(run_id=run_id, task_name=task.task)
         # A choice the cluster makes at run time (training_api=auto): every variant, each with
         # the condition under which it is the one created.
@@ -207,18 +220,25 @@ def write_objects(rendered: list[RenderedTask], out_dir: str) -> list[str]:
 
 
 def check_run_parameters(pipeline: str, values: Mapping[str, Any], run_id: str) -> None:
-    """The validate-parameters task's check: render everything, then find the cluster when the
-    run is to use one.
+    """The validate-parameters task's check: render everything, then, when the run is to use a
+    cluster, find it and check that it serves an API every launching step can run on -- before
+    the first step starts (a cluster without Trainer v2 fails ``training_api=trainer-v2`` here,
+    not after the Spark job).
 
     Raises:
         UsageError, InvalidParameterError: See :func:`render`.
-        PlatformNotAvailableError: ``platform=kubernetes`` and no Kubernetes API is reachable.
+        PlatformNotAvailableError: ``platform=kubernetes`` and no Kubernetes API is reachable, or
+            it serves no variant of a launching step.
     """
-    render(pipeline, values, run_id or "validation")
+    run_id = run_id or "validation"
+    render(pipeline, values, run_id)
     platform = run_parameters(pipeline, values).get(platforms.PLATFORM_ARGUMENT, "")
     platforms.require_available(platform, stage=pipeline)
     if platform == platforms.KUBERNETES:
-        Cluster.from_environment(stage=pipeline)
+        cluster = Cluster.from_environment(stage=pipeline)
+        for task, _, variants in _launching_variants(pipeline, values, run_id):
+            if not task.when:  # a step under a condition only the run decides may not run at all
+                platforms.choose_variant(task.task, variants, cluster)
 
 
 def main(argv: list[str] | None = None) -> int:

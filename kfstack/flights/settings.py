@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from kfstack.errors import InvalidParameterError
-from kfstack.kubernetes import node_pools, train_job, training_apis
+from kfstack.kubernetes import node_pools, training_apis
 from kfstack.kubernetes.placement import Placement
 from kfstack.settings import setting
 
@@ -31,7 +31,7 @@ class TrainingPlacement(Placement):
     # Which training operator's API runs the job, and the TrainJob's runtime
     # (kfstack.kubernetes.training_apis).
     training_api: str = setting(training_apis.AUTO, choices=training_apis.TRAINING_APIS)
-    trainer_runtime: str = train_job.DEFAULT_RUNTIME
+    trainer_runtime: str = training_apis.DEFAULT_TRAINER_RUNTIME
 
     def check(self) -> list[str]:
         problems = super().check()

@@ -28,6 +28,9 @@ SCRATCH_VOLUME = "scratch"
 SCRATCH_PATH = "/tmp"
 SHM_VOLUME = "dshm"
 SHM_PATH = "/dev/shm"
+# The trainers checkpoint every epoch and stop at once on SIGTERM; this bounds how long a
+# preempted or cancelled job pod holds its GPU.
+TERMINATION_GRACE_SECONDS = 30
 
 # Env name == key in the object-store Secret. Every reference is optional: pods that
 # authenticate through workload identity (IRSA, GKE) run without the Secret, and a missing key
@@ -175,8 +178,6 @@ def job_pod_template(
             image_pull_secrets=secrets.image_pull_secrets(),
             service_account_name=service_account,
             volumes=volumes,
-            # The trainers checkpoint every epoch; on SIGTERM they stop at once, and this
-            # bounds how long a preempted pod holds its GPU.
-            termination_grace_period_seconds=30,
+            termination_grace_period_seconds=TERMINATION_GRACE_SECONDS,
         ),
     )

@@ -39,12 +39,11 @@ from kfstack.errors import InvalidParameterError
 from kfstack.kubernetes import pods
 from kfstack.kubernetes.resources import TRAINJOB as TRAINJOB_KIND
 from kfstack.kubernetes.resources import TRAINJOB_NODE as NODE
+from kfstack.kubernetes.training_apis import DEFAULT_TRAINER_RUNTIME
 from kfstack.kubernetes.training_jobs import TrainingJobRequest, validate_request
 from kfstack.settings import Placeholder
 
 CLUSTER_TRAINING_RUNTIME = "ClusterTrainingRuntime"
-# The upstream runtime of torchrun-based jobs (Trainer v2.3's manifests install it).
-DEFAULT_RUNTIME = "torch-distributed"
 # Who owns kfstack's entry in spec.runtimePatches (each patch names its manager).
 PATCH_MANAGER = "kfstack.dev/launcher"
 
@@ -60,8 +59,7 @@ def _pod_patch(request: TrainingJobRequest) -> models.TrainerV1alpha1PodTemplate
         "securityContext": pods.to_dict(pods.pod_security_context()),
         "imagePullSecrets": pods.to_dict(request.secrets.image_pull_secrets()),
         "volumes": pods.to_dict(volumes),
-        # As for the v1 jobs: the trainers checkpoint every epoch and stop at once on SIGTERM.
-        "terminationGracePeriodSeconds": 30,
+        "terminationGracePeriodSeconds": pods.TERMINATION_GRACE_SECONDS,
         "containers": [
             {
                 "name": NODE,
@@ -100,7 +98,7 @@ def trainer_command(module: str) -> list[str]:
     return ["torchrun", "-m", module]
 
 
-def build_trainjob(request: TrainingJobRequest, runtime: str = DEFAULT_RUNTIME) -> dict:
+def build_trainjob(request: TrainingJobRequest, runtime: str = DEFAULT_TRAINER_RUNTIME) -> dict:
     """A ``trainer.kubeflow.org/v1alpha1`` TrainJob of ``request.workers`` nodes on ``runtime``.
 
     Args:

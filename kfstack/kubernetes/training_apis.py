@@ -27,6 +27,10 @@ from kfstack.errors import InvalidParameterError
 from kfstack.kubernetes.resources import PYTORCHJOB, TFJOB, TRAINJOB, ResourceKind
 from kfstack.training.settings import TENSORFLOW
 
+# The ClusterTrainingRuntime a TrainJob references by default: the upstream torchrun runtime
+# Trainer v2.3's manifests install (kfstack's own: manifests/cluster/trainer-v2/).
+DEFAULT_TRAINER_RUNTIME = "torch-distributed"
+
 AUTO = "auto"
 V1 = "v1"
 TRAINER_V2 = "trainer-v2"

@@ -8,7 +8,8 @@ from kubeflow_trainer_api import models
 
 from kfstack.errors import InvalidParameterError
 from kfstack.kubernetes import naming, node_pools, pods
-from kfstack.kubernetes.train_job import DEFAULT_RUNTIME, PATCH_MANAGER, build_trainjob
+from kfstack.kubernetes.train_job import PATCH_MANAGER, build_trainjob
+from kfstack.kubernetes.training_apis import DEFAULT_TRAINER_RUNTIME
 from kfstack.settings import katib_parameter
 from tests.kubernetes.conftest import RUN_ID, training_request
 from tests.kubernetes.test_builders import validate_with_crds
@@ -45,7 +46,7 @@ def test_a_gpu_trainjob_as_data():
     assert spec["runtimeRef"] == {
         "apiGroup": "trainer.kubeflow.org",
         "kind": "ClusterTrainingRuntime",
-        "name": DEFAULT_RUNTIME,
+        "name": DEFAULT_TRAINER_RUNTIME,
     }
     assert spec["suspend"] is True  # Kueue admits it
     assert spec["activeDeadlineSeconds"] == 7200

@@ -6,9 +6,12 @@ import pytest
 from kfstack.components.training.train_model.stage import STAGE as TRAINING
 from kfstack.errors import InvalidParameterError, PlatformNotAvailableError
 from kfstack.kubernetes import resources
+from kfstack.kubernetes.launcher import Cluster
 from kfstack.kubernetes.training_apis import AUTO, TRAINER_V2, V1, candidate_apis
+from kfstack.pipelines import rendering
 from kfstack.platforms import choose_variant, run_stage
 from kfstack.training.settings import PYTORCH, TENSORFLOW
+from tests.kubernetes.conftest import RUN_ID
 from tests.kubernetes.test_render import FakeArtifact, arguments, cluster
 from tests.training.conftest import make_feature_dir
 
@@ -121,3 +124,19 @@ def test_on_a_trainer_v2_cluster_the_step_creates_a_trainjob(fake_api, tmp_path)
     ((plural, _, _),) = fake_api.objects
     assert plural == "trainjobs"
     assert fake_api.count("POST", "/apis/trainer.kubeflow.org/v1alpha1/") == 1
+
+
+def test_the_parameter_check_finds_an_unserved_api_before_the_first_step(fake_api, monkeypatch):
+    """validate-parameters, on the cluster: a forced trainer-v2 on a v1 cluster fails there,
+    before the Spark job, and so does a cluster without the spark-operator."""
+    monkeypatch.setattr(Cluster, "from_environment", classmethod(lambda cls, stage: cluster(fake_api)))
+    fake_api.serve_only(*V1_ONLY, resources.SPARK_APPLICATION)
+    rendering.check_run_parameters("flights-training", {"platform": "kubernetes"}, RUN_ID)
+    with pytest.raises(PlatformNotAvailableError, match=r"train-model: .* choose another training_api"):
+        rendering.check_run_parameters(
+            "flights-training", {"platform": "kubernetes", "training_api": "trainer-v2"}, RUN_ID
+        )
+    fake_api.serve_only(*V2_ONLY)
+    with pytest.raises(PlatformNotAvailableError, match=r"flights-features: .*SparkApplication"):
+        rendering.check_run_parameters("flights-training", {"platform": "kubernetes"}, RUN_ID)
+    assert fake_api.count("POST") == 0
