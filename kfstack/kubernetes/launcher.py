@@ -414,17 +414,33 @@ def delete_run_resources(
     """Deletes every unfinished batch job of ``kinds`` that run ``run_id`` created.
 
     Long-lived services are never deleted here: they outlive the run that applied them.
-    Finished jobs stay (their ``ttlSecondsAfterFinished`` removes them) so their status and
-    logs remain readable. Returns ``Kind/name`` of what was deleted.
+    Finished jobs stay (the v1 jobs' ``ttlSecondsAfterFinished`` removes them; a TrainJob stays
+    until deleted) so their status and logs remain readable. A kind the cluster does not serve
+    has nothing to delete. A kind that cannot be listed or deleted (e.g. a Role not yet
+    updated for it) does not stop the cleanup of the others.
+
+    Returns:
+        ``Kind/name`` of what was deleted.
+
+    Raises:
+        ResourceFailedError: Some kind could not be cleaned, after every other kind was.
     """
-    deleted = []
+    deleted, problems = [], []
     for kind in kinds:
         if kind.lifecycle is not Lifecycle.BATCH:
             continue
         launcher = cluster.launcher(kind)
-        for obj in launcher.list(naming.run_selector(run_id)):
-            if not kind.phase(obj).finished and launcher.delete(obj["metadata"]["name"]):
-                deleted.append(f"{kind.kind}/{obj['metadata']['name']}")
+        try:
+            for obj in launcher.list(naming.run_selector(run_id)):
+                if not kind.phase(obj).finished and launcher.delete(obj["metadata"]["name"]):
+                    deleted.append(f"{kind.kind}/{obj['metadata']['name']}")
+        except ApiException as err:
+            problems.append(f"{kind.plural}.{kind.group}: {err.status} {err.reason}")
+    if problems:
+        raise ResourceFailedError(
+            f"cleanup of run {run_id} deleted {', '.join(deleted) or 'nothing'} but could not "
+            f"clean {'; '.join(problems)}"
+        )
     return deleted
 
 

@@ -43,6 +43,10 @@ logger = logging.getLogger(__name__)
 LOG_TAIL_LINES = 40
 # How often the processes each replica started are looked up (a /proc walk).
 TRACK_SECONDS = 1.0
+# SIGTERM to SIGKILL when stopping replicas. Shorter than the embedded runner's grace for a
+# whole task (kfstack.app.local_run): a cancelled launcher has stopped every replica, and the
+# processes they started, before the runner would SIGKILL the launcher itself.
+STOP_GRACE_SECONDS = 5.0
 # Local replicas reach each other here; the ports are picked free per attempt.
 LOOPBACK = "127.0.0.1"
 
@@ -112,12 +116,17 @@ class _Running:
     reader: threading.Thread
     # When the replica's output ended (it exited); picks the first of several failures.
     ended_at: list[float] = dataclasses.field(default_factory=list)
-    # Processes the replica started, as last seen: still stopped if the replica dies first.
+    # The replica as psutil sees it, looked up once at start (a pid reused later by another
+    # process is then not mistaken for it), and the processes it started, as last seen: they
+    # are stopped even when the replica itself died first.
+    handle: psutil.Process | None = None
     descendants: dict[int, psutil.Process] = dataclasses.field(default_factory=dict)
 
     def track_descendants(self) -> None:
+        if self.handle is None:
+            return
         try:
-            children = psutil.Process(self.process.pid).children(recursive=True)
+            children = self.handle.children(recursive=True)
         except psutil.Error:  # the replica already exited
             return
         self.descendants.update({child.pid: child for child in children})
@@ -182,7 +191,11 @@ def _start(replica: ReplicaProcess, attempt_dir: str, out: TextIO, threads: int)
         target=_pump, args=(process, replica.rank, log_path, tail, out, ended_at), daemon=True
     )
     reader.start()
-    return _Running(replica, process, log_path, tail, reader, ended_at)
+    try:
+        handle: psutil.Process | None = psutil.Process(process.pid)
+    except psutil.Error:  # already gone: it started nothing that could outlive it
+        handle = None
+    return _Running(replica, process, log_path, tail, reader, ended_at, handle=handle)
 
 
 def _stop(running: list[_Running], grace_seconds: float) -> None:
@@ -239,7 +252,7 @@ def run_process_group(
     on_group_started: Callable[[int, list[subprocess.Popen]], None] | None = None,
     threads_per_process: int | None = None,
     done_when_exits: int | None = None,
-    grace_seconds: float = 10.0,
+    grace_seconds: float = STOP_GRACE_SECONDS,
     poll_seconds: float = 0.05,
     out: TextIO | None = None,
 ) -> GroupResult:

@@ -58,6 +58,7 @@ class FakeKubernetesApi:
             with them; objects of any other kind are 404, as on a cluster without that CRD).
             ``None`` (the default): every custom object is served, and discovery lists every
             kind kfstack launches.
+        forbidden: Resource plurals every request on which answers 403 (RBAC lacks them).
     """
 
     def __init__(self) -> None:
@@ -69,6 +70,7 @@ class FakeKubernetesApi:
         self.on_read: Callable[[str], None] | None = None
         self.conflict_on_create = False
         self.served: dict[str, set[str]] | None = None
+        self.forbidden: set[str] = set()
         self._versions = itertools.count(1)
         self._lock = threading.Lock()
         self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
@@ -167,6 +169,8 @@ class FakeKubernetesApi:
                 m = _CUSTOM.match(parsed.path)
                 if not m:
                     return self._status(404, "NotFound", f"no route {parsed.path}")
+                if m["plural"] in fake.forbidden:
+                    return self._status(403, "Forbidden", f"{m['plural']} is forbidden")
                 if fake.served is not None and m["plural"] not in fake.served.get(
                     f"{m['group']}/{m['version']}", ()
                 ):

@@ -262,6 +262,21 @@ def test_cleanup_deletes_only_the_runs_unfinished_objects(fake_api):
     assert ("sparkapplications", NAMESPACE, finished["metadata"]["name"]) in fake_api.objects
 
 
+def test_cleanup_of_one_kind_failing_does_not_stop_the_others(fake_api):
+    """A Role not yet updated for TrainJobs (403): the run's Spark job is still deleted, and the
+    cleanup then fails saying what it could not clean."""
+    running = build_spark_application(spark_request())
+    fake_api.put(
+        "sparkapplications", NAMESPACE, {**running, "status": {"applicationState": {"state": "RUNNING"}}}
+    )
+    fake_api.forbidden = {"trainjobs"}
+    with pytest.raises(ResourceFailedError) as err:
+        delete_run_resources(RUN_ID, Cluster(fake_api.api_client(), NAMESPACE))
+    assert f"deleted SparkApplication/{running['metadata']['name']}" in str(err.value)
+    assert "could not clean trainjobs.trainer.kubeflow.org: 403 Forbidden" in str(err.value)
+    assert ("sparkapplications", NAMESPACE, running["metadata"]["name"]) not in fake_api.objects
+
+
 # --- long-lived services ----------------------------------------------------------------------
 # A test-only kind with the service lifecycle, until the InferenceService exists: what matters is
 # that a wait that times out or is cancelled never deletes what serves traffic, and that the run

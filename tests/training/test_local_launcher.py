@@ -5,13 +5,15 @@ import os
 import pathlib
 import signal
 import sys
+import threading
 import time
 
+import psutil
 import pytest
 
 from kfstack.components.training.train_model.stage import train_locally
 from kfstack.errors import CancelledError, TrainingFailedError
-from kfstack.training.process_group import ReplicaProcess, run_process_group
+from kfstack.training.process_group import TRACK_SECONDS, ReplicaProcess, run_process_group
 from kfstack.training.settings import TrainingSettings
 from tests.training.conftest import kill_after_first_checkpoint, make_feature_dir
 from tests.training.test_trainer import katib_metrics
@@ -71,6 +73,46 @@ def test_each_replica_gets_its_share_of_the_cores(tmp_path):
         replicas, logs_dir=str(tmp_path / "given"), max_restarts=0, threads_per_process=3
     )
     assert pathlib.Path(result.logs[1]).read_text().strip() == "threads 3"
+
+
+# A replica that starts a process of its own in a session of its own (as torchrun starts its
+# worker), writes the child's pid to a file, and waits.
+PARENT_OF_DETACHED = [
+    sys.executable,
+    "-c",
+    "import subprocess, sys, time\n"
+    "sleeper = [sys.executable, '-c', 'import time; time.sleep(600)']\n"
+    "child = subprocess.Popen(sleeper, start_new_session=True)\n"
+    "open(sys.argv[1], 'w').write(str(child.pid))\n"
+    "time.sleep(600)\n",
+]
+
+
+def test_a_killed_replicas_own_processes_are_stopped_too(tmp_path):
+    """A TrainJob node is torchrun, whose worker runs in its own session: SIGKILL the node's
+    torchrun (a lost pod) and its worker must not outlive the group."""
+    pid_file = tmp_path / "child.pid"
+
+    def kill_parent(attempt, processes):
+        def later():  # while the launcher polls, as a pod is lost mid-run
+            deadline = time.monotonic() + 60
+            while (not pid_file.exists() or not pid_file.read_text()) and time.monotonic() < deadline:
+                time.sleep(0.05)
+            time.sleep(3 * TRACK_SECONDS)  # the launcher has looked the child up meanwhile
+            processes[0].kill()
+
+        threading.Thread(target=later, daemon=True).start()
+
+    with pytest.raises(TrainingFailedError, match="killed by SIGKILL"):
+        run_process_group(
+            lambda attempt: [ReplicaProcess(0, [*PARENT_OF_DETACHED, str(pid_file)], {}, "node-0")],
+            logs_dir=str(tmp_path / "logs"),
+            max_restarts=0,
+            on_group_started=kill_parent,
+            grace_seconds=5,
+        )
+    child = int(pid_file.read_text())
+    assert not psutil.pid_exists(child) or psutil.Process(child).status() == psutil.STATUS_ZOMBIE
 
 
 def test_sigterm_to_the_launcher_stops_every_replica(tmp_path):
