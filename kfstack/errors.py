@@ -49,7 +49,7 @@ class TrainingFailedError(RunFailedError):
 
 
 class ResourceFailedError(RunFailedError):
-    """A launched Kubernetes object (SparkApplication, PyTorchJob, TFJob...) ended in failure.
+    """A launched Kubernetes object (SparkApplication, PyTorchJob, TFJob, TrainJob...) failed.
 
     The message carries the object's state or conditions and the tail of its primary pod's log.
     """

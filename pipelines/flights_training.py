@@ -95,12 +95,15 @@ def flights_training(
         sample_fraction: Share of flights used, (0, 1]; 1 = all 336,776.
         max_quarantine_fraction: Fail when more than this share (0-1) of rows is invalid.
         num_shards: Parquet shards per split; >= workers so every rank reads its own.
-        framework: ``pytorch`` (PyTorchJob, DDP) or ``tensorflow`` (TFJob).
-        workers: Training ranks (PyTorchJob: 1 Master + workers-1 Workers; TFJob: Workers).
+        framework: ``pytorch`` (DDP; TrainJob or PyTorchJob, see training_api) or ``tensorflow``
+            (TFJob).
+        workers: Training ranks (TrainJob: nodes; PyTorchJob: 1 Master + workers-1 Workers;
+            TFJob: Workers).
         epochs: Training epochs; each ends with a checkpoint and Katib metric lines.
         batch_size: Global batch size, split evenly over ranks.
         learning_rate: Adam learning rate.
-        max_restarts: Restarts from the last checkpoint when a rank fails.
+        max_restarts: Restarts from the last checkpoint when a rank fails (a TrainJob: its
+            runtime's, see trainer_runtime).
         decision_threshold: Probability at or above which a flight is called delayed.
         seed: Seed of the data split and sample, and of the training.
         gpu_pool: Kubernetes: node pool of the training replicas (``cpu``, ``h100``,

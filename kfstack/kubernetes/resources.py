@@ -2,7 +2,8 @@
 
 Each :class:`ResourceKind` knows its API coordinates, its :class:`Lifecycle`, how its
 ``status`` maps onto a :class:`Phase`, what to say about a failure, and which pod's log explains
-it (the *primary* pod: the PyTorchJob master, the TFJob chief or worker 0, the Spark driver).
+it (the *primary* pod: the PyTorchJob master, the TFJob chief or worker 0, the TrainJob's
+node 0, the Spark driver).
 
 Two lifecycles (STYLE 17). An **owned batch job** (SparkApplication, PyTorchJob, TFJob,
 TrainJob; the Katib Experiment next) belongs to one pipeline run: it is adopted on retry, deleted on timeout

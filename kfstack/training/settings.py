@@ -39,7 +39,7 @@ class TrainingSettings(Settings):
     """What a training run is, whichever framework and platform runs it.
 
     Attributes:
-        framework: ``pytorch`` (DDP; PyTorchJob) or ``tensorflow`` (TFJob).
+        framework: ``pytorch`` (DDP; TrainJob or PyTorchJob) or ``tensorflow`` (TFJob).
         workers: Training processes: PyTorch Master + Workers; TF Workers (>= 1).
         epochs: Passes over the training split (>= 1); a checkpoint after each.
         batch_size: Global batch size, split evenly over the workers (>= workers).

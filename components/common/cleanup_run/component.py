@@ -7,7 +7,7 @@ from kfstack.images import COMPONENT_IMAGE
 
 @dsl.component(base_image=COMPONENT_IMAGE, install_kfp_package=False)
 def cleanup_run(platform: str, run_id: str) -> str:
-    """Deletes the batch jobs of the run (SparkApplications, PyTorchJobs, TFJobs) that have not finished.
+    """Deletes the run's batch jobs (SparkApplications, TrainJobs, PyTorchJobs, TFJobs) not finished.
 
     Runs whether the pipeline succeeded, failed or was stopped (KFP's exit handler). A launcher
     deletes its own job on SIGTERM; this catches a launcher pod that was killed before it could.

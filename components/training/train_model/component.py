@@ -41,7 +41,7 @@ def train_model(
             ``kubernetes`` creates a TrainJob, PyTorchJob or TFJob on the ``gpu_pool`` node pool
             and waits.
         features: Output of the feature job (shards, ``feature_spec.json``).
-        framework: ``pytorch`` (DDP; PyTorchJob) or ``tensorflow`` (TFJob).
+        framework: ``pytorch`` (DDP; TrainJob or PyTorchJob) or ``tensorflow`` (TFJob).
         workers: Training replicas (>= 1): PyTorch one Master and ``workers - 1`` Workers; TF
             Workers (the ``parameter_server`` topology adds a Chief and the PS replicas).
         epochs: Passes over the training split (>= 1); a checkpoint is written after each.

@@ -1,10 +1,11 @@
-"""The PyTorch trainer: what each PyTorchJob pod (or local replica process) runs.
+"""The PyTorch trainer: what each TrainJob node or PyTorchJob pod (or local replica) runs.
 
     python -m kfstack.components.training.train_model.pytorch.trainer \\
         --features-uri F --model-uri M --checkpoint-uri C [--epochs 4] [--batch-size 1024] \\
         [--learning-rate 0.003] [--seed 42]
 
-- Reads the PyTorchJob env (:mod:`kfstack.training.env_contract`); without ``WORLD_SIZE`` it
+- Reads the PyTorchJob env, or torchrun's from a TrainJob node's ``PET_*``
+  (:mod:`kfstack.training.env_contract`); without ``WORLD_SIZE`` (and not one of several) it
   trains alone. Distributed: DDP over gloo on CPU, NCCL on GPU.
 - Each rank reads only its own train and validation shards (round robin, disjoint).
 - ``--batch-size`` is the *global* batch: each rank takes ``batch_size // world_size``, and every
