@@ -172,6 +172,16 @@ def _cmd_render(args: argparse.Namespace) -> int:
     rendered = rendering.render(args.name, parse_params(args.param, args.name), run_id=args.run_id)
     for path in rendering.write_objects(rendered, _writable_dir(args.out)):
         print(path)
+    alternatives = sum(len(task.objects) for task in rendered if task.when)
+    if alternatives:
+        # stdout lists the files; the caveat goes to stderr, where a pipe does not take it.
+        print(
+            f"kfstack render: {alternatives} object(s) start with '# only when:' -- the run creates "
+            f"them only under that condition (alternatives such as training_api=auto's TrainJob and "
+            f"PyTorchJob among them): apply only those whose condition holds, or render with an "
+            f"explicit choice (--param training_api=v1 or trainer-v2)",
+            file=sys.stderr,
+        )
     return EXIT_OK
 
 

@@ -223,6 +223,13 @@ def test_render_default_writes_spark_and_both_training_apis(capsys, tmp_path):
     assert set(_rendered_kinds(out_dir)) == {"SparkApplication", "PyTorchJob", "TrainJob"}
 
 
+def test_render_says_which_objects_are_alternatives(capsys, tmp_path):
+    assert cli.main(["render", "--out", str(tmp_path / "both")]) == 0
+    assert "2 object(s) start with '# only when:'" in capsys.readouterr().err
+    assert cli.main(["render", "--out", str(tmp_path / "one"), "--param", "training_api=v1"]) == 0
+    assert capsys.readouterr().err == ""
+
+
 def test_render_tensorflow_writes_tfjob(capsys, tmp_path):
     out_dir = tmp_path / "objects"
     assert cli.main(["render", "--out", str(out_dir), "--param", "framework=tensorflow"]) == 0
@@ -527,6 +534,7 @@ def test_render_replaces_its_own_earlier_output_whole(capsys, tmp_path):
 def test_render_refuses_files_added_beside_its_output(capsys, tmp_path):
     out_dir = tmp_path / "objects"
     assert cli.main(["render", "--out", str(out_dir)]) == 0
+    capsys.readouterr()
     (out_dir / "notes.txt").write_text("mine")
     before = sorted(p.name for p in out_dir.iterdir())
     line = bad_input(capsys, ["render", "--out", str(out_dir), "--param", "framework=tensorflow"])
