@@ -109,9 +109,24 @@ def test_a_cpu_trainjob_is_neither_queued_nor_suspended_and_names_its_runtime():
 
 
 @pytest.mark.parametrize("pool", sorted(node_pools.load_profiles()))
-def test_every_pool_validates_against_the_crd_and_round_trips_through_the_models(tmp_path, pool):
-    job = build_trainjob(training_request(pool, checkpoint_uri="s3://bucket/ckpt"))
-    # Nothing the builder sets is dropped by the models (unknown keys would be).
+def test_every_pool_reaches_the_trainjob_whole_and_validates(tmp_path, pool):
+    """The pod settings the v1 jobs get (Kubernetes client models) pass through the Trainer API
+    models without losing a field -- those models drop keys they do not know -- and the whole
+    TrainJob validates against the v2.3.0 CRD (unknown fields are errors there)."""
+    request = training_request(pool, checkpoint_uri="s3://bucket/ckpt")
+    job = build_trainjob(request)
+    pod = node_patch(job)["spec"]
+    (container,) = pod["containers"]
+    volumes, mounts = pods.scratch_volumes(request.profile)
+    assert pod["volumes"] == pods.to_dict(volumes)
+    assert container["volumeMounts"] == pods.to_dict(mounts)
+    assert pod["securityContext"] == pods.to_dict(pods.pod_security_context())
+    assert container["securityContext"] == pods.to_dict(pods.container_security_context())
+    assert pod.get("tolerations", []) == request.profile.pod_settings()["tolerations"]
+    assert pod["nodeSelector"] == request.profile.node_selector
+    assert job["spec"]["trainer"]["env"] == pods.to_dict(pods.base_env(request.secrets))
+    assert job["spec"]["trainer"]["resourcesPerNode"] == request.profile.resources()
+    # What the API server would hand back reads as the same TrainJob through the models.
     assert models.TrainerV1alpha1TrainJob.from_dict(copy.deepcopy(job)).to_dict() == job
     validate_with_crds(tmp_path, [job])
 
