@@ -144,8 +144,15 @@ def render(
         UsageError: Unknown pipeline or parameter, or a mistyped value.
         InvalidParameterError: A value a stage or the pipeline's rules refuse (nothing rendered).
     """
+    return _build_all(_launching_variants(pipeline, values, run_id, components_package), run_id)
+
+
+def _build_all(
+    launching: list[tuple[pipeline_spec.LaunchingTask, Any, list[platforms.Variant[Any]]]], run_id: str
+) -> list[RenderedTask]:
+    """The objects of every variant of every launching task (see :func:`render`)."""
     rendered = []
-    for task, stage, variants in _launching_variants(pipeline, values, run_id, components_package):
+    for task, stage, variants in launching:
         context = RunContext(run_id=run_id, task_name=task.task)
         # A choice the cluster makes at run time (training_api=auto): every variant, each with
         # the condition under which it is the one created.
@@ -231,12 +238,13 @@ def check_run_parameters(pipeline: str, values: Mapping[str, Any], run_id: str) 
             it serves no variant of a launching step.
     """
     run_id = run_id or "validation"
-    render(pipeline, values, run_id)
+    launching = _launching_variants(pipeline, values, run_id)  # compiled once, for both checks
+    _build_all(launching, run_id)
     platform = run_parameters(pipeline, values).get(platforms.PLATFORM_ARGUMENT, "")
     platforms.require_available(platform, stage=pipeline)
     if platform == platforms.KUBERNETES:
         cluster = Cluster.from_environment(stage=pipeline)
-        for task, _, variants in _launching_variants(pipeline, values, run_id):
+        for task, _, variants in launching:
             if not task.when:  # a step under a condition only the run decides may not run at all
                 platforms.choose_variant(task.task, variants, cluster)
 

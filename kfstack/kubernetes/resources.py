@@ -93,9 +93,14 @@ def _conditions(obj: dict) -> list[dict]:
     return (obj.get("status") or {}).get("conditions") or []
 
 
+def _true_conditions(obj: dict) -> set[str]:
+    """The types of the object's conditions whose status is True."""
+    return {c.get("type", "") for c in _conditions(obj) if c.get("status") == "True"}
+
+
 def training_job_phase(obj: dict) -> Phase:
     """From ``status.conditions``: Succeeded/Failed when one is True, else Running or Pending."""
-    true = {c.get("type") for c in _conditions(obj) if c.get("status") == "True"}
+    true = _true_conditions(obj)
     if "Failed" in true:
         return Phase.FAILED
     if "Succeeded" in true:
@@ -164,7 +169,7 @@ TFJOB = _training_operator_kind("TFJob", "tensorflow")
 def trainjob_phase(obj: dict) -> Phase:
     """From ``status.conditions`` (``Complete``, ``Failed``, ``Suspended``) and, while none is
     True, the child Jobs: Running once one of them has an active pod, else Pending."""
-    true = {c.get("type") for c in _conditions(obj) if c.get("status") == "True"}
+    true = _true_conditions(obj)
     if "Failed" in true:
         return Phase.FAILED
     if "Complete" in true:
