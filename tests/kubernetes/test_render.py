@@ -207,6 +207,15 @@ def arguments(tmp_path, inputs: dict, outputs: tuple[str, ...], **parameters) ->
     return {**values, "platform": "kubernetes", "run_id": RUN_ID, "task_name": "task", **inputs, **artifacts}
 
 
+TRAINING_OUTPUTS = ("model", "training_metrics", "training_logs", "training_job")
+
+
+def training_arguments(tmp_path, **parameters) -> dict:
+    """The training step's arguments over a small real feature directory (2 shards a split)."""
+    features = make_feature_dir(tmp_path / "features", rows=400, shards=2, seed=3)
+    return arguments(tmp_path, {"features": FakeArtifact(features, features)}, TRAINING_OUTPUTS, **parameters)
+
+
 def cluster(fake_api) -> Cluster:
     return Cluster(fake_api.api_client(), NAMESPACE, sleep=lambda seconds: None)
 
@@ -247,12 +256,8 @@ def test_feature_stage_on_kubernetes_creates_the_spark_application_and_reads_its
 
 
 def test_training_stage_on_kubernetes_failure_carries_the_master_log(fake_api, tmp_path):
-    features = make_feature_dir(tmp_path / "features", rows=400, shards=2, seed=3)
-    feature_artifact = FakeArtifact(features, features)
-    args = arguments(
+    args = training_arguments(
         tmp_path,
-        {"features": feature_artifact},
-        ("model", "training_metrics", "training_logs", "training_job"),
         workers=2,
         max_restarts=2,
         gpu_pool="h100",
@@ -299,13 +304,7 @@ def test_training_stage_on_kubernetes_failure_carries_the_master_log(fake_api, t
 
 
 def test_training_stage_refuses_too_few_shards_before_creating_anything(fake_api, tmp_path):
-    features = make_feature_dir(tmp_path / "features", rows=400, shards=2, seed=3)
-    args = arguments(
-        tmp_path,
-        {"features": FakeArtifact(features, features)},
-        ("model", "training_metrics", "training_logs", "training_job"),
-        workers=3,
-    )
+    args = training_arguments(tmp_path, workers=3)
     with pytest.raises(Exception, match="2 shards cannot feed 3 ranks"):
         run_stage(TRAINING, args, cluster=cluster(fake_api))
     assert fake_api.requests == []

@@ -12,8 +12,7 @@ from kfstack.pipelines import rendering
 from kfstack.platforms import choose_variant, run_stage
 from kfstack.training.settings import PYTORCH, TENSORFLOW
 from tests.kubernetes.conftest import RUN_ID
-from tests.kubernetes.test_render import FakeArtifact, arguments, cluster
-from tests.training.conftest import make_feature_dir
+from tests.kubernetes.test_render import arguments, cluster, training_arguments
 
 V1_ONLY = (resources.PYTORCHJOB, resources.TFJOB)
 V2_ONLY = (resources.TRAINJOB,)
@@ -81,13 +80,7 @@ def test_a_forced_choice_is_not_overridden_by_what_is_served(fake_api, tmp_path)
 
 @pytest.mark.parametrize("framework", ["pytorch", "tensorflow"])
 def test_a_cluster_with_neither_api_fails_before_anything_is_created(fake_api, tmp_path, framework):
-    features = make_feature_dir(tmp_path / "features", rows=400, shards=2, seed=3)
-    args = arguments(
-        tmp_path,
-        {"features": FakeArtifact(features, features)},
-        ("model", "training_metrics", "training_logs", "training_job"),
-        framework=framework,
-    )
+    args = training_arguments(tmp_path, framework=framework)
     fake_api.serve_only(resources.SPARK_APPLICATION)
     with pytest.raises(PlatformNotAvailableError) as err:
         run_stage(TRAINING, args, cluster=cluster(fake_api))
@@ -100,13 +93,7 @@ def test_a_cluster_with_neither_api_fails_before_anything_is_created(fake_api, t
 
 
 def test_on_a_trainer_v2_cluster_the_step_creates_a_trainjob(fake_api, tmp_path):
-    features = make_feature_dir(tmp_path / "features", rows=400, shards=2, seed=3)
-    args = arguments(
-        tmp_path,
-        {"features": FakeArtifact(features, features)},
-        ("model", "training_metrics", "training_logs", "training_job"),
-        workers=2,
-    )
+    args = training_arguments(tmp_path, workers=2)
     fake_api.serve_only(*V2_ONLY)
 
     def controller(name):  # Trainer v2 reports a failure at once: enough to see what was created

@@ -96,36 +96,8 @@ def test_export_matches_the_checkpointed_torch_model(two_rank_run, feature_dir):
     assert written["onnx_max_abs_difference"] < 1e-4 and len(written["history"]) == 3
 
 
-def test_without_world_size_the_trainer_runs_alone(tmp_path, feature_dir):
-    env = {k: v for k, v in os.environ.items() if k not in ("WORLD_SIZE", "RANK", "MASTER_ADDR")}
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "kfstack.components.training.train_model.pytorch.trainer",
-            "--features-uri",
-            feature_dir,
-            "--model-uri",
-            str(tmp_path / "model"),
-            "--checkpoint-uri",
-            str(tmp_path / "ckpt"),
-            "--epochs",
-            "1",
-            "--batch-size",
-            "256",
-        ],
-        capture_output=True,
-        text=True,
-        env={**env, "OMP_NUM_THREADS": "1"},
-        timeout=300,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    assert "rank 0 of 1" in proc.stderr and "4000 train rows" in proc.stderr
-    assert len(katib_metrics(proc.stdout)) == 1
-    assert (tmp_path / "model" / "model.onnx").is_file()
-
-
 def trainer_argv(feature_dir, tmp_path) -> list[str]:
+    """The trainer's command line as a pod runs it, one epoch, outputs under ``tmp_path``."""
     return [
         sys.executable,
         "-m",
@@ -139,6 +111,21 @@ def trainer_argv(feature_dir, tmp_path) -> list[str]:
         "--epochs",
         "1",
     ]
+
+
+def test_without_world_size_the_trainer_runs_alone(tmp_path, feature_dir):
+    env = {k: v for k, v in os.environ.items() if k not in ("WORLD_SIZE", "RANK", "MASTER_ADDR")}
+    proc = subprocess.run(
+        [*trainer_argv(feature_dir, tmp_path), "--batch-size", "256"],
+        capture_output=True,
+        text=True,
+        env={**env, "OMP_NUM_THREADS": "1"},
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "rank 0 of 1" in proc.stderr and "4000 train rows" in proc.stderr
+    assert len(katib_metrics(proc.stdout)) == 1
+    assert (tmp_path / "model" / "model.onnx").is_file()
 
 
 def test_a_trainjob_node_started_without_torchrun_refuses_to_train(tmp_path, feature_dir):
