@@ -48,6 +48,15 @@ class TrainingFailedError(RunFailedError):
     """A training process group failed and could not be recovered by restarts."""
 
 
+class TuningFailedError(RunFailedError):
+    """Tuning ended without a usable result: too many failed trials, or the goal unreached when
+    it was required. ``result`` holds the trials run so far (a ``TuningResult``), when known."""
+
+    def __init__(self, message: str, result: object | None = None) -> None:
+        super().__init__(message)
+        self.result = result
+
+
 class ResourceFailedError(RunFailedError):
     """A launched Kubernetes object (SparkApplication, PyTorchJob, TFJob, TrainJob...) failed.
 

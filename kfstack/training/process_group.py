@@ -101,6 +101,8 @@ class GroupResult:
     attempts: int
     logs: dict[int, str]
     attempt_logs: dict[int, dict[int, str]] = dataclasses.field(default_factory=dict)
+    # The caller asked the group to stop (an early-stopped tuning trial) and it was stopped.
+    stopped: bool = False
 
     @property
     def restarts(self) -> int:
@@ -161,6 +163,7 @@ def _pump(
     tail: collections.deque,
     out: TextIO,
     ended_at: list[float],
+    on_output: Callable[[int, str], None] | None,
 ) -> None:
     prefix = f"[rank {rank}] "
     assert process.stdout is not None  # started with stdout=PIPE
@@ -171,10 +174,18 @@ def _pump(
             tail.append(line.rstrip("\n"))
             out.write(prefix + line if line.endswith("\n") else prefix + line + "\n")
             out.flush()
+            if on_output is not None:
+                on_output(rank, line.rstrip("\n"))
     ended_at.append(time.monotonic())
 
 
-def _start(replica: ReplicaProcess, attempt_dir: str, out: TextIO, threads: int) -> _Running:
+def _start(
+    replica: ReplicaProcess,
+    attempt_dir: str,
+    out: TextIO,
+    threads: int,
+    on_output: Callable[[int, str], None] | None = None,
+) -> _Running:
     log_path = os.path.join(attempt_dir, f"rank-{replica.rank}.log")
     env = {**os.environ, "OMP_NUM_THREADS": str(threads), **replica.env, "PYTHONUNBUFFERED": "1"}
     process = subprocess.Popen(
@@ -188,7 +199,7 @@ def _start(replica: ReplicaProcess, attempt_dir: str, out: TextIO, threads: int)
     tail: collections.deque = collections.deque(maxlen=LOG_TAIL_LINES)
     ended_at: list[float] = []
     reader = threading.Thread(
-        target=_pump, args=(process, replica.rank, log_path, tail, out, ended_at), daemon=True
+        target=_pump, args=(process, replica.rank, log_path, tail, out, ended_at, on_output), daemon=True
     )
     reader.start()
     try:
@@ -255,6 +266,8 @@ def run_process_group(
     grace_seconds: float = STOP_GRACE_SECONDS,
     poll_seconds: float = 0.05,
     out: TextIO | None = None,
+    on_output: Callable[[int, str], None] | None = None,
+    stop: threading.Event | None = None,
 ) -> GroupResult:
     """Runs attempts until every replica exits 0 or the restarts are used up.
 
@@ -274,6 +287,10 @@ def run_process_group(
             exit completes the group, the others then being
             stopped -- a TFJob's chief, whose parameter servers and workers serve until the job
             ends. Default: every replica must exit 0.
+        on_output: Called with (rank, line) for every line a replica prints, from the thread
+            reading that replica (a tuning trial watches rank 0's metric lines).
+        stop: Once set, the group is stopped and the run ends with ``stopped=True`` (no restart):
+            what Katib's collector does to an early-stopped trial.
 
     Returns:
         Attempts used and the log file of every rank.
@@ -297,11 +314,13 @@ def run_process_group(
         failed: _Running | None = None
         with sigterm_raises():
             try:
-                running.extend(_start(r, attempt_dir, out, threads) for r in replicas)
+                running.extend(_start(r, attempt_dir, out, threads, on_output) for r in replicas)
                 if on_group_started is not None:
                     on_group_started(attempt, [r.process for r in running])
                 tracked_at = 0.0
                 while True:
+                    if stop is not None and stop.is_set():
+                        break
                     if time.monotonic() - tracked_at > TRACK_SECONDS:
                         for r in running:
                             r.track_descendants()
@@ -319,6 +338,8 @@ def run_process_group(
                 # Also on KeyboardInterrupt / SIGTERM of this launcher: never orphan a replica.
                 _stop(running, grace_seconds)
         attempt_logs[attempt] = {r.replica.rank: r.log_path for r in running}
+        if stop is not None and stop.is_set():
+            return GroupResult(attempt, attempt_logs[attempt], attempt_logs, stopped=True)
         if failed is None:
             return GroupResult(attempts=attempt, logs=attempt_logs[attempt], attempt_logs=attempt_logs)
         reason = _describe_exit(failed.process.returncode)

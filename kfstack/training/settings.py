@@ -36,7 +36,7 @@ REPORTED_METRICS = (*VALIDATION_METRICS, "samples_per_second", "world_size")
 METRIC_RANGES = {VAL_AUC: (0.0, 1.0), VAL_LOG_LOSS: (0.0, float("inf")), VAL_ACCURACY: (0.0, 1.0)}
 # The hyperparameters a tuning search space may set: the trainer arguments a trial template
 # can carry as ``${trialParameters.<name>}``, with the parameter types that fit each.
-TUNABLE_HYPERPARAMETERS = {"learning_rate": ("double",), "batch_size": ("int", "discrete")}
+TUNABLE_HYPERPARAMETERS = {"learning_rate": ("double", "discrete"), "batch_size": ("int", "discrete")}
 
 
 @dataclasses.dataclass(frozen=True)

@@ -425,6 +425,16 @@ class TuningSettings(Settings):
         return self.metric_strategy or (MAX if self.direction == MAXIMIZE else MIN)
 
     @property
+    def metric_strategies(self) -> dict[str, str]:
+        """Metric -> strategy for the objective and every additional metric.
+
+        The additional metrics get ``latest`` (their value at the trial's last report), set
+        explicitly: Katib v0.19's defaulting would give them the objective's direction, e.g. the
+        *highest* log loss of a trial that maximises AUC.
+        """
+        return {self.objective: self.strategy, **dict.fromkeys(self.additional_metrics, LATEST)}
+
+    @property
     def additional_metrics(self) -> tuple[str, ...]:
         """The trainer's other validation metrics: recorded per trial, not optimised."""
         return tuple(m for m in VALIDATION_METRICS if m != self.objective)
