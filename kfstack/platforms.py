@@ -42,6 +42,10 @@ PLATFORM_ARGUMENT = "platform"
 RUN_ID_ARGUMENT = "run_id"
 TASK_NAME_ARGUMENT = "task_name"
 
+# Set by the embedded runner in every task process: the run's directory, where a stage keeps
+# what lets an interrupted run resume (``kfstack run --local --resume RUN_DIR``).
+RUN_DIR_ENV = "KFSTACK_RUN_DIR"
+
 
 class StageSettings(Protocol):
     """What :func:`run_stage` needs of a stage's settings: where its cluster work goes."""
@@ -61,10 +65,14 @@ class StageResult:
         metrics: Output name of a ``Metrics`` artifact -> the scalars logged on it.
         reference: What ran the stage (the cluster object's coordinates, or the local process
             group), written to the stage's reference artifact.
+        outputs: The component's parameter outputs (name -> value), which its body returns.
+        documents: Output name of a ``Markdown``/``HTML`` artifact -> the text written to it.
     """
 
     metrics: Mapping[str, Mapping[str, float]]
     reference: Mapping[str, Any]
+    outputs: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    documents: Mapping[str, str] = dataclasses.field(default_factory=dict)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -126,8 +134,9 @@ class Stage(Protocol, Generic[SettingsT]):
         """The same work on this machine."""
         ...
 
-    def collect(self, settings: SettingsT, finished: list[dict]) -> StageResult:
-        """The result, once every object of :meth:`build` finished (read back its reports)."""
+    def collect(self, settings: SettingsT, finished: list[dict], cluster: Cluster) -> StageResult:
+        """The result, once every object of :meth:`build` finished (read back its reports, or
+        what the cluster keeps about them)."""
         ...
 
 
@@ -253,22 +262,28 @@ def run_stage(stage: Stage[Any], arguments: Mapping[str, Any], cluster: Cluster 
             final, reference = launch(body, settings.placement, cluster)
             finished.append(final)
             references.append(reference)
-        collected = stage.collect(settings, finished)
-        reference = references[0] if len(references) == 1 else {"objects": references}
-        result = StageResult(collected.metrics, {"platform": KUBERNETES, **reference, **collected.reference})
+        collected = stage.collect(settings, finished, cluster)
+        reference = references[0] if len(references) == 1 else {"objects": references} if references else {}
+        result = dataclasses.replace(
+            collected, reference={"platform": KUBERNETES, **reference, **collected.reference}
+        )
     else:
         # The embedded platform has every variant's contract: the preferred one runs.
         local = stage.run_local(variants[0].settings)
-        result = StageResult(local.metrics, {"platform": LOCAL, **local.reference})
+        result = dataclasses.replace(local, reference={"platform": LOCAL, **local.reference})
     publish(result, stage, arguments)
     return result
 
 
 def publish(result: StageResult, stage: Stage[Any], arguments: Mapping[str, Any]) -> None:
-    """Logs the result's metrics on the ``Metrics`` outputs and writes the reference artifact."""
+    """Logs the result's metrics on the ``Metrics`` outputs, writes its documents and the
+    reference artifact."""
     for output, values in result.metrics.items():
         for name, value in values.items():
             arguments[output].log_metric(name, value)
+    for output, text in result.documents.items():
+        with open(arguments[output].path, "w", encoding="utf-8") as f:
+            f.write(text)
     reference_artifact = arguments.get(stage.reference_output)
     if reference_artifact is not None:
         reference_artifact.metadata.update(result.reference)

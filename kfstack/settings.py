@@ -16,6 +16,7 @@ the checks are ours.
 from __future__ import annotations
 
 import dataclasses
+import re
 import typing
 from collections.abc import Mapping
 from typing import Any, ClassVar, TypeVar
@@ -42,6 +43,31 @@ class Placeholder(str):
 def katib_parameter(name: str) -> Placeholder:
     """The reference a Katib trial template uses for trial parameter ``name``."""
     return Placeholder("${trialParameters." + name + "}")
+
+
+_KATIB_REFERENCE = re.compile(r"\$\{trialParameters\.([^}]+)\}")
+
+
+def katib_references(text: str) -> set[str]:
+    """The trial parameters ``text`` references."""
+    return set(_KATIB_REFERENCE.findall(text))
+
+
+def substitute_katib_parameters(text: str, values: Mapping[str, str]) -> str:
+    """``text`` with every ``${trialParameters.<name>}`` replaced by its value, as Katib's
+    trial controller fills a trial template in (plain text replacement of the string value).
+
+    Raises:
+        KeyError: A referenced parameter has no value (Katib refuses such a template too).
+    """
+
+    def value(match: re.Match) -> str:
+        name = match.group(1)
+        if name not in values:
+            raise KeyError(f"the trial template references ${{trialParameters.{name}}}, which has no value")
+        return values[name]
+
+    return _KATIB_REFERENCE.sub(value, text)
 
 
 def setting(

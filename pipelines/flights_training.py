@@ -13,7 +13,8 @@ from kfstack.components.common.cleanup_run.component import cleanup_run
 from kfstack.components.data.flights_features.component import flights_features
 from kfstack.components.evaluation.evaluate_model.component import evaluate_model
 from kfstack.components.training.train_model.component import train_model
-from kfstack.flights.settings import SparkPlacement, TrainingPlacement
+from kfstack.components.tuning.tune_model.component import tune_model
+from kfstack.flights.settings import SparkPlacement, TrainingPlacement, TuningPlacement
 from kfstack.kubernetes import node_pools
 from kfstack.kubernetes.naming import NAMESPACE_ENV
 from kfstack.kubernetes.placement import Placement
@@ -22,6 +23,7 @@ from kfstack.kubernetes.spark_application import SparkResources
 from kfstack.pipelines.validate_run import validate_run
 from kfstack.spark_jobs.flights_features.config import FeatureJobConfig
 from kfstack.training.settings import TrainingSettings
+from kfstack.tuning.spec import TuningSettings
 
 PIPELINE_NAME = "flights-training"
 RUN_ID = dsl.PIPELINE_JOB_ID_PLACEHOLDER
@@ -84,6 +86,24 @@ def flights_training(
     training_timeout_seconds: int = TrainingPlacement.timeout_seconds,
     training_api: str = TrainingPlacement.training_api,
     trainer_runtime: str = TrainingPlacement.trainer_runtime,
+    tune: bool = TuningSettings.enabled,
+    tuning_algorithm: str = TuningSettings.algorithm,
+    tuning_algorithm_settings: str = TuningSettings.algorithm_settings,
+    tuning_search_space: str = TuningSettings.search_space,
+    tuning_objective: str = TuningSettings.objective,
+    tuning_direction: str = TuningSettings.direction,
+    tuning_goal: float = TuningSettings.goal,
+    tuning_require_goal: bool = TuningSettings.require_goal,
+    tuning_metric_strategy: str = TuningSettings.metric_strategy,
+    tuning_early_stopping: str = TuningSettings.early_stopping,
+    tuning_min_trials_required: int = TuningSettings.min_trials_required,
+    tuning_start_step: int = TuningSettings.start_step,
+    tuning_trial_epochs: int = TuningSettings.trial_epochs,
+    tuning_parallel_trials: int = TuningSettings.parallel_trials,
+    tuning_max_trials: int = TuningSettings.max_trials,
+    tuning_max_failed_trials: int = TuningSettings.max_failed_trials,
+    tuning_resume_policy: str = TuningSettings.resume_policy,
+    tuning_timeout_seconds: int = TuningPlacement.timeout_seconds,
 ):
     """Trains and evaluates the flight delay classifier.
 
@@ -131,6 +151,31 @@ def flights_training(
         trainer_runtime: Kubernetes, Trainer v2: the ClusterTrainingRuntime of the TrainJob
             (``torch-distributed`` upstream; ``kfstack-torch-distributed`` restarts the whole
             job from its checkpoint, see manifests/README.md).
+        tune: Tune learning_rate / batch_size before training (a Katib Experiment on
+            Kubernetes, the embedded tuner locally); false: train with the values given.
+        tuning_algorithm: random, tpe, multivariate-tpe, cmaes, grid, sobol; on Kubernetes also
+            bayesianoptimization, hyperband.
+        tuning_algorithm_settings: JSON object of Katib algorithm settings, e.g.
+            {"random_state": 7}; {} for the defaults.
+        tuning_search_space: JSON, tuned argument -> feasible space, e.g. {"learning_rate":
+            {"type": "double", "min": 0.0003, "max": 0.03, "scale": "log"}, "batch_size":
+            {"type": "discrete", "values": [512, 1024, 2048]}} (types double, int, categorical,
+            discrete; components/tuning/tune_model/README.md).
+        tuning_objective: val_auc, val_log_loss or val_accuracy.
+        tuning_direction: maximize or minimize.
+        tuning_goal: Stop tuning once the best trial reaches it; 0 = no goal.
+        tuning_require_goal: Fail when the trials end without reaching tuning_goal.
+        tuning_metric_strategy: min, max or latest of a trial's reports; empty: by direction.
+        tuning_early_stopping: medianstop or none.
+        tuning_min_trials_required: medianstop: succeeded trials before any trial is stopped.
+        tuning_start_step: medianstop: the epoch at which a trial is judged (< trial epochs;
+            Katib's default is 4).
+        tuning_trial_epochs: Epochs per trial.
+        tuning_parallel_trials: Trials at once (capped to the cores locally).
+        tuning_max_trials: Trials in all (`kfstack run --local` applies a small local budget).
+        tuning_max_failed_trials: Tuning fails once this many trials failed.
+        tuning_resume_policy: Kubernetes: Katib resumePolicy (Never, LongRunning, FromVolume).
+        tuning_timeout_seconds: Kubernetes: longest wait for the Experiment.
     """
     # Every parameter, for the validate task (before any other name is bound here).
     parameters = dict(locals())
@@ -163,16 +208,60 @@ def flights_training(
         ).after(checked)
         _on_cluster(features_task.set_display_name("spark-features"), object_store_secret)
 
-        # One training step: the framework is its parameter, so every later stage (evaluation
-        # now; tuning, deployment next) appears once in the graph.
+        # Tuning is one step whether it runs or not (tune=false hands the given values on), so
+        # training reads its hyperparameters from it either way.
+        tune_task = tune_model(
+            platform=platform,
+            features=features_task.outputs["features"],
+            tune=tune,
+            tuning_algorithm=tuning_algorithm,
+            tuning_algorithm_settings=tuning_algorithm_settings,
+            tuning_search_space=tuning_search_space,
+            tuning_objective=tuning_objective,
+            tuning_direction=tuning_direction,
+            tuning_goal=tuning_goal,
+            tuning_require_goal=tuning_require_goal,
+            tuning_metric_strategy=tuning_metric_strategy,
+            tuning_early_stopping=tuning_early_stopping,
+            tuning_min_trials_required=tuning_min_trials_required,
+            tuning_start_step=tuning_start_step,
+            tuning_trial_epochs=tuning_trial_epochs,
+            tuning_parallel_trials=tuning_parallel_trials,
+            tuning_max_trials=tuning_max_trials,
+            tuning_max_failed_trials=tuning_max_failed_trials,
+            tuning_resume_policy=tuning_resume_policy,
+            tuning_timeout_seconds=tuning_timeout_seconds,
+            framework=framework,
+            workers=workers,
+            batch_size=batch_size,
+            learning_rate=learning_rate,
+            max_restarts=max_restarts,
+            seed=seed,
+            tf_topology=tf_topology,
+            tf_parameter_servers=tf_parameter_servers,
+            elastic_min_workers=elastic_min_workers,
+            elastic_max_workers=elastic_max_workers,
+            gpu_pool=gpu_pool,
+            object_store_secret=object_store_secret,
+            image_pull_secret=image_pull_secret,
+            training_timeout_seconds=training_timeout_seconds,
+            training_api=training_api,
+            trainer_runtime=trainer_runtime,
+            run_id=RUN_ID,
+            task_name=TASK_NAME,
+        )
+        _on_cluster(tune_task.set_display_name("tuning"), object_store_secret)
+
+        # One training step: the framework is its parameter, so every later stage appears once
+        # in the graph.
         train_task = train_model(
             platform=platform,
             features=features_task.outputs["features"],
             framework=framework,
             workers=workers,
             epochs=epochs,
-            batch_size=batch_size,
-            learning_rate=learning_rate,
+            batch_size=tune_task.outputs["batch_size"],
+            learning_rate=tune_task.outputs["learning_rate"],
             max_restarts=max_restarts,
             seed=seed,
             tf_topology=tf_topology,

@@ -30,6 +30,7 @@ from kfstack.app.local_run import run_pipeline_locally
 from kfstack.app.summary import CANCELLED, SUCCEEDED
 from kfstack.errors import BadInputError, CancelledError, KfstackError, UsageError
 from kfstack.pipelines import DEFAULT_PIPELINE, PIPELINES, load_pipeline, rendering
+from kfstack.tuning.spec import LOCAL_BUDGET
 from kfstack.version import __version__
 
 DEFAULT_DIST = os.path.join("dist", "pipelines")
@@ -95,6 +96,20 @@ def parse_params(pairs: list[str], pipeline: str) -> dict[str, Any]:
     return arguments
 
 
+def local_arguments(pipeline: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    """``arguments`` for a run on this machine: ``platform=local`` and, for every tuning budget
+    parameter the user did not set, the local budget (the compiled defaults suit a cluster).
+
+    Raises:
+        UsageError: ``--param platform=`` something else.
+    """
+    if arguments.get("platform", "local") != "local":
+        raise UsageError(f"run --local sets platform=local; drop --param platform={arguments['platform']}")
+    parameters = rendering.parameter_types(load_pipeline(pipeline))
+    budget = {name: value for name, value in LOCAL_BUDGET.items() if name in parameters}
+    return {**budget, **arguments, "platform": "local"}
+
+
 def _cmd_compile(args: argparse.Namespace) -> int:
     for path in compile_pipelines(args.names, args.out):
         print(path)
@@ -135,17 +150,24 @@ def _cmd_run(args: argparse.Namespace) -> int:
             "only --local (the embedded platform) is available; running on a "
             "Kubeflow cluster comes with the KFP client commands. Nothing was submitted."
         )
-    arguments = parse_params(args.param, args.name)
-    if arguments.get("platform", "local") != "local":
-        raise UsageError(f"run --local sets platform=local; drop --param platform={arguments['platform']}")
-    arguments["platform"] = "local"
+    resume = None
+    if args.resume:
+        if args.param:
+            raise UsageError("--resume runs again with the interrupted run's own arguments; drop --param")
+        resume, args.name, arguments = run_directory.RunDirectory.reopen(args.resume)
+    else:
+        arguments = local_arguments(args.name, parse_params(args.param, args.name))
     # Every check a cluster run makes (node pools, Spark memory notation, elastic bounds, ...),
     # before a run directory or a process exists.
     rendering.render(args.name, arguments, run_id=LOCAL_CHECK_RUN_ID)
     if args.summary_json:
         _writable_dir(os.path.dirname(os.path.abspath(args.summary_json)))
     summary = run_pipeline_locally(
-        args.name, arguments, pipeline_root=_writable_dir(args.pipeline_root), verbose=args.verbose
+        args.name,
+        arguments,
+        pipeline_root=_writable_dir(args.pipeline_root),
+        verbose=args.verbose,
+        resume=resume,
     )
     if args.summary_json:
         summary.write_json(args.summary_json)
@@ -224,6 +246,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="where the run's directory (logs, artifacts, summary.json) is created",
     )
     p_run.add_argument("--summary-json", help="also write the run summary as JSON here")
+    p_run.add_argument(
+        "--resume",
+        metavar="RUN_DIR",
+        help="run an interrupted run again in its own directory, with its arguments; steps that "
+        "keep state there (the tuner's finished trials) are not repeated",
+    )
     p_run.add_argument(
         "--verbose", action="store_true", help="stream every task's output and kfp's own to the console"
     )

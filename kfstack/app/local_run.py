@@ -53,7 +53,9 @@ from kfstack.app.summary import (
     StageRecord,
     collect_outputs,
     data_counts,
+    tuning_summary,
 )
+from kfstack.platforms import RUN_DIR_ENV
 
 LOG_TAIL_LINES = 40
 PROGRESS_POLL_SECONDS = 0.3
@@ -185,6 +187,7 @@ class _TaskRunner:
             **(env_vars or {}),
             "TMPDIR": self.run.tmp,
             progress.PROGRESS_FILE_ENV: self.run.progress_file(name),
+            RUN_DIR_ENV: self.run.path,
         }
         with open(self.run.log(name), "a", encoding="utf-8", buffering=1) as own:
             router = _OutputRouter(own, sys.stdout, self.console if self.verbose else None)
@@ -325,6 +328,7 @@ def run_pipeline_locally(
     pipeline_root: str,
     verbose: bool = False,
     console_stream: TextIO | None = None,
+    resume: RunDirectory | None = None,
 ) -> RunSummary:
     """Runs a registered pipeline with kfp.local on this machine, in a new run directory.
 
@@ -334,6 +338,8 @@ def run_pipeline_locally(
         pipeline_root: Where the run directory is created (see :mod:`run_directory`).
         verbose: Also echo every line of every task and of kfp.local to the console.
         console_stream: Where the live task lines go (default: this process's stderr).
+        resume: An interrupted run's directory to run again in: steps that keep state there
+            (the tuner's finished trials) pick up where it stopped.
 
     Returns:
         The run's summary, also written to ``<run_dir>/summary.json``. A failed task or a
@@ -349,7 +355,7 @@ def run_pipeline_locally(
 
     pipeline_func = load_pipeline(pipeline_name)
     effective = rendering.run_parameters(pipeline_name, arguments)
-    run = RunDirectory.create(pipeline_root, pipeline_name)
+    run = resume or RunDirectory.create(pipeline_root, pipeline_name, arguments=dict(arguments))
     local.init(
         runner=local.SubprocessRunner(use_venv=False),
         pipeline_root=run.artifacts,
@@ -416,6 +422,7 @@ def _summarise(
         metrics=metrics,
         artifacts=artifacts,
         kfp_log=run.log(KFP_LOG),
+        tuning=tuning_summary(arguments, metrics, outputs),
     )
     unfinished = [a for a in attempts if a.status != SUCCEEDED]
     if status == CANCELLED:

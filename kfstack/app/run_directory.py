@@ -3,12 +3,14 @@
 One directory per run under the pipeline root (``runs/`` by default)::
 
     runs/flights-training-20261123-220942/
-      .kfstack-run       marker: this directory is a run's (``kfstack clean`` removes only these)
+      .kfstack-run       marker: this directory is a run's (``kfstack clean`` removes only these),
+                         with the pipeline and its arguments (``kfstack run --local --resume``)
       summary.json       the run summary, whatever the outcome
       logs/kfp.log       kfp.local's own output (executor inputs, task outputs)
       logs/<task>.log    each task's own output
       artifacts/         kfp.local's pipeline root: <pipeline>-<time>/<task>/<output>
       tmp/               $TMPDIR of every task process; removed when the run ends
+      state/             what a step keeps to resume (the embedded tuner's trial journal)
 
 Anything else under the pipeline root (a later stage's local model registry, a user's file) has
 no marker and is never touched by ``kfstack clean``.
@@ -21,6 +23,7 @@ import json
 import os
 import shutil
 import time
+from typing import Any
 
 from kfstack.errors import UsageError
 
@@ -60,7 +63,13 @@ class RunDirectory:
         return os.path.join(self.tmp, f"{task}.progress.jsonl")
 
     @classmethod
-    def create(cls, pipeline_root: str, pipeline: str, clock: float | None = None) -> RunDirectory:
+    def create(
+        cls,
+        pipeline_root: str,
+        pipeline: str,
+        clock: float | None = None,
+        arguments: dict[str, Any] | None = None,
+    ) -> RunDirectory:
         """A new, empty run directory ``<pipeline_root>/<pipeline>-<YYYYmmdd-HHMMSS>[-n]``.
 
         Raises:
@@ -80,7 +89,7 @@ class RunDirectory:
                 raise UsageError(f"{pipeline_root}: no free run directory name for {pipeline}-{stamp}")
             run = cls(os.path.abspath(os.path.join(pipeline_root, name)))
             with open(os.path.join(run.path, MARKER), "w", encoding="utf-8") as f:
-                json.dump({"pipeline": pipeline, "started": stamp}, f)
+                json.dump({"pipeline": pipeline, "started": stamp, "arguments": arguments or {}}, f)
             for folder in (run.logs, run.artifacts, run.tmp):
                 os.mkdir(folder)
         except OSError as err:
@@ -89,6 +98,22 @@ class RunDirectory:
 
     def remove_tmp(self) -> None:
         shutil.rmtree(self.tmp, ignore_errors=True)
+
+    @classmethod
+    def reopen(cls, path: str) -> tuple[RunDirectory, str, dict[str, Any]]:
+        """An earlier run's directory, to resume it: (the run, its pipeline, its arguments).
+
+        Raises:
+            UsageError: ``path`` is not a run directory.
+        """
+        try:
+            with open(os.path.join(path, MARKER), encoding="utf-8") as f:
+                marker = json.load(f)
+        except (OSError, ValueError):
+            raise UsageError(f"--resume {path}: not a run directory (no readable {MARKER})") from None
+        run = cls(os.path.abspath(path))
+        os.makedirs(run.tmp, exist_ok=True)
+        return run, marker["pipeline"], dict(marker.get("arguments") or {})
 
 
 def list_runs(pipeline_root: str) -> list[RunDirectory]:

@@ -20,6 +20,10 @@ METRICS_SCHEMA = "system.Metrics"
 # Where the feature job's counts show up among the metrics (its data_report output).
 DATA_REPORT = "data_report"
 DATA_COUNT_KEYS = ("rows_read", "rows_written", "rows_quarantined", "quarantined_fraction")
+# Where the tuning step's figures show up among the metrics, and its parameter outputs.
+TUNING_METRICS = "tuning_metrics"
+TUNING_COUNTS = ("trials_run", "trials_succeeded", "trials_early_stopped", "trials_failed")
+TUNED_OUTPUTS = ("learning_rate", "batch_size")
 
 Number = int | float
 
@@ -51,6 +55,8 @@ class RunSummary:
         kfp_log: kfp.local's own output (executor inputs, task outputs).
         error: The failing task and its exception line, when the run failed or was cancelled.
         failed_task_log_tail: Last lines of the failing task's own log.
+        tuning: The tuning step's outcome when the pipeline has one: algorithm, trial counts,
+            best parameters and best objective (``{"tuned": false}`` when it was skipped).
     """
 
     pipeline: str
@@ -66,6 +72,7 @@ class RunSummary:
     kfp_log: str
     error: str | None = None
     failed_task_log_tail: list[str] = dataclasses.field(default_factory=list)
+    tuning: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -89,6 +96,12 @@ class RunSummary:
                 for name, stage in self.stages.items()
             ),
         ]
+        if self.tuning and self.tuning.get("tuned"):
+            t = self.tuning
+            lines.append(
+                f"tuning     {t['algorithm']}: {t['trials_run']} trials ({t['trials_early_stopped']} stopped "
+                f"early, {t['trials_failed']} failed); best {t['best_objective']} with {t['best_parameters']}"
+            )
         for title, values in (("data", self.data), ("metrics", self.metrics)):
             if values:
                 lines.append(f"{title}:")
@@ -151,3 +164,24 @@ def data_counts(metrics: dict[str, Number | None]) -> dict[str, Number]:
         if value is not None:
             data[key.removeprefix(prefix)] = value
     return data
+
+
+def tuning_summary(
+    arguments: dict[str, Any], metrics: dict[str, Number | None], outputs: dict[str, Any]
+) -> dict[str, Any] | None:
+    """The tuning step's outcome out of its ``tuning_metrics`` and its parameter outputs; None
+    when the run has no tuning step (or it did not finish)."""
+    prefix = f"{TUNING_METRICS}."
+    figures = {key.removeprefix(prefix): value for key, value in metrics.items() if key.startswith(prefix)}
+    if not figures:
+        return None
+    if not arguments.get("tune", True):
+        return {"tuned": False}
+    best = {name.removeprefix("best_"): value for name, value in figures.items() if name.startswith("best_")}
+    return {
+        "tuned": True,
+        "algorithm": arguments.get("tuning_algorithm"),
+        **{name: figures.get(name) for name in TUNING_COUNTS},
+        "best_parameters": {name: outputs[name] for name in TUNED_OUTPUTS if name in outputs},
+        "best_objective": best,
+    }

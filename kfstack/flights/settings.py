@@ -41,6 +41,16 @@ class TrainingPlacement(Placement):
 
 
 @dataclasses.dataclass(frozen=True)
+class TuningPlacement(TrainingPlacement):
+    """Where a Katib Experiment's trials run (the training pool) and how long it may take: the
+    wait for the whole Experiment (each trial's job keeps ``training_timeout_seconds``)."""
+
+    concern = "tuning placement"
+
+    timeout_seconds: int = setting(24 * 3600, gt=0, parameter="tuning_timeout_seconds")
+
+
+@dataclasses.dataclass(frozen=True)
 class SparkPlacement(Placement):
     """Where the SparkApplication runs: the CPU pool, whatever pool the training uses."""
 

@@ -180,3 +180,21 @@ def test_bad_parameters_fail_before_any_process(tmp_path, feature_dir):
     with pytest.raises(InvalidParameterError, match="batch_size=2 must be >= workers=3"):
         TrainingSettings(workers=3, batch_size=2)
     assert not (tmp_path / "l").exists()
+
+
+def test_a_failing_trainer_writes_its_error_where_kubernetes_keeps_it(tmp_path):
+    """Under Katib's StdOut collector the container log is empty: the error goes to the
+    termination message file too (here a stand-in for /dev/termination-log)."""
+    from kfstack.training.termination import MAX_BYTES, termination_message_on_failure
+
+    path = tmp_path / "termination-log"
+    path.write_text("")
+    with pytest.raises(ValueError), termination_message_on_failure(str(path)):
+        raise ValueError("batch_size=" + "9" * 10_000)
+    message = path.read_text()
+    assert message.startswith("ValueError: batch_size=999")
+    assert len(message.encode()) <= MAX_BYTES and "Traceback" in message
+    # No file (outside a container): nothing is written, the error still raises.
+    with pytest.raises(KeyError), termination_message_on_failure(str(tmp_path / "absent")):
+        raise KeyError("x")
+    assert not (tmp_path / "absent").exists()

@@ -17,6 +17,7 @@ import fsspec
 from kfstack import images
 from kfstack.features import JOB_REPORT_FILE
 from kfstack.flights.settings import SparkPlacement
+from kfstack.kubernetes.launcher import Cluster
 from kfstack.kubernetes.naming import RunContext
 from kfstack.kubernetes.resources import SPARK_APPLICATION
 from kfstack.kubernetes.spark_application import (
@@ -94,7 +95,7 @@ class FlightsFeaturesStage:
             {DATA_REPORT: report_metrics(report.to_dict())}, {"kind": "SparkSession", "master": "local[*]"}
         )
 
-    def collect(self, settings: FeatureStageSettings, finished: list[dict]) -> StageResult:
+    def collect(self, settings: FeatureStageSettings, finished: list[dict], cluster: Cluster) -> StageResult:
         with fsspec.open(join(fsspec_uri(settings.job.output_uri), JOB_REPORT_FILE), "r") as f:
             report = json.load(f)
         return StageResult({DATA_REPORT: report_metrics(report)}, {})

@@ -26,6 +26,7 @@ from kfstack import images
 from kfstack.components.training.train_model.pytorch import backend as pytorch_backend
 from kfstack.components.training.train_model.tensorflow import backend as tensorflow_backend
 from kfstack.flights.settings import TrainingPlacement
+from kfstack.kubernetes.launcher import Cluster
 from kfstack.kubernetes.naming import RunContext
 from kfstack.kubernetes.train_job import build_trainjob
 from kfstack.kubernetes.training_apis import AUTO, TRAINER_V2, candidate_apis, job_kind
@@ -182,7 +183,7 @@ class TrainModelStage:
         }
         return StageResult({TRAINING_METRICS: metrics}, reference)
 
-    def collect(self, settings: TrainModelSettings, finished: list[dict]) -> StageResult:
+    def collect(self, settings: TrainModelSettings, finished: list[dict], cluster: Cluster) -> StageResult:
         return StageResult(
             {TRAINING_METRICS: read_metrics(fsspec_uri(settings.model_uri))},
             {"framework": settings.training.framework, "training_api": settings.training_api},

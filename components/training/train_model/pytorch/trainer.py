@@ -52,6 +52,7 @@ from kfstack.training import checkpoints, metrics, shards
 from kfstack.training.env_contract import DistributedEnv
 from kfstack.training.metrics import katib_line
 from kfstack.training.settings import METRICS_FILE, MODEL_FILE, parse_trainer_args
+from kfstack.training.termination import termination_message_on_failure
 
 logger = logging.getLogger("kfstack.train_pytorch")
 
@@ -328,7 +329,9 @@ def main(argv: list[str] | None = None) -> int:
     logging.getLogger("kfstack").setLevel(logging.INFO)
     # The exporter warns about optional torchvision ops this model never uses.
     logging.getLogger("torch.onnx").setLevel(logging.ERROR)
-    train(parse_args(argv))
+    # A failed trial's output may be in Katib's metrics file: its error also goes to the pod.
+    with termination_message_on_failure():
+        train(parse_args(argv))
     return 0
 
 

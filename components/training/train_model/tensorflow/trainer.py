@@ -49,6 +49,7 @@ from kfstack.training import checkpoints, metrics, shards
 from kfstack.training.architecture import ONNX_INPUTS, ModelConfig
 from kfstack.training.metrics import katib_line
 from kfstack.training.settings import METRICS_FILE, MODEL_FILE, parse_trainer_args
+from kfstack.training.termination import termination_message_on_failure
 from kfstack.training.tf_config import PS, WORKER, TFTask
 
 logger = logging.getLogger("kfstack.train_tensorflow")
@@ -401,7 +402,9 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("kfstack").setLevel(logging.INFO)
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # TensorFlow's C++ start-up chatter
-    train(parse_args(argv))
+    # A failed trial's output may be in Katib's metrics file: its error also goes to the pod.
+    with termination_message_on_failure():
+        train(parse_args(argv))
     return 0
 
 

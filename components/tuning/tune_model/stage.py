@@ -1,0 +1,245 @@
+"""Tuning as a platform stage: a Katib Experiment on Kubernetes, the embedded tuner locally.
+
+Both run the *training step's own* trial: its settings with every tuned hyperparameter set to
+``${trialParameters.<name>}`` and its model and checkpoints under the trial's name
+(``${trialSpec.Name}``, so parallel trials never resume from each other's checkpoints). On
+Kubernetes that template is the TrainJob, PyTorchJob or TFJob the training step's builders make
+(same node pool, Kueue queue, spot tolerations), inside the Experiment; locally the same argv,
+with Katib's substitution, runs through the training step's local replicas.
+
+With ``tune=false`` nothing runs: the step hands the pipeline's own hyperparameters on, so the
+training step reads them from this step either way (README "Joining optional or conditional
+steps").
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import shutil
+import threading
+import typing
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from kfstack import progress
+from kfstack.components.training.train_model.stage import BACKENDS, TrainModelSettings
+from kfstack.components.training.train_model.stage import STAGE as TRAIN_STAGE
+from kfstack.errors import TuningFailedError
+from kfstack.flights.settings import TrainingPlacement, TuningPlacement
+from kfstack.kubernetes.katib_experiment import (
+    ExperimentRequest,
+    TrialParameterRef,
+    build_experiment,
+    read_trials,
+    tuning_result,
+)
+from kfstack.kubernetes.launcher import Cluster
+from kfstack.kubernetes.naming import RunContext
+from kfstack.kubernetes.resources import EXPERIMENT
+from kfstack.kubernetes.training_apis import job_kind
+from kfstack.platforms import RUN_DIR_ENV, StageResult, Variant
+from kfstack.settings import katib_parameter, substitute_katib_parameters
+from kfstack.training.process_group import run_process_group
+from kfstack.training.settings import TUNABLE_HYPERPARAMETERS, TrainingSettings
+from kfstack.tuning.local_tuner import LocalTuner, TrialRun, TrialRunner
+from kfstack.tuning.report import optimisation_plot_html, trials_markdown
+from kfstack.tuning.spec import TuningSettings
+from kfstack.tuning.trials import TuningResult
+from kfstack.uris import join
+
+TUNING_METRICS = "tuning_metrics"
+TRIALS_REPORT = "tuning_report"
+OPTIMISATION_PLOT = "optimisation_plot"
+# The trial parameter that names each trial's directory: Katib fills it from the trial's name.
+TRIAL_NAME = "trial_name"
+TRIAL_NAME_REFERENCE = "${trialSpec.Name}"
+# Under the embedded run's directory (RUN_DIR_ENV), where the tuner keeps its journal so that
+# `kfstack run --local --resume RUN_DIR` finds it.
+STATE_DIR = "state"
+
+
+@dataclasses.dataclass(frozen=True)
+class TuneModelSettings:
+    """The tuning step.
+
+    Attributes:
+        tuning: The tuning spec.
+        training: The pipeline's hyperparameters (handed on as they are when tuning is off).
+        trial: The training step's settings for one trial, tuned fields as Katib references.
+        trials_uri: Each trial's model and checkpoints, under ``<trials_uri>/<trial name>/``.
+        state_dir: Local: the tuner's journal (resume).
+        placement: Where the trials run and how long the Experiment may take.
+    """
+
+    tuning: TuningSettings
+    training: TrainingSettings
+    trial: TrainModelSettings
+    trials_uri: str
+    state_dir: str
+    placement: TuningPlacement
+
+    def with_training_api(self, api: str) -> TuneModelSettings:
+        return dataclasses.replace(self, trial=self.trial.with_training_api(api))
+
+    def hyperparameters(self, assignments: Mapping[str, str] | None = None) -> dict[str, Any]:
+        """Every tunable hyperparameter for the training step, typed: the best trial's
+        assignment where it has one, else the pipeline's own value."""
+        types = typing.get_type_hints(TrainingSettings)
+        chosen = assignments or {}
+        return {
+            name: types[name](chosen[name]) if name in chosen else getattr(self.training, name)
+            for name in TUNABLE_HYPERPARAMETERS
+        }
+
+
+class TuneModelStage:
+    component = "tune-model"
+    reference_output = "tuning_job"
+
+    def settings(self, arguments: Mapping[str, Any]) -> TuneModelSettings:
+        tuning = TuningSettings.from_arguments(arguments)
+        training = TrainingSettings.from_arguments(arguments)
+        trials_uri = arguments["tuning_trials"]
+        trial_dir = join(trials_uri, katib_parameter(TRIAL_NAME))
+        tuned = {p.name: katib_parameter(p.name) for p in tuning.parameters} if tuning.enabled else {}
+        trial = TrainModelSettings(
+            training=TrainingSettings.from_arguments(arguments, epochs=tuning.trial_epochs, **tuned),
+            features_uri=arguments["features"],
+            model_uri=join(trial_dir, "model"),
+            logs_uri=join(trial_dir, "logs"),
+            placement=TrainingPlacement.from_arguments(arguments),
+        )
+        run_dir = os.environ.get(RUN_DIR_ENV)
+        state_dir = (
+            os.path.join(run_dir, STATE_DIR, self.component) if run_dir else join(trials_uri, STATE_DIR)
+        )
+        return TuneModelSettings(
+            tuning=tuning,
+            training=training,
+            trial=trial,
+            trials_uri=trials_uri,
+            state_dir=state_dir,
+            placement=TuningPlacement.from_arguments(arguments),
+        )
+
+    def variants(self, settings: TuneModelSettings) -> list[Variant[TuneModelSettings]]:
+        """Katib with the training step's trial kinds (``training_api`` chooses as there);
+        with tuning off, one variant that needs nothing."""
+        if not settings.tuning.enabled:
+            return [Variant(settings, requires=())]
+        return [
+            Variant(
+                settings.with_training_api(variant.settings.training_api),
+                (EXPERIMENT, *variant.requires),
+                variant.choice,
+            )
+            for variant in TRAIN_STAGE.variants(settings.trial)
+        ]
+
+    def build(self, settings: TuneModelSettings, context: RunContext) -> list[dict]:
+        """The Katib Experiment whose trial template is the training step's job."""
+        if not settings.tuning.enabled:
+            return []
+        trial = settings.trial
+        (trial_job,) = TRAIN_STAGE.build(trial, context)
+        references = tuple(
+            TrialParameterRef(p.name, f"{p.name} of this trial", p.name) for p in settings.tuning.parameters
+        )
+        request = ExperimentRequest(
+            name=context.name("kfs-tune"),
+            labels=context.labels(),
+            tuning=settings.tuning,
+            trial_job=trial_job,
+            trial_kind=job_kind(trial.training_api, trial.training.framework),
+            trial_parameters=(
+                *references,
+                TrialParameterRef(TRIAL_NAME, "the trial's name: its directory", TRIAL_NAME_REFERENCE),
+            ),
+        )
+        return [build_experiment(request)]
+
+    def preflight(self, settings: TuneModelSettings) -> None:
+        if settings.tuning.enabled:
+            TRAIN_STAGE.preflight(settings.trial)
+
+    def run_local(self, settings: TuneModelSettings) -> StageResult:
+        if not settings.tuning.enabled:
+            return self._skipped(settings)
+        trial = settings.trial
+        replicas = BACKENDS[trial.training.framework].local_replicas(trial.training, [], trial.training_api)
+        tuner = LocalTuner(
+            settings.tuning,
+            _local_trial_runner(settings),
+            settings.state_dir,
+            processes_per_trial=len(replicas.build(0)),
+        )
+        return self._result(settings, tuner.run(), {"kind": "LocalTuner", "state_dir": settings.state_dir})
+
+    def collect(self, settings: TuneModelSettings, finished: list[dict], cluster: Cluster) -> StageResult:
+        if not settings.tuning.enabled:
+            return self._skipped(settings)
+        (experiment,) = finished
+        trials = read_trials(cluster, experiment, settings.tuning)
+        result = tuning_result(experiment, trials, settings.tuning)
+        if settings.tuning.require_goal and not result.goal_reached:
+            raise TuningFailedError(
+                f"Experiment {experiment['metadata']['name']} ended ({result.reason}) without reaching "
+                f"tuning_goal={settings.tuning.goal} and tuning_require_goal is set",
+                result=result,
+            )
+        return self._result(settings, result, {})
+
+    def _result(self, settings: TuneModelSettings, result: TuningResult, reference: dict) -> StageResult:
+        assert result.best is not None  # the tuner and the Experiment's success both ensure one
+        names = [p.name for p in settings.tuning.parameters]
+        return StageResult(
+            metrics={TUNING_METRICS: result.metrics()},
+            reference={**reference, "best_trial": result.best.name, "reason": result.reason},
+            outputs=settings.hyperparameters(result.best.parameters),
+            documents={
+                TRIALS_REPORT: trials_markdown(result, names),
+                OPTIMISATION_PLOT: optimisation_plot_html(result),
+            },
+        )
+
+    def _skipped(self, settings: TuneModelSettings) -> StageResult:
+        note = "# Tuning skipped\n\n`tune=false`: training takes the pipeline's own hyperparameters.\n"
+        return StageResult(
+            metrics={TUNING_METRICS: {"trials_run": 0.0}},
+            reference={"kind": "none", "tune": False},
+            outputs=settings.hyperparameters(),
+            documents={
+                TRIALS_REPORT: note,
+                OPTIMISATION_PLOT: "<html><body><p>Tuning skipped (tune=false).</p></body></html>",
+            },
+        )
+
+
+STAGE = TuneModelStage()
+
+
+def _local_trial_runner(settings: TuneModelSettings) -> TrialRunner:
+    """One trial on this machine: the training step's argv with Katib's substitution, run by
+    the training step's local replicas; rank 0 (the replica Katib's primaryPodLabels select)
+    is the one whose lines the tuner reads."""
+    trial = settings.trial
+    backend = BACKENDS[trial.training.framework]
+
+    def run(run: TrialRun, line: Callable[[str], None], stop: threading.Event) -> None:
+        values = {**run.assignments, TRIAL_NAME: run.name}
+        argv = [substitute_katib_parameters(arg, values) for arg in trial.trainer_argv(remote=False)]
+        trial_dir = join(settings.trials_uri, run.name)
+        shutil.rmtree(trial_dir, ignore_errors=True)  # a trial run again starts from scratch
+        replicas = backend.local_replicas(trial.training, argv, trial.training_api)
+        progress.report("trial", int(run.name.rsplit("-", 1)[1]), settings.tuning.max_trials)
+        run_process_group(
+            replicas.build,
+            logs_dir=join(trial_dir, "logs"),
+            max_restarts=trial.training.max_restarts,
+            done_when_exits=replicas.done_when_exits,
+            on_output=lambda rank, text: line(text) if rank == 0 else None,
+            stop=stop,
+        )
+
+    return run
