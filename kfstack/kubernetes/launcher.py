@@ -143,21 +143,46 @@ class ResourceLauncher:
         return listed.get("items", [])
 
     def primary_log_tail(self, obj: dict, lines: int = LOG_TAIL_LINES) -> str:
-        """The last ``lines`` of the primary pod's log, or why there is none."""
+        """The last ``lines`` of the primary pod's log and its container's termination message,
+        or why there are none.
+
+        The termination message is what a container wrote to its ``terminationMessagePath``
+        before it exited (Kubernetes keeps up to 4 KiB in the pod's status). The trainers write
+        their error there because a Katib trial's output goes to Katib's metrics file, not to the
+        container log (DESIGN.md, Katib), which leaves that log empty.
+        """
         ref = self.kind.primary_pod(obj)
         try:
-            name = ref.name
-            if name is None:
+            if ref.name is not None:
+                # A list narrowed to one name rather than a get: the Role grants pods `list` only.
+                listed = self.core.list_namespaced_pod(
+                    self.namespace, field_selector=f"metadata.name={ref.name}"
+                )
+                missing = f"(no pod named {ref.name})"
+            else:
                 listed = self.core.list_namespaced_pod(self.namespace, label_selector=ref.selector)
-                if not listed.items:
-                    return f"(no pod matches {ref.selector})"
-                name = listed.items[0].metadata.name
+                missing = f"(no pod matches {ref.selector})"
+        except ApiException as err:
+            return f"(the primary pod could not be listed: {err.status} {err.reason})"
+        if not listed.items:
+            return missing
+        pod = listed.items[0]
+        name = pod.metadata.name
+        try:
             log = self.core.read_namespaced_pod_log(
                 name, self.namespace, container=ref.container, tail_lines=lines
             )
-            return f"last lines of pod {name}:\n{log.rstrip()}"
+            report = (
+                f"last lines of pod {name}:\n{log.rstrip()}"
+                if log.strip()
+                else f"pod {name}: container {ref.container} wrote nothing to its log"
+            )
         except ApiException as err:
-            return f"(the primary pod's log could not be read: {err.status} {err.reason})"
+            report = f"(the log of pod {name} could not be read: {err.status} {err.reason})"
+        message = termination_message(pod, ref.container)
+        if message:
+            report += f"\ntermination message of container {ref.container} of pod {name}:\n{message.rstrip()}"
+        return report
 
     # -- the state machine ---------------------------------------------------------------------
 
@@ -309,6 +334,19 @@ class ResourceLauncher:
             if current is None:
                 raise ResourceFailedError(f"{what} disappeared while running (deleted by someone else?)")
             obj = current
+
+
+def termination_message(pod: client.V1Pod, container: str) -> str:
+    """The termination message ``container`` of ``pod`` left: of its current state when it has
+    terminated, else of its previous run (a restarted container); empty when there is none."""
+    for status in (pod.status and pod.status.container_statuses) or []:
+        if status.name != container:
+            continue
+        for state in (status.state, status.last_state):
+            terminated = state.terminated if state is not None else None
+            if terminated is not None and terminated.message:
+                return terminated.message
+    return ""
 
 
 def _check_bounds(timeout_seconds: float, poll_interval_seconds: float) -> None:

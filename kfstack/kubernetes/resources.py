@@ -3,10 +3,10 @@
 Each :class:`ResourceKind` knows its API coordinates, its :class:`Lifecycle`, how its
 ``status`` maps onto a :class:`Phase`, what to say about a failure, and which pod's log explains
 it (the *primary* pod: the PyTorchJob master, the TFJob chief or worker 0, the TrainJob's
-node 0, the Spark driver).
+node 0, the Spark driver, a failed Katib trial's primary pod).
 
 Two lifecycles (STYLE 17). An **owned batch job** (SparkApplication, PyTorchJob, TFJob,
-TrainJob; the Katib Experiment next) belongs to one pipeline run: it is adopted on retry, deleted on timeout
+TrainJob, Katib Experiment) belongs to one pipeline run: it is adopted on retry, deleted on timeout
 or cancel and by the run's cleanup. A **long-lived service** (KServe's InferenceService) outlives
 the run: it is applied, awaited until Ready at the generation just applied, and never deleted
 by a timeout, a cancel or the cleanup -- its failure handling is a rollback.
@@ -120,13 +120,20 @@ def describe_training_job(obj: dict) -> str:
     return "conditions:\n" + ("\n".join(lines) if lines else "  (none reported)")
 
 
+def primary_replica_type(job: dict) -> str:
+    """The replica type of a PyTorchJob's or TFJob's primary pod: ``Master`` or ``Chief`` where
+    the job has one, else ``Worker`` (its worker 0). The operator labels that pod
+    ``job-role=master``: Katib's primary pod, and the one whose log explains a failure."""
+    spec = job.get("spec") or {}
+    replica_types = set(spec.get("pytorchReplicaSpecs") or spec.get("tfReplicaSpecs") or {})
+    return next((r for r in ("Master", "Chief") if r in replica_types), "Worker")
+
+
 def _training_primary_pod(container: str) -> Callable[[dict], PodRef]:
     def primary(obj: dict) -> PodRef:
         name = obj["metadata"]["name"]
-        spec = obj.get("spec") or {}
-        replica_types = set(spec.get("pytorchReplicaSpecs") or spec.get("tfReplicaSpecs") or {})
-        # The replica that owns the job's outcome, in the operator's lower-case label values.
-        role = next((r for r in ("Master", "Chief") if r in replica_types), "Worker").lower()
+        # The operator's label values are the replica types in lower case.
+        role = primary_replica_type(obj).lower()
         selector = (
             f"training.kubeflow.org/job-name={name},"
             f"training.kubeflow.org/replica-type={role},"
@@ -264,6 +271,136 @@ SPARK_APPLICATION = ResourceKind(
     provided_by="the Kubeflow spark-operator 2.5",
 )
 
+# --- Katib (Experiment, and the Trials it owns) -----------------------------------------------
+
+KATIB_EXPERIMENT_LABEL = "katib.kubeflow.org/experiment"  # on every Trial of the Experiment
+KATIB_SUGGESTION_LABEL = "katib.kubeflow.org/suggestion"  # on the suggestion (algorithm) pod
+KATIB_TRIAL_LABEL = "katib.kubeflow.org/trial"  # on every pod of a trial (Katib's pod webhook)
+KATIB_SUGGESTION_CONTAINER = "suggestion"
+# Experiment condition reasons (Katib v0.19, experiment/util/status_util.go).
+EXPERIMENT_GOAL_REACHED = "ExperimentGoalReached"
+
+
+def experiment_phase(obj: dict) -> Phase:
+    """From ``status.conditions``: Succeeded/Failed when one is True, Running while the
+    Experiment runs or restarts (a resumed Experiment), else Pending."""
+    true = _true_conditions(obj)
+    if "Failed" in true:
+        return Phase.FAILED
+    if "Succeeded" in true:
+        return Phase.SUCCEEDED
+    if true & {"Running", "Restarting"}:
+        return Phase.RUNNING
+    return Phase.PENDING
+
+
+def describe_experiment(obj: dict) -> str:
+    """The conditions, the trial counts and the best trial so far."""
+    status = obj.get("status") or {}
+    counts = ", ".join(
+        f"{label} {status.get(key, 0)}"
+        for key, label in (
+            ("trialsSucceeded", "succeeded"),
+            ("trialsFailed", "failed"),
+            ("trialsEarlyStopped", "early stopped"),
+            ("trialMetricsUnavailable", "metrics unavailable"),
+            ("trialsKilled", "killed"),
+        )
+    )
+    lines = [describe_training_job(obj), f"trials: {status.get('trials', 0)} ({counts})"]
+    optimal = status.get("currentOptimalTrial") or {}
+    if optimal.get("bestTrialName"):
+        assignments = ", ".join(
+            f"{a.get('name')}={a.get('value')}" for a in optimal.get("parameterAssignments") or []
+        )
+        metrics = "; ".join(
+            f"{m.get('name')} min={m.get('min')} max={m.get('max')} latest={m.get('latest')}"
+            for m in (optimal.get("observation") or {}).get("metrics") or []
+        )
+        lines.append(f"current optimal trial: {optimal['bestTrialName']} ({assignments}): {metrics}")
+    else:
+        lines.append("current optimal trial: none yet")
+    return "\n".join(lines)
+
+
+def _experiment_primary_pod(obj: dict) -> PodRef:
+    """The primary pod of the Experiment's last failed trial, else its suggestion pod.
+
+    A trial's job is named after the trial and is of the trial template's kind, so that kind's
+    own :attr:`ResourceKind.primary_pod` finds the pod. Katib lists failed trials in the order
+    the API lists Trials (by name), so "last" is one failed trial, not necessarily the latest.
+    With no failed trial (a timeout, or the Experiment itself failed), the suggestion pod (the
+    algorithm service; Katib deletes it when the Experiment ends unless resumePolicy is
+    LongRunning) is the one whose log can explain it.
+    """
+    status = obj.get("status") or {}
+    template = (obj.get("spec") or {}).get("trialTemplate") or {}
+    trial_spec = template.get("trialSpec") or {}
+    failed = status.get("failedTrialList") or status.get("metricsUnavailableTrialList") or []
+    kind = KINDS.get(trial_spec.get("kind", ""))
+    if failed and kind is not None and kind.trial is not None:
+        job = {**trial_spec, "metadata": {**(trial_spec.get("metadata") or {}), "name": failed[-1]}}
+        ref = kind.primary_pod(job)
+        return dataclasses.replace(ref, container=template.get("primaryContainerName") or ref.container)
+    selector = f"{KATIB_SUGGESTION_LABEL}={obj['metadata']['name']}"
+    return PodRef(name=None, selector=selector, container=KATIB_SUGGESTION_CONTAINER)
+
+
+EXPERIMENT = ResourceKind(
+    kind="Experiment",
+    group="kubeflow.org",
+    version="v1beta1",
+    plural="experiments",
+    phase=experiment_phase,
+    describe=describe_experiment,
+    primary_pod=_experiment_primary_pod,
+    provided_by="Katib v0.19",
+)
+
+# Trial outcomes in the order Katib's experiment controller tests them (a Trial has one True).
+TRIAL_FAILED_CONDITIONS = ("Killed", "Failed", "MetricsUnavailable")
+TRIAL_FINISHED_CONDITIONS = ("Succeeded", "EarlyStopped")
+
+
+def trial_phase(obj: dict) -> Phase:
+    """A Trial: Succeeded (or early stopped) / Failed (or killed, or no metrics) / Running."""
+    true = _true_conditions(obj)
+    if true & set(TRIAL_FAILED_CONDITIONS):
+        return Phase.FAILED
+    if true & set(TRIAL_FINISHED_CONDITIONS):
+        return Phase.SUCCEEDED
+    if "Running" in true:
+        return Phase.RUNNING
+    return Phase.PENDING
+
+
+def _trial_primary_pod(obj: dict) -> PodRef:
+    """The primary pod of the trial's job (``spec.runSpec``, named after the trial); for a job
+    kfstack does not know, the pods Katib labels with the trial's name."""
+    spec = obj.get("spec") or {}
+    run_spec = spec.get("runSpec") or {}
+    container = spec.get("primaryContainerName")
+    kind = KINDS.get(run_spec.get("kind", ""))
+    if kind is None or kind.api_version != run_spec.get("apiVersion"):
+        selector = f"{KATIB_TRIAL_LABEL}={obj['metadata']['name']}"
+        return PodRef(name=None, selector=selector, container=container or "")
+    ref = kind.primary_pod(run_spec)
+    return dataclasses.replace(ref, container=container or ref.container)
+
+
+# Read by the tuning step (its trials), never launched, and not in KINDS: the run cleanup must not
+# delete Trials one by one (deleting the Experiment deletes them and their jobs).
+TRIAL = ResourceKind(
+    kind="Trial",
+    group="kubeflow.org",
+    version="v1beta1",
+    plural="trials",
+    phase=trial_phase,
+    describe=describe_training_job,
+    primary_pod=_trial_primary_pod,
+    provided_by="Katib v0.19",
+)
+
 # --- long-lived services -----------------------------------------------------------------------
 
 
@@ -283,7 +420,7 @@ def service_phase(obj: dict) -> Phase:
     return Phase.RUNNING
 
 
-KINDS = {k.kind: k for k in (PYTORCHJOB, TFJOB, TRAINJOB, SPARK_APPLICATION)}
+KINDS = {k.kind: k for k in (PYTORCHJOB, TFJOB, TRAINJOB, SPARK_APPLICATION, EXPERIMENT)}
 
 
 def kind_of(obj: dict, kinds: dict[str, ResourceKind] | None = None) -> ResourceKind:

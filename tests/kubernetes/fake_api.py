@@ -1,10 +1,10 @@
 """A fake Kubernetes API server on loopback, for the launchers' state-machine tests.
 
 It serves the few endpoints the official client calls -- API discovery of a group/version,
-custom objects (get, list, create, delete), pod list and pod log -- over real HTTP, so the
-tests exercise the client, its serialisation and our error handling exactly as against a
-cluster. It is not a cluster: no
-controller runs; a test scripts the ``status`` an object shows on successive reads.
+custom objects (get, list, create, delete), pod list (by label or by name, with the containers'
+statuses) and pod log -- over real HTTP, so the tests exercise the client, its serialisation and
+our error handling exactly as against a cluster. It is not a cluster: no controller runs; a test
+scripts the ``status`` an object shows on successive reads.
 """
 
 from __future__ import annotations
@@ -47,7 +47,8 @@ class FakeKubernetesApi:
         objects: ``(plural, namespace, name)`` -> stored object.
         statuses: ``name`` -> statuses the object shows on its next reads, one per read (the
             last one sticks).
-        pods: Pods the list endpoint returns (``{"name", "namespace", "labels"}``).
+        pods: Pods the list endpoint returns (``{"name", "namespace", "labels",
+            "container_statuses"}``).
         logs: Pod name -> its log text.
         requests: ``(method, path)`` of every request, in order.
         on_read: Called with the object name on every read of a custom object (e.g. to send
@@ -102,8 +103,24 @@ class FakeKubernetesApi:
         for kind in kinds:
             self.served.setdefault(kind.api_version, set()).add(kind.plural)
 
-    def add_pod(self, name: str, namespace: str, labels: dict | None = None, log: str = "") -> None:
-        self.pods.append({"name": name, "namespace": namespace, "labels": labels or {}})
+    def add_pod(
+        self,
+        name: str,
+        namespace: str,
+        labels: dict | None = None,
+        log: str = "",
+        container_statuses: list[dict] | None = None,
+    ) -> None:
+        """A pod the list endpoint returns; ``container_statuses`` become its
+        ``status.containerStatuses`` (e.g. a terminated container's message)."""
+        self.pods.append(
+            {
+                "name": name,
+                "namespace": namespace,
+                "labels": labels or {},
+                "container_statuses": container_statuses or [],
+            }
+        )
         self.logs[name] = log
 
     def count(self, method: str, fragment: str = "") -> int:
@@ -267,10 +284,17 @@ class FakeKubernetesApi:
                     tail = int(query.get("tailLines", [len(lines)])[0])
                     return self._reply(200, "\n".join(lines[-tail:]) + "\n", "text/plain")
                 selector = query.get("labelSelector", [None])[0]
+                # The one field selector the launcher uses: metadata.name=<pod>.
+                field_selector = query.get("fieldSelector", [None])[0]
                 items = [
-                    {"metadata": {"name": p["name"], "namespace": p["namespace"], "labels": p["labels"]}}
+                    {
+                        "metadata": {"name": p["name"], "namespace": p["namespace"], "labels": p["labels"]},
+                        "status": {"containerStatuses": p["container_statuses"]},
+                    }
                     for p in fake.pods
-                    if p["namespace"] == m["ns"] and _matches(p["labels"], selector)
+                    if p["namespace"] == m["ns"]
+                    and _matches(p["labels"], selector)
+                    and _matches({"metadata.name": p["name"]}, field_selector)
                 ]
                 return self._reply(
                     200, {"apiVersion": "v1", "kind": "PodList", "metadata": {}, "items": items}

@@ -4,6 +4,7 @@ need, and matches the node-pool profiles."""
 import dataclasses
 import functools
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -14,7 +15,7 @@ import yaml
 from kubernetes import client
 
 from kfstack import images
-from kfstack.kubernetes import node_pools
+from kfstack.kubernetes import node_pools, resources
 from kfstack.kubernetes.resources import TRAINJOB_NODE
 from kfstack.kubernetes.training_jobs import TrainingJobRequest
 from kfstack.training.settings import TrainingSettings
@@ -23,10 +24,12 @@ from tests.conftest import REPO_ROOT, SHARED_DIR
 MANIFESTS = REPO_ROOT / "manifests"
 OVERLAYS = ("dev", "prod")
 # Everything one cluster gets: what all environments share (applied once), kfstack's Trainer v2
-# runtime (applied once, only where Trainer v2 is installed) and each overlay.
+# runtime (applied once, only where Trainer v2 is installed), Katib's permission to run kfstack's
+# trial kinds (applied once, only where Katib is installed) and each overlay.
 BUILDS = {
     "cluster": "cluster",
     "trainer-v2": "cluster/trainer-v2",
+    "katib": "cluster/katib",
     "dev": "overlays/dev",
     "prod": "overlays/prod",
 }
@@ -36,6 +39,7 @@ VALIDATOR = SHARED_DIR / "tools" / "validate_manifests.py"
 CUSTOM_KINDS = {
     "cluster": {"ResourceFlavor": 3},
     "trainer-v2": {"ClusterTrainingRuntime": 1},
+    "katib": {},
     "dev": {"ClusterQueue": 3, "LocalQueue": 3},
     "prod": {"ClusterQueue": 3, "LocalQueue": 3},
 }
@@ -45,14 +49,19 @@ CORE_MODELS = {
     "ServiceAccount": "V1ServiceAccount",
     "Role": "V1Role",
     "RoleBinding": "V1RoleBinding",
+    "ClusterRole": "V1ClusterRole",
+    "ClusterRoleBinding": "V1ClusterRoleBinding",
     "PriorityClass": "V1PriorityClass",
 }
 # Exactly the calls kfstack/kubernetes/launcher.py makes: a batch job is created, read by
-# polling (no watch), listed by the run cleanup and deleted; the primary pod is found by label
-# (list) and its log read (get). Later stages add their own kinds (Katib, KServe).
+# polling (no watch), listed by the run cleanup and deleted; the primary pod is found by label or
+# name (list) and its log read (get); a Katib Experiment's Trials are listed
+# (kfstack/kubernetes/katib_experiment.py). The serving stage will add its kind (KServe).
 LAUNCHER_RULES = {
     ("kubeflow.org", "pytorchjobs"): {"create", "get", "list", "delete"},
     ("kubeflow.org", "tfjobs"): {"create", "get", "list", "delete"},
+    ("kubeflow.org", "experiments"): {"create", "get", "list", "delete"},
+    ("kubeflow.org", "trials"): {"list"},
     ("trainer.kubeflow.org", "trainjobs"): {"create", "get", "list", "delete"},
     ("sparkoperator.k8s.io", "sparkapplications"): {"create", "get", "list", "delete"},
     ("", "pods"): {"list"},
@@ -130,6 +139,17 @@ def test_core_objects_round_trip_through_the_sdk_models(built):
 def test_every_core_model_is_exercised():
     kinds = {o["kind"] for name in BUILDS for o in objects_of(name)}
     assert set(CORE_MODELS) <= kinds
+
+
+def test_the_launcher_role_grants_every_batch_kind_the_run_cleanup_deletes():
+    batch = {
+        (kind.group, kind.plural)
+        for kind in resources.KINDS.values()
+        if kind.lifecycle is resources.Lifecycle.BATCH
+    }
+    assert batch <= set(LAUNCHER_RULES)
+    assert all(LAUNCHER_RULES[key] >= {"create", "get", "list", "delete"} for key in batch)
+    assert LAUNCHER_RULES[(resources.TRIAL.group, resources.TRIAL.plural)] == {"list"}
 
 
 def test_rbac_is_namespaced_and_exactly_what_the_launchers_need(overlay):
@@ -233,3 +253,58 @@ def test_trainer_runtime_image_is_kfstacks_torch_trainer_of_this_release():
     (node,) = _trainer_runtime()["spec"]["template"]["spec"]["replicatedJobs"]
     (container,) = node["template"]["spec"]["template"]["spec"]["containers"]
     assert container["image"] == images.image_for("torch-trainer", registry=images.DEFAULT_REGISTRY)
+
+
+# --- Katib ---------------------------------------------------------------------------------------
+
+TRIAL_KINDS = [kind for kind in resources.KINDS.values() if kind.trial is not None]
+
+
+def _katib_section() -> str:
+    readme = (MANIFESTS / "README.md").read_text()
+    start = readme.index("\n## Katib\n")
+    return readme[start : readme.index("\n## ", start + 1)]
+
+
+def test_katib_may_run_every_trial_kind_kfstack_declares():
+    assert {kind.kind for kind in TRIAL_KINDS} == {"PyTorchJob", "TFJob", "TrainJob"}
+    objects = objects_of("katib")
+    (role,) = [o for o in objects if o["kind"] == "ClusterRole"]
+    granted: dict[tuple[str, str], set[str]] = {}
+    for rule in role["rules"]:
+        for group in rule["apiGroups"]:
+            for resource in rule["resources"]:
+                granted.setdefault((group, resource), set()).update(rule["verbs"])
+    for kind in TRIAL_KINDS:
+        # Katib's trial controller creates, watches and deletes the trial jobs.
+        assert granted[(kind.group, kind.plural)] >= {"create", "get", "list", "watch", "delete"}, kind.kind
+    # Its pod webhook walks a TrainJob trial's pods up through their JobSet to the Trial.
+    assert granted[("jobset.x-k8s.io", "jobsets")] == {"get", "list", "watch"}
+    (binding,) = [o for o in objects if o["kind"] == "ClusterRoleBinding"]
+    assert binding["roleRef"] == {
+        "apiGroup": "rbac.authorization.k8s.io",
+        "kind": "ClusterRole",
+        "name": role["metadata"]["name"],
+    }
+    assert binding["subjects"] == [
+        {"kind": "ServiceAccount", "name": "katib-controller", "namespace": "kubeflow"}
+    ]
+
+
+def test_the_install_guide_lists_every_trial_kind_katib_must_watch():
+    section = _katib_section()
+    listed = re.findall(r"^(\w+\.v\w+\.[\w.]+)$", section, flags=re.MULTILINE)
+    assert sorted(listed) == sorted(f"{k.kind}.{k.version}.{k.group}" for k in TRIAL_KINDS)
+    # The check command finds each of them, and says how many it must find.
+    (pattern,) = re.findall(r"grep -cE '\^ \+- \((.+)\)\$'", section)
+    assert sorted(alternative.replace("\\.", ".") for alternative in pattern.split("|")) == sorted(listed)
+    assert f"# must print {len(TRIAL_KINDS)};" in section
+
+
+def test_katib_injects_its_metrics_collector_in_both_environments():
+    (namespace,) = [o for o in objects_of("dev") if o["kind"] == "Namespace"]
+    assert namespace["metadata"]["labels"]["katib.kubeflow.org/metrics-collector-injection"] == "enabled"
+    # prod's profile namespace gets the label from the profile controller; the guide checks it.
+    assert (
+        "kubectl get namespace ml-prod -L katib.kubeflow.org/metrics-collector-injection" in _katib_section()
+    )

@@ -19,8 +19,18 @@ import pytest
 from kfstack.app.local_run import run_pipeline_locally
 from kfstack.features import FEATURE_SPEC_FILE, FeatureSpec
 
-STAGES = ["validate-run", "flights-features", "train-model", "evaluate-model", "cleanup-run"]
-SAMPLE_PARAMS = {"sample_fraction": 0.03, "num_shards": 2, "workers": 2, "epochs": 2, "batch_size": 256}
+STAGES = ["validate-run", "flights-features", "tune-model", "train-model", "evaluate-model", "cleanup-run"]
+SAMPLE_PARAMS = {
+    "sample_fraction": 0.03,
+    "num_shards": 2,
+    "workers": 2,
+    "epochs": 2,
+    "batch_size": 256,
+    # Smaller than the local budget `run --local` applies (4 trials of 4 epochs).
+    "tuning_max_trials": 3,
+    "tuning_trial_epochs": 2,
+    "tuning_start_step": 1,
+}
 
 
 def kfstack_run(root, *params: str, tmpdir, **popen) -> subprocess.Popen:
@@ -53,6 +63,19 @@ def test_sample_run_succeeds_through_every_stage(sample_run):
         stage["seconds"] > 0 and stage["status"] == "SUCCEEDED" for stage in summary["stages"].values()
     )
     assert summary["peak_rss_bytes"] > 0
+
+
+def test_sample_run_tunes_and_trains_with_the_best_trial(sample_run):
+    tuning = sample_run.summary["tuning"]
+    assert tuning["tuned"] and tuning["algorithm"] == "tpe"
+    assert tuning["trials_run"] == 3
+    assert tuning["trials_succeeded"] + tuning["trials_early_stopped"] + tuning["trials_failed"] == 3
+    assert set(tuning["best_parameters"]) == {"learning_rate", "batch_size"}
+    assert tuning["best_parameters"]["batch_size"] in (512, 1024, 2048)  # from the default space
+    assert 0.5 < tuning["best_objective"]["val_auc"] <= 1.0
+    # The local budget filled in what the user did not set; the user's values won.
+    arguments = sample_run.summary["arguments"]
+    assert arguments["tuning_parallel_trials"] == 1 and arguments["tuning_max_trials"] == 3
 
 
 def test_the_console_shows_task_lines_not_kfp_output(sample_run):
@@ -151,6 +174,7 @@ def test_tensorflow_branch_runs_the_parameter_server_topology(tmp_path):
             "platform": "local",
             "framework": "tensorflow",
             "tf_topology": "parameter_server",
+            "tune": False,  # the tuning step's trials are the PyTorch sample run's
             "sample_fraction": 0.03,
             "num_shards": 2,
             "workers": 2,

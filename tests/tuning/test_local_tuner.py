@@ -46,16 +46,18 @@ def by_trial_number(number: float, epoch: int) -> float:
 
 
 def spec(**overrides) -> TuningSettings:
-    values = dict(
-        algorithm="random",
-        algorithm_settings='{"random_state": 3}',
-        search_space='{"learning_rate": {"type": "double", "min": 0.0003, "max": 0.03, "scale": "log"}}',
-        max_trials=6,
-        parallel_trials=1,
-        trial_epochs=4,
-        start_step=2,
-        min_trials_required=2,
-    )
+    values = {
+        "algorithm": "random",
+        "algorithm_settings": '{"random_state": 3}',
+        "search_space": json.dumps(
+            {"learning_rate": {"type": "double", "min": 0.0003, "max": 0.03, "scale": "log"}}
+        ),
+        "max_trials": 6,
+        "parallel_trials": 1,
+        "trial_epochs": 4,
+        "start_step": 2,
+        "min_trials_required": 2,
+    }
     return TuningSettings(**{**values, **overrides})
 
 
@@ -98,7 +100,7 @@ def test_a_reached_goal_ends_the_run_and_stops_the_running_trials(tmp_path):
 
 def test_require_goal_fails_when_the_trials_never_reach_it(tmp_path):
     tuning = spec(goal=0.99, require_goal=True, max_trials=2, early_stopping="none")
-    with pytest.raises(TuningFailedError, match="without reaching tuning_goal=0.99"):
+    with pytest.raises(TuningFailedError, match=r"without reaching tuning_goal=0\.99"):
         LocalTuner(tuning, scripted(good_when_large), str(tmp_path)).run()
 
 
@@ -106,7 +108,9 @@ def test_parallel_trials_are_capped_to_the_cores(caplog):
     assert parallel_cap(3, processes_per_trial=2, cores=2) == 1
     assert parallel_cap(3, processes_per_trial=1, cores=8) == 3
     with caplog.at_level("WARNING"):
-        LocalTuner(spec(parallel_trials=3), scripted(good_when_large), "unused", processes_per_trial=2, cores=2)
+        LocalTuner(
+            spec(parallel_trials=3), scripted(good_when_large), "unused", processes_per_trial=2, cores=2
+        )
     assert "running 1 at a time" in caplog.text
 
 
@@ -138,5 +142,7 @@ def test_a_trial_cut_short_runs_again_with_its_parameters(tmp_path):
 
 
 def test_katib_only_algorithms_are_refused_locally_naming_the_supported_ones():
-    with pytest.raises(InvalidParameterError, match="runs on Katib only.*random, tpe, multivariate-tpe"):
-        LocalTuner(spec(algorithm="bayesianoptimization", algorithm_settings="{}"), scripted(good_when_large), "x")
+    with pytest.raises(InvalidParameterError, match=r"runs on Katib only.*random, tpe, multivariate-tpe"):
+        LocalTuner(
+            spec(algorithm="bayesianoptimization", algorithm_settings="{}"), scripted(good_when_large), "x"
+        )

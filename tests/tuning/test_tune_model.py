@@ -20,6 +20,11 @@ from tests.training.conftest import make_feature_dir
 OUTPUTS = ("tuning_metrics", "tuning_report", "optimisation_plot", "tuning_trials", "tuning_job")
 
 
+def journal(root) -> list[dict]:
+    with open(os.path.join(root, "tuning_trials", STATE_DIR, JOURNAL_FILE), encoding="utf-8") as f:
+        return [json.loads(line) for line in f]
+
+
 def tuning_arguments(tmp_path, features: str, **parameters) -> dict:
     values = rendering.run_parameters("flights-training", parameters)
     artifacts = {name: FakeArtifact(str(tmp_path / name), str(tmp_path / name)) for name in OUTPUTS}
@@ -33,22 +38,22 @@ def tuning_arguments(tmp_path, features: str, **parameters) -> dict:
     }
 
 
-SMALL_BUDGET = dict(
-    tuning_algorithm="random",
-    tuning_algorithm_settings='{"random_state": 11}',
-    tuning_search_space=json.dumps(
+SMALL_BUDGET = {
+    "tuning_algorithm": "random",
+    "tuning_algorithm_settings": '{"random_state": 11}',
+    "tuning_search_space": json.dumps(
         {
             "learning_rate": {"type": "double", "min": 0.0001, "max": 0.05, "scale": "log"},
             "batch_size": {"type": "discrete", "values": [64, 128]},
         }
     ),
-    tuning_max_trials=3,
-    tuning_parallel_trials=1,
-    tuning_trial_epochs=3,
-    tuning_start_step=1,
-    tuning_min_trials_required=2,
-    workers=2,
-)
+    "tuning_max_trials": 3,
+    "tuning_parallel_trials": 1,
+    "tuning_trial_epochs": 3,
+    "tuning_start_step": 1,
+    "tuning_min_trials_required": 2,
+    "workers": 2,
+}
 
 
 @pytest.fixture(scope="module")
@@ -61,9 +66,9 @@ def tuned(tmp_path_factory):
 
 
 def test_the_trials_run_the_real_trainer_with_katibs_substitution(tuned):
-    root, args, result = tuned
-    journal = [json.loads(line) for line in open(os.path.join(root, "tuning_trials", STATE_DIR, JOURNAL_FILE))]
-    started = [e for e in journal if e["event"] == "started"]
+    root, _, _ = tuned
+    entries = journal(root)
+    started = [e for e in entries if e["event"] == "started"]
     assert [e["name"] for e in started] == ["trial-001", "trial-002", "trial-003"]
     for entry in started:
         trial_dir = root / "tuning_trials" / entry["name"]
@@ -71,19 +76,23 @@ def test_the_trials_run_the_real_trainer_with_katibs_substitution(tuned):
         assert (trial_dir / "logs" / "attempt-1" / "rank-0.log").is_file()
         assert (trial_dir / "logs" / "attempt-1" / "rank-1.log").is_file()
         assert entry["assignments"]["batch_size"] in ("64", "128")
-    finished = [e["trial"] for e in journal if e["event"] == "finished"]
+    finished = [e["trial"] for e in entries if e["event"] == "finished"]
     for trial in finished:
         # The tuner read rank 0's Katib lines: one objective per epoch (fewer if stopped early).
         assert trial["status"] in ("Succeeded", "EarlyStopped")
         expected = 3 if trial["status"] == "Succeeded" else 1
         assert len(trial["history"]) == expected
-        assert 0.0 <= trial["objective"] <= 1.0 and set(trial["metrics"]) == {"val_auc", "val_log_loss", "val_accuracy"}
+        assert 0.0 <= trial["objective"] <= 1.0 and set(trial["metrics"]) == {
+            "val_auc",
+            "val_log_loss",
+            "val_accuracy",
+        }
 
 
 def test_the_best_trial_is_handed_on_typed_with_its_report(tuned):
     root, args, result = tuned
-    journal = [json.loads(line) for line in open(os.path.join(root, "tuning_trials", STATE_DIR, JOURNAL_FILE))]
-    finished = [e["trial"] for e in journal if e["event"] == "finished"]
+    entries = journal(root)
+    finished = [e["trial"] for e in entries if e["event"] == "finished"]
     best = max(finished, key=lambda t: t["objective"])
     assert result.outputs == {
         "learning_rate": float(best["parameters"]["learning_rate"]),
@@ -100,7 +109,8 @@ def test_the_best_trial_is_handed_on_typed_with_its_report(tuned):
 def test_an_interrupted_run_resumes_without_rerunning_finished_trials(tuned, tmp_path):
     root, args, _ = tuned
     journal_path = os.path.join(root, "tuning_trials", STATE_DIR, JOURNAL_FILE)
-    lines = open(journal_path).read().splitlines()
+    with open(journal_path, encoding="utf-8") as f:
+        lines = f.read().splitlines()
     # Cut the journal where trial-003 had started but not finished (a Ctrl-C then).
     cut = [line for line in lines if not ('"finished"' in line and "trial-003" in line)]
     with open(journal_path, "w") as f:
@@ -111,7 +121,7 @@ def test_an_interrupted_run_resumes_without_rerunning_finished_trials(tuned, tmp
     assert not (root / "tuning_trials" / "trial-001").exists()
     assert not (root / "tuning_trials" / "trial-002").exists()
     assert (root / "tuning_trials" / "trial-003" / "logs" / "attempt-1" / "rank-0.log").is_file()
-    entries = [json.loads(line) for line in open(journal_path)]
+    entries = journal(root)
     assert sum(e["event"] == "started" and e["name"] == "trial-003" for e in entries) == 2
     assert args["tuning_metrics"].metadata["trials_run"] == 3
     assert set(result.outputs) == {"learning_rate", "batch_size"}

@@ -28,10 +28,11 @@ from kfstack.components.training.train_model.stage import STAGE as TRAIN_STAGE
 from kfstack.errors import TuningFailedError
 from kfstack.flights.settings import TrainingPlacement, TuningPlacement
 from kfstack.kubernetes.katib_experiment import (
+    TRIAL_NAME,
     ExperimentRequest,
-    TrialParameterRef,
     build_experiment,
     read_trials,
+    trial_parameters,
     tuning_result,
 )
 from kfstack.kubernetes.launcher import Cluster
@@ -51,9 +52,6 @@ from kfstack.uris import join
 TUNING_METRICS = "tuning_metrics"
 TRIALS_REPORT = "tuning_report"
 OPTIMISATION_PLOT = "optimisation_plot"
-# The trial parameter that names each trial's directory: Katib fills it from the trial's name.
-TRIAL_NAME = "trial_name"
-TRIAL_NAME_REFERENCE = "${trialSpec.Name}"
 # Under the embedded run's directory (RUN_DIR_ENV), where the tuner keeps its journal so that
 # `kfstack run --local --resume RUN_DIR` finds it.
 STATE_DIR = "state"
@@ -143,19 +141,13 @@ class TuneModelStage:
             return []
         trial = settings.trial
         (trial_job,) = TRAIN_STAGE.build(trial, context)
-        references = tuple(
-            TrialParameterRef(p.name, f"{p.name} of this trial", p.name) for p in settings.tuning.parameters
-        )
         request = ExperimentRequest(
             name=context.name("kfs-tune"),
             labels=context.labels(),
             tuning=settings.tuning,
             trial_job=trial_job,
             trial_kind=job_kind(trial.training_api, trial.training.framework),
-            trial_parameters=(
-                *references,
-                TrialParameterRef(TRIAL_NAME, "the trial's name: its directory", TRIAL_NAME_REFERENCE),
-            ),
+            trial_parameters=trial_parameters(settings.tuning),
         )
         return [build_experiment(request)]
 
