@@ -212,10 +212,17 @@ def write_objects(rendered: list[RenderedTask], out_dir: str) -> list[str]:
     for name in previous:
         with contextlib.suppress(FileNotFoundError):
             os.remove(os.path.join(out_dir, name))
-    paths = []
+    paths: list[str] = []
     for task in rendered:
         for obj in task.objects:
-            path = os.path.join(out_dir, f"{obj['kind'].lower()}-{obj['metadata']['name']}.yaml")
+            stem = f"{obj['kind'].lower()}-{obj['metadata']['name']}"
+            path = os.path.join(out_dir, f"{stem}.yaml")
+            # Alternatives of one task (training_api=auto's two Experiments) share a name: the
+            # run creates only one of them; each keeps a file of its own, its condition on top.
+            n = 1
+            while path in paths:
+                n += 1
+                path = os.path.join(out_dir, f"{stem}-{n}.yaml")
             with open(path, "w", encoding="utf-8") as f:
                 if task.when:
                     f.write("".join(f"# only when: {condition}\n" for condition in task.when))

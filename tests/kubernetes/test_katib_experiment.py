@@ -208,11 +208,11 @@ def test_the_spec_states_katibs_contract():
     assert spec["objective"] == {
         "additionalMetricNames": ["val_log_loss", "val_accuracy"],
         "goal": 0.78,
-        # Katib's defaulting gives additional metrics the objective's direction (max here).
+        # Stated for every metric: the additional ones at the trial's last report.
         "metricStrategies": [
             {"name": "val_auc", "value": "max"},
-            {"name": "val_log_loss", "value": "max"},
-            {"name": "val_accuracy", "value": "max"},
+            {"name": "val_log_loss", "value": "latest"},
+            {"name": "val_accuracy", "value": "latest"},
         ],
         "objectiveMetricName": "val_auc",
         "type": "maximize",
@@ -255,8 +255,8 @@ def test_no_goal_no_early_stopping_and_ranges_katib_parses():
     spec = build("tfjob")["spec"]
     assert "goal" not in spec["objective"] and "earlyStopping" not in spec
     assert spec["objective"]["metricStrategies"][0] == {"name": "val_log_loss", "value": "latest"}
-    # Minimising: the additional metrics take min, as Katib's defaulting gives them.
-    assert {s["value"] for s in spec["objective"]["metricStrategies"][1:]} == {"min"}
+    # The additional metrics are stated as latest whatever the direction.
+    assert {s["value"] for s in spec["objective"]["metricStrategies"][1:]} == {"latest"}
     assert spec["parameters"][1] == {
         "feasibleSpace": {"distribution": "uniform", "max": "2048", "min": "256", "step": "256"},
         "name": "batch_size",
@@ -638,8 +638,8 @@ def test_succeeded_then_its_trials_and_best_are_read_back(fake_api):
         "learning_rate": "0.0021",
         "batch_size": "1024",
     }
-    # Every metric under its strategy: max for all three when maximising.
-    assert b2.objective == 0.79 and b2.metrics == {"val_auc": 0.79, "val_log_loss": 0.52}
+    # Every metric under its strategy: the objective's max, the others' latest.
+    assert b2.objective == 0.79 and b2.metrics == {"val_auc": 0.79, "val_log_loss": 0.47}
     assert (b2.seconds, b2.history, b2.message) == (12 * 60, [], "Trial has succeeded")
     assert c3.objective == 0.74  # max stated; the unavailable latest does not matter
     assert a1.status == trials.EARLY_STOPPED and a1.message == "Trial is early stopped" and a1.seconds == 180

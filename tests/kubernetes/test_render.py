@@ -11,6 +11,7 @@ import json
 import fsspec
 import pytest
 import yaml
+from kubeflow_katib_api.models import V1beta1Experiment
 
 from kfstack.app.cli import main
 from kfstack.components.data.flights_features.stage import STAGE as FEATURES
@@ -26,6 +27,22 @@ from tests.kubernetes.test_builders import validate_with_crds
 from tests.training.conftest import make_feature_dir
 
 SECRET_VALUE = "wJalrXUtnFEMI-K7MDENG-bPxRfiCYEXAMPLEKEY"
+
+
+def checkable(objects: list[dict]) -> list[dict]:
+    """What the upstream CRDs can check: every object, an Experiment through its trial spec.
+
+    Katib's own CRD carries no field schema (it would accept anything), so the Experiment is
+    checked with the katib-api models here and its trial job against that job's CRD.
+    """
+    checked = []
+    for obj in objects:
+        if obj["kind"] == "Experiment":
+            V1beta1Experiment.model_validate(obj)
+            trial = obj["spec"]["trialTemplate"]["trialSpec"]
+            obj = {**trial, "metadata": {**trial.get("metadata", {}), "name": "trial-name"}}
+        checked.append(obj)
+    return checked
 
 
 def test_render_writes_every_object_and_they_validate(tmp_path, capsys):
@@ -50,9 +67,20 @@ def test_render_writes_every_object_and_they_validate(tmp_path, capsys):
     )
     files = sorted(out.glob("*.yaml"))
     objects = [yaml.safe_load(f.read_text()) for f in files]
-    assert [o["kind"] for o in objects] == ["PyTorchJob", "SparkApplication"]
-    job = objects[0]
+    assert [o["kind"] for o in objects] == ["Experiment", "PyTorchJob", "SparkApplication"]
+    experiment, job = objects[0], objects[1]
     assert job["spec"]["pytorchReplicaSpecs"]["Worker"]["replicas"] == 2
+    # The final training takes the tuning step's best values (known when the run gets there).
+    command = job["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]["containers"][0]["command"]
+    assert command[command.index("--learning-rate") + 1] == "{{output:tune-model/learning_rate}}"
+    # The trials are the same job, with Katib's references where the tuned values go.
+    trial = experiment["spec"]["trialTemplate"]["trialSpec"]
+    assert trial["kind"] == "PyTorchJob" and trial["spec"]["pytorchReplicaSpecs"]["Worker"]["replicas"] == 2
+    trial_command = trial["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]["containers"][0][
+        "command"
+    ]
+    assert trial_command[trial_command.index("--learning-rate") + 1] == "${trialParameters.learning_rate}"
+    assert "${trialParameters.trial_name}" in trial_command[trial_command.index("--model-uri") + 1]
     assert job["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "kfstack-a100-mig"
     assert job["metadata"]["labels"]["kfstack.dev/pipeline-run"] == RUN_ID
     args = job["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]["containers"][0]["command"]
@@ -60,7 +88,7 @@ def test_render_writes_every_object_and_they_validate(tmp_path, capsys):
     assert args[args.index("--features-uri") + 1] == "{{artifact:flights-features/features}}"
     assert args[args.index("--checkpoint-uri") + 1] == "{{artifact:train-model/training_logs}}/checkpoints"
     assert "namespace" not in job["metadata"]  # kubectl -n / the launcher's own namespace decides
-    validate_with_crds(tmp_path, objects)
+    validate_with_crds(tmp_path, checkable(objects))
 
 
 def test_render_tensorflow_parameter_server_job(tmp_path):
@@ -84,7 +112,8 @@ def test_render_tensorflow_parameter_server_job(tmp_path):
         == 0
     )
     objects = {o["kind"]: o for o in (yaml.safe_load(f.read_text()) for f in out.glob("*.yaml"))}
-    assert set(objects) == {"TFJob", "SparkApplication"}
+    assert set(objects) == {"Experiment", "TFJob", "SparkApplication"}
+    assert objects["Experiment"]["spec"]["trialTemplate"]["trialSpec"]["kind"] == "TFJob"
     specs = objects["TFJob"]["spec"]["tfReplicaSpecs"]
     assert {k: v["replicas"] for k, v in specs.items()} == {"Chief": 1, "Worker": 3, "PS": 2}
     command = specs["Chief"]["template"]["spec"]["containers"][0]["command"]
@@ -94,7 +123,7 @@ def test_render_tensorflow_parameter_server_job(tmp_path):
         .split("/")[-1]
         .startswith("kfstack-tf-trainer:")
     )
-    validate_with_crds(tmp_path, list(objects.values()))
+    validate_with_crds(tmp_path, checkable(list(objects.values())))
 
 
 def test_render_with_auto_writes_each_training_api_with_its_condition(tmp_path):
@@ -102,7 +131,13 @@ def test_render_with_auto_writes_each_training_api_with_its_condition(tmp_path):
     out = tmp_path / "rendered"
     assert main(["render", "--out", str(out), "--run-id", RUN_ID]) == 0
     texts = {path.name.split("-")[0]: path.read_text() for path in out.glob("*.yaml")}
-    assert set(texts) == {"pytorchjob", "trainjob", "sparkapplication"}
+    assert set(texts) == {"experiment", "pytorchjob", "trainjob", "sparkapplication"}
+    # Two Experiments too (their trials are TrainJobs or PyTorchJobs), each in its own file.
+    experiments = sorted(out.glob("experiment-*.yaml"))
+    assert len(experiments) == 2
+    kinds = {yaml.safe_load(p.read_text())["spec"]["trialTemplate"]["trialSpec"]["kind"] for p in experiments}
+    assert kinds == {"TrainJob", "PyTorchJob"}
+    assert all(p.read_text().startswith("# only when: training_api=") for p in experiments)
     assert texts["trainjob"].startswith(
         "# only when: training_api=trainer-v2: the cluster serves trainer.kubeflow.org/v1alpha1 TrainJob"
     )
@@ -110,7 +145,7 @@ def test_render_with_auto_writes_each_training_api_with_its_condition(tmp_path):
     assert "the cluster serves kubeflow.org/v1 PyTorchJob" in first_line
     assert first_line.endswith("and not trainer.kubeflow.org/v1alpha1 TrainJob (Kubeflow Trainer v2.3)")
     assert not texts["sparkapplication"].startswith("#")  # created whatever the cluster serves
-    validate_with_crds(tmp_path, [yaml.safe_load(text) for text in texts.values()])
+    validate_with_crds(tmp_path, checkable([yaml.safe_load(p.read_text()) for p in out.glob("*.yaml")]))
 
 
 def test_render_an_explicit_trainer_v2_choice(tmp_path):
@@ -118,13 +153,13 @@ def test_render_an_explicit_trainer_v2_choice(tmp_path):
     arguments = ["--param", "training_api=trainer-v2", "--param", "trainer_runtime=kfstack-torch-distributed"]
     assert main(["render", "--out", str(out), "--param", "workers=4", *arguments]) == 0
     objects = {o["kind"]: o for o in (yaml.safe_load(f.read_text()) for f in out.glob("*.yaml"))}
-    assert set(objects) == {"TrainJob", "SparkApplication"}
+    assert set(objects) == {"Experiment", "TrainJob", "SparkApplication"}
     spec = objects["TrainJob"]["spec"]
     assert spec["runtimeRef"]["name"] == "kfstack-torch-distributed"
     assert spec["trainer"]["numNodes"] == 4
     args = spec["trainer"]["args"]
     assert args[args.index("--features-uri") + 1] == "{{artifact:flights-features/features}}"
-    validate_with_crds(tmp_path, list(objects.values()))
+    validate_with_crds(tmp_path, checkable(list(objects.values())))
 
 
 def test_render_refuses_tensorflow_on_trainer_v2(tmp_path, capsys):
