@@ -177,14 +177,20 @@ def flights_training(
         tuning_resume_policy: Kubernetes: Katib resumePolicy (Never, LongRunning, FromVolume).
         tuning_timeout_seconds: Kubernetes: longest wait for the Experiment.
     """
-    # Every parameter, for the validate task (before any other name is bound here).
+    # Every parameter, for the validate task (before any other name is bound here); the JSON
+    # ones go to it on their own (see validate_run).
     parameters = dict(locals())
+    json_parameters = {
+        name: parameters.pop(name) for name in ("tuning_search_space", "tuning_algorithm_settings")
+    }
     cleanup = cleanup_run(platform=platform, run_id=RUN_ID)
     cleanup.set_caching_options(False).set_display_name("cleanup")
     _on_cluster(cleanup, object_store_secret)
 
     with dsl.ExitHandler(cleanup, name="flights-training-run"):
-        checked = validate_run(pipeline=PIPELINE_NAME, parameters=parameters, run_id=RUN_ID)
+        checked = validate_run(
+            pipeline=PIPELINE_NAME, parameters=parameters, run_id=RUN_ID, **json_parameters
+        )
         checked.set_caching_options(False).set_display_name("validate-parameters")
         _on_cluster(checked, object_store_secret)
 

@@ -11,7 +11,13 @@ from kfstack.images import COMPONENT_IMAGE
 
 
 @dsl.component(base_image=COMPONENT_IMAGE, install_kfp_package=False)
-def validate_run(pipeline: str, parameters: dict, run_id: str):
+def validate_run(
+    pipeline: str,
+    parameters: dict,
+    run_id: str,
+    tuning_search_space: str = "",
+    tuning_algorithm_settings: str = "",
+):
     """Fails the run in seconds when a parameter is out of range or inconsistent.
 
     Every launching stage builds its typed settings from the run's parameters and its cluster
@@ -20,9 +26,17 @@ def validate_run(pipeline: str, parameters: dict, run_id: str):
 
     Args:
         pipeline: The registered pipeline this task belongs to.
-        parameters: Every pipeline parameter (the pipeline passes its own).
+        parameters: Every pipeline parameter (the pipeline passes its own) but the JSON ones.
         run_id: The pipeline run (names of the rendered objects).
+        tuning_search_space: The pipeline's JSON parameters travel as inputs of their own:
+            kfp.local 2.17 puts a parameter into a dict input as raw text, so a value holding
+            quotes would break the dict. Empty: the pipeline has no such parameter.
+        tuning_algorithm_settings: Likewise.
     """
     from kfstack.pipelines import check_in_fresh_interpreter
 
-    check_in_fresh_interpreter(pipeline, parameters, run_id)
+    texts = {
+        "tuning_search_space": tuning_search_space,
+        "tuning_algorithm_settings": tuning_algorithm_settings,
+    }
+    check_in_fresh_interpreter(pipeline, {**parameters, **{k: v for k, v in texts.items() if v}}, run_id)

@@ -17,6 +17,7 @@ import yaml
 from kfstack.app import cli
 from kfstack.errors import CancelledError, TrainingFailedError
 from kfstack.pipelines import DEFAULT_PIPELINE, PIPELINES
+from kfstack.tuning.spec import LOCAL_BUDGET
 from kfstack.version import __version__
 
 # Lines logging.basicConfig's format would write ("2024-01-01 12:00:00,123 INFO name: msg").
@@ -55,8 +56,9 @@ def local_runs(monkeypatch):
     class Fake:
         result: object = None
 
-        def __call__(self, name, arguments, pipeline_root, verbose=False):
+        def __call__(self, name, arguments, pipeline_root, verbose=False, resume=None):
             calls.append((name, dict(arguments), pipeline_root))
+            self.resumed = resume
             if isinstance(self.result, BaseException):
                 raise self.result
             return self.result
@@ -220,12 +222,13 @@ def test_render_default_writes_spark_and_both_training_apis(capsys, tmp_path):
     assert cli.main(["render", "--out", str(out_dir)]) == 0
     printed = capsys.readouterr().out.split()
     assert sorted(printed) == sorted(str(p) for p in out_dir.iterdir() if p.name != ".kfstack-render")
-    assert set(_rendered_kinds(out_dir)) == {"SparkApplication", "PyTorchJob", "TrainJob"}
+    assert set(_rendered_kinds(out_dir)) == {"SparkApplication", "Experiment", "PyTorchJob", "TrainJob"}
 
 
 def test_render_says_which_objects_are_alternatives(capsys, tmp_path):
     assert cli.main(["render", "--out", str(tmp_path / "both")]) == 0
-    assert "2 object(s) start with '# only when:'" in capsys.readouterr().err
+    # The TrainJob and the PyTorchJob, and the tuning step's two Experiments (one per trial kind).
+    assert "4 object(s) start with '# only when:'" in capsys.readouterr().err
     assert cli.main(["render", "--out", str(tmp_path / "one"), "--param", "training_api=v1"]) == 0
     assert capsys.readouterr().err == ""
 
@@ -233,7 +236,7 @@ def test_render_says_which_objects_are_alternatives(capsys, tmp_path):
 def test_render_tensorflow_writes_tfjob(capsys, tmp_path):
     out_dir = tmp_path / "objects"
     assert cli.main(["render", "--out", str(out_dir), "--param", "framework=tensorflow"]) == 0
-    assert set(_rendered_kinds(out_dir)) == {"SparkApplication", "TFJob"}
+    assert set(_rendered_kinds(out_dir)) == {"SparkApplication", "Experiment", "TFJob"}
 
 
 @pytest.mark.parametrize(
@@ -403,7 +406,7 @@ def test_run_local_success(capsys, tmp_path, local_runs):
     assert "SUMMARY-TEXT" in out
     ((name, arguments, pipeline_root),) = local_runs.calls
     assert name == DEFAULT_PIPELINE and pipeline_root == str(root)
-    assert arguments == {"sample_fraction": 0.01, "platform": "local"}
+    assert arguments == {"sample_fraction": 0.01, "platform": "local", **LOCAL_BUDGET}
     assert local_runs.result.written == [str(summary_json)]
 
 
@@ -522,12 +525,12 @@ def test_render_refuses_a_directory_it_did_not_write(capsys, tmp_path):
 def test_render_replaces_its_own_earlier_output_whole(capsys, tmp_path):
     out_dir = tmp_path / "objects"
     assert cli.main(["render", "--out", str(out_dir)]) == 0
-    assert set(_rendered_kinds(out_dir)) == {"SparkApplication", "PyTorchJob", "TrainJob"}
+    assert set(_rendered_kinds(out_dir)) == {"SparkApplication", "Experiment", "PyTorchJob", "TrainJob"}
     assert cli.main(["render", "--out", str(out_dir), "--param", "framework=tensorflow"]) == 0
     # The PyTorchJob of the first render is gone: the directory is exactly the second render.
-    assert set(_rendered_kinds(out_dir)) == {"SparkApplication", "TFJob"}
+    assert set(_rendered_kinds(out_dir)) == {"SparkApplication", "Experiment", "TFJob"}
     printed = capsys.readouterr().out.split()
-    second = printed[3:]  # the first render printed its three files
+    second = printed[5:]  # the first render printed its five files (two Experiments)
     assert sorted(second) == sorted(str(p) for p in out_dir.glob("*.yaml"))
 
 

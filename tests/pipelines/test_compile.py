@@ -59,14 +59,23 @@ def test_flights_training_task_graph(flights_spec):
     components = flights_spec["components"]
     tasks = components["comp-exit-handler-1"]["dag"]["tasks"]
     # One training step whatever the framework: later stages appear once in the graph.
-    assert set(tasks) == {"validate-run", "flights-features", "train-model", "evaluate-model"}
+    assert set(tasks) == {"validate-run", "flights-features", "tune-model", "train-model", "evaluate-model"}
     # Parameters are checked before the feature job starts.
     assert tasks["flights-features"]["dependentTasks"] == ["validate-run"]
     checked = tasks["validate-run"]["inputs"]["parameters"]
     assert checked["pipeline"]["runtimeValue"]["constant"] == "flights-training"
-    # The check gets every pipeline parameter, so it renders what the run would create.
+    # The check gets every pipeline parameter, so it renders what the run would create; the
+    # JSON ones as inputs of their own (kfp.local puts dict values in as raw text).
     passed = checked["parameters"]["runtimeValue"]["constant"]
-    assert set(passed) == set(flights_spec["root"]["inputDefinitions"]["parameters"])
+    json_inputs = {"tuning_search_space", "tuning_algorithm_settings"}
+    assert set(passed) | json_inputs == set(flights_spec["root"]["inputDefinitions"]["parameters"])
+    for name in json_inputs:
+        assert checked[name] == {"componentInputParameter": f"pipelinechannel--{name}"}
+    # Training takes its tuned hyperparameters from the tuning step, whether it tuned or not.
+    for name in ("learning_rate", "batch_size"):
+        assert tasks["train-model"]["inputs"]["parameters"][name] == {
+            "taskOutputParameter": {"outputParameterKey": name, "producerTask": "tune-model"}
+        }
     train = tasks["train-model"]["inputs"]
     assert train["artifacts"]["features"] == {
         "taskOutputArtifact": {"outputArtifactKey": "features", "producerTask": "flights-features"}
@@ -77,7 +86,7 @@ def test_flights_training_task_graph(flights_spec):
         "taskOutputArtifact": {"outputArtifactKey": "model", "producerTask": "train-model"}
     }
     # Deterministic job names: the run id and task name reach the launching stages.
-    for launching in ("flights-features", "train-model"):
+    for launching in ("flights-features", "tune-model", "train-model"):
         parameters = tasks[launching]["inputs"]["parameters"]
         assert parameters["run_id"]["runtimeValue"]["constant"] == "{{$.pipeline_job_uuid}}"
         assert parameters["task_name"]["runtimeValue"]["constant"] == "{{$.pipeline_task_name}}"
@@ -108,6 +117,7 @@ def test_task_pods_carry_the_cpu_pool_namespace_and_secret_refs(executor_configs
     assert set(executor_configs) == {
         "exec-validate-run",
         "exec-flights-features",
+        "exec-tune-model",
         "exec-train-model",
         "exec-evaluate-model",
         "exec-cleanup-run",
