@@ -78,10 +78,14 @@ def test_the_trials_run_the_real_trainer_with_katibs_substitution(tuned):
         assert entry["assignments"]["batch_size"] in ("64", "128")
     finished = [e["trial"] for e in entries if e["event"] == "finished"]
     for trial in finished:
-        # The tuner read rank 0's Katib lines: one objective per epoch (fewer if stopped early).
+        # The tuner read rank 0's Katib lines: one objective per epoch. A trial stopped early
+        # was judged at its first report; epochs this small may print more before the stop
+        # lands (Katib's collector, too, reports every line in the file when it stops a trial).
         assert trial["status"] in ("Succeeded", "EarlyStopped")
-        expected = 3 if trial["status"] == "Succeeded" else 1
-        assert len(trial["history"]) == expected
+        if trial["status"] == "Succeeded":
+            assert len(trial["history"]) == 3
+        else:
+            assert 1 <= len(trial["history"]) <= 3 and "by report 1" in trial["message"]
         assert 0.0 <= trial["objective"] <= 1.0 and set(trial["metrics"]) == {
             "val_auc",
             "val_log_loss",
