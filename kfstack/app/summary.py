@@ -14,16 +14,17 @@ import os
 from typing import Any
 
 from kfstack.training.metrics import UNDEFINED
+from kfstack.training.settings import TUNABLE_HYPERPARAMETERS
 
 SUCCEEDED, FAILED, CANCELLED = "SUCCEEDED", "FAILED", "CANCELLED"
 METRICS_SCHEMA = "system.Metrics"
 # Where the feature job's counts show up among the metrics (its data_report output).
 DATA_REPORT = "data_report"
 DATA_COUNT_KEYS = ("rows_read", "rows_written", "rows_quarantined", "quarantined_fraction")
-# Where the tuning step's figures show up among the metrics, and its parameter outputs.
+# Where the tuning step's figures show up among the metrics (its parameter outputs are the
+# tunable hyperparameters).
 TUNING_METRICS = "tuning_metrics"
 TUNING_COUNTS = ("trials_run", "trials_succeeded", "trials_early_stopped", "trials_failed")
-TUNED_OUTPUTS = ("learning_rate", "batch_size")
 
 Number = int | float
 
@@ -182,6 +183,6 @@ def tuning_summary(
         "tuned": True,
         "algorithm": arguments.get("tuning_algorithm"),
         **{name: figures.get(name) for name in TUNING_COUNTS},
-        "best_parameters": {name: outputs[name] for name in TUNED_OUTPUTS if name in outputs},
+        "best_parameters": {name: outputs[name] for name in TUNABLE_HYPERPARAMETERS if name in outputs},
         "best_objective": best,
     }

@@ -58,6 +58,7 @@ from kfstack.kubernetes.resources import (
     ResourceKind,
     primary_replica_type,
 )
+from kfstack.settings import katib_references, substitute_katib_parameters
 from kfstack.tuning import spec
 from kfstack.tuning.metric_lines import DEFAULT_FILTER
 from kfstack.tuning.spec import SearchParameter, TuningSettings
@@ -82,8 +83,8 @@ MEDIANSTOP = spec.MEDIANSTOP
 # 9, and the trial jobs' pods more).
 MAX_NAME_LENGTH = 40
 _NAME = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
-# Katib's placeholder syntax and its metadata references (manifest/generator.go, consts).
-_PLACEHOLDER = re.compile(r"\$\{trialParameters\.([^}]+)\}")
+# Katib's metadata references (manifest/generator.go, consts); its placeholder syntax is
+# kfstack.settings' (katib_parameter, katib_references, substitute_katib_parameters).
 _META_REFERENCE = re.compile(
     r"^\$\{trialSpec\.(Name|Namespace|Kind|APIVersion|(Labels|Annotations)\[.+\])\}$"
 )
@@ -232,7 +233,7 @@ def _check_trial_parameters(request: ExperimentRequest) -> None:
 
 
 def _check_placeholders(request: ExperimentRequest) -> None:
-    used = set(_PLACEHOLDER.findall(json.dumps(request.trial_job)))
+    used = katib_references(json.dumps(request.trial_job))
     declared = {p.name for p in request.trial_parameters}
     unknown = sorted(used - declared)
     if unknown:
@@ -268,11 +269,11 @@ def _sample_values(parameter: TrialParameterRef, tuning: TuningSettings, experim
 
 def _substituted(arg: str, samples: dict[str, list[str]]) -> list[str]:
     """``arg`` with each of its placeholders in turn taking each of its sample values."""
-    found = _PLACEHOLDER.findall(arg)
+    found = sorted(katib_references(arg))
     first = {name: samples[name][0] for name in found}
 
     def fill(values: dict[str, str]) -> str:
-        return _PLACEHOLDER.sub(lambda match: values[match.group(1)], arg)
+        return substitute_katib_parameters(arg, values)
 
     return [fill(first)] + [fill({**first, name: value}) for name in found for value in samples[name][1:]]
 

@@ -29,7 +29,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 import optuna
 
@@ -225,6 +225,7 @@ class LocalTuner:
     ) -> None:
         samplers.check_embedded(tuning)
         self.tuning = tuning
+        self._parameters = {p.name: p for p in tuning.parameters}
         self.run_trial = run_trial
         self.journal = Journal(state_dir)
         self.parallel = parallel_cap(tuning.parallel_trials, processes_per_trial, cores)
@@ -253,10 +254,7 @@ class LocalTuner:
     def _tell_finished(self, study: optuna.Study, record: TrialRecord) -> None:
         """A finished trial from the journal, as the sampler would have seen it."""
         distributions = samplers.search_space(self.tuning)
-        by_name = {p.name: p for p in self.tuning.parameters}
-        params = {
-            name: samplers.optuna_value(by_name[name], value) for name, value in record.parameters.items()
-        }
+        params = self._optuna_params(record.parameters)
         observed = record.status in OBSERVED_OUTCOMES and record.objective is not None
         study.add_trial(
             optuna.trial.create_trial(
@@ -269,9 +267,8 @@ class LocalTuner:
 
     def _ask(self, study: optuna.Study, number: int) -> tuple[TrialRun, optuna.Trial]:
         trial = study.ask(fixed_distributions=samplers.search_space(self.tuning))
-        by_name = {p.name: p for p in self.tuning.parameters}
         assignments = {
-            name: samplers.katib_value(by_name[name], value) for name, value in trial.params.items()
+            name: samplers.katib_value(self._parameters[name], value) for name, value in trial.params.items()
         }
         return TrialRun(f"trial-{number:03d}", assignments), trial
 
@@ -333,7 +330,7 @@ class LocalTuner:
         # sampler hands out enqueued parameters on its next asks.
         pending = list(cut_short)
         for run in cut_short:
-            study.enqueue_trial(self._optuna_params(run))
+            study.enqueue_trial(self._optuna_params(run.assignments))
         created = len(finished) + len(cut_short)
         running: dict[concurrent.futures.Future, tuple[TrialRun, optuna.Trial, _TrialWatch]] = {}
         reason = self._end_reason(finished)
@@ -385,9 +382,11 @@ class LocalTuner:
             pool.shutdown(wait=True)
         return self._result(finished, reason)
 
-    def _optuna_params(self, run: TrialRun) -> dict:
-        by_name = {p.name: p for p in self.tuning.parameters}
-        return {name: samplers.optuna_value(by_name[name], value) for name, value in run.assignments.items()}
+    def _optuna_params(self, assignments: Mapping[str, str]) -> dict:
+        """Recorded assignments (Katib's strings) as the sampler's values."""
+        return {
+            name: samplers.optuna_value(self._parameters[name], value) for name, value in assignments.items()
+        }
 
     def _result(self, trials: list[TrialRecord], reason: str) -> TuningResult:
         tuning = self.tuning

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import itertools
 import json
 import math
 from collections.abc import Callable, Mapping
@@ -446,12 +445,6 @@ class TuningSettings(Settings):
     def reached(self, value: float) -> bool:
         """Whether ``value`` reaches the goal (Katib: ``>=`` goal when maximising)."""
         return self.has_goal and (value >= self.goal if self.direction == MAXIMIZE else value <= self.goal)
-
-    def grid_points(self) -> list[dict[str, Any]]:
-        """Every point of a grid search (see :meth:`SearchParameter.grid`)."""
-        names = [p.name for p in self.parameters]
-        grids = [p.grid() for p in self.parameters]
-        return [dict(zip(names, point, strict=True)) for point in itertools.product(*grids)]
 
 
 # Budget `kfstack run --local` applies unless the user sets these (the compiled defaults suit a
