@@ -1,10 +1,11 @@
 """``python -m benchmarks`` (``make bench``): every CPU benchmark, one after the other.
 
-They run serially because each measures the whole machine. The GPU benchmark
+They run serially because each measures the whole machine. The tuning benchmark runs 108 trials
+(about 20 minutes on 2 cores). The GPU benchmark
 (``python -m benchmarks.gpu_throughput``) needs a CUDA device and runs only when asked.
 """
 
-from benchmarks import ddp_scaling, main_job, spark_vs_duckdb, tf_scaling
+from benchmarks import ddp_scaling, main_job, spark_vs_duckdb, tf_scaling, tuning_efficiency
 
-for benchmark in (main_job, spark_vs_duckdb, ddp_scaling, tf_scaling):
+for benchmark in (main_job, spark_vs_duckdb, ddp_scaling, tf_scaling, tuning_efficiency):
     benchmark.main([])
