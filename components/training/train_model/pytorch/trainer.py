@@ -15,7 +15,8 @@
   rank 0 gathers), a Katib metric line from rank 0 (``epoch=3 val_auc=0.7120 val_log_loss=...``)
   and a checkpoint (rank 0, atomic). On start every rank resumes from the latest checkpoint.
 - At the end rank 0 exports ``model.onnx`` (checked against torch with onnxruntime), copies the
-  feature spec and writes ``training_metrics.json`` to the model URI.
+  feature spec, lookups and profile beside it (``MODEL_FEATURE_FILES``: the model serves on its
+  own) and writes ``training_metrics.json`` to the model URI.
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ from kfstack.components.training.train_model.pytorch.model import (
     ModelConfig,
 )
 from kfstack.errors import InvalidParameterError, TrainingFailedError
-from kfstack.features import FEATURE_SPEC_FILE, FeatureSpec
+from kfstack.features import FeatureSpec, copy_model_feature_files
 from kfstack.training import checkpoints, metrics, shards
 from kfstack.training.env_contract import DistributedEnv
 from kfstack.training.metrics import katib_line
@@ -146,7 +147,7 @@ def validate(
     }
 
 
-def export_onnx(classifier: DelayClassifier, spec: FeatureSpec, sample: RankData, model_uri: str) -> float:
+def export_onnx(classifier: DelayClassifier, sample: RankData, model_uri: str) -> float:
     """Writes ``model.onnx`` and returns its max abs difference to torch on ``sample`` rows.
 
     Raises:
@@ -189,7 +190,6 @@ def export_onnx(classifier: DelayClassifier, spec: FeatureSpec, sample: RankData
         fs, target = fsspec.core.url_to_fs(model_uri)
         fs.makedirs(target, exist_ok=True)
         fs.put_file(path, f"{target.rstrip('/')}/{MODEL_FILE}")
-    spec.save(f"{model_uri.rstrip('/')}/{FEATURE_SPEC_FILE}")
     return difference
 
 
@@ -297,7 +297,8 @@ def train(args: argparse.Namespace) -> dict[str, float] | None:
 
     result = None
     if env.is_chief:
-        difference = export_onnx(classifier, spec, validation_data, args.model_uri)
+        difference = export_onnx(classifier, validation_data, args.model_uri)
+        copy_model_feature_files(args.features_uri, args.model_uri)
         last = history[-1] if history else {}
         result = {
             "val_auc": last.get("val_auc", math.nan),

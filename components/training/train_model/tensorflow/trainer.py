@@ -44,7 +44,7 @@ import numpy as np
 
 from kfstack import progress
 from kfstack.errors import InvalidParameterError, TrainingFailedError
-from kfstack.features import FEATURE_SPEC_FILE, FeatureSpec
+from kfstack.features import FeatureSpec, copy_model_feature_files
 from kfstack.training import checkpoints, metrics, shards
 from kfstack.training.architecture import ONNX_INPUTS, ModelConfig
 from kfstack.training.metrics import katib_line
@@ -256,7 +256,7 @@ def export_onnx(
         fs, model_dir = fsspec.core.url_to_fs(args.model_uri)
         fs.makedirs(model_dir, exist_ok=True)
         fs.put_file(path, f"{model_dir.rstrip('/')}/{MODEL_FILE}")
-    spec.save(f"{args.model_uri.rstrip('/')}/{FEATURE_SPEC_FILE}")
+    copy_model_feature_files(args.features_uri, args.model_uri)
     logger.info("exported %s (max |onnx - keras| = %.2e)", MODEL_FILE, difference)
     return difference
 

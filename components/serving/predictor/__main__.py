@@ -1,0 +1,3 @@
+from kfstack.components.serving.predictor.server import main
+
+raise SystemExit(main())

@@ -1,0 +1,234 @@
+"""The flight-delay predictor on KServe's Python ``ModelServer`` (V1 and V2 HTTP protocols).
+
+:class:`FlightDelayModel` is a ``kserve.Model`` over :class:`kfstack.flights.scoring.FlightScorer`:
+
+- **V1** ``POST /v1/models/<name>:predict`` with ``{"instances": [<flight record>, ...]}``
+  answers ``{"predictions": [<delay probability>, ...]}``.
+- **V2** ``POST /v2/models/<name>/infer`` with one input tensor per field (columnar, shape
+  ``[n]``; strings as ``BYTES``) answers one ``FP32`` output named ``probability``, shape ``[n]``.
+
+A record is the raw ``flights`` row (fields beyond the request's are ignored, so a row of the
+table can be sent as it is) with the origin's weather when the caller has it
+(:data:`kfstack.flights.scoring.REQUEST_FIELDS`). A malformed request -- not JSON, a missing or
+mistyped field, a wrong shape, an empty or oversized batch, a non-finite number, a date or time
+the training data's validation would refuse -- gets a **400** whose message names the field,
+never a 500, and the server stays healthy. Bodies above ``--max_body_bytes`` get a 413 before
+they are read. KServe answers a V2 body that is not a valid inference request with FastAPI's 422;
+:func:`install_request_hooks` turns that into the same 400.
+
+Prometheus metrics on ``/metrics`` beside KServe's own (``request_predict_seconds``...):
+
+- ``kfstack_predictor_requests_total{model_name, protocol, outcome}``: every predict/infer
+  request, ``outcome`` one of ``ok`` (2xx), ``bad_request`` (4xx), ``error`` (5xx);
+- ``kfstack_predictor_delay_probability{model_name}``: a histogram of the probabilities served
+  (the distribution a canary analysis and a dashboard compare);
+- ``kfstack_predictor_records_total{model_name}``: records scored.
+
+Importing this module imports ``kserve``, which parses ``sys.argv`` for its own flags: run it as
+its own process (``python -m kfstack.components.serving.predictor``), as pods and the embedded
+platform do.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import re
+import uuid
+from typing import Any
+
+import kserve
+import orjson
+from fastapi import FastAPI
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from kserve import InferOutput, InferRequest, InferResponse
+from kserve.errors import InvalidInput
+from prometheus_client import Counter, Histogram
+
+from kfstack.flights.scoring import (
+    DEFAULT_MAX_BATCH,
+    OUTPUT_NAME,
+    REQUEST_FIELDS,
+    FlightScorer,
+    check_flights,
+)
+from kfstack.serving.records import BadRecordError, Schema
+
+logger = logging.getLogger("kfstack.predictor")
+
+# 10,000 records of ~25 fields is about 4 MiB of JSON; four times that is refused unread.
+DEFAULT_MAX_BODY_BYTES = 16 * 2**20
+OK, BAD_REQUEST, ERROR = "ok", "bad_request", "error"
+UNKNOWN_MODEL = "unknown"
+
+REQUESTS = Counter(
+    "kfstack_predictor_requests",
+    "Prediction requests by protocol and outcome (ok: 2xx, bad_request: 4xx, error: 5xx)",
+    ["model_name", "protocol", "outcome"],
+)
+RECORDS = Counter("kfstack_predictor_records", "Flight records scored", ["model_name"])
+DELAY_PROBABILITY = Histogram(
+    "kfstack_predictor_delay_probability",
+    "Delay probabilities served, one observation per record",
+    ["model_name"],
+    buckets=[i / 20 for i in range(1, 21)],
+)
+_PREDICT_PATH = re.compile(r"^/(?P<protocol>v1)/models/(?P<model>[^/:]+):predict$")
+_INFER_PATH = re.compile(r"^/(?P<protocol>v2)/models/(?P<model>[^/]+)(/versions/[^/]+)?/infer$")
+
+
+class FlightDelayModel(kserve.Model):
+    """A model directory served over V1 and V2 (see the module docstring)."""
+
+    def __init__(self, name: str, model_dir: str, max_batch: int = DEFAULT_MAX_BATCH) -> None:
+        super().__init__(name)
+        self.model_dir = model_dir
+        self.schema = Schema(REQUEST_FIELDS, max_batch)
+        self.scorer: FlightScorer | None = None
+
+    def load(self) -> bool:
+        self.scorer = FlightScorer(self.model_dir)
+        self.ready = True
+        return self.ready
+
+    def predict(self, payload: Any, headers: dict[str, str] | None = None) -> dict | InferResponse:
+        assert self.scorer is not None, "load() first"
+        v2 = isinstance(payload, InferRequest)
+        try:
+            if v2:
+                records = self.schema.from_v2(payload.inputs)
+                check_flights(records, "records")
+            else:
+                records = self.schema.from_v1(_json_body(payload))
+                check_flights(records, "instances")
+        except BadRecordError as err:
+            raise InvalidInput(str(err)) from None
+        probabilities = self.scorer.predict(records)
+        RECORDS.labels(self.name).inc(len(probabilities))
+        observed = DELAY_PROBABILITY.labels(self.name)
+        values = probabilities.tolist()
+        for value in values:
+            observed.observe(value)
+        if v2:
+            return InferResponse(
+                response_id=payload.id or str(uuid.uuid4()),
+                model_name=self.name,
+                infer_outputs=[
+                    InferOutput(name=OUTPUT_NAME, shape=[len(values)], datatype="FP32", data=values)
+                ],
+            )
+        return {"predictions": values}
+
+
+def _json_body(payload: Any) -> Any:
+    """The V1 body: KServe hands over raw bytes when the content type is not exactly a JSON one
+    (``application/json; charset=utf-8`` included), so those are decoded here."""
+    if isinstance(payload, bytes | bytearray):
+        try:
+            return orjson.loads(payload)
+        except orjson.JSONDecodeError as err:
+            raise BadRecordError(f"body: not JSON ({err})") from None
+    return payload
+
+
+class RequestAccounting:
+    """ASGI middleware around the predict and infer routes: counts each request by outcome and
+    refuses a body whose ``Content-Length`` exceeds the limit with a 413, unread. (A chunked
+    body carries no length; the batch limit still bounds what is scored.)"""
+
+    def __init__(self, app: Any, model_name: str, max_body_bytes: int) -> None:
+        self.app = app
+        self.model_name = model_name
+        self.max_body_bytes = max_body_bytes
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        match = (
+            (_PREDICT_PATH.match(scope["path"]) or _INFER_PATH.match(scope["path"]))
+            if scope["type"] == "http"
+            else None
+        )
+        if match is None:
+            await self.app(scope, receive, send)
+            return
+        # Only the served model's name becomes a label value: a fuzzed path must not mint series.
+        model = self.model_name if match["model"] == self.model_name else UNKNOWN_MODEL
+        outcome = ERROR
+        length = dict(scope.get("headers") or []).get(b"content-length", b"0")
+        if length.isdigit() and int(length) > self.max_body_bytes:
+            response = JSONResponse(
+                status_code=413,
+                content={"error": f"body: {int(length)} bytes, more than the {self.max_body_bytes} allowed"},
+            )
+            await response(scope, receive, send)
+            REQUESTS.labels(model, match["protocol"], BAD_REQUEST).inc()
+            return
+
+        async def send_and_note(message: dict) -> None:
+            nonlocal outcome
+            if message["type"] == "http.response.start":
+                status = message["status"]
+                outcome = OK if status < 400 else BAD_REQUEST if status < 500 else ERROR
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_and_note)
+        finally:
+            REQUESTS.labels(model, match["protocol"], outcome).inc()
+
+
+async def _request_validation_error(_request: Any, exc: Exception) -> JSONResponse:
+    """FastAPI's 422 for a body that is not a V2 inference request, as the 400 every other
+    malformed request gets, naming the first place that is wrong."""
+    assert isinstance(exc, RequestValidationError)
+    errors = exc.errors()
+    first = errors[0] if errors else {}
+    location = [str(part) for part in first.get("loc", ()) if part != "body"]
+    if first.get("type") == "json_invalid":  # its location is a character offset
+        offset = location[-1] if location else "?"
+        return JSONResponse(
+            status_code=400, content={"error": f"body: not JSON ({first.get('msg')} at character {offset})"}
+        )
+    where = ".".join(location) or "body"
+    message = first.get("msg", "not a valid request")
+    return JSONResponse(status_code=400, content={"error": f"{where}: {message}"})
+
+
+def install_request_hooks(
+    app: FastAPI, model_name: str, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+) -> None:
+    """Adds the accounting middleware and the 400 for invalid V2 bodies to KServe's app."""
+    app.add_middleware(RequestAccounting, model_name=model_name, max_body_bytes=max_body_bytes)
+    app.add_exception_handler(RequestValidationError, _request_validation_error)
+
+
+def parser() -> argparse.ArgumentParser:
+    """KServe's flags (``--model_name``, ``--http_port``, ``--enable_grpc``...) and ours."""
+    p = argparse.ArgumentParser(
+        prog="python -m kfstack.components.serving.predictor",
+        description="Serve a trained flight-delay model directory with KServe (V1 and V2 HTTP).",
+        parents=[kserve.model_server.parser],
+    )
+    p.add_argument("--model_dir", required=True, help="model.onnx, feature_spec.json and the lookups")
+    p.add_argument("--max_batch", type=int, default=DEFAULT_MAX_BATCH, help="records one request may carry")
+    p.add_argument("--max_body_bytes", type=int, default=DEFAULT_MAX_BODY_BYTES)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    model = FlightDelayModel(args.model_name, args.model_dir, args.max_batch)
+    try:
+        model.load()
+    except (FileNotFoundError, ValueError) as err:
+        logger.error("cannot serve %s: %s", args.model_dir, err)
+        return 2
+    install_request_hooks(kserve.model_server.app, model.name, args.max_body_bytes)
+    kserve.ModelServer(
+        http_port=args.http_port,
+        grpc_port=args.grpc_port,
+        workers=args.workers,
+        enable_grpc=args.enable_grpc,
+        enable_latency_logging=args.enable_latency_logging,
+    ).start([model])
+    return 0
