@@ -1,4 +1,5 @@
-"""The ``kfstack`` command line: compile, describe, run embedded, render cluster objects, clean.
+"""The ``kfstack`` command line: compile, describe, run embedded, render cluster objects, clean,
+serve a model.
 
 ``compile`` imports only kfp and the pipeline modules (STYLE 9): no pyspark, torch or
 tensorflow, so it runs in a CI job or a laptop without them.
@@ -28,7 +29,9 @@ from kfstack import pipeline_spec
 from kfstack.app import run_directory
 from kfstack.app.local_run import run_pipeline_locally
 from kfstack.app.summary import CANCELLED, SUCCEEDED
+from kfstack.components.serving import predictor
 from kfstack.errors import BadInputError, CancelledError, KfstackError, UsageError
+from kfstack.flights.scoring import MODEL_DIR_FILES
 from kfstack.pipelines import DEFAULT_PIPELINE, PIPELINES, load_pipeline, rendering
 from kfstack.tuning.spec import LOCAL_BUDGET
 from kfstack.version import __version__
@@ -207,6 +210,37 @@ def _cmd_render(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _cmd_serve(args: argparse.Namespace) -> int:
+    """Replaces this process with the predictor, so that Ctrl-C and SIGTERM reach KServe's server."""
+    model_dir = os.path.abspath(args.model)
+    missing = [name for name in MODEL_DIR_FILES if not os.path.isfile(os.path.join(model_dir, name))]
+    if missing:
+        raise UsageError(
+            f"--model {args.model}: not a trained model directory ({', '.join(missing)} missing); pass a "
+            f"train-model 'model' artifact, e.g. runs/<run>/artifacts/<...>/train-model/model"
+        )
+    print(
+        f"kfstack serve: {model_dir} as '{args.name}' on port {args.port} -- V1 "
+        f"http://127.0.0.1:{args.port}/v1/models/{args.name}:predict, V2 .../v2/models/{args.name}/infer, "
+        f"/metrics; Ctrl-C stops it",
+        file=sys.stderr,
+        flush=True,
+    )
+    os.execv(
+        sys.executable,
+        [
+            sys.executable,
+            "-m",
+            predictor.MODULE,
+            f"--model_name={args.name}",
+            f"--model_dir={model_dir}",
+            f"--http_port={args.port}",
+            "--enable_grpc=false",
+        ],
+    )
+    return EXIT_FAILED  # not reached: execv replaced this process
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="kfstack", description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--version", action="version", version=f"kfstack {__version__}")
@@ -281,6 +315,16 @@ def build_parser() -> argparse.ArgumentParser:
         "--run-id", default="render", help="stands in for the KFP run id in names and labels"
     )
     p_render.set_defaults(func=_cmd_render)
+
+    p_serve = sub.add_parser(
+        "serve",
+        help="serve a trained model directory with KServe's model server (V1 and V2 HTTP, /metrics)",
+        epilog="KServe's server listens on every interface (0.0.0.0) of this machine.",
+    )
+    p_serve.add_argument("--model", required=True, metavar="DIR", help="a train-model 'model' artifact")
+    p_serve.add_argument("--port", type=int, default=8080, help="HTTP port (default 8080)")
+    p_serve.add_argument("--name", default=predictor.DEFAULT_MODEL_NAME, help="the model's name in the URLs")
+    p_serve.set_defaults(func=_cmd_serve)
     return parser
 
 

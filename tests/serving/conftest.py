@@ -10,14 +10,15 @@ import time
 import httpx
 import pytest
 
+from kfstack.components.serving.predictor import DEFAULT_MODEL_NAME, MODULE
 from kfstack.components.training.train_model.stage import train_locally
 from kfstack.spark_jobs.flights_features.job import FeatureJobConfig, run_feature_job
 from kfstack.training.process_group import free_port
 from kfstack.training.settings import TrainingSettings
 from tests.spark_jobs.conftest import write_input_dir
 
-PREDICTOR_MODULE = "kfstack.components.serving.predictor"
-MODEL_NAME = "flights-delay"
+PREDICTOR_MODULE = MODULE
+MODEL_NAME = DEFAULT_MODEL_NAME
 SAMPLE_ROWS = 4000
 
 

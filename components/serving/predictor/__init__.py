@@ -8,3 +8,6 @@ on loopback (``kfstack serve`` too)::
 
 See :mod:`.server`.
 """
+
+MODULE = "kfstack.components.serving.predictor"
+DEFAULT_MODEL_NAME = "flights-delay"
