@@ -47,7 +47,14 @@ def trained(tmp_path_factory, spark, shipped_data_dir, real_flights) -> dict[str
 class Predictor:
     """A predictor process on loopback and its base URL."""
 
-    def __init__(self, model_dir: str, log_path: str, *extra: str, name: str = MODEL_NAME) -> None:
+    def __init__(
+        self,
+        model_dir: str,
+        log_path: str,
+        *extra: str,
+        name: str = MODEL_NAME,
+        module: str = PREDICTOR_MODULE,
+    ) -> None:
         self.name = name
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
@@ -58,7 +65,7 @@ class Predictor:
             [
                 sys.executable,
                 "-m",
-                PREDICTOR_MODULE,
+                module,
                 f"--model_name={name}",
                 f"--model_dir={model_dir}",
                 f"--http_port={self.port}",
@@ -89,6 +96,10 @@ class Predictor:
     def log(self) -> str:
         with open(self.log_path, encoding="utf-8") as f:
             return f.read()[-4000:]
+
+    @property
+    def predict_url(self) -> str:
+        return f"{self.url}/v1/models/{self.name}:predict"
 
     def v1(self, instances, **kwargs) -> httpx.Response:
         return httpx.post(
@@ -147,3 +158,24 @@ def v2_inputs(records: list[dict]) -> list[dict]:
         }
         for field in REQUEST_FIELDS
     ]
+
+
+@pytest.fixture(scope="session")
+def labelled_records(real_flights) -> tuple[list[dict], list[int]]:
+    """600 flights as requests, and their labels as the Spark job defines them (more than 15
+    minutes late on arrival, or no arrival delay at all: cancelled or diverted)."""
+    from kfstack.flights.features import DELAY_THRESHOLD_MINUTES
+    from kfstack.flights.scoring import REQUEST_FIELDS
+
+    rows = real_flights.iloc[1000:1600].to_dict("records")
+    kinds = {f.name: f.kind for f in REQUEST_FIELDS}
+    records = [
+        {
+            name: (float(value) if kinds[name] != "str" and value is not None else value)
+            for name, value in row.items()
+            if name in kinds
+        }
+        for row in rows
+    ]
+    labels = [int(r["arr_delay"] is None or float(r["arr_delay"]) > DELAY_THRESHOLD_MINUTES) for r in rows]
+    return records, labels

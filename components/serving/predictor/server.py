@@ -215,9 +215,11 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, model_class: type[FlightDelayModel] = FlightDelayModel) -> int:
+    """Loads the model directory and serves it until SIGTERM/SIGINT (``model_class``: a
+    subclass, for tests that inject faults)."""
     args = parser().parse_args(argv)
-    model = FlightDelayModel(args.model_name, args.model_dir, args.max_batch)
+    model = model_class(args.model_name, args.model_dir, args.max_batch)
     try:
         model.load()
     except (FileNotFoundError, ValueError) as err:
