@@ -15,7 +15,8 @@ import yaml
 from kubernetes import client
 
 from kfstack import images
-from kfstack.kubernetes import node_pools, resources
+from kfstack.components.serving import predictor
+from kfstack.kubernetes import inference_service, node_pools, resources
 from kfstack.kubernetes.resources import TRAINJOB_NODE
 from kfstack.kubernetes.training_jobs import TrainingJobRequest
 from kfstack.training.settings import TrainingSettings
@@ -25,11 +26,13 @@ MANIFESTS = REPO_ROOT / "manifests"
 OVERLAYS = ("dev", "prod")
 # Everything one cluster gets: what all environments share (applied once), kfstack's Trainer v2
 # runtime (applied once, only where Trainer v2 is installed), Katib's permission to run kfstack's
-# trial kinds (applied once, only where Katib is installed) and each overlay.
+# trial kinds (applied once, only where Katib is installed), kfstack's KServe runtime (applied
+# once, only where KServe is installed) and each overlay.
 BUILDS = {
     "cluster": "cluster",
     "trainer-v2": "cluster/trainer-v2",
     "katib": "cluster/katib",
+    "kserve": "cluster/kserve",
     "dev": "overlays/dev",
     "prod": "overlays/prod",
 }
@@ -40,10 +43,11 @@ CUSTOM_KINDS = {
     "cluster": {"ResourceFlavor": 3},
     "trainer-v2": {"ClusterTrainingRuntime": 1},
     "katib": {},
+    "kserve": {"ClusterServingRuntime": 1},
     "dev": {"ClusterQueue": 3, "LocalQueue": 3},
     "prod": {"ClusterQueue": 3, "LocalQueue": 3},
 }
-CUSTOM_GROUPS = ("kueue.x-k8s.io/", "trainer.kubeflow.org/")
+CUSTOM_GROUPS = ("kueue.x-k8s.io/", "trainer.kubeflow.org/", "serving.kserve.io/")
 CORE_MODELS = {
     "Namespace": "V1Namespace",
     "ServiceAccount": "V1ServiceAccount",
@@ -129,8 +133,8 @@ def test_core_objects_round_trip_through_the_sdk_models(built):
     name, _, objects = built
     api = client.ApiClient()
     core = [o for o in objects if o["kind"] in CORE_MODELS]
-    # The Trainer v2 build holds only its runtime, checked against its CRD above.
-    assert core or set(CUSTOM_KINDS[name]) == {"ClusterTrainingRuntime"}
+    # The Trainer v2 and KServe builds hold only their runtimes, checked against their CRDs above.
+    assert core or set(CUSTOM_KINDS[name]) in ({"ClusterTrainingRuntime"}, {"ClusterServingRuntime"})
     for obj in core:
         model = api.deserialize(_Response(obj), CORE_MODELS[obj["kind"]])
         assert api.sanitize_for_serialization(model) == obj
@@ -307,4 +311,32 @@ def test_katib_injects_its_metrics_collector_in_both_environments():
     # prod's profile namespace gets the label from the profile controller; the guide checks it.
     assert (
         "kubectl get namespace ml-prod -L katib.kubeflow.org/metrics-collector-injection" in _katib_section()
+    )
+
+
+# --- KServe --------------------------------------------------------------------------------------
+
+
+def test_serving_runtime_serves_what_kfstacks_inference_services_ask_for():
+    (runtime,) = objects_of("kserve")
+    assert runtime["metadata"]["name"] == inference_service.RUNTIME
+    (model_format,) = runtime["spec"]["supportedModelFormats"]
+    assert (model_format["name"], model_format["version"]) == (
+        inference_service.MODEL_FORMAT,
+        inference_service.MODEL_FORMAT_VERSION,
+    )
+    (container,) = runtime["spec"]["containers"]
+    # KServe injects the storage initializer's volume into the container of this name.
+    assert container["name"] == inference_service.CONTAINER_NAME == "kserve-container"
+    assert container["image"] == images.image_for("predictor", registry=images.DEFAULT_REGISTRY)
+    assert container["command"][-1] == predictor.MODULE
+    # The flags the predictor's parser takes (KServe's own and --model_dir).
+    from kfstack.components.serving.predictor.server import parser
+
+    args = parser().parse_args(container["args"])
+    assert (args.model_name, args.model_dir, args.http_port, args.enable_grpc) == (
+        "{{.Name}}",
+        "/mnt/models",
+        8080,
+        False,
     )

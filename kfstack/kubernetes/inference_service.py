@@ -1,0 +1,302 @@
+"""KServe InferenceServices for a trained model: first rollout, canary, promotion, rollback.
+
+Built with the ``kserve`` SDK models (v1beta1) in both deployment modes KServe 0.20+ has:
+
+**Serverless** (Knative; annotation ``serving.kserve.io/deploymentMode: Serverless``, which
+KServe 0.20 also calls ``Knative``). One predictor; every spec change makes a Knative revision.
+
+- first rollout: the model at 100%;
+- canary: the new ``storageUri`` with ``canaryTrafficPercent: C`` -- C% to the new revision,
+  the rest to ``status.components.predictor.latestRolledoutRevision`` -- and
+  ``serving.kserve.io/enable-tag-routing: "true"``, so the two are addressable apart
+  (``latest-`` and ``prev-`` tagged URLs in ``status.components.predictor.traffic``);
+- promote: drop ``canaryTrafficPercent`` (the new revision takes 100%);
+- roll back: ``canaryTrafficPercent: 0`` pins the previous rolled-out revision at 100%; the next
+  canary starts from there (its new ``storageUri`` makes a new latest revision).
+
+**Standard** (``RawDeployment``, annotation ``serving.kserve.io/deploymentMode: Standard``). A
+named stable predictor; canaries are the ``spec.canary`` list (KServe >= 0.20), each its own
+Deployment ``{isvc}-{name}-predictor`` and Service of the same name.
+
+- first rollout: ``spec.predictor`` named after the model version;
+- canary: one ``spec.canary`` entry ``{trafficPercent: C, predictor: {name, model}}``, with
+  ``minReplicas: 1`` (a 0% canary would otherwise get no pod at all) and none of the autoscaling
+  fields the webhook refuses on a canary;
+- promote: retarget -- the stable predictor takes the canary's name and model and the entry goes
+  (KServe keeps the canary's Deployment as the new stable one: no restart);
+- roll back: remove the entry.
+
+KServe routes the split only where it owns the ingress; the canary analysis does not rely on
+it and calls both predictors directly (:func:`predictor_urls`).
+
+The predictor container is the project's ServingRuntime (``manifests/base/namespaced/serving-runtime.yaml``):
+``predictor.model`` names its model format and runtime, and KServe's storage initializer
+downloads ``storageUri`` to ``/mnt/models`` with the credentials of the predictor's service
+account.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import hashlib
+import sys
+from typing import Any
+
+from kfstack.errors import InvalidParameterError
+from kfstack.kubernetes.node_pools import NodePoolProfile
+from kfstack.kubernetes.pods import to_dict
+
+SERVERLESS = "serverless"
+STANDARD = "standard"
+DEPLOYMENT_MODE_ANNOTATION = "serving.kserve.io/deploymentMode"
+DEPLOYMENT_MODES = {SERVERLESS: "Serverless", STANDARD: "Standard"}
+TAG_ROUTING_ANNOTATION = "serving.kserve.io/enable-tag-routing"
+SCALE_METRICS = ("concurrency", "rps")
+# The project's ServingRuntime and the model format it declares (manifests/base/namespaced).
+RUNTIME = "kfstack-flights-predictor"
+MODEL_FORMAT = "kfstack-flights"
+MODEL_FORMAT_VERSION = "1"
+# The predictor container, in the ServingRuntime and in every InferenceService's model spec.
+CONTAINER_NAME = "kserve-container"
+API_VERSION = "serving.kserve.io/v1beta1"
+KIND = "InferenceService"
+
+
+def kserve_sdk() -> Any:
+    """The ``kserve`` package. Importing it runs its model server's argument parser over
+    ``sys.argv`` (``kserve/model_server.py``), which a foreign command line can break (a flag
+    that abbreviates one of KServe's with a value of the wrong type exits the process), so it
+    is imported with the program name alone on the command line."""
+    if "kserve" not in sys.modules:
+        saved = sys.argv
+        sys.argv = saved[:1]
+        try:
+            import kserve  # noqa: F401 -- registers the module for the return below
+        finally:
+            sys.argv = saved
+    return sys.modules["kserve"]
+
+
+@dataclasses.dataclass(frozen=True)
+class ServingRequest:
+    """One rollout of a model to an InferenceService.
+
+    Attributes:
+        name: The InferenceService (DNS-1035 label).
+        mode: :data:`SERVERLESS` or :data:`STANDARD`.
+        storage_uri: The model directory (``s3://``, ``gs://``, ``pvc://``...).
+        model_version: The model's version; names the Standard-mode predictor.
+        profile: Node pool of the predictor pods (resources, node selector, tolerations).
+        service_account: The predictor's service account (its Secrets let the storage
+            initializer read ``storage_uri``); empty: the namespace's default.
+        min_replicas, max_replicas: Autoscaling bounds; 0 minimum (scale to zero) needs
+            Serverless.
+        scale_metric, scale_target: ``concurrency`` or ``rps`` per replica.
+        canary_traffic_percent: The canary's share of traffic while it is analysed.
+        labels: Labels of the InferenceService (run id, pipeline...).
+    """
+
+    name: str
+    mode: str
+    storage_uri: str
+    model_version: str
+    profile: NodePoolProfile
+    service_account: str = ""
+    min_replicas: int = 1
+    max_replicas: int = 3
+    scale_metric: str = "concurrency"
+    scale_target: int = 8
+    canary_traffic_percent: int = 10
+    labels: dict[str, str] = dataclasses.field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        problems = []
+        if self.mode not in DEPLOYMENT_MODES:
+            problems.append(f"serving_mode={self.mode!r} must be one of {', '.join(DEPLOYMENT_MODES)}")
+        if self.min_replicas < 0 or self.max_replicas < max(1, self.min_replicas):
+            problems.append(
+                f"serving_min_replicas={self.min_replicas}, serving_max_replicas={self.max_replicas}: "
+                f"need 0 <= min <= max and max >= 1"
+            )
+        if self.min_replicas == 0 and self.mode == STANDARD:
+            problems.append("serving_min_replicas=0 (scale to zero) needs serving_mode=serverless (Knative)")
+        if self.scale_metric not in SCALE_METRICS:
+            problems.append(
+                f"serving_scale_metric={self.scale_metric!r} must be one of {', '.join(SCALE_METRICS)}"
+            )
+        if self.scale_target < 1:
+            problems.append(f"serving_scale_target={self.scale_target} must be at least 1")
+        if not 0 < self.canary_traffic_percent < 100:
+            problems.append(f"canary_traffic_percent={self.canary_traffic_percent} must be between 1 and 99")
+        if "://" not in self.storage_uri:
+            problems.append(f"storage URI {self.storage_uri!r} has no scheme (s3://, gs://, pvc://...)")
+        if problems:
+            raise InvalidParameterError("; ".join(problems))
+
+    @property
+    def predictor_name(self) -> str:
+        """A DNS label for the model version (Standard mode's predictor and canary names)."""
+        return "m-" + hashlib.sha256(self.model_version.encode()).hexdigest()[:10]
+
+
+def _model(request: ServingRequest) -> Any:
+    kserve = kserve_sdk()
+    resources = request.profile.resources()
+    return kserve.V1beta1ModelSpec(
+        # What KServe's defaulting names it anyway; explicit, because the CRD requires a name on a
+        # canary's model (and the SDK would otherwise write "").
+        name=CONTAINER_NAME,
+        model_format=kserve.V1beta1ModelFormat(name=MODEL_FORMAT, version=MODEL_FORMAT_VERSION),
+        runtime=RUNTIME,
+        storage_uri=request.storage_uri,
+        resources={"requests": resources["requests"], "limits": resources["limits"]},
+    )
+
+
+def _predictor(request: ServingRequest, named: bool, autoscaled: bool = True) -> Any:
+    kserve = kserve_sdk()
+    pod = request.profile.pod_settings()
+    fields: dict[str, Any] = {
+        "model": _model(request),
+        "node_selector": pod["nodeSelector"] or None,
+        "tolerations": pod["tolerations"] or None,
+        "service_account_name": request.service_account or None,
+    }
+    if named:
+        fields["name"] = request.predictor_name
+    if autoscaled:
+        fields.update(
+            min_replicas=request.min_replicas,
+            max_replicas=request.max_replicas,
+            scale_metric=request.scale_metric,
+            scale_target=request.scale_target,
+        )
+    else:
+        fields["min_replicas"] = 1
+    return kserve.V1beta1PredictorSpec(**fields)
+
+
+def first_rollout(request: ServingRequest) -> dict:
+    """A new InferenceService serving the model at 100%."""
+    kserve = kserve_sdk()
+    from kubernetes import client
+
+    annotations = {DEPLOYMENT_MODE_ANNOTATION: DEPLOYMENT_MODES[request.mode]}
+    if request.mode == SERVERLESS:
+        annotations[TAG_ROUTING_ANNOTATION] = "true"
+    isvc = kserve.V1beta1InferenceService(
+        api_version=API_VERSION,
+        kind=KIND,
+        metadata=client.V1ObjectMeta(name=request.name, labels=dict(request.labels), annotations=annotations),
+        spec=kserve.V1beta1InferenceServiceSpec(
+            predictor=_predictor(request, named=request.mode == STANDARD)
+        ),
+    )
+    return to_dict(isvc)
+
+
+def canary_rollout(current: dict, request: ServingRequest) -> dict:
+    """The live InferenceService with the new model as its canary (see the module docstring).
+
+    Raises:
+        InvalidParameterError: The service is in the other deployment mode, or already has a canary.
+    """
+    desired = _desired(current, request)
+    spec = desired["spec"]
+    if request.mode == SERVERLESS:
+        if _serverless_canary_percent(current):
+            raise InvalidParameterError(f"InferenceService {request.name} already has a canary in progress")
+        spec["predictor"]["model"] = to_dict(_model(request))
+        spec["predictor"]["canaryTrafficPercent"] = request.canary_traffic_percent
+        desired["metadata"].setdefault("annotations", {})[TAG_ROUTING_ANNOTATION] = "true"
+    else:
+        if spec.get("canary"):
+            raise InvalidParameterError(f"InferenceService {request.name} already has a canary in progress")
+        kserve = kserve_sdk()
+        entry = kserve.V1beta1CanarySpec(
+            traffic_percent=request.canary_traffic_percent,
+            predictor=_predictor(request, named=True, autoscaled=False),
+        )
+        spec["canary"] = [to_dict(entry)]
+    return desired
+
+
+def promoted(current: dict) -> dict:
+    """The InferenceService with its canary serving 100% (the previous model gone)."""
+    desired = _copy(current)
+    spec = desired["spec"]
+    if _mode(current) == SERVERLESS:
+        spec["predictor"].pop("canaryTrafficPercent", None)
+        return desired
+    (entry,) = spec.pop("canary")
+    spec["predictor"]["name"] = entry["predictor"]["name"]
+    spec["predictor"]["model"] = entry["predictor"]["model"]
+    return desired
+
+
+def rolled_back(current: dict) -> dict:
+    """The InferenceService serving its previous model at 100% again."""
+    desired = _copy(current)
+    if _mode(current) == SERVERLESS:
+        desired["spec"]["predictor"]["canaryTrafficPercent"] = 0
+    else:
+        desired["spec"].pop("canary", None)
+    return desired
+
+
+def _serverless_canary_percent(isvc: dict) -> int:
+    """A Serverless canary's share; 0 when there is none (no field, or 0 after a rollback)."""
+    return int(isvc["spec"]["predictor"].get("canaryTrafficPercent") or 0)
+
+
+def _mode(isvc: dict) -> str:
+    value = ((isvc.get("metadata") or {}).get("annotations") or {}).get(DEPLOYMENT_MODE_ANNOTATION, "")
+    return STANDARD if value in ("Standard", "RawDeployment") else SERVERLESS
+
+
+def _copy(current: dict) -> dict:
+    """The parts of a live object a replace sends back: metadata that identifies it, and spec."""
+    metadata = current["metadata"]
+    kept = {k: copy.deepcopy(metadata[k]) for k in ("name", "labels", "annotations") if k in metadata}
+    return {
+        "apiVersion": current["apiVersion"],
+        "kind": current["kind"],
+        "metadata": kept,
+        "spec": copy.deepcopy(current["spec"]),
+    }
+
+
+def _desired(current: dict, request: ServingRequest) -> dict:
+    if _mode(current) != request.mode:
+        raise InvalidParameterError(
+            f"InferenceService {request.name} runs in {_mode(current)} mode; KServe does not change a "
+            f"service's mode: deploy with serving_mode={_mode(current)} or under another name"
+        )
+    desired = _copy(current)
+    desired["metadata"]["labels"] = {**desired["metadata"].get("labels", {}), **request.labels}
+    return desired
+
+
+def predictor_urls(isvc: dict, namespace: str) -> tuple[str, str | None]:
+    """In-cluster base URLs of the stable predictor and of the canary (None without one).
+
+    Serverless: the ``prev`` and ``latest`` tagged routes of ``status.components.predictor.traffic``
+    (tag routing on). Standard: the predictors' own Services, ``{isvc}-{name}-predictor``.
+    """
+    name = isvc["metadata"]["name"]
+    spec = isvc["spec"]
+    if _mode(isvc) == STANDARD:
+        stable_name = spec["predictor"].get("name")
+        stable = f"{name}-{stable_name}-predictor" if stable_name else f"{name}-predictor"
+        canaries = spec.get("canary") or []
+        canary = f"{name}-{canaries[0]['predictor']['name']}-predictor" if canaries else None
+        base = f".{namespace}.svc.cluster.local"
+        return f"http://{stable}{base}", (f"http://{canary}{base}" if canary else None)
+    traffic = (((isvc.get("status") or {}).get("components") or {}).get("predictor") or {}).get(
+        "traffic"
+    ) or []
+    tagged = {t.get("tag"): t.get("url") for t in traffic if t.get("tag")}
+    if not _serverless_canary_percent(isvc):
+        return f"http://{name}-predictor.{namespace}.svc.cluster.local", None
+    return tagged.get("prev") or "", tagged.get("latest")

@@ -1,0 +1,215 @@
+"""InferenceServices for both deployment modes through a rollout's life (first rollout, canary,
+promotion, rollback), compared as data, round-tripped through the kserve SDK models and
+validated against the upstream InferenceService CRD."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from kfstack.errors import InvalidParameterError
+from kfstack.kubernetes import inference_service as isvc
+from kfstack.kubernetes.node_pools import get_profile
+from tests.kubernetes.test_builders import validate_with_crds
+
+MODES = (isvc.SERVERLESS, isvc.STANDARD)
+
+
+def request(mode: str, version: str = "0.1.0+run1", **overrides) -> isvc.ServingRequest:
+    fields = {
+        "name": "flights-delay",
+        "mode": mode,
+        "storage_uri": f"s3://models/flights/{version}",
+        "model_version": version,
+        "profile": get_profile("serving"),
+        "service_account": "kfstack-predictor",
+        "labels": {"pipelines.kubeflow.org/run-id": "run1"},
+    }
+    fields.update(overrides)
+    return isvc.ServingRequest(**fields)
+
+
+def lifecycle(mode: str) -> dict[str, dict]:
+    first = isvc.first_rollout(request(mode))
+    canary = isvc.canary_rollout(
+        first, request(mode, "0.1.0+run2", labels={"pipelines.kubeflow.org/run-id": "run2"})
+    )
+    return {
+        "first": first,
+        "canary": canary,
+        "promoted": isvc.promoted(canary),
+        "rolled_back": isvc.rolled_back(canary),
+    }
+
+
+def kserve_api_client():
+    """The kserve SDK's client, able to read back whole objects: its models name the Kubernetes
+    ones (V1ObjectMeta, V1Toleration...) but its deserializer looks only in ``kserve.models``."""
+    kserve = isvc.kserve_sdk()
+    from kubernetes.client import models as kubernetes_models
+
+    for name in dir(kubernetes_models):
+        if name.startswith("V1") and not hasattr(kserve.models, name):
+            setattr(kserve.models, name, getattr(kubernetes_models, name))
+    return kserve.ApiClient()
+
+
+class _Response:
+    def __init__(self, obj):
+        self.data = json.dumps(obj)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_every_stage_of_a_rollout_round_trips_and_validates(mode, tmp_path):
+    api = kserve_api_client()
+    objects = list(lifecycle(mode).values())
+    for obj in objects:
+        model = api.deserialize(_Response(obj), "V1beta1InferenceService")
+        assert api.sanitize_for_serialization(model) == obj
+    validate_with_crds(tmp_path, objects)
+
+
+def test_serverless_canary_promotion_and_rollback():
+    stages = lifecycle(isvc.SERVERLESS)
+    first, canary = stages["first"], stages["canary"]
+    assert first["metadata"]["annotations"] == {
+        "serving.kserve.io/deploymentMode": "Serverless",
+        "serving.kserve.io/enable-tag-routing": "true",
+    }
+    predictor = first["spec"]["predictor"]
+    assert "canaryTrafficPercent" not in predictor
+    assert predictor["model"] == {
+        "name": "kserve-container",
+        "modelFormat": {"name": "kfstack-flights", "version": "1"},
+        "runtime": "kfstack-flights-predictor",
+        "storageUri": "s3://models/flights/0.1.0+run1",
+        "resources": {"requests": {"cpu": "1", "memory": "2Gi"}, "limits": {"memory": "2Gi"}},
+    }
+    assert (
+        predictor["minReplicas"],
+        predictor["maxReplicas"],
+        predictor["scaleMetric"],
+        predictor["scaleTarget"],
+    ) == (
+        1,
+        3,
+        "concurrency",
+        8,
+    )
+    assert predictor["serviceAccountName"] == "kfstack-predictor"
+    # The canary: the new model as the latest revision at 10%, everything else kept.
+    assert canary["spec"]["predictor"]["canaryTrafficPercent"] == 10
+    assert canary["spec"]["predictor"]["model"]["storageUri"] == "s3://models/flights/0.1.0+run2"
+    assert canary["metadata"]["labels"]["pipelines.kubeflow.org/run-id"] == "run2"
+    assert {
+        k: v for k, v in canary["spec"]["predictor"].items() if k not in ("canaryTrafficPercent", "model")
+    } == {k: v for k, v in predictor.items() if k != "model"}
+    assert "canaryTrafficPercent" not in stages["promoted"]["spec"]["predictor"]
+    assert stages["promoted"]["spec"]["predictor"]["model"]["storageUri"].endswith("run2")
+    # Rollback pins the previous rolled-out revision: 0% to the latest.
+    assert stages["rolled_back"]["spec"]["predictor"]["canaryTrafficPercent"] == 0
+
+
+def test_standard_canary_is_a_named_entry_promoted_by_retargeting():
+    stages = lifecycle(isvc.STANDARD)
+    first, canary = stages["first"], stages["canary"]
+    assert first["metadata"]["annotations"] == {"serving.kserve.io/deploymentMode": "Standard"}
+    stable_name = first["spec"]["predictor"]["name"]
+    (entry,) = canary["spec"]["canary"]
+    assert entry["trafficPercent"] == 10
+    assert entry["predictor"]["name"] != stable_name
+    assert entry["predictor"]["model"]["storageUri"].endswith("run2")
+    # The webhook refuses autoscaling fields on a canary; a 0% canary without minReplicas gets no pod.
+    assert not {"maxReplicas", "scaleMetric", "scaleTarget", "autoScaling"} & set(entry["predictor"])
+    assert entry["predictor"]["minReplicas"] == 1
+    assert canary["spec"]["predictor"] == first["spec"]["predictor"]
+    promoted = stages["promoted"]["spec"]
+    assert "canary" not in promoted
+    assert promoted["predictor"]["name"] == entry["predictor"]["name"]
+    assert promoted["predictor"]["model"] == entry["predictor"]["model"]
+    assert promoted["predictor"]["maxReplicas"] == 3  # the stable's autoscaling stays
+    assert stages["rolled_back"]["spec"] == first["spec"]
+
+
+def test_refusals_name_the_parameter():
+    with pytest.raises(InvalidParameterError, match="needs serving_mode=serverless"):
+        request(isvc.STANDARD, min_replicas=0)
+    with pytest.raises(InvalidParameterError, match="canary_traffic_percent=100"):
+        request(isvc.SERVERLESS, canary_traffic_percent=100)
+    with pytest.raises(InvalidParameterError, match="serving_scale_metric='cpu'"):
+        request(isvc.SERVERLESS, scale_metric="cpu")
+    with pytest.raises(InvalidParameterError, match="has no scheme"):
+        request(isvc.SERVERLESS, storage_uri="/models/x")
+    request(isvc.SERVERLESS, min_replicas=0)  # scale to zero is Knative's
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_second_canary_or_another_mode_is_refused(mode):
+    stages = lifecycle(mode)
+    with pytest.raises(InvalidParameterError, match="already has a canary in progress"):
+        isvc.canary_rollout(stages["canary"], request(mode, "0.1.0+run3"))
+    other = isvc.STANDARD if mode == isvc.SERVERLESS else isvc.SERVERLESS
+    with pytest.raises(InvalidParameterError, match="KServe does not change a service's mode"):
+        isvc.canary_rollout(stages["first"], request(other, "0.1.0+run3"))
+    # After a rollback or a promotion the next canary starts from the service as it was left.
+    for previous in ("rolled_back", "promoted"):
+        following = isvc.canary_rollout(stages[previous], request(mode, "0.1.0+run3"))
+        if mode == isvc.STANDARD:
+            (entry,) = following["spec"]["canary"]
+            assert entry["predictor"]["model"]["storageUri"].endswith("run3")
+        else:
+            assert following["spec"]["predictor"]["canaryTrafficPercent"] == 10
+            assert following["spec"]["predictor"]["model"]["storageUri"].endswith("run3")
+
+
+def test_predictor_urls_for_the_analysis():
+    standard = lifecycle(isvc.STANDARD)["canary"]
+    stable, canary = isvc.predictor_urls(standard, "ml-prod")
+    (entry,) = standard["spec"]["canary"]
+    assert (
+        stable
+        == f"http://flights-delay-{standard['spec']['predictor']['name']}-predictor.ml-prod.svc.cluster.local"
+    )
+    assert canary == f"http://flights-delay-{entry['predictor']['name']}-predictor.ml-prod.svc.cluster.local"
+    serverless = lifecycle(isvc.SERVERLESS)["canary"]
+    serverless["status"] = {
+        "components": {
+            "predictor": {
+                "traffic": [
+                    {
+                        "tag": "latest",
+                        "percent": 10,
+                        "url": "http://latest-flights-delay-predictor.ml-prod.example.com",
+                    },
+                    {
+                        "tag": "prev",
+                        "percent": 90,
+                        "url": "http://prev-flights-delay-predictor.ml-prod.example.com",
+                    },
+                ]
+            }
+        }
+    }
+    assert isvc.predictor_urls(serverless, "ml-prod") == (
+        "http://prev-flights-delay-predictor.ml-prod.example.com",
+        "http://latest-flights-delay-predictor.ml-prod.example.com",
+    )
+    assert isvc.predictor_urls(lifecycle(isvc.SERVERLESS)["first"], "ml-prod") == (
+        "http://flights-delay-predictor.ml-prod.svc.cluster.local",
+        None,
+    )
+
+
+def test_the_sdk_imports_under_a_command_line_kserve_would_refuse():
+    # kserve parses sys.argv when imported; --http_port=abc would make that import exit.
+    code = (
+        "import sys; sys.argv = ['launcher', '--http_port=abc', '--model', 'x'];"
+        "from kfstack.kubernetes.inference_service import kserve_sdk;"
+        "print(kserve_sdk().V1beta1InferenceService.__name__, sys.argv)"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert "V1beta1InferenceService ['launcher', '--http_port=abc', '--model', 'x']" in proc.stdout
