@@ -10,6 +10,8 @@ This module adds what a person watching a run needs and kfp.local does not give:
   echoes everything;
 - the failing task's own error and the tail of its own log;
 - Ctrl-C that stops every process the run started and still writes the summary (``CANCELLED``);
+- services a task starts for later tasks (model servers, :mod:`kfstack.serving.local_services`)
+  stopped when the run ends, however it ends;
 - nothing left in the system's temp folder: every task process gets the run's ``tmp/`` as
   ``$TMPDIR``, removed when the run ends, whatever the outcome;
 - the peak memory of the whole process tree (Spark's JVM and the trainer ranks included).
@@ -56,6 +58,7 @@ from kfstack.app.summary import (
     tuning_summary,
 )
 from kfstack.platforms import RUN_DIR_ENV
+from kfstack.serving import local_services
 
 LOG_TAIL_LINES = 40
 PROGRESS_POLL_SECONDS = 0.3
@@ -188,6 +191,8 @@ class _TaskRunner:
             "TMPDIR": self.run.tmp,
             progress.PROGRESS_FILE_ENV: self.run.progress_file(name),
             RUN_DIR_ENV: self.run.path,
+            # Services a task starts (model servers) belong to this process: they stop with it.
+            local_services.OWNER_PID_ENV: str(os.getpid()),
         }
         with open(self.run.log(name), "a", encoding="utf-8", buffering=1) as own:
             router = _OutputRouter(own, sys.stdout, self.console if self.verbose else None)
@@ -378,8 +383,10 @@ def run_pipeline_locally(
         with open(run.log(KFP_LOG), "a", encoding="utf-8") as log:
             traceback.print_exc(file=log)
     finally:
-        # Each task's processes were stopped with their group as its call unwound.
+        # Each task's processes were stopped with their group as its call unwound; the services
+        # tasks started (model servers) outlive their tasks and stop here, with the run.
         with _sigint_ignored():
+            local_services.stop_services(run.path)
             run.remove_tmp()
     wall = time.perf_counter() - start
 

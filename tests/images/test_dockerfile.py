@@ -28,7 +28,8 @@ BASE_IMAGE_ARGS = {"PYTHON_IMAGE", "SPARK_IMAGE"}
 
 # Extras of the kfstack wheel and other requirements each role installs.
 ROLE_EXTRAS = {
-    "launcher": {"s3"},
+    # The launcher builds InferenceServices with the kserve SDK's models.
+    "launcher": {"serve", "s3"},
     "spark": {"spark", "s3"},
     "torch-trainer": {"torch", "s3"},
     "tf-trainer": {"s3"},
@@ -48,7 +49,7 @@ FRAMEWORK_OF = {
     "kserve": "serve",
 }
 ROLE_FRAMEWORK = {
-    "launcher": set(),
+    "launcher": {"serve"},
     "spark": {"spark"},
     "torch-trainer": {"torch"},
     "tf-trainer": {"tf"},

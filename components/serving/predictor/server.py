@@ -53,6 +53,7 @@ from kfstack.flights.scoring import (
     FlightScorer,
     check_flights,
 )
+from kfstack.serving.local_services import exit_with_owner
 from kfstack.serving.records import BadRecordError, Schema
 
 logger = logging.getLogger("kfstack.predictor")
@@ -226,6 +227,8 @@ def main(argv: list[str] | None = None, model_class: type[FlightDelayModel] = Fl
         logger.error("cannot serve %s: %s", args.model_dir, err)
         return 2
     install_request_hooks(kserve.model_server.app, model.name, args.max_body_bytes)
+    # Started by an embedded run: stop when the run's owner is gone, even if it could not stop us.
+    exit_with_owner()
     kserve.ModelServer(
         http_port=args.http_port,
         grpc_port=args.grpc_port,
