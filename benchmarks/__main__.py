@@ -5,7 +5,21 @@ They run serially because each measures the whole machine. The tuning benchmark 
 (``python -m benchmarks.gpu_throughput``) needs a CUDA device and runs only when asked.
 """
 
-from benchmarks import ddp_scaling, main_job, spark_vs_duckdb, tf_scaling, tuning_efficiency
+from benchmarks import (
+    ddp_scaling,
+    main_job,
+    predictor_throughput,
+    spark_vs_duckdb,
+    tf_scaling,
+    tuning_efficiency,
+)
 
-for benchmark in (main_job, spark_vs_duckdb, ddp_scaling, tf_scaling, tuning_efficiency):
+for benchmark in (
+    main_job,
+    spark_vs_duckdb,
+    ddp_scaling,
+    tf_scaling,
+    tuning_efficiency,
+    predictor_throughput,
+):
     benchmark.main([])

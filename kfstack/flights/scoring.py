@@ -1,8 +1,8 @@
 """Scoring raw flight records with a trained model directory: what the predictor serves.
 
 A model directory (the training step's ``model`` artifact) carries ``model.onnx`` and the
-features' files (:data:`kfstack.features.MODEL_FEATURE_FILES`): the spec, and the plane and
-airport lookups the request transform needs. :class:`FlightScorer` loads it once and turns
+features' files (:func:`kfstack.features.copy_model_feature_files`): the spec, and the plane and
+airport lookups the request transform needs (as JSON). :class:`FlightScorer` loads it once and turns
 records (:data:`REQUEST_SCHEMA`: the raw ``flights`` fields known before departure, plus the
 origin's weather when the caller has it) into the model's tensors with
 :func:`kfstack.flights.features.raw_feature_columns` and :meth:`FeatureSpec.encode` -- the
@@ -18,13 +18,20 @@ in the out-of-vocabulary bucket, as it does any category training never saw.
 from __future__ import annotations
 
 import datetime
+import json
 import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
-from kfstack.features import AIRPORT_LOOKUP_FILE, FEATURE_SPEC_FILE, PLANE_LOOKUP_FILE, FeatureSpec
+from kfstack.features import (
+    AIRPORT_LOOKUP_FILE,
+    FEATURE_SPEC_FILE,
+    MODEL_LOOKUP_FILES,
+    PLANE_LOOKUP_FILE,
+    FeatureSpec,
+)
 from kfstack.flights.features import (
     FLIGHT_FIELDS,
     HHMM_MAX,
@@ -58,7 +65,9 @@ DEFAULT_MAX_BATCH = 10_000
 REQUEST_SCHEMA = Schema(REQUEST_FIELDS, DEFAULT_MAX_BATCH)
 # The V2 output tensor's name.
 OUTPUT_NAME = "probability"
-MODEL_DIR_FILES = (MODEL_FILE, FEATURE_SPEC_FILE, PLANE_LOOKUP_FILE, AIRPORT_LOOKUP_FILE)
+PLANE_LOOKUP = MODEL_LOOKUP_FILES[PLANE_LOOKUP_FILE]
+AIRPORT_LOOKUP = MODEL_LOOKUP_FILES[AIRPORT_LOOKUP_FILE]
+MODEL_DIR_FILES = (MODEL_FILE, FEATURE_SPEC_FILE, PLANE_LOOKUP, AIRPORT_LOOKUP)
 
 
 def check_flight(record: Mapping[str, Any], where: str) -> None:
@@ -101,7 +110,6 @@ class FlightScorer:
 
     def __init__(self, model_dir: str, threads: int = 1) -> None:
         import onnxruntime  # deferred: importing the domain must not load the runtime
-        import pyarrow.parquet as pq
 
         missing = [name for name in MODEL_DIR_FILES if not os.path.isfile(os.path.join(model_dir, name))]
         if missing:
@@ -114,11 +122,13 @@ class FlightScorer:
         options = onnxruntime.SessionOptions()
         options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1
+        # The arena pre-allocates ~10 MiB for a model whose tensors are kilobytes.
+        options.enable_cpu_mem_arena = False
         self.session = onnxruntime.InferenceSession(
             os.path.join(model_dir, MODEL_FILE), options, providers=["CPUExecutionProvider"]
         )
-        self.planes = _keyed(pq.read_table(os.path.join(model_dir, PLANE_LOOKUP_FILE)).to_pylist(), "tailnum")
-        self.airports = _keyed(pq.read_table(os.path.join(model_dir, AIRPORT_LOOKUP_FILE)).to_pylist(), "faa")
+        self.planes = _keyed(os.path.join(model_dir, PLANE_LOOKUP), "tailnum")
+        self.airports = _keyed(os.path.join(model_dir, AIRPORT_LOOKUP), "faa")
 
     def features(self, records: Sequence[Mapping[str, Any]]) -> tuple[np.ndarray, np.ndarray]:
         """The model's inputs for checked records: ``(categorical int64, numeric float32)``."""
@@ -137,5 +147,8 @@ class FlightScorer:
         return np.asarray(probabilities, dtype=np.float32).reshape(-1)
 
 
-def _keyed(rows: list[dict[str, Any]], key: str) -> dict[str, dict[str, Any]]:
+def _keyed(path: str, key: str) -> dict[str, dict[str, Any]]:
+    """A JSON lookup (a list of records) by its key column."""
+    with open(path, encoding="utf-8") as f:
+        rows = json.load(f)
     return {row[key]: row for row in rows if row.get(key) is not None}

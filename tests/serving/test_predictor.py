@@ -188,7 +188,7 @@ def test_metrics_count_requests_by_outcome_and_the_probabilities_served(predicto
 def test_a_directory_without_the_lookups_is_refused_with_the_missing_files(tmp_path, trained):
     with open(f"{trained['model']}/model.onnx", "rb") as f:
         (tmp_path / "model.onnx").write_bytes(f.read())
-    with pytest.raises(FileNotFoundError, match=r"feature_spec\.json, plane_lookup\.parquet"):
+    with pytest.raises(FileNotFoundError, match=r"feature_spec\.json, plane_lookup\.json"):
         FlightScorer(str(tmp_path))
 
 

@@ -15,8 +15,8 @@
   rank 0 gathers), a Katib metric line from rank 0 (``epoch=3 val_auc=0.7120 val_log_loss=...``)
   and a checkpoint (rank 0, atomic). On start every rank resumes from the latest checkpoint.
 - At the end rank 0 exports ``model.onnx`` (checked against torch with onnxruntime), copies the
-  feature spec, lookups and profile beside it (``MODEL_FEATURE_FILES``: the model serves on its
-  own) and writes ``training_metrics.json`` to the model URI.
+  feature spec, lookups and profile beside it (``copy_model_feature_files``: the model serves
+  on its own) and writes ``training_metrics.json`` to the model URI.
 """
 
 from __future__ import annotations
