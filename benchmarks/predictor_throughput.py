@@ -22,7 +22,6 @@ import concurrent.futures
 import http.client
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -63,42 +62,34 @@ def sample_records(n: int = 100) -> list[dict]:
 
 
 class Server:
-    def __init__(self, module: str, model_dir: str, log_path: str) -> None:
-        from kfstack.training.process_group import free_port
+    """One server of the comparison, started as an embedded run's service is."""
 
-        self.port = free_port()
-        self.log = open(log_path, "w", encoding="utf-8")  # noqa: SIM115 -- closed in stop()
-        self.process = subprocess.Popen(
-            [
+    def __init__(self, module: str, model_dir: str, run_dir: str) -> None:
+        from kfstack.serving import local_services
+
+        self.run_dir = run_dir
+        self.service = local_services.start_service(
+            run_dir,
+            module.rsplit(".", 1)[-1],
+            lambda port: [
                 sys.executable,
                 "-m",
                 module,
                 f"--model_name={MODEL_NAME}",
                 f"--model_dir={model_dir}",
-                f"--http_port={self.port}",
+                f"--http_port={port}",
                 "--enable_grpc=false",
                 "--enable_latency_logging=false",
             ],
-            stdout=self.log,
-            stderr=subprocess.STDOUT,
+            ready_path=f"/v2/models/{MODEL_NAME}/ready",
         )
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            try:
-                connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=2)
-                connection.request("GET", f"/v2/models/{MODEL_NAME}/ready")
-                if connection.getresponse().status == 200:
-                    break
-            except OSError:
-                time.sleep(0.2)
-        else:
-            raise SystemExit(f"{module} did not become ready")
-        self.rss_after_load = psutil.Process(self.process.pid).memory_info().rss
+        self.port = self.service.port
+        self.rss_after_load = psutil.Process(self.service.pid).memory_info().rss
 
     def stop(self) -> None:
-        self.process.terminate()
-        self.process.wait(30)
-        self.log.close()
+        from kfstack.serving import local_services
+
+        local_services.stop_service(self.run_dir, self.service.name)
 
 
 def load(port: int, body: bytes, requests: int, concurrency: int) -> dict:
@@ -161,7 +152,7 @@ def run(model_dir: str | None, features_uri: str | None, requests: int) -> dict:
         figures: dict[str, dict] = {}
         memory: dict[str, int] = {}
         for label, module in (("trivial", TRIVIAL_MODULE), ("predictor", PREDICTOR_MODULE)):
-            server = Server(module, model, os.path.join(tmp, f"{label}.log"))
+            server = Server(module, model, os.path.join(tmp, label))
             try:
                 memory[label] = server.rss_after_load
                 for concurrency, size in CASES:

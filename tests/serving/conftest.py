@@ -3,17 +3,15 @@ and a real predictor process on a loopback port, shared by the serving tests."""
 
 from __future__ import annotations
 
-import subprocess
 import sys
-import time
 
 import httpx
 import pytest
 
 from kfstack.components.serving.predictor import DEFAULT_MODEL_NAME, MODULE
 from kfstack.components.training.train_model.stage import train_locally
+from kfstack.serving import local_services
 from kfstack.spark_jobs.flights_features.job import FeatureJobConfig, run_feature_job
-from kfstack.training.process_group import free_port
 from kfstack.training.settings import TrainingSettings
 from tests.spark_jobs.conftest import write_input_dir
 
@@ -45,89 +43,61 @@ def trained(tmp_path_factory, spark, shipped_data_dir, real_flights) -> dict[str
 
 
 class Predictor:
-    """A predictor process on loopback and its base URL."""
+    """A predictor process on loopback (a run-owned service of ``run_dir``) and its base URL."""
 
     def __init__(
         self,
         model_dir: str,
-        log_path: str,
+        run_dir: str,
         *extra: str,
         name: str = MODEL_NAME,
         module: str = PREDICTOR_MODULE,
+        service: str = "predictor",
     ) -> None:
         self.name = name
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        # A file, not a pipe: a server logging every request would fill a pipe nobody reads.
-        self.log_path = log_path
-        self._log = open(log_path, "w", encoding="utf-8")  # noqa: SIM115 -- closed by stop()
-        self.process = subprocess.Popen(
-            [
+        self.run_dir = run_dir
+        self.service = local_services.start_service(
+            run_dir,
+            service,
+            lambda port: [
                 sys.executable,
                 "-m",
                 module,
                 f"--model_name={name}",
                 f"--model_dir={model_dir}",
-                f"--http_port={self.port}",
+                f"--http_port={port}",
                 "--enable_grpc=false",
                 "--enable_latency_logging=false",
                 *extra,
             ],
-            stdout=self._log,
-            stderr=subprocess.STDOUT,
+            ready_path=f"/v2/models/{name}/ready",
+            timeout_seconds=60,
         )
-        self.wait_ready()
-
-    def wait_ready(self, timeout: float = 60.0) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise AssertionError(
-                    f"predictor exited {self.process.returncode}:\n{self.process.stdout.read()}"
-                )
-            try:
-                if httpx.get(f"{self.url}/v2/models/{self.name}/ready", timeout=1).status_code == 200:
-                    return
-            except httpx.TransportError:
-                pass
-            time.sleep(0.2)
-        raise AssertionError(f"predictor not ready within {timeout}s:\n{self.log()}")
-
-    def log(self) -> str:
-        with open(self.log_path, encoding="utf-8") as f:
-            return f.read()[-4000:]
+        self.url = self.service.url
 
     @property
     def predict_url(self) -> str:
         return f"{self.url}/v1/models/{self.name}:predict"
 
     def v1(self, instances, **kwargs) -> httpx.Response:
-        return httpx.post(
-            f"{self.url}/v1/models/{self.name}:predict", json={"instances": instances}, **kwargs
-        )
+        return httpx.post(self.predict_url, json={"instances": instances}, **kwargs)
 
     def v2(self, inputs, **kwargs) -> httpx.Response:
         return httpx.post(f"{self.url}/v2/models/{self.name}/infer", json={"inputs": inputs}, **kwargs)
 
     def healthy(self) -> bool:
         return (
-            self.process.poll() is None
+            local_services.find_service(self.run_dir, self.service.name) is not None
             and httpx.get(f"{self.url}/v2/models/{self.name}/ready", timeout=5).status_code == 200
         )
 
     def stop(self) -> None:
-        self.process.terminate()
-        try:
-            self.process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
-        self._log.close()
+        local_services.stop_service(self.run_dir, self.service.name)
 
 
 @pytest.fixture(scope="session")
 def predictor(trained, tmp_path_factory):
-    server = Predictor(trained["model"], str(tmp_path_factory.mktemp("predictor") / "server.log"))
+    server = Predictor(trained["model"], str(tmp_path_factory.mktemp("predictor")))
     yield server
     server.stop()
 

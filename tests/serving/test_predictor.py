@@ -143,7 +143,7 @@ def test_malformed_v2_requests_get_a_400_naming_the_input(predictor, raw_records
 
 def test_batch_and_body_limits(trained, raw_records, tmp_path):
     limits = ("--max_batch=5", "--max_body_bytes=20000")
-    small = Predictor(trained["model"], str(tmp_path / "small.log"), *limits)
+    small = Predictor(trained["model"], str(tmp_path), *limits)
     try:
         too_many = small.v1(raw_records[:6])
         assert too_many.status_code == 400
