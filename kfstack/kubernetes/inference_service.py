@@ -46,10 +46,9 @@ from typing import Any
 from kfstack.errors import InvalidParameterError
 from kfstack.kubernetes.node_pools import NodePoolProfile
 from kfstack.kubernetes.pods import to_dict
+from kfstack.kubernetes.resources import KSERVE_MODE_ANNOTATION, SERVERLESS, STANDARD, kserve_mode
 
-SERVERLESS = "serverless"
-STANDARD = "standard"
-DEPLOYMENT_MODE_ANNOTATION = "serving.kserve.io/deploymentMode"
+DEPLOYMENT_MODE_ANNOTATION = KSERVE_MODE_ANNOTATION
 DEPLOYMENT_MODES = {SERVERLESS: "Serverless", STANDARD: "Standard"}
 TAG_ROUTING_ANNOTATION = "serving.kserve.io/enable-tag-routing"
 SCALE_METRICS = ("concurrency", "rps")
@@ -226,7 +225,7 @@ def promoted(current: dict) -> dict:
     """The InferenceService with its canary serving 100% (the previous model gone)."""
     desired = _copy(current)
     spec = desired["spec"]
-    if _mode(current) == SERVERLESS:
+    if kserve_mode(current) == SERVERLESS:
         spec["predictor"].pop("canaryTrafficPercent", None)
         return desired
     (entry,) = spec.pop("canary")
@@ -238,7 +237,7 @@ def promoted(current: dict) -> dict:
 def rolled_back(current: dict) -> dict:
     """The InferenceService serving its previous model at 100% again."""
     desired = _copy(current)
-    if _mode(current) == SERVERLESS:
+    if kserve_mode(current) == SERVERLESS:
         desired["spec"]["predictor"]["canaryTrafficPercent"] = 0
     else:
         desired["spec"].pop("canary", None)
@@ -248,11 +247,6 @@ def rolled_back(current: dict) -> dict:
 def _serverless_canary_percent(isvc: dict) -> int:
     """A Serverless canary's share; 0 when there is none (no field, or 0 after a rollback)."""
     return int(isvc["spec"]["predictor"].get("canaryTrafficPercent") or 0)
-
-
-def _mode(isvc: dict) -> str:
-    value = ((isvc.get("metadata") or {}).get("annotations") or {}).get(DEPLOYMENT_MODE_ANNOTATION, "")
-    return STANDARD if value in ("Standard", "RawDeployment") else SERVERLESS
 
 
 def _copy(current: dict) -> dict:
@@ -268,10 +262,10 @@ def _copy(current: dict) -> dict:
 
 
 def _desired(current: dict, request: ServingRequest) -> dict:
-    if _mode(current) != request.mode:
+    if kserve_mode(current) != request.mode:
         raise InvalidParameterError(
-            f"InferenceService {request.name} runs in {_mode(current)} mode; KServe does not change a "
-            f"service's mode: deploy with serving_mode={_mode(current)} or under another name"
+            f"InferenceService {request.name} runs in {kserve_mode(current)} mode; KServe does not change a "
+            f"service's mode: deploy with serving_mode={kserve_mode(current)} or under another name"
         )
     desired = _copy(current)
     desired["metadata"]["labels"] = {**desired["metadata"].get("labels", {}), **request.labels}
@@ -286,7 +280,7 @@ def predictor_urls(isvc: dict, namespace: str) -> tuple[str, str | None]:
     """
     name = isvc["metadata"]["name"]
     spec = isvc["spec"]
-    if _mode(isvc) == STANDARD:
+    if kserve_mode(isvc) == STANDARD:
         stable_name = spec["predictor"].get("name")
         stable = f"{name}-{stable_name}-predictor" if stable_name else f"{name}-predictor"
         canaries = spec.get("canary") or []

@@ -16,9 +16,11 @@ An owned batch job goes through this state machine:
 4. **Cancel.** SIGTERM (a cancelled run) deletes the object, then raises
    :class:`~kfstack.errors.CancelledError`.
 
-A long-lived service is **applied** (created, or its spec replaced), then awaited until it is
-Ready at the generation just applied; a timeout or a cancel raises but leaves it as it is
-(rolling back is its owner's decision, never a side effect of a wait).
+A long-lived service is **applied** (created, or its spec replaced), then awaited until its
+kind's phase says the state just applied is ready (an InferenceService: its status shows the
+spec's traffic split or canaries, Ready; :func:`~.resources.inference_service_phase`); a timeout
+or a cancel raises but leaves it as it is (rolling back is its owner's decision, never a side
+effect of a wait).
 
 :func:`delete_run_resources` is the pipeline's exit-handler cleanup: it deletes whatever batch
 jobs a run left unfinished (a launcher pod killed before its SIGTERM handler ran).
@@ -274,7 +276,7 @@ class ResourceLauncher:
         return self.replace(desired)
 
     def run_service(self, body: dict, timeout_seconds: float, poll_interval_seconds: float) -> dict:
-        """Applies a long-lived service and waits until it is Ready at the applied generation.
+        """Applies a long-lived service and waits until its phase says the applied state is ready.
 
         Never deletes it: a service outlives the run, and a failed rollout is undone by a
         rollback (its owner's decision), not by deleting what serves traffic.

@@ -8,8 +8,8 @@ node 0, the Spark driver, a failed Katib trial's primary pod).
 Two lifecycles (STYLE 17). An **owned batch job** (SparkApplication, PyTorchJob, TFJob,
 TrainJob, Katib Experiment) belongs to one pipeline run: it is adopted on retry, deleted on timeout
 or cancel and by the run's cleanup. A **long-lived service** (KServe's InferenceService) outlives
-the run: it is applied, awaited until Ready at the generation just applied, and never deleted
-by a timeout, a cancel or the cleanup -- its failure handling is a rollback.
+the run: it is applied, awaited until its status shows the state just applied, and never
+deleted by a timeout, a cancel or the cleanup -- its failure handling is a rollback.
 """
 
 from __future__ import annotations
@@ -408,7 +408,11 @@ def service_phase(obj: dict) -> Phase:
     """Ready at the generation last applied: ``status.observedGeneration`` has caught up with
     ``metadata.generation`` and the ``Ready`` condition is True. A service never finishes by
     itself and has no terminal failure; until it is ready it is Pending (or Running once its
-    controller has seen the current generation)."""
+    controller has seen the current generation).
+
+    For a kind whose ``observedGeneration`` is its own. Not an InferenceService: KServe copies
+    that field from the Knative Service or the Deployment it manages
+    (:func:`inference_service_phase`)."""
     status = obj.get("status") or {}
     generation = (obj.get("metadata") or {}).get("generation")
     observed = status.get("observedGeneration")
@@ -418,6 +422,108 @@ def service_phase(obj: dict) -> Phase:
     if ready is not None and ready.get("status") == "True":
         return Phase.SUCCEEDED
     return Phase.RUNNING
+
+
+# KServe InferenceService. Its ``status.observedGeneration`` is not the InferenceService's own:
+# KServe copies it from the Knative Service (Serverless) or from the predictor Deployment
+# (Standard) (v0.20 ``inference_service_status.go``), so "Ready at the generation just applied"
+# cannot be read from it. What the launcher waits for instead is a status that shows the spec
+# just applied: the traffic split it asks for (Serverless) or exactly its canaries, ready
+# (Standard), with the Ready condition True.
+KSERVE_MODE_ANNOTATION = "serving.kserve.io/deploymentMode"
+SERVERLESS = "serverless"
+STANDARD = "standard"
+
+
+def kserve_mode(obj: dict) -> str:
+    """:data:`STANDARD` for Standard/RawDeployment, else :data:`SERVERLESS` (Knative)."""
+    value = ((obj.get("metadata") or {}).get("annotations") or {}).get(KSERVE_MODE_ANNOTATION, "")
+    return STANDARD if value in ("Standard", "RawDeployment") else SERVERLESS
+
+
+def _predictor_status(obj: dict) -> dict:
+    return (((obj.get("status") or {}).get("components") or {}).get("predictor")) or {}
+
+
+def _serverless_split_applied(obj: dict) -> bool:
+    """Knative's traffic is what ``canaryTrafficPercent`` asks for: the latest revision at C%
+    (100 without the field) and the previously rolled-out one at the rest."""
+    predictor = obj["spec"]["predictor"]
+    wanted = predictor.get("canaryTrafficPercent")
+    traffic = _predictor_status(obj).get("traffic") or []
+    latest = sum(t.get("percent") or 0 for t in traffic if t.get("latestRevision"))
+    previous = sum(t.get("percent") or 0 for t in traffic if not t.get("latestRevision"))
+    if wanted is None or wanted >= 100:
+        return latest == 100 and previous == 0
+    # KServe ignores the field until a revision has been rolled out (the first rollout).
+    if not _predictor_status(obj).get("latestRolledoutRevision"):
+        return latest == 100
+    return latest == wanted and previous == 100 - wanted
+
+
+def _standard_canaries_applied(obj: dict) -> bool:
+    """The status lists exactly the spec's canaries, each ready at its traffic share."""
+    wanted = {c["predictor"].get("name"): c.get("trafficPercent", 0) for c in obj["spec"].get("canary") or []}
+    statuses = (obj.get("status") or {}).get("canaryStatuses") or []
+    seen = {c.get("name"): (c.get("trafficPercent", 0), c.get("ready")) for c in statuses}
+    return set(seen) == set(wanted) and all(seen[n] == (p, True) for n, p in wanted.items())
+
+
+def inference_service_phase(obj: dict) -> Phase:
+    """Succeeded once the status shows the spec just applied and Ready is True (see above);
+    Running while the controller works on it; Pending before it has any status."""
+    if not obj.get("status"):
+        return Phase.PENDING
+    ready = "Ready" in _true_conditions(obj)
+    applied = (
+        _standard_canaries_applied(obj) if kserve_mode(obj) == STANDARD else _serverless_split_applied(obj)
+    )
+    return Phase.SUCCEEDED if ready and applied else Phase.RUNNING
+
+
+def describe_inference_service(obj: dict) -> str:
+    lines = [describe_training_job(obj)]
+    traffic = _predictor_status(obj).get("traffic") or []
+    if traffic:
+        lines.append(
+            "traffic: "
+            + ", ".join(
+                f"{t.get('revisionName') or t.get('tag') or '?'}"
+                f"{' (latest)' if t.get('latestRevision') else ''}={t.get('percent')}%"
+                for t in traffic
+            )
+        )
+    canaries = (obj.get("status") or {}).get("canaryStatuses") or []
+    if canaries:
+        lines.append(
+            "canaries: "
+            + ", ".join(
+                f"{c.get('name')} ready={c.get('ready')} {c.get('trafficPercent')}%" for c in canaries
+            )
+        )
+    return "\n".join(lines)
+
+
+def _predictor_pod(obj: dict) -> PodRef:
+    # KServe labels every predictor pod with its InferenceService's name.
+    return PodRef(
+        name=None,
+        selector=f"serving.kserve.io/inferenceservice={obj['metadata']['name']}",
+        container="kserve-container",
+    )
+
+
+INFERENCE_SERVICE = ResourceKind(
+    kind="InferenceService",
+    group="serving.kserve.io",
+    version="v1beta1",
+    plural="inferenceservices",
+    phase=inference_service_phase,
+    describe=describe_inference_service,
+    primary_pod=_predictor_pod,
+    lifecycle=Lifecycle.SERVICE,
+    provided_by="KServe 0.20 or later",
+)
 
 
 KINDS = {k.kind: k for k in (PYTORCHJOB, TFJOB, TRAINJOB, SPARK_APPLICATION, EXPERIMENT)}

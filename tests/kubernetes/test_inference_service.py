@@ -10,10 +10,15 @@ import sys
 
 import pytest
 
-from kfstack.errors import InvalidParameterError
+from kfstack.errors import InvalidParameterError, ResourceTimeoutError
 from kfstack.kubernetes import inference_service as isvc
+from kfstack.kubernetes import resources
+from kfstack.kubernetes.launcher import Cluster, launch
 from kfstack.kubernetes.node_pools import get_profile
+from kfstack.kubernetes.placement import Placement
+from tests.kubernetes.conftest import NAMESPACE
 from tests.kubernetes.test_builders import validate_with_crds
+from tests.kubernetes.test_launcher import FakeClock
 
 MODES = (isvc.SERVERLESS, isvc.STANDARD)
 
@@ -213,3 +218,115 @@ def test_the_sdk_imports_under_a_command_line_kserve_would_refuse():
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     assert "V1beta1InferenceService ['launcher', '--http_port=abc', '--model', 'x']" in proc.stdout
+
+
+# --- readiness: the status shows the spec just applied ------------------------------------------
+
+READY = {"type": "Ready", "status": "True"}
+NOT_READY = {"type": "Ready", "status": "False", "reason": "RevisionMissing", "message": "pulling the image"}
+
+
+def knative_status(latest: int, previous: int | None, ready=READY, observed: int = 7) -> dict:
+    traffic = [{"revisionName": "flights-delay-predictor-00002", "latestRevision": True, "percent": latest}]
+    if previous is not None:
+        traffic.append(
+            {"revisionName": "flights-delay-predictor-00001", "latestRevision": False, "percent": previous}
+        )
+    return {
+        # KServe copies this from the Knative Service: unrelated to the InferenceService's generation.
+        "observedGeneration": observed,
+        "conditions": [ready],
+        "components": {
+            "predictor": {"traffic": traffic, "latestRolledoutRevision": "flights-delay-predictor-00001"}
+        },
+    }
+
+
+def standard_status(canaries: list[tuple[str, int, bool]], ready=READY) -> dict:
+    return {
+        "observedGeneration": 1,
+        "conditions": [ready],
+        "canaryStatuses": [{"name": n, "trafficPercent": p, "ready": r} for n, p, r in canaries],
+    }
+
+
+def test_serverless_readiness_follows_the_traffic_split_not_observed_generation():
+    stages = lifecycle(isvc.SERVERLESS)
+    canary = stages["canary"]
+    phase = resources.inference_service_phase
+    assert phase(canary) is resources.Phase.PENDING  # no status yet
+    # Ready, and observedGeneration far ahead, but the split is the old one: not applied yet.
+    assert phase({**canary, "status": knative_status(100, None, observed=99)}) is resources.Phase.RUNNING
+    assert phase({**canary, "status": knative_status(10, 90, ready=NOT_READY)}) is resources.Phase.RUNNING
+    assert phase({**canary, "status": knative_status(10, 90)}) is resources.Phase.SUCCEEDED
+    assert phase({**stages["promoted"], "status": knative_status(10, 90)}) is resources.Phase.RUNNING
+    assert phase({**stages["promoted"], "status": knative_status(100, None)}) is resources.Phase.SUCCEEDED
+    assert phase({**stages["rolled_back"], "status": knative_status(0, 100)}) is resources.Phase.SUCCEEDED
+    first = {**stages["first"], "status": knative_status(100, None)}
+    first["status"]["components"]["predictor"].pop("latestRolledoutRevision")
+    assert phase(first) is resources.Phase.SUCCEEDED
+
+
+def test_standard_readiness_follows_the_canary_statuses():
+    stages = lifecycle(isvc.STANDARD)
+    (entry,) = stages["canary"]["spec"]["canary"]
+    name = entry["predictor"]["name"]
+    phase = resources.inference_service_phase
+    assert phase({**stages["canary"], "status": standard_status([])}) is resources.Phase.RUNNING
+    assert (
+        phase({**stages["canary"], "status": standard_status([(name, 10, False)])}) is resources.Phase.RUNNING
+    )
+    assert (
+        phase({**stages["canary"], "status": standard_status([(name, 10, True)])})
+        is resources.Phase.SUCCEEDED
+    )
+    # Promoted or rolled back: ready once the canary's status is gone.
+    for stage in ("promoted", "rolled_back"):
+        assert (
+            phase({**stages[stage], "status": standard_status([(name, 10, True)])}) is resources.Phase.RUNNING
+        )
+        assert phase({**stages[stage], "status": standard_status([])}) is resources.Phase.SUCCEEDED
+
+
+KINDS = {**resources.KINDS, resources.INFERENCE_SERVICE.kind: resources.INFERENCE_SERVICE}
+
+
+def cluster_for(fake_api):
+    clock = FakeClock()
+    return Cluster(fake_api.api_client(), NAMESPACE, sleep=clock.sleep, clock=clock)
+
+
+def test_a_canary_is_applied_and_awaited_until_its_split_shows(fake_api):
+    stages = lifecycle(isvc.SERVERLESS)
+    placement = Placement(node_pool="serving", timeout_seconds=600, poll_interval_seconds=5)
+    fake_api.statuses["flights-delay"] = [knative_status(100, None)]
+    launch(stages["first"], placement, cluster_for(fake_api), kinds=KINDS)
+    live = fake_api.objects[("inferenceservices", NAMESPACE, "flights-delay")]
+    canary = isvc.canary_rollout(live, request(isvc.SERVERLESS, "0.1.0+run2"))
+    fake_api.statuses["flights-delay"] = [
+        knative_status(100, None),
+        knative_status(100, None),
+        knative_status(10, 90),
+    ]
+    final, reference = launch(canary, placement, cluster_for(fake_api), kinds=KINDS)
+    assert final["spec"]["predictor"]["canaryTrafficPercent"] == 10
+    assert reference["kind"] == "InferenceService"
+    assert fake_api.count("POST") == 1 and fake_api.count("PUT") == 1 and fake_api.count("DELETE") == 0
+
+
+def test_a_canary_not_ready_in_time_is_left_for_its_owner_to_roll_back(fake_api):
+    stages = lifecycle(isvc.SERVERLESS)
+    fake_api.put("inferenceservices", NAMESPACE, stages["first"])
+    fake_api.statuses["flights-delay"] = [knative_status(100, None, ready=NOT_READY)]
+    placement = Placement(node_pool="serving", timeout_seconds=30, poll_interval_seconds=5)
+    with pytest.raises(ResourceTimeoutError, match="left in place") as err:
+        launch(stages["canary"], placement, cluster_for(fake_api), kinds=KINDS)
+    assert "RevisionMissing" in str(err.value)
+    assert "traffic: flights-delay-predictor-00002 (latest)=100%" in str(err.value)
+    assert fake_api.count("DELETE") == 0
+    # The rollback (the owner's decision) then restores the previous split.
+    live = fake_api.objects[("inferenceservices", NAMESPACE, "flights-delay")]
+    fake_api.statuses["flights-delay"] = [knative_status(0, 100)]
+    final, _ = launch(isvc.rolled_back(live), placement, cluster_for(fake_api), kinds=KINDS)
+    assert final["spec"]["predictor"]["canaryTrafficPercent"] == 0
+    assert final["spec"]["predictor"]["model"]["storageUri"].endswith("run2")
