@@ -15,6 +15,7 @@ Shard layout (one directory, the ``features`` Dataset)::
     <features>/airport_lookup.parquet      destination attributes keyed by FAA code (for serving)
     <features>/job_report.json             rows read / written / quarantined (per reason, split)
     <features>/profile.json                per-feature quantiles/histograms, label rate
+    <features>/holdout_requests.parquet    labelled test-split flights as requests (canary analysis)
 
 Shard columns: ``label`` (int, 0/1), one ``cat__<name>`` int column per categorical feature
 (index into its vocabulary; ``len(vocabulary)`` is the out-of-vocabulary bucket) and one
@@ -37,6 +38,7 @@ PLANE_LOOKUP_FILE = "plane_lookup.parquet"
 AIRPORT_LOOKUP_FILE = "airport_lookup.parquet"
 JOB_REPORT_FILE = "job_report.json"
 PROFILE_FILE = "profile.json"
+HOLDOUT_FILE = "holdout_requests.parquet"
 SPLITS = ("train", "validation", "test")
 # What a trained model's directory carries beside ``model.onnx`` so that it serves on its own
 # (the spec and the lookups of the request transform) and its training data's profile travels

@@ -39,6 +39,7 @@ from kfstack.flights.features import (
     AIRPORT_FIELDS,
     CATEGORICAL_FEATURES,
     DELAY_THRESHOLD_MINUTES,
+    FLIGHT_FIELDS,
     MINUTES_PER_DAY,
     MISSING,
     NUMERIC_FEATURES,
@@ -120,6 +121,23 @@ def split_column(seed: int) -> Column:
     train = SPLIT_PERCENTAGES["train"]
     validation = train + SPLIT_PERCENTAGES["validation"]
     return F.when(bucket < train, "train").when(bucket < validation, "validation").otherwise("test")
+
+
+def holdout_requests(flights: DataFrame, weather: DataFrame, seed: int, limit: int) -> DataFrame:
+    """Up to ``limit`` test-split flights as a caller sends them -- their own fields
+    (:data:`FLIGHT_FIELDS`) and the origin's weather that hour (:data:`WEATHER_FIELDS`) -- with
+    their label: the records a canary analysis replays. Picked in a seeded hash order, so the
+    same input gives the same records."""
+    joined = flights.where(split_column(seed) == "test").join(weather, ["origin", "time_hour"], "left")
+    order = F.xxhash64(*[F.col(k) for k in FLIGHT_KEY], F.lit(seed + 1))
+    return (
+        joined.select(
+            *FLIGHT_FIELDS, *WEATHER_FIELDS, label(joined).alias(LABEL_COLUMN), order.alias("_order")
+        )
+        .orderBy("_order")
+        .limit(limit)
+        .drop("_order")
+    )
 
 
 def raw_features(

@@ -9,8 +9,10 @@ kfstack.spark_jobs.flights_features``)::
         [--max-quarantine-fraction 0.05] [--sample-fraction 1.0]
 
 Outputs (layout in :mod:`kfstack.features`): Parquet shards per split, ``feature_spec.json``,
-``plane_lookup.parquet``, ``airport_lookup.parquet``, ``profile.json`` and ``job_report.json``
-under the output URI; the quarantined rows (raw values + ``reason``) under the quarantine URI.
+``plane_lookup.parquet``, ``airport_lookup.parquet``, ``profile.json``, ``job_report.json`` and
+``holdout_requests.parquet`` (up to :data:`HOLDOUT_RECORDS` labelled test-split flights as a
+caller sends them, for the canary analysis) under the output URI; the quarantined rows (raw
+values + ``reason``) under the quarantine URI.
 
 Row accounting: ``rows_read`` counts the flights the job looked at (after ``sample_fraction``);
 each is either written to exactly one split or quarantined, and the job checks
@@ -41,6 +43,7 @@ from kfstack.errors import DataQualityError, KfstackError
 from kfstack.features import (
     AIRPORT_LOOKUP_FILE,
     FEATURE_SPEC_FILE,
+    HOLDOUT_FILE,
     JOB_REPORT_FILE,
     PLANE_LOOKUP_FILE,
     PROFILE_FILE,
@@ -162,9 +165,12 @@ PHASES = (
     "write quarantine",
     "join and fit encoding",
     "encode and write shards",
-    "lookups",
+    "lookups and holdout",
     "profile",
 )
+# Labelled test-split records the job writes for the canary analysis (a replay needs hundreds to a
+# few thousand; the file stays small).
+HOLDOUT_RECORDS = 5000
 
 
 @contextlib.contextmanager
@@ -278,13 +284,20 @@ def run_feature_job(config: FeatureJobConfig, spark: SparkSession | None = None)
             },
         )
         spec.save(sources.join_uri(config.output_uri, FEATURE_SPEC_FILE))
-        with _phase("lookups"):
+        with _phase("lookups and holdout"):
             _write_small_table(
                 planes.orderBy("tailnum"), sources.join_uri(config.output_uri, PLANE_LOOKUP_FILE)
             )
             _write_small_table(
                 airports.orderBy("faa"), sources.join_uri(config.output_uri, AIRPORT_LOOKUP_FILE)
             )
+            holdout = featurize.holdout_requests(
+                validation.valid_rows(tagged),
+                featurize.weather_by_hour(tables["weather"]),
+                config.seed,
+                HOLDOUT_RECORDS,
+            )
+            _write_small_table(holdout, sources.join_uri(config.output_uri, HOLDOUT_FILE))
         with _phase("profile"):
             _write_json(sources.join_uri(config.output_uri, PROFILE_FILE), profile.build_profile(raw))
         report.seconds = round(time.perf_counter() - started, 2)

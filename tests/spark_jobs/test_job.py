@@ -14,16 +14,25 @@ from pyspark.sql import functions as F
 from kfstack.errors import DataQualityError, InvalidParameterError
 from kfstack.features import (
     AIRPORT_LOOKUP_FILE,
+    HOLDOUT_FILE,
     JOB_REPORT_FILE,
     PLANE_LOOKUP_FILE,
     PROFILE_FILE,
     SPLITS,
     FeatureSpec,
 )
-from kfstack.flights.features import CATEGORICAL_FEATURES, NUMERIC_FEATURES, raw_feature_columns
+from kfstack.flights.features import (
+    CATEGORICAL_FEATURES,
+    FLIGHT_FIELDS,
+    NUMERIC_FEATURES,
+    WEATHER_FIELDS,
+    raw_feature_columns,
+)
+from kfstack.flights.scoring import REQUEST_SCHEMA, check_flights
 from kfstack.spark_jobs.flights_features import featurize
-from kfstack.spark_jobs.flights_features.job import FeatureJobConfig, run_feature_job
+from kfstack.spark_jobs.flights_features.job import HOLDOUT_RECORDS, FeatureJobConfig, run_feature_job
 from kfstack.spark_jobs.flights_features.validation import FLIGHT_KEY, tag_flights, valid_rows
+from kfstack.training import shards
 from tests.spark_jobs.conftest import write_input_dir
 
 SAMPLE_ROWS = 3000
@@ -116,6 +125,22 @@ def test_spec_lookups_profile_and_report_are_written(job_run):
     assert quantiles == sorted(quantiles)
     assert sum(distance["histogram"]["counts"]) == distance["count"]
     assert abs(sum(profile["categorical"]["carrier"]["top_values"].values()) - 1.0) < 1e-9
+
+
+def test_the_holdout_is_the_test_split_as_labelled_requests(job_run):
+    config, report = job_run
+    holdout = pq.read_table(os.path.join(config.output_uri, HOLDOUT_FILE)).to_pylist()
+    # The sample is small: the cap keeps every test row.
+    assert (
+        len(holdout) == min(HOLDOUT_RECORDS, report.rows_per_split["test"]) == report.rows_per_split["test"]
+    )
+    assert set(holdout[0]) == {*FLIGHT_FIELDS, *WEATHER_FIELDS, "label"}
+    labels = [record.pop("label") for record in holdout]
+    spec = FeatureSpec.load(config.output_uri)
+    _, _, test_labels = shards.read_split(spec, os.path.join(config.output_uri, "test"))
+    assert sorted(labels) == sorted(test_labels.tolist())
+    # Every record is a valid request as it is.
+    check_flights(REQUEST_SCHEMA.from_v1({"instances": holdout}))
 
 
 def test_serving_transform_matches_the_spark_encoding(spark, job_run, shipped_data_dir):

@@ -57,7 +57,8 @@ def flights_features(
             SparkApplication so that a retried task adopts it.
         task_name: This task's name (``dsl.PIPELINE_TASK_NAME_PLACEHOLDER``).
         features: Shards per split, ``feature_spec.json``, ``plane_lookup.parquet``,
-            ``airport_lookup.parquet``, ``profile.json``, ``job_report.json``.
+            ``airport_lookup.parquet``, ``profile.json``, ``job_report.json``,
+            ``holdout_requests.parquet`` (labelled test-split flights as requests).
         quarantine: Rejected rows with a ``reason`` column (Parquet).
         data_report: Rows read / written / quarantined (total and per reason) and per split.
         spark_job: What ran the job; on Kubernetes the SparkApplication's apiVersion, kind,
