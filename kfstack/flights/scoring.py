@@ -60,6 +60,8 @@ REQUEST_FIELDS = (
     *(Field(name, _KINDS[name], required=name in REQUIRED_FLIGHT_FIELDS) for name in FLIGHT_FIELDS),
     *(Field(name, FLOAT, required=False) for name in WEATHER_FIELDS),
 )
+# The calendar's last year (the Spark job's make_date takes 1-9999 too).
+MAX_YEAR = 9999
 # Records one request may carry by default (a server takes --max_batch).
 DEFAULT_MAX_BATCH = 10_000
 REQUEST_SCHEMA = Schema(REQUEST_FIELDS, DEFAULT_MAX_BATCH)
@@ -76,13 +78,15 @@ def check_flight(record: Mapping[str, Any], where: str) -> None:
     Raises:
         BadRecordError: The first rule the record breaks, naming the field.
     """
+    year, month, day = record["year"], record["month"], record["day"]
+    if not 1 <= year <= MAX_YEAR:
+        raise BadRecordError(f"{where}.year: {year} is not a year between 1 and {MAX_YEAR}")
+    if not 1 <= month <= 12:
+        raise BadRecordError(f"{where}.month: {month} is not a month (1-12)")
     try:
-        datetime.date(record["year"], record["month"], record["day"])
-    except ValueError as err:
-        raise BadRecordError(
-            f"{where}.day: year={record['year']} month={record['month']} day={record['day']} is not a "
-            f"calendar date ({err})"
-        ) from None
+        datetime.date(year, month, day)
+    except (ValueError, OverflowError) as err:
+        raise BadRecordError(f"{where}.day: {year}-{month}-{day} is not a calendar date ({err})") from None
     for name in ("sched_dep_time", "sched_arr_time"):
         value = record[name]
         if not 0 <= value <= HHMM_MAX or value % 100 >= 60:
@@ -131,8 +135,19 @@ class FlightScorer:
         self.airports = _keyed(os.path.join(model_dir, AIRPORT_LOOKUP), "faa")
 
     def features(self, records: Sequence[Mapping[str, Any]]) -> tuple[np.ndarray, np.ndarray]:
-        """The model's inputs for checked records: ``(categorical int64, numeric float32)``."""
-        return self.spec.encode(raw_feature_columns(records, self.planes, self.airports))
+        """The model's inputs for checked records: ``(categorical int64, numeric float32)``.
+
+        Raises:
+            BadRecordError: A value that standardises beyond float32 (the record checks bound
+                magnitudes; a feature with a tiny training spread could still overflow).
+        """
+        categorical, numeric = self.spec.encode(raw_feature_columns(records, self.planes, self.airports))
+        if not np.isfinite(numeric).all():
+            row, column = np.argwhere(~np.isfinite(numeric))[0]
+            raise BadRecordError(
+                f"records[{row}]: feature {self.spec.numeric[column].name} is out of the model's range"
+            )
+        return categorical, numeric
 
     def predict(self, records: Sequence[Mapping[str, Any]]) -> np.ndarray:
         """Delay probabilities (float32, one per record) for checked records."""

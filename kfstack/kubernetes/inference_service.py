@@ -29,7 +29,7 @@ Deployment ``{isvc}-{name}-predictor`` and Service of the same name.
 KServe routes the split only where it owns the ingress; the canary analysis does not rely on
 it and calls both predictors directly (:func:`predictor_urls`).
 
-The predictor container is the project's ServingRuntime (``manifests/base/namespaced/serving-runtime.yaml``):
+The predictor container is the project's ClusterServingRuntime (``manifests/cluster/kserve/``):
 ``predictor.model`` names its model format and runtime, and KServe's storage initializer
 downloads ``storageUri`` to ``/mnt/models`` with the credentials of the predictor's service
 account.
@@ -212,6 +212,10 @@ def canary_rollout(current: dict, request: ServingRequest) -> dict:
     else:
         if spec.get("canary"):
             raise InvalidParameterError(f"InferenceService {request.name} already has a canary in progress")
+        if spec["predictor"].get("name") == request.predictor_name:
+            raise InvalidParameterError(
+                f"InferenceService {request.name} already serves model version {request.model_version}"
+            )
         kserve = kserve_sdk()
         entry = kserve.V1beta1CanarySpec(
             traffic_percent=request.canary_traffic_percent,

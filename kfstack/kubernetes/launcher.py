@@ -323,7 +323,7 @@ class ResourceLauncher:
             if self.clock() - started > timeout_seconds:
                 if owned:
                     self.delete(name)
-                goal = "finish" if owned else f"become ready at generation {generation}"
+                goal = "finish" if owned else "become ready in the state just applied"
                 raise ResourceTimeoutError(
                     self._failure(
                         obj,

@@ -450,13 +450,21 @@ def _serverless_split_applied(obj: dict) -> bool:
     (100 without the field) and the previously rolled-out one at the rest."""
     predictor = obj["spec"]["predictor"]
     wanted = predictor.get("canaryTrafficPercent")
-    traffic = _predictor_status(obj).get("traffic") or []
+    status = _predictor_status(obj)
+    traffic = status.get("traffic") or []
+    # Knative routes "latest" to the latest *ready* revision: while the newest one is not ready,
+    # the split would read as applied with the old revision on both sides.
+    newest, ready = status.get("latestCreatedRevision"), status.get("latestReadyRevision")
+    if newest != ready or any(
+        t.get("revisionName") not in (None, ready) for t in traffic if t.get("latestRevision")
+    ):
+        return False
     latest = sum(t.get("percent") or 0 for t in traffic if t.get("latestRevision"))
     previous = sum(t.get("percent") or 0 for t in traffic if not t.get("latestRevision"))
     if wanted is None or wanted >= 100:
         return latest == 100 and previous == 0
     # KServe ignores the field until a revision has been rolled out (the first rollout).
-    if not _predictor_status(obj).get("latestRolledoutRevision"):
+    if not status.get("latestRolledoutRevision"):
         return latest == 100
     return latest == wanted and previous == 100 - wanted
 

@@ -20,8 +20,9 @@ only when every check holds, otherwise rolled back:
 2. ``p95 latency``: canary p95 <= ``max_latency_ratio`` x stable p95 + ``latency_slack_ms`` (the
    slack keeps millisecond jitter on a fast service from reading as a regression);
 3. ``prediction shift``: PSI <= ``max_psi`` (0.2 is the customary "significant shift" line);
-4. ``AUC``: canary AUC >= stable AUC - ``max_auc_drop`` on the same labels (not applicable, and
-   passed, when the labels hold one class; failed when the canary answered nothing).
+4. ``AUC``: canary AUC >= stable AUC - ``max_auc_drop``, each on the labels of the records it
+   answered (not applicable, and passed, when those hold one class; failed when either side
+   answered nothing: without the stable's figures there is nothing to compare against).
 """
 
 from __future__ import annotations
@@ -128,7 +129,9 @@ class CanaryReport:
 
     def metrics(self) -> dict[str, float]:
         """Scalars for a KFP ``Metrics`` artifact (undefined AUCs left out)."""
-        values: dict[str, float] = {"promoted": float(self.decision == PROMOTE), "psi": round(self.psi, 6)}
+        values: dict[str, float] = {"promoted": float(self.decision == PROMOTE)}
+        if math.isfinite(self.psi):  # infinite when a side answered nothing: left out, as AUCs
+            values["psi"] = round(self.psi, 6)
         for figures in (self.stable, self.canary):
             prefix = figures.name
             values[f"{prefix}_requests"] = float(figures.requests)
@@ -338,7 +341,9 @@ def judge(stable: EndpointFigures, canary: EndpointFigures, thresholds: CanaryTh
         ),
         Check("prediction shift", shift <= t.max_psi, f"PSI {shift:.4f}", f"<= {t.max_psi}"),
     ]
-    if stable.auc is None:
+    if len(stable.answered) == 0:
+        checks.append(Check("AUC", False, "the stable predictor answered nothing", "a comparison"))
+    elif stable.auc is None:
         checks.append(Check("AUC", True, "not applicable", "the replayed labels hold one class"))
     elif canary.auc is None:
         checks.append(Check("AUC", False, "no predictions", f">= {stable.auc:.4f} - {t.max_auc_drop}"))

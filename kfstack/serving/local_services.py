@@ -16,20 +16,22 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import http.client
 import json
+import logging
 import os
 import signal
 import subprocess
 import threading
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable
 
 import psutil
 
 from kfstack.errors import RunFailedError
 from kfstack.training.process_group import free_port
+
+logger = logging.getLogger(__name__)
 
 SERVICES_DIR = "services"
 # The process whose end ends the services: the embedded runner (`kfstack run --local`).
@@ -46,6 +48,8 @@ class LocalService:
     pid: int
     port: int
     log_path: str
+    # The process's start time: with the pid, what identifies it (a pid alone may be reused).
+    started: float
 
     @property
     def url(self) -> str:
@@ -70,6 +74,7 @@ def start_service(
             message carries its log's tail.
     """
     os.makedirs(os.path.join(run_dir, SERVICES_DIR), exist_ok=True)
+    stop_service(run_dir, name)  # a retried task starts its service again: never two
     port = free_port()
     log_path = os.path.join(run_dir, SERVICES_DIR, f"{name}.log")
     owner = os.environ.get(OWNER_PID_ENV) or str(os.getpid())
@@ -82,74 +87,115 @@ def start_service(
             start_new_session=True,  # outlives the task's process group
             env={**os.environ, OWNER_PID_ENV: owner},
         )
-    service = LocalService(name=name, pid=process.pid, port=port, log_path=log_path)
-    with open(_record_path(run_dir, name), "w", encoding="utf-8") as f:
+    try:
+        started = psutil.Process(process.pid).create_time()
+    except psutil.Error:  # exited at once; the poll below reports it
+        started = 0.0
+    service = LocalService(name=name, pid=process.pid, port=port, log_path=log_path, started=started)
+    record = _record_path(run_dir, name)
+    with open(f"{record}.partial", "w", encoding="utf-8") as f:
         json.dump(dataclasses.asdict(service), f)
+    os.replace(f"{record}.partial", record)  # a reader sees a whole record or none
     deadline = time.monotonic() + timeout_seconds
     while time.monotonic() < deadline:
         if process.poll() is not None:
             raise RunFailedError(
                 f"service {name} exited ({process.returncode}) while starting:\n{_tail(log_path)}"
             )
-        try:
-            with urllib.request.urlopen(f"{service.url}{ready_path}", timeout=2) as response:
-                if response.status == 200:
-                    return service
-        except (urllib.error.URLError, OSError):
-            pass
+        if _answers(service.port, ready_path):
+            return service
         time.sleep(0.2)
     stop_service(run_dir, name)
     raise RunFailedError(f"service {name} was not ready within {timeout_seconds:.0f}s:\n{_tail(log_path)}")
 
 
-def find_service(run_dir: str, name: str) -> LocalService | None:
-    """The run's service ``name`` if it is recorded and its process still runs."""
+def _answers(port: int, path: str) -> bool:
+    """Whether ``GET path`` on the loopback port answers 200 (straight, never through a proxy)."""
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
+    try:
+        connection.request("GET", path)
+        return connection.getresponse().status == 200
+    except (OSError, http.client.HTTPException):
+        return False
+    finally:
+        connection.close()
+
+
+def _read(run_dir: str, name: str) -> LocalService | None:
     path = _record_path(run_dir, name)
     if not os.path.exists(path):
         return None
     with open(path, encoding="utf-8") as f:
-        service = LocalService(**json.load(f))
-    return service if psutil.pid_exists(service.pid) else None
+        return LocalService(**json.load(f))
+
+
+def _process(service: LocalService) -> psutil.Process | None:
+    """The service's process, if it still runs: the same pid *and* start time."""
+    try:
+        process = psutil.Process(service.pid)
+        if process.create_time() != service.started or process.status() == psutil.STATUS_ZOMBIE:
+            return None
+        return process
+    except psutil.Error:
+        return None
+
+
+def find_service(run_dir: str, name: str) -> LocalService | None:
+    """The run's service ``name`` if it is recorded and its process still runs."""
+    service = _read(run_dir, name)
+    return service if service is not None and _process(service) is not None else None
 
 
 def stop_service(run_dir: str, name: str) -> bool:
     """Stops one service (SIGTERM, SIGKILL after the grace) and forgets it; True if it ran."""
-    path = _record_path(run_dir, name)
-    if not os.path.exists(path):
+    service = _read(run_dir, name)
+    if service is None:
         return False
-    with open(path, encoding="utf-8") as f:
-        service = LocalService(**json.load(f))
-    was_running = _terminate(service.pid)
-    os.remove(path)
-    return was_running
+    process = _process(service)
+    if process is not None:
+        _terminate(process)
+    os.remove(_record_path(run_dir, name))
+    return process is not None
 
 
 def stop_services(run_dir: str) -> list[str]:
-    """Stops every service of the run; returns the names of those that were still running."""
+    """Stops every service of the run; returns the names of those that were still running.
+    A service that cannot be stopped is logged and the others are still stopped."""
     directory = os.path.join(run_dir, SERVICES_DIR)
     if not os.path.isdir(directory):
         return []
-    names = sorted(n[: -len(".json")] for n in os.listdir(directory) if n.endswith(".json"))
-    return [name for name in names if stop_service(run_dir, name)]
+    stopped = []
+    for name in sorted(n[: -len(".json")] for n in os.listdir(directory) if n.endswith(".json")):
+        try:
+            if stop_service(run_dir, name):
+                stopped.append(name)
+        except (OSError, ValueError, psutil.Error) as err:
+            logger.error("could not stop service %s of %s: %s", name, run_dir, err)
+    return stopped
 
 
-def _terminate(pid: int) -> bool:
+def _terminate(process: psutil.Process) -> None:
+    """SIGTERM to the service's session (it leads its own: start_new_session), SIGKILL after
+    the grace. Only a process that leads its own group is signalled as a group."""
     try:
-        process = psutil.Process(pid)
-        group = os.getpgid(pid)
-    except (psutil.Error, ProcessLookupError):
-        return False
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(group, signal.SIGTERM)
+        own_group = os.getpgid(process.pid) == process.pid
+    except ProcessLookupError:
+        return
+
+    def send(sig: signal.Signals) -> None:
+        with contextlib.suppress(ProcessLookupError, psutil.Error):
+            if own_group:
+                os.killpg(process.pid, sig)
+            else:
+                process.send_signal(sig)
+
+    send(signal.SIGTERM)
     try:
         process.wait(STOP_GRACE_SECONDS)
     except psutil.TimeoutExpired:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(group, signal.SIGKILL)
-        process.wait(5)
-    except psutil.Error:
-        pass
-    return True
+        send(signal.SIGKILL)
+        with contextlib.suppress(psutil.Error):
+            process.wait(5)
 
 
 def exit_with_owner(poll_seconds: float = OWNER_POLL_SECONDS) -> None:

@@ -36,9 +36,10 @@ V2_DATATYPES: Mapping[Kind, tuple[str, ...]] = {
     FLOAT: ("INT8", "INT16", "INT32", "INT64", "UINT8", "UINT16", "UINT32", "UINT64", "FP16", "FP32", "FP64"),
     STRING: ("BYTES",),
 }
-# Beyond this a float is not a measurement but an overflow (JSON has no infinity; 1e400 parses
-# as one in some decoders).
-LARGEST_FINITE = 1e300
+# Beyond this a number is not a measurement but an overflow (JSON has no infinity; 1e400 parses
+# as one in some decoders, and a 400-digit integer as an int no float holds). The bound also
+# keeps every standardised feature finite in float32, the model's input type.
+LARGEST_MAGNITUDE = 1e15
 
 
 class BadRecordError(BadInputError, ValueError):
@@ -64,12 +65,17 @@ class Field:
     def check(self, value: Any, where: str) -> Any:
         """``value`` as this field's Python type, or ``None`` for an allowed missing value.
 
+        Strings are trimmed, and an empty one is a missing value, as a table reader takes them.
+
         Raises:
-            BadRecordError: A missing required value, the wrong type, or a non-finite number.
+            BadRecordError: A missing required value, the wrong type, or a number beyond
+                :data:`LARGEST_MAGNITUDE` (infinities and NaN included).
         """
+        if self.kind == STRING and isinstance(value, str):
+            value = value.strip() or None
         if value is None:
             if self.required:
-                raise BadRecordError(f"{where}: required, got null")
+                raise BadRecordError(f"{where}: required, got null or an empty string")
             return None
         if self.kind == STRING:
             if not isinstance(value, str):
@@ -78,8 +84,12 @@ class Field:
         # bool is an int in Python, never a number in a request.
         if isinstance(value, bool) or not isinstance(value, int | float):
             raise BadRecordError(f"{where}: expected a number, got {_describe(value)}")
-        if not math.isfinite(value) or abs(value) > LARGEST_FINITE:
-            raise BadRecordError(f"{where}: expected a finite number, got {value!r}")
+        # The magnitude first: an int too large for a float makes math.isfinite raise.
+        if abs(value) > LARGEST_MAGNITUDE or not math.isfinite(value):
+            raise BadRecordError(
+                f"{where}: expected a finite number of magnitude at most {LARGEST_MAGNITUDE:g}, "
+                f"got {str(value)[:40]}"
+            )
         if self.kind == INT:
             if value != int(value):
                 raise BadRecordError(f"{where}: expected an integer, got {value!r}")

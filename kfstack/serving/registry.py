@@ -59,7 +59,7 @@ class LocalRegistry:
     def __init__(self, root: str, model_name: str) -> None:
         if not _SAFE.match(model_name):
             raise InvalidParameterError(f"model name {model_name!r}: letters, digits and . _ + - only")
-        self.path = os.path.join(root, model_name)
+        self.path = os.path.join(os.path.abspath(root), model_name)
         self.model_name = model_name
 
     @contextlib.contextmanager
@@ -94,18 +94,22 @@ class LocalRegistry:
         """Puts ``model_dir`` in production as ``version`` (first rollout or a promoted canary).
 
         Raises:
-            InvalidParameterError: A version that is not a safe directory name.
+            InvalidParameterError: A version that is not a safe directory name, or one the
+                registry already holds.
         """
         if not _SAFE.match(version):
             raise InvalidParameterError(f"model version {version!r}: letters, digits and . _ + - only")
         with self._locked():
             previous = self.production()
             target = os.path.join(self.path, MODELS_DIR, version)
-            if not os.path.isdir(target):
-                staging = f"{target}.partial"
-                shutil.rmtree(staging, ignore_errors=True)
-                shutil.copytree(model_dir, staging)
-                os.replace(staging, target)
+            if os.path.isdir(target):
+                # A version names one model for good: promoting another under it would put the
+                # old copy in production.
+                raise InvalidParameterError(f"model version {version} is already in the registry ({target})")
+            staging = f"{target}.partial"
+            shutil.rmtree(staging, ignore_errors=True)
+            shutil.copytree(model_dir, staging)
+            os.replace(staging, target)
             record = ProductionRecord(version=version, model_dir=target, since=_now(), run_id=run_id)
             temporary = os.path.join(self.path, f".{PRODUCTION_FILE}.{os.getpid()}")
             with open(temporary, "w", encoding="utf-8") as f:

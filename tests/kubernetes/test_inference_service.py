@@ -156,6 +156,9 @@ def test_a_second_canary_or_another_mode_is_refused(mode):
     stages = lifecycle(mode)
     with pytest.raises(InvalidParameterError, match="already has a canary in progress"):
         isvc.canary_rollout(stages["canary"], request(mode, "0.1.0+run3"))
+    if mode == isvc.STANDARD:  # the canary would share the stable predictor's Deployment
+        with pytest.raises(InvalidParameterError, match=r"already serves model version 0\.1\.0\+run1"):
+            isvc.canary_rollout(stages["first"], request(mode, "0.1.0+run1"))
     other = isvc.STANDARD if mode == isvc.SERVERLESS else isvc.SERVERLESS
     with pytest.raises(InvalidParameterError, match="KServe does not change a service's mode"):
         isvc.canary_rollout(stages["first"], request(other, "0.1.0+run3"))
@@ -226,18 +229,26 @@ READY = {"type": "Ready", "status": "True"}
 NOT_READY = {"type": "Ready", "status": "False", "reason": "RevisionMissing", "message": "pulling the image"}
 
 
-def knative_status(latest: int, previous: int | None, ready=READY, observed: int = 7) -> dict:
-    traffic = [{"revisionName": "flights-delay-predictor-00002", "latestRevision": True, "percent": latest}]
+def knative_status(
+    latest: int, previous: int | None, ready=READY, observed: int = 7, newest_ready: bool = True
+) -> dict:
+    revision = "flights-delay-predictor-0000"
+    # While the newest revision is not ready, Knative's "latest" traffic goes to the last ready one.
+    latest_ready = f"{revision}2" if newest_ready else f"{revision}1"
+    traffic = [{"revisionName": latest_ready, "latestRevision": True, "percent": latest}]
     if previous is not None:
-        traffic.append(
-            {"revisionName": "flights-delay-predictor-00001", "latestRevision": False, "percent": previous}
-        )
+        traffic.append({"revisionName": f"{revision}1", "latestRevision": False, "percent": previous})
     return {
         # KServe copies this from the Knative Service: unrelated to the InferenceService's generation.
         "observedGeneration": observed,
         "conditions": [ready],
         "components": {
-            "predictor": {"traffic": traffic, "latestRolledoutRevision": "flights-delay-predictor-00001"}
+            "predictor": {
+                "traffic": traffic,
+                "latestCreatedRevision": f"{revision}2",
+                "latestReadyRevision": latest_ready,
+                "latestRolledoutRevision": f"{revision}1",
+            }
         },
     }
 
@@ -259,6 +270,9 @@ def test_serverless_readiness_follows_the_traffic_split_not_observed_generation(
     assert phase({**canary, "status": knative_status(100, None, observed=99)}) is resources.Phase.RUNNING
     assert phase({**canary, "status": knative_status(10, 90, ready=NOT_READY)}) is resources.Phase.RUNNING
     assert phase({**canary, "status": knative_status(10, 90)}) is resources.Phase.SUCCEEDED
+    # The new revision not ready: "latest" still resolves to the old one, whatever Ready says.
+    unready = knative_status(10, 90, newest_ready=False)
+    assert phase({**canary, "status": unready}) is resources.Phase.RUNNING
     assert phase({**stages["promoted"], "status": knative_status(10, 90)}) is resources.Phase.RUNNING
     assert phase({**stages["promoted"], "status": knative_status(100, None)}) is resources.Phase.SUCCEEDED
     assert phase({**stages["rolled_back"], "status": knative_status(0, 100)}) is resources.Phase.SUCCEEDED

@@ -67,6 +67,15 @@ def test_the_decision_rule(canary, failed):
     assert report.metrics()["promoted"] == float(not failed)
 
 
+def test_a_stable_that_answered_nothing_leaves_nothing_to_compare_against():
+    silent = figures("stable", errors=100, auc=None, predictions=np.full(2000, np.nan))
+    report = judge(silent, figures(), CanaryThresholds())
+    assert report.decision == ROLLBACK
+    assert "psi" not in report.metrics()  # infinite: left out of the Metrics artifact
+    (auc,) = [c for c in report.checks if c.name == "AUC"]
+    assert not auc.passed and auc.value == "the stable predictor answered nothing"
+
+
 def test_auc_is_not_judged_when_the_labels_hold_one_class():
     report = judge(figures("stable", auc=None), figures(auc=None), CanaryThresholds())
     (auc,) = [c for c in report.checks if c.name == "AUC"]

@@ -40,6 +40,12 @@ def test_a_service_is_found_then_stopped_with_the_run(trained, tmp_path):
     )
     found = local_services.find_service(run_dir, "stable")
     assert found == started
+    # Started again under the same name (a retried task), the first one is stopped, not orphaned.
+    again = local_services.start_service(
+        run_dir, "stable", predictor_argv(trained["model"]), f"/v2/models/{MODEL_NAME}/ready"
+    )
+    assert not psutil.pid_exists(started.pid) or psutil.Process(started.pid).status() == psutil.STATUS_ZOMBIE
+    started = again
     assert local_services.stop_services(run_dir) == ["stable"]
     assert not psutil.pid_exists(started.pid) or psutil.Process(started.pid).status() == psutil.STATUS_ZOMBIE
     assert local_services.find_service(run_dir, "stable") is None

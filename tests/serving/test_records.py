@@ -97,3 +97,17 @@ def test_v2_columns_become_records_and_optional_inputs_may_be_left_out():
 def test_v2_bad_inputs_name_the_input(inputs, message):
     with pytest.raises(BadRecordError, match=message):
         SCHEMA.from_v2(inputs)
+
+
+def test_strings_are_trimmed_and_an_empty_one_is_missing():
+    assert SCHEMA.from_v1({"instances": [{"n": 1, "x": 1.0, "s": "  a "}]})[0]["s"] == "a"
+    with pytest.raises(BadRecordError, match=r"instances\[0\]\.s: required, got null or an empty string"):
+        SCHEMA.from_v1({"instances": [{"n": 1, "x": 1.0, "s": "  "}]})
+
+
+@pytest.mark.parametrize("value", [10**400, -(10**400), 1e16, 1e300])
+def test_numbers_beyond_the_bound_are_refused_not_crashed_on(value):
+    with pytest.raises(BadRecordError, match=r"instances\[0\]\.x: expected a finite number of magnitude"):
+        SCHEMA.from_v1({"instances": [{"n": 1, "x": value, "s": "a"}]})
+    with pytest.raises(BadRecordError, match=r"inputs\[n\]\.data\[0\]: expected a finite number"):
+        SCHEMA.from_v2([tensor("n", [value], "INT64")])

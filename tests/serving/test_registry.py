@@ -71,3 +71,12 @@ def test_unsafe_names_are_refused(tmp_path):
     registry = LocalRegistry(str(tmp_path), "m")
     with pytest.raises(InvalidParameterError, match="model version"):
         registry.promote(model_dir(tmp_path, "v1"), "../../x", "run1")
+
+
+def test_a_version_names_one_model_for_good(tmp_path):
+    registry = LocalRegistry(str(tmp_path / "registry"), "m")
+    registry.promote(model_dir(tmp_path, "v1"), "1.0", "run1")
+    with pytest.raises(InvalidParameterError, match=r"model version 1\.0 is already in the registry"):
+        registry.promote(model_dir(tmp_path, "other"), "1.0", "run2")
+    assert pathlib.Path(registry.production().model_dir, "model.onnx").read_text() == "v1"
+    assert os.path.isabs(registry.production().model_dir)

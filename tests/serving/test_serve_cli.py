@@ -47,7 +47,8 @@ def test_serves_until_ctrl_c(trained, raw_records, tmp_path):
                     if httpx.get(url, timeout=1).status_code == 200:
                         break
                 except httpx.TransportError:
-                    time.sleep(0.2)
+                    pass
+                time.sleep(0.2)
             response = httpx.post(f"{url}:predict", json={"instances": raw_records[:2]})
             assert response.status_code == 200, response.text
             assert len(response.json()["predictions"]) == 2
