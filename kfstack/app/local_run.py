@@ -386,8 +386,10 @@ def run_pipeline_locally(
         # Each task's processes were stopped with their group as its call unwound; the services
         # tasks started (model servers) outlive their tasks and stop here, with the run.
         with _sigint_ignored():
-            local_services.stop_services(run.path)
-            run.remove_tmp()
+            try:
+                local_services.stop_services(run.path)
+            finally:
+                run.remove_tmp()
     wall = time.perf_counter() - start
 
     summary = _summarise(pipeline_name, status, runner.attempts, run, effective, wall, memory.peak_bytes)

@@ -169,7 +169,7 @@ def stop_services(run_dir: str) -> list[str]:
         try:
             if stop_service(run_dir, name):
                 stopped.append(name)
-        except (OSError, ValueError, psutil.Error) as err:
+        except (OSError, ValueError, TypeError, psutil.Error) as err:  # a damaged record included
             logger.error("could not stop service %s of %s: %s", name, run_dir, err)
     return stopped
 
