@@ -214,11 +214,31 @@ def flights_training(
         ).after(checked)
         _on_cluster(features_task.set_display_name("spark-features"), object_store_secret)
 
+        # The training job as the tuning trials and the final training both run it.
+        training_job = {
+            "platform": platform,
+            "features": features_task.outputs["features"],
+            "framework": framework,
+            "workers": workers,
+            "max_restarts": max_restarts,
+            "seed": seed,
+            "tf_topology": tf_topology,
+            "tf_parameter_servers": tf_parameter_servers,
+            "elastic_min_workers": elastic_min_workers,
+            "elastic_max_workers": elastic_max_workers,
+            "gpu_pool": gpu_pool,
+            "object_store_secret": object_store_secret,
+            "image_pull_secret": image_pull_secret,
+            "training_timeout_seconds": training_timeout_seconds,
+            "training_api": training_api,
+            "trainer_runtime": trainer_runtime,
+            "run_id": RUN_ID,
+            "task_name": TASK_NAME,
+        }
         # Tuning is one step whether it runs or not (tune=false hands the given values on), so
         # training reads its hyperparameters from it either way.
         tune_task = tune_model(
-            platform=platform,
-            features=features_task.outputs["features"],
+            **training_job,
             tune=tune,
             tuning_algorithm=tuning_algorithm,
             tuning_algorithm_settings=tuning_algorithm_settings,
@@ -237,51 +257,18 @@ def flights_training(
             tuning_max_failed_trials=tuning_max_failed_trials,
             tuning_resume_policy=tuning_resume_policy,
             tuning_timeout_seconds=tuning_timeout_seconds,
-            framework=framework,
-            workers=workers,
             batch_size=batch_size,
             learning_rate=learning_rate,
-            max_restarts=max_restarts,
-            seed=seed,
-            tf_topology=tf_topology,
-            tf_parameter_servers=tf_parameter_servers,
-            elastic_min_workers=elastic_min_workers,
-            elastic_max_workers=elastic_max_workers,
-            gpu_pool=gpu_pool,
-            object_store_secret=object_store_secret,
-            image_pull_secret=image_pull_secret,
-            training_timeout_seconds=training_timeout_seconds,
-            training_api=training_api,
-            trainer_runtime=trainer_runtime,
-            run_id=RUN_ID,
-            task_name=TASK_NAME,
         )
         _on_cluster(tune_task.set_display_name("tuning"), object_store_secret)
 
         # One training step: the framework is its parameter, so every later stage appears once
         # in the graph.
         train_task = train_model(
-            platform=platform,
-            features=features_task.outputs["features"],
-            framework=framework,
-            workers=workers,
+            **training_job,
             epochs=epochs,
             batch_size=tune_task.outputs["batch_size"],
             learning_rate=tune_task.outputs["learning_rate"],
-            max_restarts=max_restarts,
-            seed=seed,
-            tf_topology=tf_topology,
-            tf_parameter_servers=tf_parameter_servers,
-            elastic_min_workers=elastic_min_workers,
-            elastic_max_workers=elastic_max_workers,
-            gpu_pool=gpu_pool,
-            object_store_secret=object_store_secret,
-            image_pull_secret=image_pull_secret,
-            training_timeout_seconds=training_timeout_seconds,
-            training_api=training_api,
-            trainer_runtime=trainer_runtime,
-            run_id=RUN_ID,
-            task_name=TASK_NAME,
         )
         _on_cluster(train_task.set_display_name("training"), object_store_secret)
 
