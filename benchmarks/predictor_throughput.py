@@ -22,7 +22,6 @@ import concurrent.futures
 import http.client
 import json
 import os
-import sys
 import tempfile
 import time
 
@@ -30,9 +29,10 @@ import numpy as np
 import psutil
 
 from benchmarks.common import machine_facts, write_result
+from kfstack.components.serving.predictor import MODULE as PREDICTOR_MODULE
+from kfstack.components.serving.predictor import command
 
 MODEL_NAME = "flights-delay"
-PREDICTOR_MODULE = "kfstack.components.serving.predictor"
 TRIVIAL_MODULE = "benchmarks.trivial_predictor"
 GOAL_THROUGHPUT_RATIO = 0.85
 GOAL_P99_MS = 10.0
@@ -71,16 +71,9 @@ class Server:
         self.service = local_services.start_service(
             run_dir,
             module.rsplit(".", 1)[-1],
-            lambda port: [
-                sys.executable,
-                "-m",
-                module,
-                f"--model_name={MODEL_NAME}",
-                f"--model_dir={model_dir}",
-                f"--http_port={port}",
-                "--enable_grpc=false",
-                "--enable_latency_logging=false",
-            ],
+            lambda port: command(
+                model_dir, MODEL_NAME, port, "--enable_latency_logging=false", module=module
+            ),
             ready_path=f"/v2/models/{MODEL_NAME}/ready",
         )
         self.port = self.service.port

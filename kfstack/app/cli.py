@@ -226,18 +226,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         file=sys.stderr,
         flush=True,
     )
-    os.execv(
-        sys.executable,
-        [
-            sys.executable,
-            "-m",
-            predictor.MODULE,
-            f"--model_name={args.name}",
-            f"--model_dir={model_dir}",
-            f"--http_port={args.port}",
-            "--enable_grpc=false",
-        ],
-    )
+    os.execv(sys.executable, predictor.command(model_dir, args.name, args.port))
     return EXIT_FAILED  # not reached: execv replaced this process
 
 

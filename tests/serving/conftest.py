@@ -3,12 +3,10 @@ and a real predictor process on a loopback port, shared by the serving tests."""
 
 from __future__ import annotations
 
-import sys
-
 import httpx
 import pytest
 
-from kfstack.components.serving.predictor import DEFAULT_MODEL_NAME, MODULE
+from kfstack.components.serving.predictor import DEFAULT_MODEL_NAME, MODULE, command
 from kfstack.components.training.train_model.stage import train_locally
 from kfstack.serving import local_services
 from kfstack.spark_jobs.flights_features.job import FeatureJobConfig, run_feature_job
@@ -59,17 +57,9 @@ class Predictor:
         self.service = local_services.start_service(
             run_dir,
             service,
-            lambda port: [
-                sys.executable,
-                "-m",
-                module,
-                f"--model_name={name}",
-                f"--model_dir={model_dir}",
-                f"--http_port={port}",
-                "--enable_grpc=false",
-                "--enable_latency_logging=false",
-                *extra,
-            ],
+            lambda port: command(
+                model_dir, name, port, "--enable_latency_logging=false", *extra, module=module
+            ),
             ready_path=f"/v2/models/{name}/ready",
             timeout_seconds=60,
         )

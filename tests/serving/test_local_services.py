@@ -12,25 +12,15 @@ import time
 import psutil
 import pytest
 
+from kfstack.components.serving.predictor import command
 from kfstack.errors import RunFailedError
 from kfstack.serving import local_services
 from tests.conftest import REPO_ROOT
-from tests.serving.conftest import MODEL_NAME, PREDICTOR_MODULE
+from tests.serving.conftest import MODEL_NAME
 
 
 def predictor_argv(model_dir: str):
-    def argv(port: int) -> list[str]:
-        return [
-            sys.executable,
-            "-m",
-            PREDICTOR_MODULE,
-            f"--model_name={MODEL_NAME}",
-            f"--model_dir={model_dir}",
-            f"--http_port={port}",
-            "--enable_grpc=false",
-        ]
-
-    return argv
+    return lambda port: command(model_dir, MODEL_NAME, port)
 
 
 def test_a_service_is_found_then_stopped_with_the_run(trained, tmp_path):

@@ -9,5 +9,22 @@ on loopback (``kfstack serve`` too)::
 See :mod:`.server`.
 """
 
+import sys
+
 MODULE = "kfstack.components.serving.predictor"
 DEFAULT_MODEL_NAME = "flights-delay"
+
+
+def command(model_dir: str, name: str, port: int, *extra: str, module: str = MODULE) -> list[str]:
+    """The predictor's command line on this machine: gRPC off (every client here speaks HTTP).
+    ``module``: a server with the same flags (a test's fault-injecting one)."""
+    return [
+        sys.executable,
+        "-m",
+        module,
+        f"--model_name={name}",
+        f"--model_dir={model_dir}",
+        f"--http_port={port}",
+        "--enable_grpc=false",
+        *extra,
+    ]
