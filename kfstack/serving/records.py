@@ -31,9 +31,10 @@ INT: Kind = "int"
 FLOAT: Kind = "float"
 STRING: Kind = "str"
 # V2 datatypes a field of each kind accepts.
+_INTEGERS = ("INT8", "INT16", "INT32", "INT64", "UINT8", "UINT16", "UINT32", "UINT64")
 V2_DATATYPES: Mapping[Kind, tuple[str, ...]] = {
-    INT: ("INT8", "INT16", "INT32", "INT64", "UINT8", "UINT16", "UINT32", "UINT64", "FP32", "FP64"),
-    FLOAT: ("INT8", "INT16", "INT32", "INT64", "UINT8", "UINT16", "UINT32", "UINT64", "FP16", "FP32", "FP64"),
+    INT: (*_INTEGERS, "FP32", "FP64"),
+    FLOAT: (*_INTEGERS, "FP16", "FP32", "FP64"),
     STRING: ("BYTES",),
 }
 # Beyond this a number is not a measurement but an overflow (JSON has no infinity; 1e400 parses
