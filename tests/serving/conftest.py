@@ -3,11 +3,15 @@ and a real predictor process on a loopback port, shared by the serving tests."""
 
 from __future__ import annotations
 
+import os
+
 import httpx
+import pyarrow.parquet as pq
 import pytest
 
 from kfstack.components.serving.predictor import DEFAULT_MODEL_NAME, MODULE, command
 from kfstack.components.training.train_model.stage import train_locally
+from kfstack.features import HOLDOUT_FILE, LABEL_COLUMN
 from kfstack.serving import local_services
 from kfstack.spark_jobs.flights_features.job import FeatureJobConfig, run_feature_job
 from kfstack.training.settings import TrainingSettings
@@ -121,21 +125,9 @@ def v2_inputs(records: list[dict]) -> list[dict]:
 
 
 @pytest.fixture(scope="session")
-def labelled_records(real_flights) -> tuple[list[dict], list[int]]:
-    """600 flights as requests, and their labels as the Spark job defines them (more than 15
-    minutes late on arrival, or no arrival delay at all: cancelled or diverted)."""
-    from kfstack.flights.features import DELAY_THRESHOLD_MINUTES
-    from kfstack.flights.scoring import REQUEST_FIELDS
-
-    rows = real_flights.iloc[1000:1600].to_dict("records")
-    kinds = {f.name: f.kind for f in REQUEST_FIELDS}
-    records = [
-        {
-            name: (float(value) if kinds[name] != "str" and value is not None else value)
-            for name, value in row.items()
-            if name in kinds
-        }
-        for row in rows
-    ]
-    labels = [int(r["arr_delay"] is None or float(r["arr_delay"]) > DELAY_THRESHOLD_MINUTES) for r in rows]
-    return records, labels
+def labelled_records(trained) -> tuple[list[dict], list[int]]:
+    """400 labelled flights as requests: the feature job's holdout, what the analysis replays."""
+    rows = pq.read_table(os.path.join(trained["features"], HOLDOUT_FILE)).to_pylist()[:400]
+    assert len(rows) == 400
+    labels = [row.pop(LABEL_COLUMN) for row in rows]
+    return rows, labels

@@ -93,7 +93,7 @@ def test_bad_thresholds_are_refused_naming_the_parameter():
 def test_replay_refuses_mismatched_labels(predictor, labelled_records):
     records, labels = labelled_records
     endpoint = Endpoint("stable", predictor.predict_url)
-    with pytest.raises(InvalidParameterError, match="599 labels for 600 records"):
+    with pytest.raises(InvalidParameterError, match="399 labels for 400 records"):
         analyse(endpoint, endpoint, records, labels[:-1], CanaryThresholds())
 
 
