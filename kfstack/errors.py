@@ -68,5 +68,10 @@ class ResourceTimeoutError(ResourceFailedError):
     """A launched object did not finish (or become ready) within the step's timeout."""
 
 
+class DeploymentFailedError(RunFailedError):
+    """A deployed model did not serve: its server never became ready, or did not answer a
+    request with probabilities."""
+
+
 class CancelledError(KfstackError):
     """The step got SIGTERM (a cancelled run, a deleted pod); what it started was stopped."""

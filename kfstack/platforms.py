@@ -24,7 +24,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections.abc import Mapping
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 
 from kfstack.errors import InvalidParameterError, PlatformNotAvailableError
 from kfstack.kubernetes.launcher import Cluster, launch
@@ -91,8 +91,8 @@ class Variant(Generic[SettingsT]):
     choice: str = ""
 
 
-class Stage(Protocol, Generic[SettingsT]):
-    """A pipeline step that launches work, on either platform.
+class StageBase(Protocol, Generic[SettingsT]):
+    """What every stage has, whatever its Kubernetes flow (see :class:`Stage`, :class:`ServiceStage`).
 
     Attributes:
         component: The KFP component's name (``train-model``): how ``kfstack render`` finds the
@@ -134,9 +134,26 @@ class Stage(Protocol, Generic[SettingsT]):
         """The same work on this machine."""
         ...
 
+
+class Stage(StageBase[SettingsT], Protocol):
+    """A pipeline step that launches work, on either platform: on Kubernetes its :meth:`build`
+    objects are launched by their lifecycle, then :meth:`collect` reads what they left."""
+
     def collect(self, settings: SettingsT, finished: list[dict], cluster: Cluster) -> StageResult:
         """The result, once every object of :meth:`build` finished (read back its reports, or
         what the cluster keeps about them)."""
+        ...
+
+
+@runtime_checkable
+class ServiceStage(StageBase[SettingsT], Protocol):
+    """A step whose Kubernetes work depends on what the cluster already runs (a deployment: its
+    canary patches the live InferenceService), so it is not build-then-launch. :meth:`build`
+    still gives what a first run creates (``kfstack render``, and a bad value refused before any
+    API call); :meth:`run_kubernetes` does the work."""
+
+    def run_kubernetes(self, settings: SettingsT, context: RunContext, cluster: Cluster) -> StageResult:
+        """The step on the cluster, once the variant is chosen."""
         ...
 
 
@@ -223,7 +240,9 @@ def variant_conditions(variants: list[Variant[Any]]) -> list[tuple[str, ...]]:
     return conditions
 
 
-def run_stage(stage: Stage[Any], arguments: Mapping[str, Any], cluster: Cluster | None = None) -> StageResult:
+def run_stage(
+    stage: Stage[Any] | ServiceStage[Any], arguments: Mapping[str, Any], cluster: Cluster | None = None
+) -> StageResult:
     """A launching component's whole body: settings, the platform's run, the outputs.
 
     Args:
@@ -256,17 +275,11 @@ def run_stage(stage: Stage[Any], arguments: Mapping[str, Any], cluster: Cluster 
         built = {id(variant): stage.build(variant.settings, context) for variant in variants}
         cluster = cluster or Cluster.from_environment(stage.component)
         variant = choose_variant(stage.component, variants, cluster)
-        settings, objects = variant.settings, built[id(variant)]
-        finished, references = [], []
-        for body in objects:
-            final, reference = launch(body, settings.placement, cluster)
-            finished.append(final)
-            references.append(reference)
-        collected = stage.collect(settings, finished, cluster)
-        reference = references[0] if len(references) == 1 else {"objects": references} if references else {}
-        result = dataclasses.replace(
-            collected, reference={"platform": KUBERNETES, **reference, **collected.reference}
-        )
+        if isinstance(stage, ServiceStage):
+            result = stage.run_kubernetes(variant.settings, context, cluster)
+        else:
+            result = _launch_and_collect(stage, variant.settings, built[id(variant)], cluster)
+        result = dataclasses.replace(result, reference={"platform": KUBERNETES, **result.reference})
     else:
         # The embedded platform has every variant's contract: the preferred one runs.
         local = stage.run_local(variants[0].settings)
@@ -275,7 +288,21 @@ def run_stage(stage: Stage[Any], arguments: Mapping[str, Any], cluster: Cluster 
     return result
 
 
-def publish(result: StageResult, stage: Stage[Any], arguments: Mapping[str, Any]) -> None:
+def _launch_and_collect(
+    stage: Stage[Any], settings: Any, objects: list[dict], cluster: Cluster
+) -> StageResult:
+    """Launches each built object by its lifecycle, then collects the stage's result."""
+    finished, references = [], []
+    for body in objects:
+        final, reference = launch(body, settings.placement, cluster)
+        finished.append(final)
+        references.append(reference)
+    collected = stage.collect(settings, finished, cluster)
+    reference = references[0] if len(references) == 1 else {"objects": references} if references else {}
+    return dataclasses.replace(collected, reference={**reference, **collected.reference})
+
+
+def publish(result: StageResult, stage: StageBase[Any], arguments: Mapping[str, Any]) -> None:
     """Logs the result's metrics on the ``Metrics`` outputs, writes its documents and the
     reference artifact."""
     for output, values in result.metrics.items():

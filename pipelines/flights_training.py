@@ -12,15 +12,24 @@ from kfp import dsl, kubernetes
 from kfstack.components.common.cleanup_run.component import cleanup_run
 from kfstack.components.data.flights_features.component import flights_features
 from kfstack.components.evaluation.evaluate_model.component import evaluate_model
+from kfstack.components.serving.deploy_model.component import deploy_model
+from kfstack.components.serving.predictor import DEFAULT_MODEL_NAME
 from kfstack.components.training.train_model.component import train_model
 from kfstack.components.tuning.tune_model.component import tune_model
-from kfstack.flights.settings import SparkPlacement, TrainingPlacement, TuningPlacement
-from kfstack.kubernetes import node_pools
+from kfstack.flights.settings import (
+    CanaryReplay,
+    ServingPlacement,
+    SparkPlacement,
+    TrainingPlacement,
+    TuningPlacement,
+)
+from kfstack.kubernetes import inference_service, node_pools
 from kfstack.kubernetes.naming import NAMESPACE_ENV
 from kfstack.kubernetes.placement import Placement
 from kfstack.kubernetes.pods import OBJECT_STORE_KEYS
 from kfstack.kubernetes.spark_application import SparkResources
 from kfstack.pipelines.validate_run import validate_run
+from kfstack.serving.canary import CanaryThresholds
 from kfstack.spark_jobs.flights_features.config import FeatureJobConfig
 from kfstack.training.settings import TrainingSettings
 from kfstack.tuning.spec import TuningSettings
@@ -52,8 +61,9 @@ def _on_cluster(task: dsl.PipelineTask, object_store_secret) -> dsl.PipelineTask
     name=PIPELINE_NAME,
     description=(
         "Flight delay classifier on the NYC 2013 flights data: Spark feature job with "
-        "quarantine of bad rows, distributed PyTorch (DDP) or TensorFlow training, ONNX export and "
-        "evaluation on a held-out test split."
+        "quarantine of bad rows, optional Katib tuning, distributed PyTorch (DDP) or TensorFlow "
+        "training, ONNX export, evaluation on a held-out test split, and deployment to KServe: the "
+        "first model at 100%, later ones as a canary analysed, then promoted or rolled back."
     ),
 )
 def flights_training(
@@ -104,6 +114,24 @@ def flights_training(
     tuning_max_failed_trials: int = TuningSettings.max_failed_trials,
     tuning_resume_policy: str = TuningSettings.resume_policy,
     tuning_timeout_seconds: int = TuningPlacement.timeout_seconds,
+    deploy: bool = True,
+    serving_name: str = DEFAULT_MODEL_NAME,
+    serving_mode: str = inference_service.SERVERLESS,
+    serving_pool: str = ServingPlacement.node_pool,
+    serving_service_account: str = ServingPlacement.service_account,
+    serving_min_replicas: int = inference_service.ServingRequest.min_replicas,
+    serving_max_replicas: int = inference_service.ServingRequest.max_replicas,
+    serving_scale_metric: str = inference_service.ServingRequest.scale_metric,
+    serving_scale_target: int = inference_service.ServingRequest.scale_target,
+    serving_timeout_seconds: int = ServingPlacement.timeout_seconds,
+    canary_traffic_percent: int = inference_service.ServingRequest.canary_traffic_percent,
+    canary_records: int = CanaryReplay.records,
+    canary_batch_size: int = CanaryReplay.batch_size,
+    canary_max_error_rate: float = CanaryThresholds.max_error_rate,
+    canary_max_latency_ratio: float = CanaryThresholds.max_latency_ratio,
+    canary_latency_slack_ms: float = CanaryThresholds.latency_slack_ms,
+    canary_max_psi: float = CanaryThresholds.max_psi,
+    canary_max_auc_drop: float = CanaryThresholds.max_auc_drop,
 ):
     """Trains and evaluates the flight delay classifier.
 
@@ -176,6 +204,29 @@ def flights_training(
         tuning_max_failed_trials: Tuning fails once this many trials failed.
         tuning_resume_policy: Kubernetes: Katib resumePolicy (Never, LongRunning, FromVolume).
         tuning_timeout_seconds: Kubernetes: longest wait for the Experiment.
+        deploy: Deploy the evaluated model: the first time at 100%, later as a canary analysed
+            on the labelled holdout, then promoted or rolled back (a KServe InferenceService
+            on Kubernetes; model servers on loopback and the local registry locally).
+        serving_name: The InferenceService (and model) name.
+        serving_mode: Kubernetes: ``serverless`` (Knative revisions, canaryTrafficPercent, scale
+            to zero) or ``standard`` (RawDeployment, the spec.canary list; KServe >= 0.20).
+        serving_pool: Kubernetes: node pool of the predictor pods.
+        serving_service_account: Kubernetes: the predictor's service account, with the Secret
+            KServe's storage initializer reads the model with; empty: the namespace's default.
+        serving_min_replicas: Kubernetes: autoscaling minimum; 0 (scale to zero) needs serverless.
+        serving_max_replicas: Kubernetes: autoscaling maximum.
+        serving_scale_metric: Kubernetes: ``concurrency`` or ``rps``.
+        serving_scale_target: Kubernetes: target of the scale metric per replica.
+        serving_timeout_seconds: Kubernetes: longest wait for each rollout state to be Ready.
+        canary_traffic_percent: Kubernetes: the canary's share of live traffic while analysed.
+        canary_records: Labelled holdout records replayed to stable and canary.
+        canary_batch_size: Records per replayed request.
+        canary_max_error_rate: Roll back above this canary error rate.
+        canary_max_latency_ratio: Roll back when the canary's p95 latency exceeds this times the
+            stable's plus canary_latency_slack_ms.
+        canary_latency_slack_ms: Milliseconds of slack in the latency rule.
+        canary_max_psi: Roll back above this prediction shift (PSI of canary against stable).
+        canary_max_auc_drop: Roll back when the canary's AUC is lower than the stable's by more.
     """
     # Every parameter, for the validate task (before any other name is bound here); the JSON
     # ones go to it on their own (see validate_run).
@@ -278,3 +329,33 @@ def flights_training(
             threshold=decision_threshold,
         )
         _on_cluster(evaluation.set_display_name("evaluation"), object_store_secret)
+
+        # Deployment comes after the evaluation (a model that failed to evaluate is never served).
+        deployment = deploy_model(
+            platform=platform,
+            model=train_task.outputs["model"],
+            features=features_task.outputs["features"],
+            deploy=deploy,
+            serving_name=serving_name,
+            serving_mode=serving_mode,
+            serving_pool=serving_pool,
+            serving_service_account=serving_service_account,
+            serving_min_replicas=serving_min_replicas,
+            serving_max_replicas=serving_max_replicas,
+            serving_scale_metric=serving_scale_metric,
+            serving_scale_target=serving_scale_target,
+            serving_timeout_seconds=serving_timeout_seconds,
+            canary_traffic_percent=canary_traffic_percent,
+            canary_records=canary_records,
+            canary_batch_size=canary_batch_size,
+            canary_max_error_rate=canary_max_error_rate,
+            canary_max_latency_ratio=canary_max_latency_ratio,
+            canary_latency_slack_ms=canary_latency_slack_ms,
+            canary_max_psi=canary_max_psi,
+            canary_max_auc_drop=canary_max_auc_drop,
+            run_id=RUN_ID,
+            task_name=TASK_NAME,
+        ).after(evaluation)
+        # A rollout is never served from cache: what serves changes between runs.
+        deployment.set_caching_options(False)
+        _on_cluster(deployment.set_display_name("deployment"), object_store_secret)

@@ -55,10 +55,11 @@ from kfstack.app.summary import (
     StageRecord,
     collect_outputs,
     data_counts,
+    serving_summary,
     tuning_summary,
 )
 from kfstack.platforms import RUN_DIR_ENV
-from kfstack.serving import local_services
+from kfstack.serving import local_services, registry
 
 LOG_TAIL_LINES = 40
 PROGRESS_POLL_SECONDS = 0.3
@@ -191,6 +192,7 @@ class _TaskRunner:
             "TMPDIR": self.run.tmp,
             progress.PROGRESS_FILE_ENV: self.run.progress_file(name),
             RUN_DIR_ENV: self.run.path,
+            registry.REGISTRY_DIR_ENV: self.run.registry,
             # Services a task starts (model servers) belong to this process: they stop with it.
             local_services.OWNER_PID_ENV: str(os.getpid()),
         }
@@ -432,6 +434,7 @@ def _summarise(
         artifacts=artifacts,
         kfp_log=run.log(KFP_LOG),
         tuning=tuning_summary(arguments, metrics, outputs),
+        serving=serving_summary(outputs),
     )
     unfinished = [a for a in attempts if a.status != SUCCEEDED]
     if status == CANCELLED:

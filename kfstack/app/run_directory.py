@@ -12,8 +12,9 @@ One directory per run under the pipeline root (``runs/`` by default)::
       tmp/               $TMPDIR of every task process; removed when the run ends
       state/             what a step keeps to resume (the embedded tuner's trial journal)
 
-Anything else under the pipeline root (a later stage's local model registry, a user's file) has
-no marker and is never touched by ``kfstack clean``.
+Beside the runs, ``registry/`` is the embedded platform's model registry (which model serves,
+and its history: :mod:`kfstack.serving.registry`): it outlives every run. It, and anything else
+under the pipeline root without a marker (a user's file), is never touched by ``kfstack clean``.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from kfstack.errors import UsageError
 MARKER = ".kfstack-run"
 SUMMARY_FILE = "summary.json"
 KFP_LOG = "kfp"
+REGISTRY_DIR = "registry"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -49,6 +51,11 @@ class RunDirectory:
     @property
     def tmp(self) -> str:
         return os.path.join(self.path, "tmp")
+
+    @property
+    def registry(self) -> str:
+        """The model registry of the runs beside this one (under the same pipeline root)."""
+        return os.path.join(os.path.dirname(os.path.abspath(self.path)), REGISTRY_DIR)
 
     @property
     def summary(self) -> str:

@@ -25,6 +25,8 @@ DATA_COUNT_KEYS = ("rows_read", "rows_written", "rows_quarantined", "quarantined
 # tunable hyperparameters).
 TUNING_METRICS = "tuning_metrics"
 TUNING_COUNTS = ("trials_run", "trials_succeeded", "trials_early_stopped", "trials_failed")
+# The deployment step's parameter output with the summary's `serving` entry (JSON).
+SERVING_SUMMARY = "serving_summary"
 
 Number = int | float
 
@@ -58,6 +60,8 @@ class RunSummary:
         failed_task_log_tail: Last lines of the failing task's own log.
         tuning: The tuning step's outcome when the pipeline has one: algorithm, trial counts,
             best parameters and best objective (``{"tuned": false}`` when it was skipped).
+        serving: The deployment step's outcome when it finished: mode, decision, the model
+            versions (rolled out, previous, in production) and the compared canary figures.
     """
 
     pipeline: str
@@ -74,6 +78,7 @@ class RunSummary:
     error: str | None = None
     failed_task_log_tail: list[str] = dataclasses.field(default_factory=list)
     tuning: dict[str, Any] | None = None
+    serving: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -102,6 +107,13 @@ class RunSummary:
             lines.append(
                 f"tuning     {t['algorithm']}: {t['trials_run']} trials ({t['trials_early_stopped']} stopped "
                 f"early, {t['trials_failed']} failed); best {t['best_objective']} with {t['best_parameters']}"
+            )
+        if self.serving and self.serving.get("mode"):
+            v = self.serving
+            lines.append(
+                f"serving    {v['mode']}: {v['decision']} {v['model_version']}; in production: "
+                f"{v['production_version']}"
+                + (f" (failed checks: {', '.join(v['failed_checks'])})" if v.get("failed_checks") else "")
             )
         for title, values in (("data", self.data), ("metrics", self.metrics)):
             if values:
@@ -186,3 +198,10 @@ def tuning_summary(
         "best_parameters": {name: outputs[name] for name in TUNABLE_HYPERPARAMETERS if name in outputs},
         "best_objective": best,
     }
+
+
+def serving_summary(outputs: dict[str, Any]) -> dict[str, Any] | None:
+    """The deployment step's ``serving`` entry out of its parameter output; None when the run
+    has no deployment step (or it did not finish)."""
+    text = outputs.get(SERVING_SUMMARY)
+    return json.loads(text) if isinstance(text, str) and text else None

@@ -15,9 +15,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from kfstack.errors import InvalidParameterError
+from kfstack.flights.scoring import DEFAULT_MAX_BATCH
 from kfstack.kubernetes import node_pools, training_apis
 from kfstack.kubernetes.placement import Placement
-from kfstack.settings import setting
+from kfstack.settings import Settings, setting
 
 
 @dataclasses.dataclass(frozen=True)
@@ -84,3 +85,28 @@ def check_run(parameters: Mapping[str, Any]) -> None:
             f"num_shards={num_shards} < workers={workers}: every rank must read at least one "
             f"shard; use num_shards >= workers (a multiple of workers balances best)"
         )
+
+
+@dataclasses.dataclass(frozen=True)
+class ServingPlacement(Placement):
+    """Where the InferenceService's predictor pods run, and how long a rollout step may take to
+    become Ready (the predictor's service account is what KServe's storage initializer reads
+    the model with)."""
+
+    concern = "serving placement"
+
+    node_pool: str = setting(node_pools.SERVING_POOL, parameter="serving_pool")
+    service_account: str = setting("", parameter="serving_service_account")
+    timeout_seconds: int = setting(30 * 60, gt=0, parameter="serving_timeout_seconds")
+    poll_interval_seconds: int = setting(5, gt=0)
+
+
+@dataclasses.dataclass(frozen=True)
+class CanaryReplay(Settings):
+    """How much of the feature job's labelled holdout a canary analysis replays, and in what
+    batches (each batch is one request to each side)."""
+
+    concern = "canary analysis"
+
+    records: int = setting(2000, ge=1, parameter="canary_records")
+    batch_size: int = setting(20, ge=1, le=DEFAULT_MAX_BATCH, parameter="canary_batch_size")

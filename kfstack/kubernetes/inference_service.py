@@ -58,6 +58,10 @@ MODEL_FORMAT = "kfstack-flights"
 MODEL_FORMAT_VERSION = "1"
 # The predictor container, in the ServingRuntime and in every InferenceService's model spec.
 CONTAINER_NAME = "kserve-container"
+# Which model version serves, and which one is being canaried: written by every rollout step
+# (the spec names storage URIs, not versions), read by the next deployment and by `kubectl`.
+MODEL_VERSION_ANNOTATION = "kfstack.dev/model-version"
+CANARY_VERSION_ANNOTATION = "kfstack.dev/canary-model-version"
 API_VERSION = "serving.kserve.io/v1beta1"
 KIND = "InferenceService"
 
@@ -181,7 +185,10 @@ def first_rollout(request: ServingRequest) -> dict:
     kserve = kserve_sdk()
     from kubernetes import client
 
-    annotations = {DEPLOYMENT_MODE_ANNOTATION: DEPLOYMENT_MODES[request.mode]}
+    annotations = {
+        DEPLOYMENT_MODE_ANNOTATION: DEPLOYMENT_MODES[request.mode],
+        MODEL_VERSION_ANNOTATION: request.model_version,
+    }
     if request.mode == SERVERLESS:
         annotations[TAG_ROUTING_ANNOTATION] = "true"
     isvc = kserve.V1beta1InferenceService(
@@ -203,19 +210,21 @@ def canary_rollout(current: dict, request: ServingRequest) -> dict:
     """
     desired = _desired(current, request)
     spec = desired["spec"]
+    annotations = desired["metadata"].setdefault("annotations", {})
+    if canary_in_progress(current):
+        raise InvalidParameterError(f"InferenceService {request.name} already has a canary in progress")
+    if annotations.get(MODEL_VERSION_ANNOTATION) == request.model_version or (
+        request.mode == STANDARD and spec["predictor"].get("name") == request.predictor_name
+    ):
+        raise InvalidParameterError(
+            f"InferenceService {request.name} already serves model version {request.model_version}"
+        )
+    annotations[CANARY_VERSION_ANNOTATION] = request.model_version
     if request.mode == SERVERLESS:
-        if _serverless_canary_percent(current):
-            raise InvalidParameterError(f"InferenceService {request.name} already has a canary in progress")
         spec["predictor"]["model"] = to_dict(_model(request))
         spec["predictor"]["canaryTrafficPercent"] = request.canary_traffic_percent
-        desired["metadata"].setdefault("annotations", {})[TAG_ROUTING_ANNOTATION] = "true"
+        annotations[TAG_ROUTING_ANNOTATION] = "true"
     else:
-        if spec.get("canary"):
-            raise InvalidParameterError(f"InferenceService {request.name} already has a canary in progress")
-        if spec["predictor"].get("name") == request.predictor_name:
-            raise InvalidParameterError(
-                f"InferenceService {request.name} already serves model version {request.model_version}"
-            )
         kserve = kserve_sdk()
         entry = kserve.V1beta1CanarySpec(
             traffic_percent=request.canary_traffic_percent,
@@ -229,6 +238,9 @@ def promoted(current: dict) -> dict:
     """The InferenceService with its canary serving 100% (the previous model gone)."""
     desired = _copy(current)
     spec = desired["spec"]
+    annotations = desired["metadata"].setdefault("annotations", {})
+    if CANARY_VERSION_ANNOTATION in annotations:
+        annotations[MODEL_VERSION_ANNOTATION] = annotations.pop(CANARY_VERSION_ANNOTATION)
     if kserve_mode(current) == SERVERLESS:
         spec["predictor"].pop("canaryTrafficPercent", None)
         return desired
@@ -241,11 +253,26 @@ def promoted(current: dict) -> dict:
 def rolled_back(current: dict) -> dict:
     """The InferenceService serving its previous model at 100% again."""
     desired = _copy(current)
+    desired["metadata"].get("annotations", {}).pop(CANARY_VERSION_ANNOTATION, None)
     if kserve_mode(current) == SERVERLESS:
         desired["spec"]["predictor"]["canaryTrafficPercent"] = 0
     else:
         desired["spec"].pop("canary", None)
     return desired
+
+
+def canary_in_progress(isvc: dict) -> bool:
+    """Whether the service has a canary that was neither promoted nor rolled back."""
+    if kserve_mode(isvc) == SERVERLESS:
+        return _serverless_canary_percent(isvc) > 0
+    return bool(isvc["spec"].get("canary"))
+
+
+def model_versions(isvc: dict) -> tuple[str | None, str | None]:
+    """The version in production and the canary's (None without one), from the annotations."""
+    annotations = isvc["metadata"].get("annotations") or {}
+    canary = annotations.get(CANARY_VERSION_ANNOTATION) if canary_in_progress(isvc) else None
+    return annotations.get(MODEL_VERSION_ANNOTATION), canary
 
 
 def _serverless_canary_percent(isvc: dict) -> int:

@@ -30,6 +30,8 @@ PROFILES_ENV = "KFSTACK_NODE_POOLS"
 KUEUE_QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 # The pool of CPU work (Spark, launcher and evaluation task pods); must exist in every profile file.
 CPU_POOL = "cpu"
+# The default pool of model servers (InferenceService predictors).
+SERVING_POOL = "serving"
 TOLERATION_FIELDS = {"key", "operator", "value", "effect", "tolerationSeconds"}
 
 

@@ -534,7 +534,7 @@ INFERENCE_SERVICE = ResourceKind(
 )
 
 
-KINDS = {k.kind: k for k in (PYTORCHJOB, TFJOB, TRAINJOB, SPARK_APPLICATION, EXPERIMENT)}
+KINDS = {k.kind: k for k in (PYTORCHJOB, TFJOB, TRAINJOB, SPARK_APPLICATION, EXPERIMENT, INFERENCE_SERVICE)}
 
 
 def kind_of(obj: dict, kinds: dict[str, ResourceKind] | None = None) -> ResourceKind:

@@ -38,7 +38,7 @@ from typing import Any
 
 import numpy as np
 
-from kfstack.errors import InvalidParameterError
+from kfstack.errors import DeploymentFailedError, InvalidParameterError
 from kfstack.training import metrics
 
 PROMOTE = "promote"
@@ -244,6 +244,24 @@ class _Client:
         if self._connection is not None:
             self._connection.close()
             self._connection = None
+
+
+def probe(
+    endpoint: Endpoint, records: Sequence[Mapping[str, Any]], timeout_seconds: float = 30.0
+) -> list[float]:
+    """One request of ``records`` to ``endpoint``: a deployment's smoke test.
+
+    Raises:
+        DeploymentFailedError: It did not answer with one probability per record.
+    """
+    client = _Client(endpoint, timeout_seconds)
+    try:
+        values, _, error = client.predict(records)
+    finally:
+        client.close()
+    if values is None:
+        raise DeploymentFailedError(f"{endpoint.name} model at {endpoint.url} did not serve: {error}")
+    return values
 
 
 def replay(

@@ -31,6 +31,9 @@ from typing import Any
 
 from kfstack.errors import InvalidParameterError
 
+# Set by the embedded runner in every task process: the registry's root (beside the runs, so
+# that it outlives them).
+REGISTRY_DIR_ENV = "KFSTACK_REGISTRY_DIR"
 PRODUCTION_FILE = "production.json"
 HISTORY_FILE = "history.jsonl"
 MODELS_DIR = "models"

@@ -83,6 +83,7 @@ def test_serverless_canary_promotion_and_rollback():
     assert first["metadata"]["annotations"] == {
         "serving.kserve.io/deploymentMode": "Serverless",
         "serving.kserve.io/enable-tag-routing": "true",
+        "kfstack.dev/model-version": "0.1.0+run1",
     }
     predictor = first["spec"]["predictor"]
     assert "canaryTrafficPercent" not in predictor
@@ -121,7 +122,10 @@ def test_serverless_canary_promotion_and_rollback():
 def test_standard_canary_is_a_named_entry_promoted_by_retargeting():
     stages = lifecycle(isvc.STANDARD)
     first, canary = stages["first"], stages["canary"]
-    assert first["metadata"]["annotations"] == {"serving.kserve.io/deploymentMode": "Standard"}
+    assert first["metadata"]["annotations"] == {
+        "serving.kserve.io/deploymentMode": "Standard",
+        "kfstack.dev/model-version": "0.1.0+run1",
+    }
     stable_name = first["spec"]["predictor"]["name"]
     (entry,) = canary["spec"]["canary"]
     assert entry["trafficPercent"] == 10
@@ -156,9 +160,8 @@ def test_a_second_canary_or_another_mode_is_refused(mode):
     stages = lifecycle(mode)
     with pytest.raises(InvalidParameterError, match="already has a canary in progress"):
         isvc.canary_rollout(stages["canary"], request(mode, "0.1.0+run3"))
-    if mode == isvc.STANDARD:  # the canary would share the stable predictor's Deployment
-        with pytest.raises(InvalidParameterError, match=r"already serves model version 0\.1\.0\+run1"):
-            isvc.canary_rollout(stages["first"], request(mode, "0.1.0+run1"))
+    with pytest.raises(InvalidParameterError, match=r"already serves model version 0\.1\.0\+run1"):
+        isvc.canary_rollout(stages["first"], request(mode, "0.1.0+run1"))
     other = isvc.STANDARD if mode == isvc.SERVERLESS else isvc.SERVERLESS
     with pytest.raises(InvalidParameterError, match="KServe does not change a service's mode"):
         isvc.canary_rollout(stages["first"], request(other, "0.1.0+run3"))
@@ -171,6 +174,19 @@ def test_a_second_canary_or_another_mode_is_refused(mode):
         else:
             assert following["spec"]["predictor"]["canaryTrafficPercent"] == 10
             assert following["spec"]["predictor"]["model"]["storageUri"].endswith("run3")
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_the_annotations_say_which_version_serves_and_which_is_canaried(mode):
+    stages = lifecycle(mode)
+    assert isvc.model_versions(stages["first"]) == ("0.1.0+run1", None)
+    assert isvc.model_versions(stages["canary"]) == ("0.1.0+run1", "0.1.0+run2")
+    assert isvc.canary_in_progress(stages["canary"])
+    assert isvc.model_versions(stages["promoted"]) == ("0.1.0+run2", None)
+    assert isvc.model_versions(stages["rolled_back"]) == ("0.1.0+run1", None)
+    for settled in ("first", "promoted", "rolled_back"):
+        assert not isvc.canary_in_progress(stages[settled])
+        assert isvc.CANARY_VERSION_ANNOTATION not in stages[settled]["metadata"]["annotations"]
 
 
 def test_predictor_urls_for_the_analysis():

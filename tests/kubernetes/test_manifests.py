@@ -68,6 +68,7 @@ LAUNCHER_RULES = {
     ("kubeflow.org", "trials"): {"list"},
     ("trainer.kubeflow.org", "trainjobs"): {"create", "get", "list", "delete"},
     ("sparkoperator.k8s.io", "sparkapplications"): {"create", "get", "list", "delete"},
+    ("serving.kserve.io", "inferenceservices"): {"create", "get", "list", "update"},
     ("", "pods"): {"list"},
     ("", "pods/log"): {"get"},
 }
@@ -154,6 +155,11 @@ def test_the_launcher_role_grants_every_batch_kind_the_run_cleanup_deletes():
     assert batch <= set(LAUNCHER_RULES)
     assert all(LAUNCHER_RULES[key] >= {"create", "get", "list", "delete"} for key in batch)
     assert LAUNCHER_RULES[(resources.TRIAL.group, resources.TRIAL.plural)] == {"list"}
+    # A long-lived service is applied (create or update), polled and listed, never deleted.
+    services = [kind for kind in resources.KINDS.values() if kind.lifecycle is resources.Lifecycle.SERVICE]
+    assert services
+    for kind in services:
+        assert LAUNCHER_RULES[(kind.group, kind.plural)] == {"create", "get", "list", "update"}
 
 
 def test_rbac_is_namespaced_and_exactly_what_the_launchers_need(overlay):

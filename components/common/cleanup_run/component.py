@@ -7,7 +7,8 @@ from kfstack.images import COMPONENT_IMAGE
 
 @dsl.component(base_image=COMPONENT_IMAGE, install_kfp_package=False)
 def cleanup_run(platform: str, run_id: str) -> str:
-    """Deletes the run's batch jobs (SparkApplications, TrainJobs, PyTorchJobs, TFJobs) not finished.
+    """Deletes the run's batch jobs (SparkApplications, TrainJobs, PyTorchJobs, TFJobs, Katib
+    Experiments) not finished, and rolls back an InferenceService canary the run left unfinished.
 
     Runs whether the pipeline succeeded, failed or was stopped (KFP's exit handler). A launcher
     deletes its own job on SIGTERM; this catches a launcher pod that was killed before it could.
@@ -18,7 +19,7 @@ def cleanup_run(platform: str, run_id: str) -> str:
         run_id: The pipeline run (``dsl.PIPELINE_JOB_ID_PLACEHOLDER``) whose objects to delete.
 
     Returns:
-        What was deleted, ``Kind/name`` comma-separated (empty when nothing was left).
+        What was deleted or rolled back, ``Kind/name`` comma-separated (empty when nothing was left).
     """
     from kfstack.components.common.cleanup_run.core import cleanup_run_resources
 

@@ -1,0 +1,234 @@
+"""Deployment as a platform stage: the trained model rolled out, canaried and judged.
+
+The decision is :func:`kfstack.serving.rollout.roll_out`'s, the same on both platforms; this
+module gives it the platform's hands -- a KServe InferenceService on Kubernetes
+(:class:`~kfstack.serving.kserve_rollout.KServeRollout`), model servers on loopback and the
+local registry on this machine (:class:`~kfstack.serving.local_rollout.LocalRollout`) -- and
+the labelled records to replay: the feature job's holdout requests.
+
+A deployment reads what serves before it acts (a canary patches the live InferenceService), so
+it is a :class:`~kfstack.platforms.ServiceStage`: :meth:`build` is what a first run creates
+(``kfstack render``), :meth:`run_kubernetes` the rollout itself. With ``deploy=false`` nothing
+runs and the outputs say ``skipped``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import re
+from collections.abc import Mapping
+from typing import Any
+
+import fsspec
+import pyarrow.parquet as pq
+
+from kfstack.components.serving.predictor import command
+from kfstack.errors import InvalidParameterError
+from kfstack.features import HOLDOUT_FILE, LABEL_COLUMN
+from kfstack.flights.scoring import MODEL_DIR_FILES
+from kfstack.flights.settings import CanaryReplay, ServingPlacement
+from kfstack.kubernetes import inference_service as isvc
+from kfstack.kubernetes.launcher import Cluster
+from kfstack.kubernetes.naming import RunContext
+from kfstack.kubernetes.resources import INFERENCE_SERVICE
+from kfstack.platforms import RUN_DIR_ENV, StageResult, Variant
+from kfstack.serving.canary import CanaryThresholds
+from kfstack.serving.kserve_rollout import KServeRollout
+from kfstack.serving.local_rollout import LocalRollout
+from kfstack.serving.registry import REGISTRY_DIR_ENV, LocalRegistry
+from kfstack.serving.rollout import Holdout, Rollout, roll_out
+from kfstack.uris import fsspec_uri, join
+
+SERVING_METRICS = "serving_metrics"
+DEPLOYMENT_REPORT = "deployment_report"
+SKIPPED = "skipped"
+# An InferenceService's name: a DNS-1035 label (KServe prefixes it to its Services' names).
+_SERVICE_NAME = re.compile(r"^[a-z]([-a-z0-9]{0,43}[a-z0-9])?$")
+
+
+@dataclasses.dataclass(frozen=True)
+class DeployModelSettings:
+    """The deployment step.
+
+    Attributes:
+        deploy: False: nothing runs.
+        request: The rollout on Kubernetes (its checks hold for local runs too).
+        placement: Predictor pods' pool and service account; how long a rollout step may take.
+        thresholds: The canary decision rule's limits.
+        replay: How much of the holdout is replayed, in what batches.
+        model_uri: The model directory (a local path on this machine).
+        holdout_uri: The feature job's labelled holdout requests.
+        run_dir: Local: the run whose services the model servers are.
+        registry_dir: Local: the model registry's root.
+    """
+
+    deploy: bool
+    request: isvc.ServingRequest
+    placement: ServingPlacement
+    thresholds: CanaryThresholds
+    replay: CanaryReplay
+    model_uri: str
+    holdout_uri: str
+    run_id: str
+    run_dir: str
+    registry_dir: str
+
+
+def run_name(run_id: str, run_dir: str) -> str:
+    """The run, as the registry and the model version name it: the embedded run's directory
+    (unique and readable, ``flights-training-20261124-101500``; kfp.local draws a new run id
+    for every task), else the pipeline run's id."""
+    return os.path.basename(run_dir.rstrip("/")) if run_dir else run_id
+
+
+class DeployModelStage:
+    component = "deploy-model"
+    reference_output = "deployment"
+
+    def settings(self, arguments: Mapping[str, Any]) -> DeployModelSettings:
+        name = arguments["serving_name"]
+        if not _SERVICE_NAME.match(name):
+            raise InvalidParameterError(
+                f"serving_name={name!r}: an InferenceService name is a DNS-1035 label of at most 45 "
+                f"characters (lower-case letters, digits and '-', starting with a letter)"
+            )
+        placement = ServingPlacement.from_arguments(arguments)
+        run_dir = os.environ.get(RUN_DIR_ENV, "")
+        model_uri = arguments["model"]
+        storage_uri = model_uri if "://" in model_uri else "file://" + os.path.abspath(model_uri)
+        request = isvc.ServingRequest(
+            name=name,
+            mode=arguments["serving_mode"],
+            storage_uri=storage_uri,
+            # A model is versioned by the run that trained and deployed it.
+            model_version=run_name(arguments["run_id"], run_dir),
+            profile=placement.profile,
+            service_account=placement.service_account,
+            min_replicas=arguments["serving_min_replicas"],
+            max_replicas=arguments["serving_max_replicas"],
+            scale_metric=arguments["serving_scale_metric"],
+            scale_target=arguments["serving_scale_target"],
+            canary_traffic_percent=arguments["canary_traffic_percent"],
+        )
+        thresholds = CanaryThresholds(
+            max_error_rate=arguments["canary_max_error_rate"],
+            max_latency_ratio=arguments["canary_max_latency_ratio"],
+            latency_slack_ms=arguments["canary_latency_slack_ms"],
+            max_psi=arguments["canary_max_psi"],
+            max_auc_drop=arguments["canary_max_auc_drop"],
+        )
+        return DeployModelSettings(
+            deploy=arguments["deploy"],
+            request=request,
+            placement=placement,
+            thresholds=thresholds,
+            replay=CanaryReplay.from_arguments(arguments),
+            model_uri=model_uri,
+            holdout_uri=join(arguments["features"], HOLDOUT_FILE),
+            run_id=run_name(arguments["run_id"], run_dir),
+            run_dir=run_dir,
+            registry_dir=os.environ.get(REGISTRY_DIR_ENV, ""),
+        )
+
+    def variants(self, settings: DeployModelSettings) -> list[Variant[DeployModelSettings]]:
+        return [Variant(settings, requires=(INFERENCE_SERVICE,) if settings.deploy else ())]
+
+    def build(self, settings: DeployModelSettings, context: RunContext) -> list[dict]:
+        """The InferenceService of a first deployment (a later run turns it into a canary)."""
+        if not settings.deploy:
+            return []
+        return [isvc.first_rollout(_labelled(settings.request, context))]
+
+    def preflight(self, settings: DeployModelSettings) -> None:
+        """The model directory is complete and the holdout is there, before anything is deployed."""
+        if not settings.deploy:
+            return
+        fs, model_dir = fsspec.core.url_to_fs(fsspec_uri(settings.model_uri))
+        missing = [name for name in MODEL_DIR_FILES if not fs.exists(f"{model_dir.rstrip('/')}/{name}")]
+        if missing:
+            raise InvalidParameterError(
+                f"model {settings.model_uri} is not servable: no {', '.join(missing)}"
+            )
+        fs, holdout = fsspec.core.url_to_fs(fsspec_uri(settings.holdout_uri))
+        if not fs.exists(holdout):
+            raise InvalidParameterError(
+                f"no holdout requests at {settings.holdout_uri}: features from an older feature job? "
+                f"Run it again, or deploy=false"
+            )
+
+    def run_local(self, settings: DeployModelSettings) -> StageResult:
+        if not settings.deploy:
+            return _skipped()
+        if not (settings.run_dir and settings.registry_dir):
+            raise InvalidParameterError(
+                f"deploy on the embedded platform needs {RUN_DIR_ENV} and {REGISTRY_DIR_ENV} (set by "
+                f"`kfstack run --local`); run it through that, or deploy=false"
+            )
+        rollout = LocalRollout(
+            LocalRegistry(settings.registry_dir, settings.request.name),
+            settings.run_dir,
+            settings.model_uri,
+            settings.request.model_version,
+            settings.run_id,
+            command=lambda model_dir, name, port: command(model_dir, name, port),
+        )
+        return _deploy(rollout, settings)
+
+    def run_kubernetes(
+        self, settings: DeployModelSettings, context: RunContext, cluster: Cluster
+    ) -> StageResult:
+        if not settings.deploy:
+            return _skipped()
+        request = _labelled(settings.request, context)
+        return _deploy(KServeRollout(request, cluster, settings.placement), settings)
+
+
+STAGE = DeployModelStage()
+
+
+def _labelled(request: isvc.ServingRequest, context: RunContext) -> isvc.ServingRequest:
+    """The request labelled with the run (the exit handler finds the run's canary by it)."""
+    return dataclasses.replace(request, labels={**request.labels, **context.labels()})
+
+
+def read_holdout(uri: str, limit: int) -> Holdout:
+    """The first ``limit`` labelled holdout requests (the feature job orders them by a seeded
+    hash, so they are a fixed random sample of the test split)."""
+    with fsspec.open(fsspec_uri(uri), "rb") as f:
+        rows = pq.read_table(f).slice(0, limit).to_pylist()
+    if not rows:
+        raise InvalidParameterError(f"{uri} holds no holdout requests")
+    labels = [int(row.pop(LABEL_COLUMN)) for row in rows]
+    return Holdout(records=rows, labels=labels)
+
+
+def _deploy(rollout: Rollout, settings: DeployModelSettings) -> StageResult:
+    holdout = read_holdout(settings.holdout_uri, settings.replay.records)
+    outcome = roll_out(
+        rollout, settings.request.model_version, holdout, settings.thresholds, settings.replay.batch_size
+    )
+    summary = outcome.summary()
+    return StageResult(
+        metrics={SERVING_METRICS: outcome.metrics()},
+        reference={**rollout.reference(), "model_version": outcome.model_version},
+        outputs={
+            "decision": outcome.decision,
+            "production_version": outcome.production_version,
+            "serving_summary": json.dumps(summary),
+        },
+        documents={DEPLOYMENT_REPORT: outcome.markdown()},
+    )
+
+
+def _skipped() -> StageResult:
+    summary = {"mode": None, "decision": SKIPPED}
+    return StageResult(
+        metrics={SERVING_METRICS: {}},
+        reference={"kind": "none", "deploy": False},
+        outputs={"decision": SKIPPED, "production_version": "", "serving_summary": json.dumps(summary)},
+        documents={
+            DEPLOYMENT_REPORT: "# Deployment skipped\n\n`deploy=false`: the model was not deployed.\n"
+        },
+    )
