@@ -47,6 +47,7 @@ from kfstack.errors import InvalidParameterError
 from kfstack.kubernetes.node_pools import NodePoolProfile
 from kfstack.kubernetes.pods import to_dict
 from kfstack.kubernetes.resources import KSERVE_MODE_ANNOTATION, SERVERLESS, STANDARD, kserve_mode
+from kfstack.settings import Placeholder
 
 DEPLOYMENT_MODE_ANNOTATION = KSERVE_MODE_ANNOTATION
 DEPLOYMENT_MODES = {SERVERLESS: "Serverless", STANDARD: "Standard"}
@@ -132,7 +133,7 @@ class ServingRequest:
             problems.append(f"serving_scale_target={self.scale_target} must be at least 1")
         if not 0 < self.canary_traffic_percent < 100:
             problems.append(f"canary_traffic_percent={self.canary_traffic_percent} must be between 1 and 99")
-        if "://" not in self.storage_uri:
+        if "://" not in self.storage_uri and not isinstance(self.storage_uri, Placeholder):
             problems.append(f"storage URI {self.storage_uri!r} has no scheme (s3://, gs://, pvc://...)")
         if problems:
             raise InvalidParameterError("; ".join(problems))

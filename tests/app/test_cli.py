@@ -222,7 +222,13 @@ def test_render_default_writes_spark_and_both_training_apis(capsys, tmp_path):
     assert cli.main(["render", "--out", str(out_dir)]) == 0
     printed = capsys.readouterr().out.split()
     assert sorted(printed) == sorted(str(p) for p in out_dir.iterdir() if p.name != ".kfstack-render")
-    assert set(_rendered_kinds(out_dir)) == {"SparkApplication", "Experiment", "PyTorchJob", "TrainJob"}
+    assert set(_rendered_kinds(out_dir)) == {
+        "SparkApplication",
+        "Experiment",
+        "PyTorchJob",
+        "TrainJob",
+        "InferenceService",
+    }
 
 
 def test_render_says_which_objects_are_alternatives(capsys, tmp_path):
@@ -236,7 +242,7 @@ def test_render_says_which_objects_are_alternatives(capsys, tmp_path):
 def test_render_tensorflow_writes_tfjob(capsys, tmp_path):
     out_dir = tmp_path / "objects"
     assert cli.main(["render", "--out", str(out_dir), "--param", "framework=tensorflow"]) == 0
-    assert set(_rendered_kinds(out_dir)) == {"SparkApplication", "Experiment", "TFJob"}
+    assert set(_rendered_kinds(out_dir)) == {"SparkApplication", "Experiment", "TFJob", "InferenceService"}
 
 
 @pytest.mark.parametrize(
@@ -525,12 +531,18 @@ def test_render_refuses_a_directory_it_did_not_write(capsys, tmp_path):
 def test_render_replaces_its_own_earlier_output_whole(capsys, tmp_path):
     out_dir = tmp_path / "objects"
     assert cli.main(["render", "--out", str(out_dir)]) == 0
-    assert set(_rendered_kinds(out_dir)) == {"SparkApplication", "Experiment", "PyTorchJob", "TrainJob"}
+    assert set(_rendered_kinds(out_dir)) == {
+        "SparkApplication",
+        "Experiment",
+        "PyTorchJob",
+        "TrainJob",
+        "InferenceService",
+    }
     assert cli.main(["render", "--out", str(out_dir), "--param", "framework=tensorflow"]) == 0
     # The PyTorchJob of the first render is gone: the directory is exactly the second render.
-    assert set(_rendered_kinds(out_dir)) == {"SparkApplication", "Experiment", "TFJob"}
+    assert set(_rendered_kinds(out_dir)) == {"SparkApplication", "Experiment", "TFJob", "InferenceService"}
     printed = capsys.readouterr().out.split()
-    second = printed[5:]  # the first render printed its five files (two Experiments)
+    second = printed[6:]  # the first render printed its six files (two Experiments)
     assert sorted(second) == sorted(str(p) for p in out_dir.glob("*.yaml"))
 
 

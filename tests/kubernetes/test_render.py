@@ -67,8 +67,13 @@ def test_render_writes_every_object_and_they_validate(tmp_path, capsys):
     )
     files = sorted(out.glob("*.yaml"))
     objects = [yaml.safe_load(f.read_text()) for f in files]
-    assert [o["kind"] for o in objects] == ["Experiment", "PyTorchJob", "SparkApplication"]
-    experiment, job = objects[0], objects[1]
+    assert [o["kind"] for o in objects] == [
+        "Experiment",
+        "InferenceService",
+        "PyTorchJob",
+        "SparkApplication",
+    ]
+    experiment, job = objects[0], objects[2]
     assert job["spec"]["pytorchReplicaSpecs"]["Worker"]["replicas"] == 2
     # The final training takes the tuning step's best values (known when the run gets there).
     command = job["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]["containers"][0]["command"]
@@ -112,7 +117,7 @@ def test_render_tensorflow_parameter_server_job(tmp_path):
         == 0
     )
     objects = {o["kind"]: o for o in (yaml.safe_load(f.read_text()) for f in out.glob("*.yaml"))}
-    assert set(objects) == {"Experiment", "TFJob", "SparkApplication"}
+    assert set(objects) == {"Experiment", "TFJob", "SparkApplication", "InferenceService"}
     assert objects["Experiment"]["spec"]["trialTemplate"]["trialSpec"]["kind"] == "TFJob"
     specs = objects["TFJob"]["spec"]["tfReplicaSpecs"]
     assert {k: v["replicas"] for k, v in specs.items()} == {"Chief": 1, "Worker": 3, "PS": 2}
@@ -131,7 +136,7 @@ def test_render_with_auto_writes_each_training_api_with_its_condition(tmp_path):
     out = tmp_path / "rendered"
     assert main(["render", "--out", str(out), "--run-id", RUN_ID]) == 0
     texts = {path.name.split("-")[0]: path.read_text() for path in out.glob("*.yaml")}
-    assert set(texts) == {"experiment", "pytorchjob", "trainjob", "sparkapplication"}
+    assert set(texts) == {"experiment", "pytorchjob", "trainjob", "sparkapplication", "inferenceservice"}
     # Two Experiments too (their trials are TrainJobs or PyTorchJobs), each in its own file.
     experiments = sorted(out.glob("experiment-*.yaml"))
     assert len(experiments) == 2
@@ -145,6 +150,7 @@ def test_render_with_auto_writes_each_training_api_with_its_condition(tmp_path):
     assert "the cluster serves kubeflow.org/v1 PyTorchJob" in first_line
     assert first_line.endswith("and not trainer.kubeflow.org/v1alpha1 TrainJob (Kubeflow Trainer v2.3)")
     assert not texts["sparkapplication"].startswith("#")  # created whatever the cluster serves
+    assert not texts["inferenceservice"].startswith("#")
     validate_with_crds(tmp_path, checkable([yaml.safe_load(p.read_text()) for p in out.glob("*.yaml")]))
 
 
@@ -153,13 +159,91 @@ def test_render_an_explicit_trainer_v2_choice(tmp_path):
     arguments = ["--param", "training_api=trainer-v2", "--param", "trainer_runtime=kfstack-torch-distributed"]
     assert main(["render", "--out", str(out), "--param", "workers=4", *arguments]) == 0
     objects = {o["kind"]: o for o in (yaml.safe_load(f.read_text()) for f in out.glob("*.yaml"))}
-    assert set(objects) == {"Experiment", "TrainJob", "SparkApplication"}
+    assert set(objects) == {"Experiment", "TrainJob", "SparkApplication", "InferenceService"}
     spec = objects["TrainJob"]["spec"]
     assert spec["runtimeRef"]["name"] == "kfstack-torch-distributed"
     assert spec["trainer"]["numNodes"] == 4
     args = spec["trainer"]["args"]
     assert args[args.index("--features-uri") + 1] == "{{artifact:flights-features/features}}"
     validate_with_crds(tmp_path, checkable(list(objects.values())))
+
+
+@pytest.mark.parametrize(
+    ("mode", "annotations"),
+    [
+        (
+            "serverless",
+            {
+                "serving.kserve.io/deploymentMode": "Serverless",
+                "serving.kserve.io/enable-tag-routing": "true",
+            },
+        ),
+        ("standard", {"serving.kserve.io/deploymentMode": "Standard"}),
+    ],
+)
+def test_render_writes_the_first_deployment_in_either_serving_mode(tmp_path, mode, annotations):
+    out = tmp_path / "rendered"
+    parameters = [
+        "--param",
+        f"serving_mode={mode}",
+        "--param",
+        "serving_pool=h100",
+        "--param",
+        "serving_max_replicas=5",
+    ]
+    assert (
+        main(["render", "--out", str(out), "--param", "training_api=v1", "--run-id", RUN_ID, *parameters])
+        == 0
+    )
+    (path,) = out.glob("inferenceservice-*.yaml")
+    service = yaml.safe_load(path.read_text())
+    assert service["metadata"]["name"] == "flights-delay"
+    assert service["metadata"]["annotations"] == {**annotations, "kfstack.dev/model-version": RUN_ID}
+    assert service["metadata"]["labels"]["kfstack.dev/pipeline-run"] == RUN_ID
+    predictor = service["spec"]["predictor"]
+    assert predictor["model"]["storageUri"] == "{{artifact:train-model/model}}"
+    assert predictor["model"]["resources"]["limits"]["nvidia.com/gpu"] == "1"
+    assert predictor["maxReplicas"] == 5
+    assert "canary" not in service["spec"] and "canaryTrafficPercent" not in predictor
+    validate_with_crds(tmp_path, [service])
+
+
+def test_render_without_deploy_has_no_inference_service(tmp_path):
+    out = tmp_path / "rendered"
+    assert main(["render", "--out", str(out), "--param", "deploy=false"]) == 0
+    assert not list(out.glob("inferenceservice-*.yaml"))
+
+
+def test_render_refuses_bad_serving_parameters(tmp_path, capsys):
+    out = tmp_path / "o"
+    bad = [
+        "--param",
+        "serving_mode=standard",
+        "--param",
+        "serving_min_replicas=0",
+        "--param",
+        "serving_name=Flights",
+    ]
+    assert main(["render", "--out", str(out), *bad]) == 2
+    assert "serving_name='Flights'" in capsys.readouterr().err
+    assert (
+        main(
+            [
+                "render",
+                "--out",
+                str(out),
+                "--param",
+                "serving_mode=standard",
+                "--param",
+                "serving_min_replicas=0",
+            ]
+        )
+        == 2
+    )
+    assert "needs serving_mode=serverless" in capsys.readouterr().err
+    assert main(["render", "--out", str(out), "--param", "canary_max_psi=0"]) == 2
+    assert "canary_max_psi=0" in capsys.readouterr().err
+    assert not out.exists()
 
 
 def test_render_refuses_tensorflow_on_trainer_v2(tmp_path, capsys):
@@ -199,7 +283,10 @@ def test_no_credential_value_reaches_compiled_pipelines_or_rendered_objects(tmp_
     for path in written:
         text = path.read_text()
         assert SECRET_VALUE not in text, path
-        assert "kfstack-object-store" in text, path  # the Secret is referenced by name only
+        # The Secret is referenced by name only. A predictor gets no such env at all: KServe's
+        # storage initializer reads the model with its service account's Secrets.
+        if not path.name.startswith("inferenceservice-"):
+            assert "kfstack-object-store" in text, path
     for obj in (o for task in rendering.render("flights-training", {}, RUN_ID) for o in task.objects):
         text = json.dumps(obj)
         for env in _all_env(obj):

@@ -59,7 +59,14 @@ def test_flights_training_task_graph(flights_spec):
     components = flights_spec["components"]
     tasks = components["comp-exit-handler-1"]["dag"]["tasks"]
     # One training step whatever the framework: later stages appear once in the graph.
-    assert set(tasks) == {"validate-run", "flights-features", "tune-model", "train-model", "evaluate-model"}
+    assert set(tasks) == {
+        "validate-run",
+        "flights-features",
+        "tune-model",
+        "train-model",
+        "evaluate-model",
+        "deploy-model",
+    }
     # Parameters are checked before the feature job starts.
     assert tasks["flights-features"]["dependentTasks"] == ["validate-run"]
     checked = tasks["validate-run"]["inputs"]["parameters"]
@@ -85,8 +92,19 @@ def test_flights_training_task_graph(flights_spec):
     assert tasks["evaluate-model"]["inputs"]["artifacts"]["model"] == {
         "taskOutputArtifact": {"outputArtifactKey": "model", "producerTask": "train-model"}
     }
+    # The evaluated model is deployed after its evaluation, never from cache, and its canary
+    # replays the feature job's holdout.
+    deploy = tasks["deploy-model"]
+    assert deploy["dependentTasks"] == ["evaluate-model", "flights-features", "train-model"]
+    assert deploy["cachingOptions"] == {}
+    assert deploy["inputs"]["artifacts"] == {
+        "model": {"taskOutputArtifact": {"outputArtifactKey": "model", "producerTask": "train-model"}},
+        "features": {
+            "taskOutputArtifact": {"outputArtifactKey": "features", "producerTask": "flights-features"}
+        },
+    }
     # Deterministic job names: the run id and task name reach the launching stages.
-    for launching in ("flights-features", "tune-model", "train-model"):
+    for launching in ("flights-features", "tune-model", "train-model", "deploy-model"):
         parameters = tasks[launching]["inputs"]["parameters"]
         assert parameters["run_id"]["runtimeValue"]["constant"] == "{{$.pipeline_job_uuid}}"
         assert parameters["task_name"]["runtimeValue"]["constant"] == "{{$.pipeline_task_name}}"
@@ -120,6 +138,7 @@ def test_task_pods_carry_the_cpu_pool_namespace_and_secret_refs(executor_configs
         "exec-tune-model",
         "exec-train-model",
         "exec-evaluate-model",
+        "exec-deploy-model",
         "exec-cleanup-run",
     }
     for name, config in executor_configs.items():

@@ -39,6 +39,7 @@ from kfstack.serving.kserve_rollout import KServeRollout
 from kfstack.serving.local_rollout import LocalRollout
 from kfstack.serving.registry import REGISTRY_DIR_ENV, LocalRegistry
 from kfstack.serving.rollout import Holdout, Rollout, roll_out
+from kfstack.settings import Placeholder
 from kfstack.uris import fsspec_uri, join
 
 SERVING_METRICS = "serving_metrics"
@@ -97,7 +98,10 @@ class DeployModelStage:
         placement = ServingPlacement.from_arguments(arguments)
         run_dir = os.environ.get(RUN_DIR_ENV, "")
         model_uri = arguments["model"]
-        storage_uri = model_uri if "://" in model_uri else "file://" + os.path.abspath(model_uri)
+        # KServe reads a model from a URI; a local path (only the embedded platform has one, and
+        # it never hands the URI to KServe) is written as one, so the request's checks hold.
+        local_path = "://" not in model_uri and not isinstance(model_uri, Placeholder)
+        storage_uri = "file://" + os.path.abspath(model_uri) if local_path else model_uri
         request = isvc.ServingRequest(
             name=name,
             mode=arguments["serving_mode"],
