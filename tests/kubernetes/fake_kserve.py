@@ -1,0 +1,102 @@
+"""What KServe's controller (and Knative's, in Serverless mode) would write into an
+InferenceService's status, for the fake API server: no cluster runs here.
+
+:class:`FakeKServeController` is the fake API's ``on_read`` hook. On every read it reconciles at
+once: the status shows the spec applied and Ready, as
+:func:`kfstack.kubernetes.resources.inference_service_phase` reads it, with the addresses the
+real controllers publish -- Knative's ``latest``/``prev`` tagged routes of each revision, or
+Standard mode's per-predictor Services. It also records which model (``storageUri``) each
+address serves, so a test can route the analysis to real predictors on loopback
+(:meth:`reach`).
+"""
+
+from __future__ import annotations
+
+import urllib.parse
+
+from kfstack.kubernetes.resources import STANDARD, kserve_mode
+
+READY = {"type": "Ready", "status": "True"}
+DOMAIN = "example.com"
+
+
+class FakeKServeController:
+    """Reconciles the fake API's InferenceServices (see the module docstring).
+
+    Args:
+        fake_api: The :class:`~tests.kubernetes.fake_api.FakeKubernetesApi` to reconcile.
+        namespace: Where the services live.
+        servers: storageUri -> base URL of a real predictor serving that model.
+    """
+
+    def __init__(self, fake_api, namespace: str, servers: dict[str, str]) -> None:
+        self.fake_api = fake_api
+        self.namespace = namespace
+        self.servers = servers
+        self.model_at: dict[str, str] = {}  # host -> storageUri it serves
+        self._revisions: dict[str, list[str]] = {}  # service -> storageUri of each revision
+        self._rolled_out: dict[str, int] = {}  # service -> index of its rolled-out revision
+
+    def __call__(self, name: str) -> None:
+        obj = self.fake_api.objects.get(("inferenceservices", self.namespace, name))
+        if obj is None:
+            return
+        obj["status"] = self._standard(obj) if kserve_mode(obj) == STANDARD else self._serverless(obj)
+
+    def _standard(self, obj: dict) -> dict:
+        name, spec = obj["metadata"]["name"], obj["spec"]
+        for predictor in [spec["predictor"], *(c["predictor"] for c in spec.get("canary") or [])]:
+            host = f"{name}-{predictor['name']}-predictor.{self.namespace}.svc.cluster.local"
+            self.model_at[host] = predictor["model"]["storageUri"]
+        return {
+            "conditions": [READY],
+            "canaryStatuses": [
+                {"name": c["predictor"]["name"], "trafficPercent": c["trafficPercent"], "ready": True}
+                for c in spec.get("canary") or []
+            ],
+        }
+
+    def _serverless(self, obj: dict) -> dict:
+        name, predictor = obj["metadata"]["name"], obj["spec"]["predictor"]
+        revisions = self._revisions.setdefault(name, [])
+        uri = predictor["model"]["storageUri"]
+        if not revisions or revisions[-1] != uri:  # a new model: a new Knative revision
+            revisions.append(uri)
+        latest = len(revisions) - 1
+        percent = predictor.get("canaryTrafficPercent")
+        if percent is None or name not in self._rolled_out:
+            self._rolled_out[name] = latest  # promoted, or the first rollout
+            percent = 100
+        previous = self._rolled_out[name]
+
+        def route(tag: str, revision: int, share: int, is_latest: bool) -> dict:
+            host = f"{tag}-{name}-predictor-{self.namespace}.{DOMAIN}"
+            self.model_at[host] = revisions[revision]
+            return {
+                "tag": tag,
+                "revisionName": f"{name}-predictor-{revision + 1:05d}",
+                "latestRevision": is_latest,
+                "percent": share,
+                "url": f"http://{host}",
+            }
+
+        traffic = [route("latest", latest, percent, True)]
+        if percent < 100:
+            traffic.append(route("prev", previous, 100 - percent, False))
+        self.model_at[f"{name}-predictor.{self.namespace}.svc.cluster.local"] = revisions[previous]
+        revision_name = f"{name}-predictor-{latest + 1:05d}"
+        return {
+            "conditions": [READY],
+            "components": {
+                "predictor": {
+                    "traffic": traffic,
+                    "latestCreatedRevision": revision_name,
+                    "latestReadyRevision": revision_name,
+                    "latestRolledoutRevision": f"{name}-predictor-{previous + 1:05d}",
+                }
+            },
+        }
+
+    def reach(self, url: str) -> str:
+        """The loopback predictor serving the model an in-cluster address routes to."""
+        return self.servers[self.model_at[urllib.parse.urlsplit(url).hostname or ""]]
