@@ -52,7 +52,13 @@ from kfstack.settings import Placeholder
 DEPLOYMENT_MODE_ANNOTATION = KSERVE_MODE_ANNOTATION
 DEPLOYMENT_MODES = {SERVERLESS: "Serverless", STANDARD: "Standard"}
 TAG_ROUTING_ANNOTATION = "serving.kserve.io/enable-tag-routing"
-SCALE_METRICS = ("concurrency", "rps")
+# What each mode's autoscaler scales on (KServe 0.20's webhook), and its default target:
+# Knative's KPA on requests in flight or per second; the HPA of Standard mode on CPU utilisation
+# (percent of the request) or memory (MiB). The first of each is the default metric.
+SCALE_METRICS = {
+    SERVERLESS: {"concurrency": 8, "rps": 50},
+    STANDARD: {"cpu": 80, "memory": 1536},
+}
 # The project's ServingRuntime and the model format it declares (manifests/base/namespaced).
 RUNTIME = "kfstack-flights-predictor"
 MODEL_FORMAT = "kfstack-flights"
@@ -96,7 +102,9 @@ class ServingRequest:
             initializer read ``storage_uri``); empty: the namespace's default.
         min_replicas, max_replicas: Autoscaling bounds; 0 minimum (scale to zero) needs
             Serverless.
-        scale_metric, scale_target: ``concurrency`` or ``rps`` per replica.
+        scale_metric, scale_target: What the autoscaler scales on and its target per replica
+            (:data:`SCALE_METRICS`; Serverless ``concurrency``/``rps``, Standard ``cpu`` percent
+            / ``memory`` MiB); empty / 0: the mode's default (:attr:`scaling`).
         canary_traffic_percent: The canary's share of traffic while it is analysed.
         labels: Labels of the InferenceService (run id, pipeline...).
     """
@@ -109,8 +117,8 @@ class ServingRequest:
     service_account: str = ""
     min_replicas: int = 1
     max_replicas: int = 3
-    scale_metric: str = "concurrency"
-    scale_target: int = 8
+    scale_metric: str = ""
+    scale_target: int = 0
     canary_traffic_percent: int = 10
     labels: dict[str, str] = dataclasses.field(default_factory=dict)
 
@@ -125,18 +133,31 @@ class ServingRequest:
             )
         if self.min_replicas == 0 and self.mode == STANDARD:
             problems.append("serving_min_replicas=0 (scale to zero) needs serving_mode=serverless (Knative)")
-        if self.scale_metric not in SCALE_METRICS:
+        metrics = SCALE_METRICS.get(self.mode, {})
+        if metrics and self.scale_metric and self.scale_metric not in metrics:
             problems.append(
-                f"serving_scale_metric={self.scale_metric!r} must be one of {', '.join(SCALE_METRICS)}"
+                f"serving_scale_metric={self.scale_metric!r}: serving_mode={self.mode} scales on "
+                f"{' or '.join(metrics)}"
             )
-        if self.scale_target < 1:
-            problems.append(f"serving_scale_target={self.scale_target} must be at least 1")
+        elif metrics and (self.scale_target < 0 or (self.scaling[0] == "cpu" and self.scale_target > 100)):
+            problems.append(
+                f"serving_scale_target={self.scale_target}: a target per replica, at least 1 "
+                f"(cpu: a utilisation percent, at most 100); 0: the default"
+            )
         if not 0 < self.canary_traffic_percent < 100:
             problems.append(f"canary_traffic_percent={self.canary_traffic_percent} must be between 1 and 99")
         if "://" not in self.storage_uri and not isinstance(self.storage_uri, Placeholder):
             problems.append(f"storage URI {self.storage_uri!r} has no scheme (s3://, gs://, pvc://...)")
         if problems:
             raise InvalidParameterError("; ".join(problems))
+
+    @property
+    def scaling(self) -> tuple[str, int]:
+        """The scale metric and target written into the predictor (the mode's defaults where
+        none is given)."""
+        metrics = SCALE_METRICS[self.mode]
+        metric = self.scale_metric or next(iter(metrics))
+        return metric, self.scale_target or metrics.get(metric, 0)
 
     @property
     def predictor_name(self) -> str:
@@ -173,8 +194,8 @@ def _predictor(request: ServingRequest, named: bool, autoscaled: bool = True) ->
         fields.update(
             min_replicas=request.min_replicas,
             max_replicas=request.max_replicas,
-            scale_metric=request.scale_metric,
-            scale_target=request.scale_target,
+            scale_metric=request.scaling[0],
+            scale_target=request.scaling[1],
         )
     else:
         fields["min_replicas"] = 1

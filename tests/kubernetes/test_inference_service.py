@@ -148,8 +148,18 @@ def test_refusals_name_the_parameter():
         request(isvc.STANDARD, min_replicas=0)
     with pytest.raises(InvalidParameterError, match="canary_traffic_percent=100"):
         request(isvc.SERVERLESS, canary_traffic_percent=100)
-    with pytest.raises(InvalidParameterError, match="serving_scale_metric='cpu'"):
+    # Each mode's autoscaler has its own metrics (Knative's KPA; Standard mode's HPA).
+    with pytest.raises(InvalidParameterError, match="serving_scale_metric='cpu': serving_mode=serverless"):
         request(isvc.SERVERLESS, scale_metric="cpu")
+    with pytest.raises(
+        InvalidParameterError, match="serving_scale_metric='concurrency': serving_mode=standard"
+    ):
+        request(isvc.STANDARD, scale_metric="concurrency")
+    with pytest.raises(InvalidParameterError, match="at most 100"):
+        request(isvc.STANDARD, scale_metric="cpu", scale_target=150)
+    assert request(isvc.STANDARD).scaling == ("cpu", 80)
+    assert request(isvc.SERVERLESS).scaling == ("concurrency", 8)
+    assert request(isvc.SERVERLESS, scale_metric="rps", scale_target=20).scaling == ("rps", 20)
     with pytest.raises(InvalidParameterError, match="has no scheme"):
         request(isvc.SERVERLESS, storage_uri="/models/x")
     request(isvc.SERVERLESS, min_replicas=0)  # scale to zero is Knative's
