@@ -12,6 +12,11 @@ a compiled pipeline (:mod:`kfstack.pipeline_spec`).
 would set. ``kubernetes`` creates the stage's objects in the namespace of the task's own pod and
 runs each by its lifecycle (:mod:`kfstack.kubernetes.launcher`).
 
+A stage whose cluster work depends on what already runs there -- a deployment, whose canary
+patches the live InferenceService -- is a :class:`ServiceStage`: its ``build`` is what a first
+run creates (for ``kfstack render`` and the early refusal of bad values) and its
+``run_kubernetes`` does the work in place of launch-then-collect.
+
 A stage may run in more than one way depending on what the cluster serves (training: a TrainJob
 of Trainer v2 or a PyTorchJob of the v1 operator). :meth:`Stage.variants` lists the ways in order
 of preference, each with the API kinds it needs; on Kubernetes the first one the cluster serves

@@ -53,11 +53,12 @@ DEPLOYMENT_MODE_ANNOTATION = KSERVE_MODE_ANNOTATION
 DEPLOYMENT_MODES = {SERVERLESS: "Serverless", STANDARD: "Standard"}
 TAG_ROUTING_ANNOTATION = "serving.kserve.io/enable-tag-routing"
 # What each mode's autoscaler scales on (KServe 0.20's webhook), and its default target:
-# Knative's KPA on requests in flight or per second; the HPA of Standard mode on CPU utilisation
-# (percent of the request) or memory (MiB). The first of each is the default metric.
+# Knative's KPA on requests in flight or per second; the HPA of Standard mode on CPU or memory
+# utilisation (a percent of the pod's request: KServe's HPA reconciler writes either target as
+# averageUtilization). The first of each is the default metric.
 SCALE_METRICS = {
     SERVERLESS: {"concurrency": 8, "rps": 50},
-    STANDARD: {"cpu": 80, "memory": 1536},
+    STANDARD: {"cpu": 80, "memory": 80},
 }
 # The project's ServingRuntime and the model format it declares (manifests/base/namespaced).
 RUNTIME = "kfstack-flights-predictor"
@@ -103,8 +104,8 @@ class ServingRequest:
         min_replicas, max_replicas: Autoscaling bounds; 0 minimum (scale to zero) needs
             Serverless.
         scale_metric, scale_target: What the autoscaler scales on and its target per replica
-            (:data:`SCALE_METRICS`; Serverless ``concurrency``/``rps``, Standard ``cpu`` percent
-            / ``memory`` MiB); empty / 0: the mode's default (:attr:`scaling`).
+            (:data:`SCALE_METRICS`; Serverless ``concurrency``/``rps``, Standard ``cpu``/``memory``
+            utilisation percent); empty / 0: the mode's default (:attr:`scaling`).
         canary_traffic_percent: The canary's share of traffic while it is analysed.
         labels: Labels of the InferenceService (run id, pipeline...).
     """
@@ -139,10 +140,10 @@ class ServingRequest:
                 f"serving_scale_metric={self.scale_metric!r}: serving_mode={self.mode} scales on "
                 f"{' or '.join(metrics)}"
             )
-        elif metrics and (self.scale_target < 0 or (self.scaling[0] == "cpu" and self.scale_target > 100)):
+        elif metrics and (self.scale_target < 0 or (self.mode == STANDARD and self.scale_target > 100)):
             problems.append(
                 f"serving_scale_target={self.scale_target}: a target per replica, at least 1 "
-                f"(cpu: a utilisation percent, at most 100); 0: the default"
+                f"(serving_mode=standard: a utilisation percent, at most 100); 0: the default"
             )
         if not 0 < self.canary_traffic_percent < 100:
             problems.append(f"canary_traffic_percent={self.canary_traffic_percent} must be between 1 and 99")

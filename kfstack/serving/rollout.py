@@ -28,6 +28,7 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
+from kfstack import progress
 from kfstack.cancellation import sigterm_raises
 from kfstack.serving.canary import PROMOTE, ROLLBACK, CanaryReport, CanaryThresholds, Endpoint, analyse, probe
 
@@ -161,16 +162,20 @@ def roll_out(
         return outcome(UNCHANGED, version)
     with sigterm_raises():
         if previous is None:
+            progress.report("deploy: first rollout")
             endpoint = rollout.deploy_first()
             probe(endpoint, holdout.records[:batch_size])
             rollout.promote({"decision": FIRST})
             return outcome(FIRST, version)
         try:
+            progress.report(f"deploy: canary beside {previous}", 1, 3)
             stable, canary = rollout.deploy_canary()
+            progress.report(f"deploy: analysing ({len(holdout.records)} records)", 2, 3)
             report = analyse(stable, canary, holdout.records, holdout.labels, thresholds, batch_size)
         except BaseException as err:
             _roll_back_after(rollout, err)
             raise
+        progress.report(f"deploy: {report.decision}", 3, 3)
         if report.decision == PROMOTE:
             rollout.promote(report.summary())
             return outcome(PROMOTE, version, report)

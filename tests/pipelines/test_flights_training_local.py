@@ -6,6 +6,7 @@ job itself (``make run``): the full data, through the CLI, checked through its s
 
 import json
 import os
+import pathlib
 import re
 import signal
 import subprocess
@@ -19,7 +20,15 @@ import pytest
 from kfstack.app.local_run import run_pipeline_locally
 from kfstack.features import FEATURE_SPEC_FILE, FeatureSpec
 
-STAGES = ["validate-run", "flights-features", "tune-model", "train-model", "evaluate-model", "cleanup-run"]
+STAGES = [
+    "validate-run",
+    "flights-features",
+    "tune-model",
+    "train-model",
+    "evaluate-model",
+    "deploy-model",
+    "cleanup-run",
+]
 SAMPLE_PARAMS = {
     "sample_fraction": 0.03,
     "num_shards": 2,
@@ -48,10 +57,29 @@ def sample_run(tmp_path_factory):
     root, tmpdir = tmp_path_factory.mktemp("runs"), tmp_path_factory.mktemp("tmp")
     proc = kfstack_run(root, *(f"{k}={v}" for k, v in SAMPLE_PARAMS.items()), tmpdir=tmpdir)
     out, err = proc.communicate(timeout=600)
-    (run_dir,) = root.iterdir()
+    (run_dir,) = run_dirs(root)
     with open(run_dir / "summary.json", encoding="utf-8") as f:
         summary = json.load(f)
-    return SimpleNamespace(returncode=proc.returncode, out=out, err=err, summary=summary, tmpdir=tmpdir)
+    return SimpleNamespace(
+        returncode=proc.returncode, out=out, err=err, summary=summary, tmpdir=tmpdir, root=root
+    )
+
+
+def run_dirs(root) -> list:
+    """The run directories under a pipeline root (beside them: the model registry)."""
+    return sorted(p for p in root.iterdir() if (p / ".kfstack-run").exists())
+
+
+def test_the_first_run_deploys_its_model_straight_to_production(sample_run):
+    serving = sample_run.summary["serving"]
+    run_name = os.path.basename(sample_run.summary["run_dir"])
+    assert serving["mode"] == "local" and serving["decision"] == "first"
+    assert serving["model_version"] == serving["production_version"] == run_name
+    assert serving["previous_version"] is None and serving["figures"] == {}
+    production = json.loads((sample_run.root / "registry" / "flights-delay" / "production.json").read_text())
+    assert production["version"] == run_name
+    assert sample_run.summary["metrics"]["serving_metrics.decision_first"] == 1
+    assert "serving    local: first" in sample_run.out
 
 
 def test_sample_run_succeeds_through_every_stage(sample_run):
@@ -283,3 +311,81 @@ def test_ctrl_c_stops_every_process_and_writes_a_cancelled_summary(tmp_path):
     assert summary["stages"]["flights-features"]["status"] == "CANCELLED"
     assert "train-model" not in summary["stages"]
     assert not (run_dir / "tmp").exists()
+
+
+# Small runs without tuning: the deployment is what these tests are about.
+DEPLOY_PARAMS = {**SAMPLE_PARAMS, "tune": "false"}
+
+
+@pytest.mark.slow
+def test_a_second_run_canaries_against_the_first_and_decides(tmp_path):
+    """The second `make run` does more than the first: it canaries against production."""
+    root = tmp_path / "runs"
+    params = [f"{k}={v}" for k, v in DEPLOY_PARAMS.items()]
+    for _ in range(2):
+        proc = kfstack_run(root, *params, tmpdir=tmp_path)
+        out, err = proc.communicate(timeout=600)
+        assert proc.returncode == 0, out + err
+    first, second = (json.loads((d / "summary.json").read_text()) for d in run_dirs(root))
+    assert first["serving"]["decision"] == "first"
+    serving = second["serving"]
+    assert serving["decision"] in ("promote", "rollback")
+    assert serving["previous_version"] == first["serving"]["model_version"]
+    figures = serving["figures"]
+    assert figures["stable_requests"] == figures["canary_requests"] > 0
+    assert figures["stable_error_rate"] == 0.0
+    # The registry says what the decision says.
+    registry = root / "registry" / "flights-delay"
+    production = json.loads((registry / "production.json").read_text())
+    expected = serving["model_version"] if serving["decision"] == "promote" else serving["previous_version"]
+    assert production["version"] == serving["production_version"] == expected
+    history = [json.loads(line) for line in (registry / "history.jsonl").read_text().splitlines()]
+    assert [e["event"] for e in history] == [
+        "first",
+        "promoted" if serving["decision"] == "promote" else "rolled_back",
+    ]
+    report = pathlib.Path(second["artifacts"]["deployment_report"]).read_text()
+    assert "## Canary analysis" in report and "| p95 latency (ms) |" in report
+
+
+@pytest.mark.slow
+def test_ctrl_c_mid_analysis_rolls_back_and_leaves_no_server(tmp_path):
+    """A real Ctrl-C while the canary is being analysed: the canary is rolled back, production
+    is untouched, and no model server of the run is left."""
+    import psutil
+
+    root = tmp_path / "runs"
+    params = [f"{k}={v}" for k, v in DEPLOY_PARAMS.items()]
+    proc = kfstack_run(root, *params, tmpdir=tmp_path)
+    out, err = proc.communicate(timeout=600)
+    assert proc.returncode == 0, out + err
+    # A long analysis: every holdout record in a request of its own.
+    slow = [*params, "sample_fraction=0.2", "canary_records=5000", "canary_batch_size=1"]
+    proc = kfstack_run(root, *slow, tmpdir=tmp_path, start_new_session=True)
+    assert proc.stderr is not None
+    for line in proc.stderr:
+        if "deploy: analysing" in line:
+            break
+    # The servers are not the runner's children (sessions of their own, owned by the run):
+    # look for them by their command line instead.
+    servers = [
+        p
+        for p in psutil.process_iter(["cmdline"])
+        if "kfstack.components.serving.predictor" in " ".join(p.info["cmdline"] or [])
+        and str(root) in " ".join(p.info["cmdline"] or [])
+    ]
+    assert len(servers) == 2  # stable and canary
+    time.sleep(1.0)
+    os.killpg(proc.pid, signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, out + err
+    assert not [p for p in servers if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+    first_dir, second_dir = run_dirs(root)
+    summary = json.loads((second_dir / "summary.json").read_text())
+    assert summary["status"] == "CANCELLED"
+    assert summary["stages"]["deploy-model"]["status"] == "CANCELLED"
+    registry = root / "registry" / "flights-delay"
+    production = json.loads((registry / "production.json").read_text())
+    assert production["version"] == first_dir.name
+    last = json.loads((registry / "history.jsonl").read_text().splitlines()[-1])
+    assert last["event"] == "rolled_back" and "CancelledError" in last["reason"]

@@ -55,9 +55,9 @@ def deploy_model(
         serving_max_replicas: Kubernetes: autoscaling maximum.
         serving_scale_metric: Kubernetes: serverless ``concurrency`` or ``rps`` (Knative),
             standard ``cpu`` or ``memory`` (HPA); empty: the first of the mode's.
-        serving_scale_target: Kubernetes: the metric's target per replica (requests; cpu: a
-            utilisation percent; memory: MiB); 0: the default (concurrency 8, rps 50, cpu 80,
-            memory 1536).
+        serving_scale_target: Kubernetes: the metric's target per replica (requests in flight or per
+            second; cpu and memory: a utilisation percent of the request, at most 100); 0: the
+            default (concurrency 8, rps 50, cpu 80, memory 80).
         serving_timeout_seconds: Kubernetes: longest wait for each rollout state to be Ready.
         canary_traffic_percent: Kubernetes: the canary's share of live traffic while analysed.
         canary_records: Labelled holdout records replayed to stable and canary.
