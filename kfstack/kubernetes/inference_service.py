@@ -6,7 +6,8 @@ Built with the ``kserve`` SDK models (v1beta1) in both deployment modes KServe 0
 KServe 0.20 also calls ``Knative``). One predictor; every spec change makes a Knative revision.
 
 - first rollout: the model at 100%;
-- canary: the new ``storageUri`` with ``canaryTrafficPercent: C`` -- C% to the new revision,
+- canary: the new predictor (its ``storageUri``, and the pool, service account and autoscaling
+  this rollout asks for) with ``canaryTrafficPercent: C`` -- C% to the new revision,
   the rest to ``status.components.predictor.latestRolledoutRevision`` -- and
   ``serving.kserve.io/enable-tag-routing: "true"``, so the two are addressable apart
   (``latest-`` and ``prev-`` tagged URLs in ``status.components.predictor.traffic``);
@@ -22,8 +23,9 @@ Deployment ``{isvc}-{name}-predictor`` and Service of the same name.
 - canary: one ``spec.canary`` entry ``{trafficPercent: C, predictor: {name, model}}``, with
   ``minReplicas: 1`` (a 0% canary would otherwise get no pod at all) and none of the autoscaling
   fields the webhook refuses on a canary;
-- promote: retarget -- the stable predictor takes the canary's name and model and the entry goes
-  (KServe keeps the canary's Deployment as the new stable one: no restart);
+- promote: retarget -- the stable predictor becomes the rollout's whole predictor (the canary's
+  name and model, with the autoscaling a canary entry may not carry) and the entry goes (KServe
+  keeps the canary's Deployment as the new stable one: no restart);
 - roll back: remove the entry.
 
 KServe routes the split only where it owns the ingress; the canary analysis does not rely on
@@ -244,8 +246,12 @@ def canary_rollout(current: dict, request: ServingRequest) -> dict:
         )
     annotations[CANARY_VERSION_ANNOTATION] = request.model_version
     if request.mode == SERVERLESS:
-        spec["predictor"]["model"] = to_dict(_model(request))
-        spec["predictor"]["canaryTrafficPercent"] = request.canary_traffic_percent
+        # The whole predictor as this request asks for it (pool, service account, autoscaling):
+        # it all becomes the new revision, and a rollback returns to the previous one's.
+        spec["predictor"] = {
+            **to_dict(_predictor(request, named=False)),
+            "canaryTrafficPercent": request.canary_traffic_percent,
+        }
         annotations[TAG_ROUTING_ANNOTATION] = "true"
     else:
         kserve = kserve_sdk()
@@ -257,19 +263,29 @@ def canary_rollout(current: dict, request: ServingRequest) -> dict:
     return desired
 
 
-def promoted(current: dict) -> dict:
-    """The InferenceService with its canary serving 100% (the previous model gone)."""
+def promoted(current: dict, request: ServingRequest) -> dict:
+    """The InferenceService with ``request``'s canary serving 100% (the previous model gone).
+
+    Standard mode retargets: the stable predictor becomes the request's whole predictor -- the
+    canary's name and model, and the autoscaling a canary entry may not carry.
+
+    Raises:
+        InvalidParameterError: The service's canary is not ``request``'s model version.
+    """
     desired = _copy(current)
     spec = desired["spec"]
     annotations = desired["metadata"].setdefault("annotations", {})
-    if CANARY_VERSION_ANNOTATION in annotations:
-        annotations[MODEL_VERSION_ANNOTATION] = annotations.pop(CANARY_VERSION_ANNOTATION)
+    if not canary_in_progress(current) or annotations.get(CANARY_VERSION_ANNOTATION) != request.model_version:
+        raise InvalidParameterError(
+            f"InferenceService {request.name} has no canary of model version {request.model_version} "
+            f"to promote"
+        )
+    annotations[MODEL_VERSION_ANNOTATION] = annotations.pop(CANARY_VERSION_ANNOTATION)
     if kserve_mode(current) == SERVERLESS:
         spec["predictor"].pop("canaryTrafficPercent", None)
         return desired
-    (entry,) = spec.pop("canary")
-    spec["predictor"]["name"] = entry["predictor"]["name"]
-    spec["predictor"]["model"] = entry["predictor"]["model"]
+    spec.pop("canary")
+    spec["predictor"] = to_dict(_predictor(request, named=True))
     return desired
 
 

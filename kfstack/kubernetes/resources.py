@@ -428,8 +428,8 @@ def service_phase(obj: dict) -> Phase:
 # KServe copies it from the Knative Service (Serverless) or from the predictor Deployment
 # (Standard) (v0.20 ``inference_service_status.go``), so "Ready at the generation just applied"
 # cannot be read from it. What the launcher waits for instead is a status that shows the spec
-# just applied: the traffic split it asks for (Serverless) or exactly its canaries, ready
-# (Standard), with the Ready condition True.
+# just applied: the traffic split it asks for (Serverless) or exactly its canaries, ready, with
+# CanaryPredictorReady True while there are canaries (Standard), and the Ready condition True.
 KSERVE_MODE_ANNOTATION = "serving.kserve.io/deploymentMode"
 SERVERLESS = "serverless"
 STANDARD = "standard"
@@ -469,9 +469,17 @@ def _serverless_split_applied(obj: dict) -> bool:
     return latest == wanted and previous == 100 - wanted
 
 
+# Standard mode's condition over the canaries (KServe 0.20; present while spec.canary is not
+# empty, True once every canary's Deployment has an available replica).
+CANARY_READY_CONDITION = "CanaryPredictorReady"
+
+
 def _standard_canaries_applied(obj: dict) -> bool:
-    """The status lists exactly the spec's canaries, each ready at its traffic share."""
+    """The status lists exactly the spec's canaries, each ready at its traffic share, and with
+    canaries, :data:`CANARY_READY_CONDITION` is True."""
     wanted = {c["predictor"].get("name"): c.get("trafficPercent", 0) for c in obj["spec"].get("canary") or []}
+    if wanted and CANARY_READY_CONDITION not in _true_conditions(obj):
+        return False
     statuses = (obj.get("status") or {}).get("canaryStatuses") or []
     seen = {c.get("name"): (c.get("trafficPercent", 0), c.get("ready")) for c in statuses}
     return set(seen) == set(wanted) and all(seen[n] == (p, True) for n, p in wanted.items())

@@ -102,12 +102,9 @@ class KServeRollout:
         if not self._canary:
             return  # a first deployment serves 100% already
         live = self._live()
-        if live is None or isvc.model_versions(live)[1] != self.request.model_version:
-            raise DeploymentFailedError(
-                f"InferenceService {self.request.name} no longer has canary {self.request.model_version} "
-                f"to promote (changed by someone else?)"
-            )
-        self._apply(isvc.promoted(live))
+        if live is None:
+            raise DeploymentFailedError(f"InferenceService {self.request.name} is gone: nothing to promote")
+        self._apply(isvc.promoted(live, self.request))
 
     def roll_back(self, details: Mapping[str, Any]) -> None:
         live = self._live()

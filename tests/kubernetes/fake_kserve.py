@@ -48,8 +48,9 @@ class FakeKServeController:
         for predictor in [spec["predictor"], *(c["predictor"] for c in spec.get("canary") or [])]:
             host = f"{name}-{predictor['name']}-predictor.{self.namespace}.svc.cluster.local"
             self.model_at[host] = predictor["model"]["storageUri"]
+        canaries = [{"type": "CanaryPredictorReady", "status": "True"}] if spec.get("canary") else []
         return {
-            "conditions": [READY],
+            "conditions": [READY, *canaries],
             "canaryStatuses": [
                 {"name": c["predictor"]["name"], "trafficPercent": c["trafficPercent"], "ready": True}
                 for c in spec.get("canary") or []

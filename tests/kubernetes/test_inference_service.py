@@ -45,7 +45,7 @@ def lifecycle(mode: str) -> dict[str, dict]:
     return {
         "first": first,
         "canary": canary,
-        "promoted": isvc.promoted(canary),
+        "promoted": isvc.promoted(canary, request(mode, "0.1.0+run2")),
         "rolled_back": isvc.rolled_back(canary),
     }
 
@@ -141,6 +141,25 @@ def test_standard_canary_is_a_named_entry_promoted_by_retargeting():
     assert promoted["predictor"]["model"] == entry["predictor"]["model"]
     assert promoted["predictor"]["maxReplicas"] == 3  # the stable's autoscaling stays
     assert stages["rolled_back"]["spec"] == first["spec"]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_canary_and_its_promotion_carry_the_new_placement_and_autoscaling(mode):
+    first = isvc.first_rollout(request(mode))
+    moved = request(mode, "0.1.0+run2", profile=get_profile("h100"), service_account="new-sa", max_replicas=6)
+    canary = isvc.canary_rollout(first, moved)
+    new = canary["spec"]["predictor"] if mode == isvc.SERVERLESS else canary["spec"]["canary"][0]["predictor"]
+    assert new["serviceAccountName"] == "new-sa"
+    assert new["model"]["resources"]["limits"]["nvidia.com/gpu"] == "1"
+    assert new["tolerations"][0]["key"] == "nvidia.com/gpu"
+    promoted = isvc.promoted(canary, moved)["spec"]["predictor"]
+    assert promoted["serviceAccountName"] == "new-sa" and promoted["maxReplicas"] == 6
+    assert promoted["nodeSelector"] == get_profile("h100").pod_settings()["nodeSelector"]
+    # Only the canary of the version asked for is promoted.
+    with pytest.raises(InvalidParameterError, match=r"no canary of model version 0\.1\.0\+run3"):
+        isvc.promoted(canary, request(mode, "0.1.0+run3"))
+    with pytest.raises(InvalidParameterError, match="no canary"):
+        isvc.promoted(first, moved)
 
 
 def test_refusals_name_the_parameter():
@@ -279,10 +298,14 @@ def knative_status(
     }
 
 
-def standard_status(canaries: list[tuple[str, int, bool]], ready=READY) -> dict:
+def standard_status(canaries: list[tuple[str, int, bool]], ready=READY, canary_condition=True) -> dict:
+    conditions = [ready]
+    if canaries and canary_condition:  # KServe 0.20 sets it while there are canaries
+        all_ready = all(r for _, _, r in canaries)
+        conditions.append({"type": "CanaryPredictorReady", "status": "True" if all_ready else "False"})
     return {
         "observedGeneration": 1,
-        "conditions": [ready],
+        "conditions": conditions,
         "canaryStatuses": [{"name": n, "trafficPercent": p, "ready": r} for n, p, r in canaries],
     }
 
@@ -320,6 +343,9 @@ def test_standard_readiness_follows_the_canary_statuses():
         phase({**stages["canary"], "status": standard_status([(name, 10, True)])})
         is resources.Phase.SUCCEEDED
     )
+    # Every canary ready, but the controller has not set CanaryPredictorReady yet.
+    unconfirmed = standard_status([(name, 10, True)], canary_condition=False)
+    assert phase({**stages["canary"], "status": unconfirmed}) is resources.Phase.RUNNING
     # Promoted or rolled back: ready once the canary's status is gone.
     for stage in ("promoted", "rolled_back"):
         assert (

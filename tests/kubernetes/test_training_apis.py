@@ -117,7 +117,9 @@ def test_the_parameter_check_finds_an_unserved_api_before_the_first_step(fake_ap
     """validate-parameters, on the cluster: a forced trainer-v2 on a v1 cluster fails there,
     before the Spark job, and so does a cluster without the spark-operator."""
     monkeypatch.setattr(Cluster, "from_environment", classmethod(lambda cls, stage: cluster(fake_api)))
-    fake_api.serve_only(*V1_ONLY, resources.SPARK_APPLICATION, resources.EXPERIMENT)
+    fake_api.serve_only(
+        *V1_ONLY, resources.SPARK_APPLICATION, resources.EXPERIMENT, resources.INFERENCE_SERVICE
+    )
     rendering.check_run_parameters("flights-training", {"platform": "kubernetes"}, RUN_ID)
     # The tuning step's trials are training jobs too: it is the first to need the API.
     with pytest.raises(PlatformNotAvailableError, match=r"tune-model: .* choose another training_api"):
@@ -125,7 +127,7 @@ def test_the_parameter_check_finds_an_unserved_api_before_the_first_step(fake_ap
             "flights-training", {"platform": "kubernetes", "training_api": "trainer-v2"}, RUN_ID
         )
     # Without Katib, tuning must be off; then the training step alone decides.
-    fake_api.serve_only(*V1_ONLY, resources.SPARK_APPLICATION)
+    fake_api.serve_only(*V1_ONLY, resources.SPARK_APPLICATION, resources.INFERENCE_SERVICE)
     with pytest.raises(PlatformNotAvailableError, match=r"tune-model: .*Experiment \(Katib v0\.19\)"):
         rendering.check_run_parameters("flights-training", {"platform": "kubernetes"}, RUN_ID)
     rendering.check_run_parameters("flights-training", {"platform": "kubernetes", "tune": False}, RUN_ID)
@@ -138,4 +140,9 @@ def test_the_parameter_check_finds_an_unserved_api_before_the_first_step(fake_ap
     fake_api.serve_only(*V2_ONLY)
     with pytest.raises(PlatformNotAvailableError, match=r"flights-features: .*SparkApplication"):
         rendering.check_run_parameters("flights-training", {"platform": "kubernetes"}, RUN_ID)
+    # Without KServe the run cannot deploy: refused up front, unless deploy is off.
+    fake_api.serve_only(*V1_ONLY, resources.SPARK_APPLICATION, resources.EXPERIMENT)
+    with pytest.raises(PlatformNotAvailableError, match=r"deploy-model: .*InferenceService \(KServe 0\.20"):
+        rendering.check_run_parameters("flights-training", {"platform": "kubernetes"}, RUN_ID)
+    rendering.check_run_parameters("flights-training", {"platform": "kubernetes", "deploy": False}, RUN_ID)
     assert fake_api.count("POST") == 0
