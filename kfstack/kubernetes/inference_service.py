@@ -42,6 +42,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import hashlib
+import re
 import sys
 from typing import Any
 
@@ -68,10 +69,17 @@ MODEL_FORMAT = "kfstack-flights"
 MODEL_FORMAT_VERSION = "1"
 # The predictor container, in the ServingRuntime and in every InferenceService's model spec.
 CONTAINER_NAME = "kserve-container"
-# Which model version serves, and which one is being canaried: written by every rollout step
-# (the spec names storage URIs, not versions), read by the next deployment and by `kubectl`.
+# Which model version serves (confirmed: a first deployment that answered, a promoted canary),
+# and which one is being rolled out and not confirmed yet (a canary, or a first deployment still
+# on trial): written by every rollout step (the spec names storage URIs, not versions), read by
+# the next deployment, the exit handler and `kubectl`.
 MODEL_VERSION_ANNOTATION = "kfstack.dev/model-version"
-CANARY_VERSION_ANNOTATION = "kfstack.dev/canary-model-version"
+NEW_VERSION_ANNOTATION = "kfstack.dev/new-model-version"
+# KServe's names built from an InferenceService's: Standard mode labels its pods
+# ``app: isvc.<name>-<predictor>-predictor`` (a label value: at most 63 characters; the
+# predictor name here is 12), Knative names revisions and routes after ``<name>-predictor``.
+MAX_NAME_LENGTH = {STANDARD: 35, SERVERLESS: 45}
+_NAME = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 API_VERSION = "serving.kserve.io/v1beta1"
 KIND = "InferenceService"
 
@@ -129,6 +137,12 @@ class ServingRequest:
         problems = []
         if self.mode not in DEPLOYMENT_MODES:
             problems.append(f"serving_mode={self.mode!r} must be one of {', '.join(DEPLOYMENT_MODES)}")
+        elif not _NAME.match(self.name) or len(self.name) > MAX_NAME_LENGTH[self.mode]:
+            problems.append(
+                f"serving_name={self.name!r}: an InferenceService name is a DNS-1035 label (lower-case "
+                f"letters, digits and '-', starting with a letter) of at most {MAX_NAME_LENGTH[self.mode]} "
+                f"characters in serving_mode={self.mode} (KServe derives longer names from it)"
+            )
         if self.min_replicas < 0 or self.max_replicas < max(1, self.min_replicas):
             problems.append(
                 f"serving_min_replicas={self.min_replicas}, serving_max_replicas={self.max_replicas}: "
@@ -206,13 +220,13 @@ def _predictor(request: ServingRequest, named: bool, autoscaled: bool = True) ->
 
 
 def first_rollout(request: ServingRequest) -> dict:
-    """A new InferenceService serving the model at 100%."""
+    """A new InferenceService serving the model at 100%, on trial until :func:`confirmed`."""
     kserve = kserve_sdk()
     from kubernetes import client
 
     annotations = {
         DEPLOYMENT_MODE_ANNOTATION: DEPLOYMENT_MODES[request.mode],
-        MODEL_VERSION_ANNOTATION: request.model_version,
+        NEW_VERSION_ANNOTATION: request.model_version,
     }
     if request.mode == SERVERLESS:
         annotations[TAG_ROUTING_ANNOTATION] = "true"
@@ -244,7 +258,9 @@ def canary_rollout(current: dict, request: ServingRequest) -> dict:
         raise InvalidParameterError(
             f"InferenceService {request.name} already serves model version {request.model_version}"
         )
-    annotations[CANARY_VERSION_ANNOTATION] = request.model_version
+    if request.mode == STANDARD:
+        _check_standard_placement(spec["predictor"], request)
+    annotations[NEW_VERSION_ANNOTATION] = request.model_version
     if request.mode == SERVERLESS:
         # The whole predictor as this request asks for it (pool, service account, autoscaling):
         # it all becomes the new revision, and a rollback returns to the previous one's.
@@ -263,6 +279,28 @@ def canary_rollout(current: dict, request: ServingRequest) -> dict:
     return desired
 
 
+def confirmed(current: dict, request: ServingRequest) -> dict:
+    """The InferenceService of a first deployment that answered, with ``request``'s version
+    recorded as the one in production.
+
+    Raises:
+        InvalidParameterError: The service is not ``request``'s first deployment on trial.
+    """
+    desired = _copy(current)
+    annotations = desired["metadata"].setdefault("annotations", {})
+    if (
+        canary_in_progress(current)
+        or MODEL_VERSION_ANNOTATION in annotations
+        or annotations.get(NEW_VERSION_ANNOTATION) != request.model_version
+    ):
+        raise InvalidParameterError(
+            f"InferenceService {request.name} is not the first deployment of model version "
+            f"{request.model_version}"
+        )
+    annotations[MODEL_VERSION_ANNOTATION] = annotations.pop(NEW_VERSION_ANNOTATION)
+    return desired
+
+
 def promoted(current: dict, request: ServingRequest) -> dict:
     """The InferenceService with ``request``'s canary serving 100% (the previous model gone).
 
@@ -275,12 +313,12 @@ def promoted(current: dict, request: ServingRequest) -> dict:
     desired = _copy(current)
     spec = desired["spec"]
     annotations = desired["metadata"].setdefault("annotations", {})
-    if not canary_in_progress(current) or annotations.get(CANARY_VERSION_ANNOTATION) != request.model_version:
+    if not canary_in_progress(current) or annotations.get(NEW_VERSION_ANNOTATION) != request.model_version:
         raise InvalidParameterError(
             f"InferenceService {request.name} has no canary of model version {request.model_version} "
             f"to promote"
         )
-    annotations[MODEL_VERSION_ANNOTATION] = annotations.pop(CANARY_VERSION_ANNOTATION)
+    annotations[MODEL_VERSION_ANNOTATION] = annotations.pop(NEW_VERSION_ANNOTATION)
     if kserve_mode(current) == SERVERLESS:
         spec["predictor"].pop("canaryTrafficPercent", None)
         return desired
@@ -292,7 +330,7 @@ def promoted(current: dict, request: ServingRequest) -> dict:
 def rolled_back(current: dict) -> dict:
     """The InferenceService serving its previous model at 100% again."""
     desired = _copy(current)
-    desired["metadata"].get("annotations", {}).pop(CANARY_VERSION_ANNOTATION, None)
+    desired["metadata"].get("annotations", {}).pop(NEW_VERSION_ANNOTATION, None)
     if kserve_mode(current) == SERVERLESS:
         desired["spec"]["predictor"]["canaryTrafficPercent"] = 0
     else:
@@ -308,10 +346,37 @@ def canary_in_progress(isvc: dict) -> bool:
 
 
 def model_versions(isvc: dict) -> tuple[str | None, str | None]:
-    """The version in production and the canary's (None without one), from the annotations."""
+    """The version in production (None before one was confirmed) and the one being rolled out
+    (None without one: a canary, or a first deployment on trial), from the annotations."""
     annotations = isvc["metadata"].get("annotations") or {}
-    canary = annotations.get(CANARY_VERSION_ANNOTATION) if canary_in_progress(isvc) else None
-    return annotations.get(MODEL_VERSION_ANNOTATION), canary
+    return annotations.get(MODEL_VERSION_ANNOTATION), annotations.get(NEW_VERSION_ANNOTATION)
+
+
+def _check_standard_placement(stable: dict, request: ServingRequest) -> None:
+    """Standard mode: KServe builds a canary's pods over a copy of the stable predictor's
+    (fields the entry leaves empty are inherited, maps merged), so a canary cannot leave the
+    stable's pool or service account; refuses one that would.
+
+    Raises:
+        InvalidParameterError: The request places the predictor elsewhere.
+    """
+    wanted = to_dict(_predictor(request, named=True, autoscaled=False))
+    fields = {
+        "serving_pool": ("nodeSelector", "tolerations"),
+        "serving_service_account": ("serviceAccountName",),
+    }
+    moved = [
+        parameter for parameter, keys in fields.items() if any(stable.get(k) != wanted.get(k) for k in keys)
+    ]
+    resources = (stable.get("model") or {}).get("resources")
+    if resources != wanted["model"].get("resources") and "serving_pool" not in moved:
+        moved.append("serving_pool")
+    if moved:
+        raise InvalidParameterError(
+            f"InferenceService {request.name} (Standard mode): KServe builds a canary over the stable "
+            f"predictor's pod spec, so a canary cannot change {' or '.join(moved)}; keep the live "
+            f"service's, or deploy under another serving_name"
+        )
 
 
 def _serverless_canary_percent(isvc: dict) -> int:
@@ -322,7 +387,10 @@ def _serverless_canary_percent(isvc: dict) -> int:
 def _copy(current: dict) -> dict:
     """The parts of a live object a replace sends back: metadata that identifies it, and spec."""
     metadata = current["metadata"]
-    kept = {k: copy.deepcopy(metadata[k]) for k in ("name", "labels", "annotations") if k in metadata}
+    # resourceVersion: the update is refused (409) if the service changed since it was read;
+    # finalizers and owners: KServe's own, kept as they are.
+    identity = ("name", "labels", "annotations", "resourceVersion", "finalizers", "ownerReferences")
+    kept = {k: copy.deepcopy(metadata[k]) for k in identity if k in metadata}
     return {
         "apiVersion": current["apiVersion"],
         "kind": current["kind"],
@@ -345,8 +413,11 @@ def _desired(current: dict, request: ServingRequest) -> dict:
 def predictor_urls(isvc: dict, namespace: str) -> tuple[str, str | None]:
     """In-cluster base URLs of the stable predictor and of the canary (None without one).
 
-    Serverless: the ``prev`` and ``latest`` tagged routes of ``status.components.predictor.traffic``
-    (tag routing on). Standard: the predictors' own Services, ``{isvc}-{name}-predictor``.
+    Serverless: the ``prev`` and ``latest`` tags of the route (tag routing on), through the
+    Service Knative creates in the namespace for each tag, ``{tag}-{isvc}-predictor`` (the URLs
+    in ``status.components.predictor.traffic`` are the cluster's external domain, which a pod
+    may not resolve); the tags must be in the status. Standard: the predictors' own Services,
+    ``{isvc}-{name}-predictor``.
     """
     name = isvc["metadata"]["name"]
     spec = isvc["spec"]
@@ -360,7 +431,9 @@ def predictor_urls(isvc: dict, namespace: str) -> tuple[str, str | None]:
     traffic = (((isvc.get("status") or {}).get("components") or {}).get("predictor") or {}).get(
         "traffic"
     ) or []
-    tagged = {t.get("tag"): t.get("url") for t in traffic if t.get("tag")}
+    tags = {t.get("tag") for t in traffic}
+    base = f"{name}-predictor.{namespace}.svc.cluster.local"
     if not _serverless_canary_percent(isvc):
-        return f"http://{name}-predictor.{namespace}.svc.cluster.local", None
-    return tagged.get("prev") or "", tagged.get("latest")
+        return f"http://{base}", None
+    stable = f"http://prev-{base}" if "prev" in tags else ""
+    return stable, (f"http://latest-{base}" if "latest" in tags else None)

@@ -255,17 +255,20 @@ class ResourceLauncher:
                 raise
 
     def apply(self, body: dict) -> dict:
-        """Creates ``body``, or replaces the spec (labels, annotations) of the object there."""
+        """Creates ``body``, or replaces the spec (labels, annotations) of the object there.
+
+        A ``body`` built from the object as it was read carries that read's ``resourceVersion``:
+        the API server then refuses the update (409) if the object changed since (another run's
+        rollout), instead of silently overwriting it. Without one, the current object's is used.
+        """
         name = body["metadata"]["name"]
         existing = self.get(name)
         if existing is None:
             logger.info("creating %s %s/%s", self.kind.kind, self.namespace, name)
             return self.create(body)
         metadata = existing["metadata"]
-        desired = {
-            **body,
-            "metadata": {**body["metadata"], "resourceVersion": metadata.get("resourceVersion")},
-        }
+        read_at = body["metadata"].get("resourceVersion") or metadata.get("resourceVersion")
+        desired = {**body, "metadata": {**body["metadata"], "resourceVersion": read_at}}
         logger.info(
             "updating %s %s/%s (generation %s)",
             self.kind.kind,

@@ -14,15 +14,18 @@ pipeline or of a retraining one -- starts from what this one left.
 
 from __future__ import annotations
 
+import urllib.request
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from kfstack.errors import DeploymentFailedError
+from kubernetes.client.rest import ApiException
+
+from kfstack.errors import DeploymentFailedError, ResourceFailedError, ResourceTimeoutError
 from kfstack.kubernetes import inference_service as isvc
 from kfstack.kubernetes import naming
 from kfstack.kubernetes.launcher import Cluster, launch, resource_reference
 from kfstack.kubernetes.placement import Placement
-from kfstack.kubernetes.resources import INFERENCE_SERVICE
+from kfstack.kubernetes.resources import INFERENCE_SERVICE, Phase
 from kfstack.serving.canary import Endpoint
 
 # What an InferenceService made by hand (without kfstack's annotation) is called as production.
@@ -71,16 +74,52 @@ class KServeRollout:
         return Endpoint(role, url, self.headers)
 
     def production_version(self) -> str | None:
+        """None also for a first deployment still on trial (it failed its probe, or its task was
+        killed): the next rollout deploys first again instead of canarying against it."""
         live = self._live()
         if live is None:
             return None
-        production, _ = isvc.model_versions(live)
+        production, new = isvc.model_versions(live)
+        if production is None and new is not None and not isvc.canary_in_progress(live):
+            return None
         return production or UNVERSIONED
 
     def deploy_first(self) -> Endpoint:
+        trial = self._live()  # a first deployment on trial that did not answer, replaced in place
         final = self._apply(isvc.first_rollout(self.request))
+        if trial is not None:
+            final = self._await_replacement(trial)
         stable, _ = isvc.predictor_urls(final, self.cluster.namespace)
         return self._endpoint("stable", stable)
+
+    def _await_replacement(self, trial: dict) -> dict:
+        """After a first deployment replaced another in place, waits until the new model is the
+        one that answers: the status read right after the update still shows the old one Ready
+        (which reads as applied). Serverless: Knative's latest created revision is a new one,
+        and ready at 100% (the address stays the same). Standard: the new predictor -- a new
+        name, so its own Deployment and Service -- says it is ready.
+
+        Raises:
+            ResourceTimeoutError: Not within the placement's timeout; the service is left as it is.
+        """
+        old_revision = _latest_created(trial)
+        started = self.cluster.clock()
+        while True:
+            live = self._live()
+            if live is not None and INFERENCE_SERVICE.phase(live) is Phase.SUCCEEDED:
+                if isvc.kserve_mode(live) == isvc.SERVERLESS:
+                    if _latest_created(live) not in (None, old_revision):
+                        self._last = live
+                        return live
+                elif _answers_ready(self.reach(isvc.predictor_urls(live, self.cluster.namespace)[0]), self):
+                    self._last = live
+                    return live
+            if self.cluster.clock() - started > self.placement.timeout_seconds:
+                raise ResourceTimeoutError(
+                    f"InferenceService {self.request.name}: the new first deployment did not take over "
+                    f"within {self.placement.timeout_seconds}s; it was left in place"
+                )
+            self.cluster.sleep(self.placement.poll_interval_seconds)
 
     def deploy_canary(self) -> tuple[Endpoint, Endpoint]:
         live = self._live()
@@ -89,6 +128,10 @@ class KServeRollout:
                 f"InferenceService {self.request.name} is gone: nothing to canary against"
             )
         self._canary = True
+        if self._own_canary(live):
+            # A retry of a task killed mid-analysis: its canary starts over from the stable state.
+            self._apply(isvc.rolled_back(live))
+            live = self._live() or live
         final = self._apply(isvc.canary_rollout(live, self.request))
         stable, canary = isvc.predictor_urls(final, self.cluster.namespace)
         if not stable or canary is None:
@@ -98,38 +141,78 @@ class KServeRollout:
             )
         return self._endpoint("stable", stable), self._endpoint("canary", canary)
 
+    def _own_canary(self, live: dict) -> bool:
+        return isvc.canary_in_progress(live) and isvc.model_versions(live)[1] == self.request.model_version
+
     def promote(self, details: Mapping[str, Any]) -> None:
-        if not self._canary:
-            return  # a first deployment serves 100% already
         live = self._live()
         if live is None:
             raise DeploymentFailedError(f"InferenceService {self.request.name} is gone: nothing to promote")
-        self._apply(isvc.promoted(live, self.request))
+        # A first deployment serves 100% already: its version is only recorded as production.
+        self._apply(isvc.promoted(live, self.request) if self._canary else isvc.confirmed(live, self.request))
 
-    def roll_back(self, details: Mapping[str, Any]) -> None:
+    def roll_back(self, details: Mapping[str, Any], settle: bool = True) -> None:
         live = self._live()
         # Only this rollout's own canary: one that something else put there is not ours to undo.
-        if live is not None and isvc.model_versions(live)[1] == self.request.model_version:
+        if live is None or not self._own_canary(live):
+            return
+        if settle:
             self._apply(isvc.rolled_back(live))
+        else:
+            self._launcher.apply(isvc.rolled_back(live))
 
     def reference(self) -> dict[str, Any]:
         return resource_reference(INFERENCE_SERVICE, self._last or self._live() or {})
 
 
+def _answers_ready(base_url: str, rollout: KServeRollout) -> bool:
+    """``GET <base>/v2/models/<name>/ready`` answers 200 (the predictor's readiness)."""
+    request = urllib.request.Request(
+        f"{base_url}/v2/models/{rollout.request.name}/ready", headers=rollout.headers
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=5) as response:
+            return bool(response.status == 200)
+    except (OSError, ValueError):
+        return False
+
+
+def _latest_created(service: dict) -> str | None:
+    predictor = ((service.get("status") or {}).get("components") or {}).get("predictor") or {}
+    return predictor.get("latestCreatedRevision")
+
+
 def roll_back_run_canaries(run_id: str, cluster: Cluster) -> list[str]:
     """The exit handler's rollback: every InferenceService whose canary run ``run_id`` started
     and left unfinished (its process was killed before it could roll back) is rolled back.
-    Applied, not awaited: the exit handler must not hang on a slow revision.
+
+    The run's canary is one in progress on a service carrying the run's label (a canary rollout
+    labels the service with its run) and kfstack's annotation of the version being rolled out; a
+    canary made otherwise is left alone. Applied, not awaited: the exit handler must not hang on
+    a slow revision.
 
     Returns:
         ``InferenceService/name`` of each service rolled back.
+
+    Raises:
+        ResourceFailedError: Some could not be rolled back, after every other one was.
     """
     if not cluster.serves(INFERENCE_SERVICE):
         return []
     launcher = cluster.launcher(INFERENCE_SERVICE)
-    rolled_back = []
+    rolled_back, problems = [], []
     for live in launcher.list(naming.run_selector(run_id)):
-        if isvc.canary_in_progress(live):
+        name = live["metadata"]["name"]
+        if not (isvc.canary_in_progress(live) and isvc.model_versions(live)[1]):
+            continue
+        try:
             launcher.apply(isvc.rolled_back(live))
-            rolled_back.append(f"InferenceService/{live['metadata']['name']}")
+            rolled_back.append(f"InferenceService/{name}")
+        except ApiException as err:
+            problems.append(f"InferenceService/{name}: {err.status} {err.reason}")
+    if problems:
+        raise ResourceFailedError(
+            f"run {run_id}'s canary could not be rolled back: {'; '.join(problems)} "
+            f"(rolled back: {', '.join(rolled_back) or 'nothing'})"
+        )
     return rolled_back

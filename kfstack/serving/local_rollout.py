@@ -100,7 +100,7 @@ class LocalRollout:
         if CANARY in self._serving:
             self._stop(STABLE)
 
-    def roll_back(self, details: Mapping[str, Any]) -> None:
+    def roll_back(self, details: Mapping[str, Any], settle: bool = True) -> None:
         self._stop(CANARY)
         self.registry.record_rollback(self.version, self.run_id, dict(details))
 

@@ -18,7 +18,9 @@ A rollout that does not reach its decision -- the canary never became ready, the
 failed, SIGTERM arrived (a cancelled run) -- rolls its canary back before the error goes on: a
 half-finished canary never stays behind. (A process killed outright cannot; on a cluster the
 run's exit handler then rolls back, :func:`kfstack.serving.kserve_rollout.roll_back_run_canaries`;
-locally production is only written by a promotion, and the runner stops the servers.)
+locally production is only written by a promotion, and the runner stops the servers.) A first
+deployment becomes production only once it answered (:meth:`Rollout.promote`); one that did not
+is deployed first again by the next rollout.
 """
 
 from __future__ import annotations
@@ -65,9 +67,10 @@ class Rollout(Protocol):
         """Makes the deployed model production (after a first deployment, or a good canary)."""
         ...
 
-    def roll_back(self, details: Mapping[str, Any]) -> None:
+    def roll_back(self, details: Mapping[str, Any], settle: bool = True) -> None:
         """Leaves the previous model serving 100%; safe whatever state :meth:`deploy_canary`
-        reached (also none)."""
+        reached (also none). ``settle``: wait until the platform shows it (False after an
+        error: a canary that never became ready may keep the service from reading as settled)."""
         ...
 
     def reference(self) -> dict[str, Any]:
@@ -189,6 +192,6 @@ def _roll_back_after(rollout: Rollout, err: BaseException) -> None:
     reason = f"the rollout did not finish: {type(err).__name__}: {err}"
     logger.warning("rolling the canary back: %s", reason)
     try:
-        rollout.roll_back({"decision": ROLLBACK, "reason": reason})
+        rollout.roll_back({"decision": ROLLBACK, "reason": reason}, settle=False)
     except Exception:
         logger.exception("rolling the canary back failed too")

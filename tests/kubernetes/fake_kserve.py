@@ -4,7 +4,7 @@ InferenceService's status, for the fake API server: no cluster runs here.
 :class:`FakeKServeController` is the fake API's ``on_read`` hook. On every read it reconciles at
 once: the status shows the spec applied and Ready, as
 :func:`kfstack.kubernetes.resources.inference_service_phase` reads it, with the addresses the
-real controllers publish -- Knative's ``latest``/``prev`` tagged routes of each revision, or
+real controllers publish -- Knative's ``latest``/``prev`` tag Services of each revision, or
 Standard mode's per-predictor Services. It also records which model (``storageUri``) each
 address serves, so a test can route the analysis to real predictors on loopback
 (:meth:`reach`).
@@ -18,6 +18,8 @@ from kfstack.kubernetes.resources import STANDARD, kserve_mode
 
 READY = {"type": "Ready", "status": "True"}
 DOMAIN = "example.com"
+# Loopback port 9 (discard): nothing listens, every connection is refused.
+NOWHERE = "http://127.0.0.1:9"
 
 
 class FakeKServeController:
@@ -71,14 +73,15 @@ class FakeKServeController:
         previous = self._rolled_out[name]
 
         def route(tag: str, revision: int, share: int, is_latest: bool) -> dict:
-            host = f"{tag}-{name}-predictor-{self.namespace}.{DOMAIN}"
-            self.model_at[host] = revisions[revision]
+            # Knative's tag Service in the namespace (what a pod calls), and the external URL the
+            # status shows.
+            self.model_at[f"{tag}-{name}-predictor.{self.namespace}.svc.cluster.local"] = revisions[revision]
             return {
                 "tag": tag,
                 "revisionName": f"{name}-predictor-{revision + 1:05d}",
                 "latestRevision": is_latest,
                 "percent": share,
-                "url": f"http://{host}",
+                "url": f"http://{tag}-{name}-predictor-{self.namespace}.{DOMAIN}",
             }
 
         traffic = [route("latest", latest, percent, True)]
@@ -99,5 +102,8 @@ class FakeKServeController:
         }
 
     def reach(self, url: str) -> str:
-        """The loopback predictor serving the model an in-cluster address routes to."""
-        return self.servers[self.model_at[urllib.parse.urlsplit(url).hostname or ""]]
+        """The loopback predictor serving the model an in-cluster address routes to; an address
+        no Service has yet (the controller has not reconciled) reaches nothing, as an unknown
+        name does on a cluster."""
+        model = self.model_at.get(urllib.parse.urlsplit(url).hostname or "")
+        return self.servers[model] if model else NOWHERE

@@ -38,11 +38,15 @@ def request(mode: str, version: str = "0.1.0+run1", **overrides) -> isvc.Serving
 
 
 def lifecycle(mode: str) -> dict[str, dict]:
-    first = isvc.first_rollout(request(mode))
+    """Every state a service goes through: first deployed (on trial), confirmed (it answered),
+    a canary of the next version, then that canary promoted or rolled back."""
+    trial = isvc.first_rollout(request(mode))
+    first = isvc.confirmed(trial, request(mode))
     canary = isvc.canary_rollout(
         first, request(mode, "0.1.0+run2", labels={"pipelines.kubeflow.org/run-id": "run2"})
     )
     return {
+        "trial": trial,
         "first": first,
         "canary": canary,
         "promoted": isvc.promoted(canary, request(mode, "0.1.0+run2")),
@@ -80,11 +84,12 @@ def test_every_stage_of_a_rollout_round_trips_and_validates(mode, tmp_path):
 def test_serverless_canary_promotion_and_rollback():
     stages = lifecycle(isvc.SERVERLESS)
     first, canary = stages["first"], stages["canary"]
-    assert first["metadata"]["annotations"] == {
+    assert stages["trial"]["metadata"]["annotations"] == {
         "serving.kserve.io/deploymentMode": "Serverless",
         "serving.kserve.io/enable-tag-routing": "true",
-        "kfstack.dev/model-version": "0.1.0+run1",
+        "kfstack.dev/new-model-version": "0.1.0+run1",
     }
+    assert stages["trial"]["spec"] == first["spec"]  # confirming changes no spec
     predictor = first["spec"]["predictor"]
     assert "canaryTrafficPercent" not in predictor
     assert predictor["model"] == {
@@ -126,6 +131,7 @@ def test_standard_canary_is_a_named_entry_promoted_by_retargeting():
         "serving.kserve.io/deploymentMode": "Standard",
         "kfstack.dev/model-version": "0.1.0+run1",
     }
+    assert stages["trial"]["metadata"]["annotations"]["kfstack.dev/new-model-version"] == "0.1.0+run1"
     stable_name = first["spec"]["predictor"]["name"]
     (entry,) = canary["spec"]["canary"]
     assert entry["trafficPercent"] == 10
@@ -144,22 +150,53 @@ def test_standard_canary_is_a_named_entry_promoted_by_retargeting():
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_a_canary_and_its_promotion_carry_the_new_placement_and_autoscaling(mode):
-    first = isvc.first_rollout(request(mode))
-    moved = request(mode, "0.1.0+run2", profile=get_profile("h100"), service_account="new-sa", max_replicas=6)
-    canary = isvc.canary_rollout(first, moved)
-    new = canary["spec"]["predictor"] if mode == isvc.SERVERLESS else canary["spec"]["canary"][0]["predictor"]
-    assert new["serviceAccountName"] == "new-sa"
-    assert new["model"]["resources"]["limits"]["nvidia.com/gpu"] == "1"
-    assert new["tolerations"][0]["key"] == "nvidia.com/gpu"
-    promoted = isvc.promoted(canary, moved)["spec"]["predictor"]
-    assert promoted["serviceAccountName"] == "new-sa" and promoted["maxReplicas"] == 6
-    assert promoted["nodeSelector"] == get_profile("h100").pod_settings()["nodeSelector"]
+def test_a_canary_and_its_promotion_carry_this_rollouts_autoscaling(mode):
+    first = isvc.confirmed(isvc.first_rollout(request(mode)), request(mode))
+    bigger = request(mode, "0.1.0+run2", max_replicas=6)
+    promoted = isvc.promoted(isvc.canary_rollout(first, bigger), bigger)["spec"]["predictor"]
+    assert promoted["maxReplicas"] == 6 and promoted["serviceAccountName"] == "kfstack-predictor"
     # Only the canary of the version asked for is promoted.
     with pytest.raises(InvalidParameterError, match=r"no canary of model version 0\.1\.0\+run3"):
-        isvc.promoted(canary, request(mode, "0.1.0+run3"))
+        isvc.promoted(isvc.canary_rollout(first, bigger), request(mode, "0.1.0+run3"))
     with pytest.raises(InvalidParameterError, match="no canary"):
-        isvc.promoted(first, moved)
+        isvc.promoted(first, bigger)
+
+
+def test_a_serverless_canary_is_a_new_revision_wherever_it_is_placed():
+    first = isvc.confirmed(isvc.first_rollout(request(isvc.SERVERLESS)), request(isvc.SERVERLESS))
+    moved = request(isvc.SERVERLESS, "0.1.0+run2", profile=get_profile("h100"), service_account="new-sa")
+    predictor = isvc.canary_rollout(first, moved)["spec"]["predictor"]
+    assert predictor["serviceAccountName"] == "new-sa"
+    assert predictor["model"]["resources"]["limits"]["nvidia.com/gpu"] == "1"
+    assert predictor["tolerations"][0]["key"] == "nvidia.com/gpu"
+    assert predictor["canaryTrafficPercent"] == 10
+
+
+@pytest.mark.parametrize(
+    ("change", "parameter"),
+    [
+        ({"profile": get_profile("h100")}, "serving_pool"),
+        ({"service_account": "other-sa"}, "serving_service_account"),
+        ({"profile": get_profile("cpu")}, "serving_pool"),  # the same selector, other resources
+    ],
+)
+def test_a_standard_canary_cannot_move_off_the_stable_pods(change, parameter):
+    """KServe builds a Standard canary over the stable predictor's pod spec (inherited fields,
+    merged maps): a canary elsewhere would be analysed on the old pods' placement."""
+    first = isvc.confirmed(isvc.first_rollout(request(isvc.STANDARD)), request(isvc.STANDARD))
+    with pytest.raises(InvalidParameterError, match=f"cannot change {parameter}"):
+        isvc.canary_rollout(first, request(isvc.STANDARD, "0.1.0+run2", **change))
+
+
+def test_the_name_must_fit_what_kserve_derives_from_it():
+    assert request(isvc.STANDARD, name="a" * 35).name
+    with pytest.raises(InvalidParameterError, match="at most 35 characters in serving_mode=standard"):
+        request(isvc.STANDARD, name="a" * 36)
+    assert request(isvc.SERVERLESS, name="a" * 45).name
+    with pytest.raises(InvalidParameterError, match="at most 45"):
+        request(isvc.SERVERLESS, name="a" * 46)
+    with pytest.raises(InvalidParameterError, match="serving_name='Flights'"):
+        request(isvc.SERVERLESS, name="Flights")
 
 
 def test_refusals_name_the_parameter():
@@ -208,6 +245,8 @@ def test_a_second_canary_or_another_mode_is_refused(mode):
 @pytest.mark.parametrize("mode", MODES)
 def test_the_annotations_say_which_version_serves_and_which_is_canaried(mode):
     stages = lifecycle(mode)
+    assert isvc.model_versions(stages["trial"]) == (None, "0.1.0+run1")
+    assert not isvc.canary_in_progress(stages["trial"])
     assert isvc.model_versions(stages["first"]) == ("0.1.0+run1", None)
     assert isvc.model_versions(stages["canary"]) == ("0.1.0+run1", "0.1.0+run2")
     assert isvc.canary_in_progress(stages["canary"])
@@ -215,7 +254,12 @@ def test_the_annotations_say_which_version_serves_and_which_is_canaried(mode):
     assert isvc.model_versions(stages["rolled_back"]) == ("0.1.0+run1", None)
     for settled in ("first", "promoted", "rolled_back"):
         assert not isvc.canary_in_progress(stages[settled])
-        assert isvc.CANARY_VERSION_ANNOTATION not in stages[settled]["metadata"]["annotations"]
+        assert isvc.NEW_VERSION_ANNOTATION not in stages[settled]["metadata"]["annotations"]
+    # Only the trial of the version asked for is confirmed, and only once.
+    with pytest.raises(InvalidParameterError, match="not the first deployment"):
+        isvc.confirmed(stages["trial"], request(mode, "0.1.0+run2"))
+    with pytest.raises(InvalidParameterError, match="not the first deployment"):
+        isvc.confirmed(stages["first"], request(mode))
 
 
 def test_predictor_urls_for_the_analysis():
@@ -228,6 +272,8 @@ def test_predictor_urls_for_the_analysis():
     )
     assert canary == f"http://flights-delay-{entry['predictor']['name']}-predictor.ml-prod.svc.cluster.local"
     serverless = lifecycle(isvc.SERVERLESS)["canary"]
+    # Before the tags show in the status there is nothing to call.
+    assert isvc.predictor_urls(serverless, "ml-prod") == ("", None)
     serverless["status"] = {
         "components": {
             "predictor": {
@@ -235,20 +281,21 @@ def test_predictor_urls_for_the_analysis():
                     {
                         "tag": "latest",
                         "percent": 10,
-                        "url": "http://latest-flights-delay-predictor.ml-prod.example.com",
+                        "url": "http://latest-flights-delay-predictor-ml-prod.example.com",
                     },
                     {
                         "tag": "prev",
                         "percent": 90,
-                        "url": "http://prev-flights-delay-predictor.ml-prod.example.com",
+                        "url": "http://prev-flights-delay-predictor-ml-prod.example.com",
                     },
                 ]
             }
         }
     }
+    # The tags' in-cluster Services, not the external domain of the status URLs.
     assert isvc.predictor_urls(serverless, "ml-prod") == (
-        "http://prev-flights-delay-predictor.ml-prod.example.com",
-        "http://latest-flights-delay-predictor.ml-prod.example.com",
+        "http://prev-flights-delay-predictor.ml-prod.svc.cluster.local",
+        "http://latest-flights-delay-predictor.ml-prod.svc.cluster.local",
     )
     assert isvc.predictor_urls(lifecycle(isvc.SERVERLESS)["first"], "ml-prod") == (
         "http://flights-delay-predictor.ml-prod.svc.cluster.local",

@@ -10,27 +10,32 @@ at the end, the decision, and the exit handler's rollback of a canary whose task
 
 from __future__ import annotations
 
-import urllib.parse
-
 import pytest
+from kubernetes.client.rest import ApiException
 
-from components.common.cleanup_run.core import cleanup_run_resources
+from kfstack.components.common.cleanup_run.core import cleanup_run_resources
 from kfstack.components.serving.deploy_model.stage import read_holdout
 from kfstack.components.serving.predictor import DEFAULT_MODEL_NAME
+from kfstack.errors import DeploymentFailedError
 from kfstack.features import HOLDOUT_FILE
 from kfstack.kubernetes import inference_service as isvc
 from kfstack.kubernetes import naming, node_pools
 from kfstack.kubernetes.launcher import Cluster
 from kfstack.kubernetes.placement import Placement
+from kfstack.kubernetes.resources import INFERENCE_SERVICE
 from kfstack.serving.canary import PROMOTE, ROLLBACK, CanaryThresholds
 from kfstack.serving.kserve_rollout import KServeRollout
 from kfstack.serving.rollout import FIRST, roll_out
 from tests.kubernetes.fake_api import FakeKubernetesApi
-from tests.kubernetes.fake_kserve import FakeKServeController
+from tests.kubernetes.fake_kserve import NOWHERE, FakeKServeController
 from tests.serving.conftest import Predictor
 
 NAMESPACE = "team-ml"
-MODELS = {"good": "s3://models/flights/good", "constant": "s3://models/flights/constant"}
+MODELS = {
+    "good": "s3://models/flights/good",
+    "constant": "s3://models/flights/constant",
+    "broken": "s3://models/flights/broken",  # its pods never answer
+}
 PLACEMENT = Placement(node_pool="serving", timeout_seconds=60, poll_interval_seconds=1)
 
 
@@ -47,7 +52,7 @@ def servers(trained, tmp_path_factory):
         module="tests.serving.faulty_predictor",
         service="constant",
     )
-    yield {MODELS["good"]: good.url, MODELS["constant"]: constant.url}
+    yield {MODELS["good"]: good.url, MODELS["constant"]: constant.url, MODELS["broken"]: NOWHERE}
     good.stop()
     constant.stop()
 
@@ -101,7 +106,7 @@ def serving_model(cluster) -> str:
         return service["spec"]["predictor"]["model"]["storageUri"]
     traffic = service["status"]["components"]["predictor"]["traffic"]
     (full,) = [t for t in traffic if t["percent"] == 100]
-    return controller.model_at[urllib.parse.urlsplit(full["url"]).hostname]
+    return controller.model_at[f"{full['tag']}-{DEFAULT_MODEL_NAME}-predictor.{NAMESPACE}.svc.cluster.local"]
 
 
 @pytest.mark.parametrize("mode", [isvc.SERVERLESS, isvc.STANDARD])
@@ -159,3 +164,56 @@ def test_a_canary_against_a_service_in_the_other_mode_is_refused_and_nothing_cha
         deploy(rollout(cluster, isvc.STANDARD, "run-2"), holdout)
     assert api.count("PUT") == before
     assert isvc.model_versions(live(cluster)) == ("run-1", None)
+
+
+@pytest.mark.parametrize("mode", [isvc.SERVERLESS, isvc.STANDARD])
+def test_a_first_deployment_that_does_not_answer_is_not_production_and_is_deployed_again(
+    cluster, holdout, mode
+):
+    _, api, _ = cluster
+    with pytest.raises(DeploymentFailedError, match="did not serve"):
+        deploy(rollout(cluster, mode, "run-1", "broken"), holdout)
+    # Left on trial: not production, so the next run does not canary against it...
+    assert isvc.model_versions(live(cluster)) == (None, "run-1")
+    assert rollout(cluster, mode, "run-2").production_version() is None
+    # ...it deploys first again, in place.
+    outcome = deploy(rollout(cluster, mode, "run-2"), holdout)
+    assert (outcome.decision, outcome.previous_version) == (FIRST, None)
+    assert isvc.model_versions(live(cluster)) == ("run-2", None)
+    assert serving_model(cluster) == MODELS["good"]
+    assert api.count("POST") == 1 and api.count("DELETE") == 0
+
+
+@pytest.mark.parametrize("mode", [isvc.SERVERLESS, isvc.STANDARD])
+def test_a_retried_task_starts_its_own_killed_canary_over(cluster, holdout, mode):
+    deploy(rollout(cluster, mode, "run-1"), holdout)
+    rollout(cluster, mode, "run-2", "constant").deploy_canary()  # killed here
+    # KFP retries the task (the same run: the same version).
+    outcome = deploy(rollout(cluster, mode, "run-2"), holdout)
+    assert outcome.decision == PROMOTE, outcome.markdown()
+    assert isvc.model_versions(live(cluster)) == ("run-2", None)
+
+
+def test_the_exit_handler_leaves_a_canary_it_did_not_start(cluster, holdout):
+    api_cluster, api, _ = cluster
+    deploy(rollout(cluster, isvc.SERVERLESS, "run-1"), holdout)
+    # Someone canaries by hand on the service the run last labelled (no kfstack annotation).
+    service = live(cluster)
+    service["spec"]["predictor"]["canaryTrafficPercent"] = 20
+    api.put("inferenceservices", NAMESPACE, service)
+    assert cleanup_run_resources(platform="kubernetes", run_id="run-1", cluster=api_cluster) == []
+    assert live(cluster)["spec"]["predictor"]["canaryTrafficPercent"] == 20
+
+
+def test_an_update_from_a_stale_read_is_refused_not_overwriting(cluster, holdout):
+    """Two rollouts that read the same service: the second update is refused (409) instead of
+    silently replacing the first's canary."""
+    api_cluster, _, _ = cluster
+    deploy(rollout(cluster, isvc.SERVERLESS, "run-1"), holdout)
+    stale = live(cluster)
+    launcher = api_cluster.launcher(INFERENCE_SERVICE)
+    launcher.apply(isvc.canary_rollout(stale, request(isvc.SERVERLESS, "run-2", "good")))
+    with pytest.raises(ApiException) as refused:
+        launcher.apply(isvc.canary_rollout(stale, request(isvc.SERVERLESS, "run-3", "good")))
+    assert refused.value.status == 409
+    assert isvc.model_versions(live(cluster)) == ("run-1", "run-2")

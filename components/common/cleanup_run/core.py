@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import logging
 
+from kubernetes.client.rest import ApiException
+
 from kfstack import platforms
-from kfstack.errors import PlatformNotAvailableError
+from kfstack.errors import PlatformNotAvailableError, ResourceFailedError
 from kfstack.kubernetes.launcher import Cluster, delete_run_resources
 from kfstack.serving.kserve_rollout import roll_back_run_canaries
 
@@ -36,13 +38,18 @@ def cleanup_run_resources(*, platform: str, run_id: str, cluster: Cluster | None
             # Without a cluster nothing can have been created; the first task said so already.
             logger.warning("nothing to clean up: %s", err)
             return []
-    try:
-        deleted = delete_run_resources(run_id, cluster)
-    finally:
-        # Whatever the batch cleanup met, the canary still goes back.
-        rolled_back = roll_back_run_canaries(run_id, cluster)
-        for what in rolled_back:
-            logger.warning("rolled back the unfinished canary of %s, left by run %s", what, run_id)
-    for what in deleted:
-        logger.warning("deleted %s, left running by run %s", what, run_id)
-    return deleted + rolled_back
+    done: list[str] = []
+    problems: list[str] = []
+    # Both parts run whatever the other met: a Role without one kind must not keep the other.
+    for part, verb in ((delete_run_resources, "deleted"), (roll_back_run_canaries, "rolled back")):
+        try:
+            for what in part(run_id, cluster):
+                logger.warning("%s %s, left unfinished by run %s", verb, what, run_id)
+                done.append(what)
+        except (ResourceFailedError, PlatformNotAvailableError, ApiException) as err:
+            problems.append(str(err))
+    if problems:
+        raise ResourceFailedError(
+            f"cleanup of run {run_id}: {'; '.join(problems)} (done: {', '.join(done) or 'nothing'})"
+        )
+    return done

@@ -17,7 +17,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -45,8 +44,6 @@ from kfstack.uris import fsspec_uri, join
 SERVING_METRICS = "serving_metrics"
 DEPLOYMENT_REPORT = "deployment_report"
 SKIPPED = "skipped"
-# An InferenceService's name: a DNS-1035 label (KServe prefixes it to its Services' names).
-_SERVICE_NAME = re.compile(r"^[a-z]([-a-z0-9]{0,43}[a-z0-9])?$")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -89,12 +86,6 @@ class DeployModelStage:
     reference_output = "deployment"
 
     def settings(self, arguments: Mapping[str, Any]) -> DeployModelSettings:
-        name = arguments["serving_name"]
-        if not _SERVICE_NAME.match(name):
-            raise InvalidParameterError(
-                f"serving_name={name!r}: an InferenceService name is a DNS-1035 label of at most 45 "
-                f"characters (lower-case letters, digits and '-', starting with a letter)"
-            )
         placement = ServingPlacement.from_arguments(arguments)
         run_dir = os.environ.get(RUN_DIR_ENV, "")
         model_uri = arguments["model"]
@@ -103,7 +94,7 @@ class DeployModelStage:
         local_path = "://" not in model_uri and not isinstance(model_uri, Placeholder)
         storage_uri = "file://" + os.path.abspath(model_uri) if local_path else model_uri
         request = isvc.ServingRequest(
-            name=name,
+            name=arguments["serving_name"],
             mode=arguments["serving_mode"],
             storage_uri=storage_uri,
             # A model is versioned by the run that trained and deployed it.
