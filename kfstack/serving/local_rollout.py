@@ -57,6 +57,7 @@ class LocalRollout:
         self.command = command
         self.ready_timeout_seconds = ready_timeout_seconds
         self._serving: dict[str, local_services.LocalService] = {}
+        self._compared_with: str | None = None
 
     def _service_name(self, role: str) -> str:
         return f"{self.registry.model_name}-{role}"
@@ -84,7 +85,9 @@ class LocalRollout:
 
     def production_version(self) -> str | None:
         record = self.registry.production()
-        return record.version if record else None
+        # What this rollout compares against, and so the only production it may replace.
+        self._compared_with = record.version if record else None
+        return self._compared_with
 
     def deploy_first(self) -> Endpoint:
         return self._start(STABLE, self.model_dir)
@@ -96,7 +99,9 @@ class LocalRollout:
         return self._start(STABLE, record.model_dir), self._start(CANARY, self.model_dir)
 
     def promote(self, details: Mapping[str, Any]) -> None:
-        self.registry.promote(self.model_dir, self.version, self.run_id, dict(details))
+        self.registry.promote(
+            self.model_dir, self.version, self.run_id, dict(details), replacing=self._compared_with
+        )
         if CANARY in self._serving:
             self._stop(STABLE)
 

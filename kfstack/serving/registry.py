@@ -29,7 +29,7 @@ import shutil
 from collections.abc import Iterator
 from typing import Any
 
-from kfstack.errors import InvalidParameterError
+from kfstack.errors import InvalidParameterError, RunFailedError
 
 # Set by the embedded runner in every task process: the registry's root (beside the runs, so
 # that it outlives them).
@@ -41,6 +41,12 @@ FIRST = "first"
 PROMOTED = "promoted"
 ROLLED_BACK = "rolled_back"
 _SAFE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")
+# promote(replacing=...) without a condition.
+ANY_VERSION = object()
+
+
+class ProductionChangedError(RunFailedError):
+    """Another rollout changed production between a comparison and its promotion."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -92,18 +98,35 @@ class LocalRegistry:
             return [json.loads(line) for line in f if line.strip()]
 
     def promote(
-        self, model_dir: str, version: str, run_id: str, details: dict[str, Any] | None = None
+        self,
+        model_dir: str,
+        version: str,
+        run_id: str,
+        details: dict[str, Any] | None = None,
+        replacing: str | object | None = ANY_VERSION,
     ) -> ProductionRecord:
         """Puts ``model_dir`` in production as ``version`` (first rollout or a promoted canary).
+
+        Args:
+            replacing: The version the caller compared against (None: it found nothing in
+                production): the promotion happens only if that is still production, so two
+                runs deciding at once never replace a model neither compared with.
 
         Raises:
             InvalidParameterError: A version that is not a safe directory name, or one the
                 registry already holds.
+            ProductionChangedError: Production is no longer ``replacing``.
         """
         if not _SAFE.match(version):
             raise InvalidParameterError(f"model version {version!r}: letters, digits and . _ + - only")
         with self._locked():
             previous = self.production()
+            current = previous.version if previous else None
+            if replacing is not ANY_VERSION and replacing != current:
+                raise ProductionChangedError(
+                    f"{self.model_name}: production is {current} now, not {replacing} as when {version} "
+                    f"was compared with it; {version} was not promoted"
+                )
             target = os.path.join(self.path, MODELS_DIR, version)
             if os.path.isdir(target):
                 # A version names one model for good: promoting another under it would put the

@@ -12,7 +12,7 @@ import threading
 import pytest
 
 from kfstack.errors import InvalidParameterError
-from kfstack.serving.registry import FIRST, PROMOTED, ROLLED_BACK, LocalRegistry
+from kfstack.serving.registry import FIRST, PROMOTED, ROLLED_BACK, LocalRegistry, ProductionChangedError
 
 
 def model_dir(tmp_path, name: str) -> str:
@@ -80,3 +80,18 @@ def test_a_version_names_one_model_for_good(tmp_path):
         registry.promote(model_dir(tmp_path, "other"), "1.0", "run2")
     assert pathlib.Path(registry.production().model_dir, "model.onnx").read_text() == "v1"
     assert os.path.isabs(registry.production().model_dir)
+
+
+def test_a_promotion_replaces_only_the_production_it_was_compared_with(tmp_path):
+    """Two runs canary against v1 at once: the first to decide promotes; the second, compared
+    with v1 and not with the first's model, is refused instead of replacing it unseen."""
+    registry = LocalRegistry(str(tmp_path / "registry"), "flights-delay")
+    model = model_dir(tmp_path, "m")
+    registry.promote(model, "v1", "run-1", replacing=None)
+    registry.promote(model, "v2", "run-2", replacing="v1")
+    with pytest.raises(ProductionChangedError, match="production is v2 now, not v1"):
+        registry.promote(model, "v3", "run-3", replacing="v1")
+    with pytest.raises(ProductionChangedError, match="production is v2 now, not None"):
+        registry.promote(model, "v4", "run-4", replacing=None)  # a second "first" rollout
+    assert registry.production().version == "v2"
+    assert [e["version"] for e in registry.history()] == ["v1", "v2"]
