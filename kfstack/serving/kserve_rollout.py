@@ -87,7 +87,9 @@ class KServeRollout:
     def deploy_first(self) -> Endpoint:
         trial = self._live()  # a first deployment on trial that did not answer, replaced in place
         final = self._apply(isvc.first_rollout(self.request))
-        if trial is not None:
+        # Another version's trial: wait until the new model took over. (The same version's, a
+        # retried task's, is the same spec: nothing to take over, its status is already ours.)
+        if trial is not None and isvc.model_versions(trial)[1] != self.request.model_version:
             final = self._await_replacement(trial)
         stable, _ = isvc.predictor_urls(final, self.cluster.namespace)
         return self._endpoint("stable", stable)
