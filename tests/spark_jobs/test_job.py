@@ -252,3 +252,70 @@ def test_runs_as_a_script_on_parquet_input(tmp_path, shipped_data_dir, real_flig
     assert 800 < report["rows_read"] < 1200  # half of 2000, chosen by hash
     assert report["rows_read"] == report["rows_written"] + report["rows_quarantined"]
     assert len([f for f in os.listdir(tmp_path / "features" / "train") if f.endswith(".parquet")]) == 2
+
+
+def _profile_against(reference_uri: str, root, spark, shipped_data_dir, flights) -> dict:
+    """The feature job on ``flights``, its profile binned with the reference's edges."""
+    config = FeatureJobConfig(
+        input_uri=write_input_dir(root / "input", shipped_data_dir, flights, "csv"),
+        output_uri=str(root / "features"),
+        quarantine_uri=str(root / "quarantine"),
+        num_shards=NUM_SHARDS,
+        seed=42,
+        reference_profile_uri=reference_uri,
+    )
+    run_feature_job(config, spark=spark)
+    with open(os.path.join(config.output_uri, PROFILE_FILE)) as f:
+        return json.load(f)
+
+
+def test_a_profile_binned_with_a_reference_edges_measures_drift_against_it(
+    job_run, tmp_path, spark, shipped_data_dir, real_flights
+):
+    """A later window's profile, binned with the earlier run's edges: the same flights do not
+    drift; the same flights flown three times as far do, in distance."""
+    from kfstack.monitoring.drift import DriftThresholds, compare_profiles
+
+    config, _ = job_run
+    reference_uri = os.path.join(config.output_uri, PROFILE_FILE)
+    with open(reference_uri) as f:
+        reference = json.load(f)
+    flights = real_flights.head(SAMPLE_ROWS)
+    same = _profile_against(reference_uri, tmp_path / "same", spark, shipped_data_dir, flights)
+    assert same["histogram_edges"] == "reference profile"
+    assert (
+        same["numeric"]["distance"]["histogram"]["edges"]
+        == reference["numeric"]["distance"]["histogram"]["edges"]
+    )
+    report = compare_profiles(reference, same, DriftThresholds())
+    assert not report.drifted, report.summary()
+    assert report.psi["distance"] < 0.01
+
+    farther = flights.assign(distance=flights["distance"] * 3)
+    shifted = _profile_against(reference_uri, tmp_path / "farther", spark, shipped_data_dir, farther)
+    # Flights beyond the reference's longest land in its last bin, where the shift shows.
+    counts = shifted["numeric"]["distance"]["histogram"]["counts"]
+    assert sum(counts) == shifted["numeric"]["distance"]["count"]
+    report = compare_profiles(reference, shifted, DriftThresholds())
+    assert "distance" in report.drifted_features, report.summary()
+    # The schedule was not touched.
+    assert report.psi["dep_minute_of_day"] < 0.01
+
+
+def test_a_reference_profile_that_cannot_be_read_fails_before_any_work(
+    tmp_path, spark, shipped_data_dir, real_flights
+):
+    bad = tmp_path / "profile.json"
+    bad.write_text("{not json")
+    config = FeatureJobConfig(
+        input_uri=write_input_dir(tmp_path / "input", shipped_data_dir, real_flights.head(50), "csv"),
+        output_uri=str(tmp_path / "features"),
+        quarantine_uri=str(tmp_path / "quarantine"),
+        reference_profile_uri=str(bad),
+    )
+    with pytest.raises(InvalidParameterError, match="cannot read"):
+        run_feature_job(config, spark=spark)
+    assert not (tmp_path / "features").exists()
+    bad.write_text(json.dumps({"numeric": {}}))
+    with pytest.raises(InvalidParameterError, match="no histogram edges"):
+        run_feature_job(config, spark=spark)

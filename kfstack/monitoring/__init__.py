@@ -1,0 +1,1 @@
+"""Watching data and models over time: drift of new data against what production was trained on."""
