@@ -293,3 +293,35 @@ def _evaluate(node: ast.AST, inputs: Mapping[str, Any]) -> Any:
             raise UndecidedCondition(str(value))
         return value
     raise ValueError(f"unsupported construct in condition: {ast.dump(node)}")
+
+
+# The pod label and env var that carry the pipeline version into every task (VERSION_ENV).
+VERSION_LABEL = "kfstack.dev/pipeline-version"
+
+
+def stamp_version(documents: list[dict[str, Any]], version: str, label_value: str, env_name: str) -> None:
+    """Stamps ``version`` into a compiled pipeline's documents (IR spec, platform spec), in place:
+
+    - ``pipelineInfo``: ``displayName`` ``<name> <version>`` and the description's last line;
+    - every executor's container: the env var ``env_name`` (tasks record it in what they make);
+    - every executor's pod: the label :data:`VERSION_LABEL` = ``label_value`` (a label value
+      cannot hold ``+``), so ``kubectl get pods -l`` finds a version's pods.
+    """
+    spec = documents[0]
+    info = spec["pipelineInfo"]
+    info["displayName"] = f"{info['name']} {version}"
+    description = info.get("description", "").rstrip()
+    info["description"] = f"{description}\n\nPipeline version {version}.".lstrip()
+    executors = spec.get("deploymentSpec", {}).get("executors", {})
+    for executor in executors.values():
+        container = executor.get("container")
+        if container is not None:
+            env = [e for e in container.get("env", []) if e.get("name") != env_name]
+            container["env"] = [*env, {"name": env_name, "value": version}]
+    if len(documents) < 2:
+        documents.append({"platforms": {"kubernetes": {"deploymentSpec": {"executors": {}}}}})
+    platform = documents[1].setdefault("platforms", {}).setdefault("kubernetes", {})
+    platform_executors = platform.setdefault("deploymentSpec", {}).setdefault("executors", {})
+    for name in executors:
+        metadata = platform_executors.setdefault(name, {}).setdefault("podMetadata", {})
+        metadata.setdefault("labels", {})[VERSION_LABEL] = label_value

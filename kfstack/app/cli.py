@@ -23,6 +23,7 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
+import yaml
 from kfp import compiler
 
 from kfstack import pipeline_spec
@@ -34,7 +35,7 @@ from kfstack.errors import BadInputError, CancelledError, KfstackError, UsageErr
 from kfstack.flights.scoring import MODEL_DIR_FILES
 from kfstack.pipelines import DEFAULT_PIPELINE, PIPELINES, load_pipeline, rendering
 from kfstack.tuning.spec import LOCAL_BUDGET
-from kfstack.version import __version__
+from kfstack.version import VERSION_ENV, __version__, label_safe, pipeline_version
 
 DEFAULT_DIST = os.path.join("dist", "pipelines")
 DEFAULT_PIPELINE_ROOT = "runs"
@@ -44,9 +45,10 @@ EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
 LOCAL_CHECK_RUN_ID = "local-check"
 
 
-def compiled_path(out_dir: str, name: str) -> str:
-    """Where ``kfstack compile`` writes pipeline ``name``: ``<out>/<name>-<version>.yaml``."""
-    return os.path.join(out_dir, f"{name}-{__version__}.yaml")
+def compiled_path(out_dir: str, name: str, version: str) -> str:
+    """Where ``kfstack compile`` writes pipeline ``name``: ``<out>/<name>-<version>.yaml``
+    (the version :func:`~kfstack.version.label_safe`, a file name without ``+``)."""
+    return os.path.join(out_dir, f"{name}-{label_safe(version)}.yaml")
 
 
 def _writable_dir(path: str) -> str:
@@ -64,18 +66,29 @@ def _writable_dir(path: str) -> str:
     return path
 
 
-def compile_pipelines(names: list[str], out_dir: str) -> list[str]:
-    """Compiles the named pipelines (all when empty) to YAML; returns the written paths.
+def compile_pipelines(names: list[str], out_dir: str, version: str | None = None) -> list[str]:
+    """Compiles the named pipelines (all when empty) to YAML, each stamped with the pipeline
+    version (:func:`~kfstack.version.pipeline_version`; ``version`` overrides it); returns the
+    written paths.
 
     Raises:
-        UsageError: An unknown pipeline, or ``out_dir`` is not writable.
+        UsageError: An unknown pipeline, a malformed version, or ``out_dir`` is not writable.
     """
     pipelines = [(name, load_pipeline(name)) for name in (names or sorted(PIPELINES))]
+    try:
+        stamped = pipeline_version(version)
+    except ValueError as err:
+        raise UsageError(f"--pipeline-version: {err}") from None
     _writable_dir(out_dir)
     written = []
     for name, pipeline_func in pipelines:
-        path = compiled_path(out_dir, name)
+        path = compiled_path(out_dir, name, stamped)
         compiler.Compiler().compile(pipeline_func, package_path=path)
+        with open(path, encoding="utf-8") as f:
+            documents = [d for d in yaml.safe_load_all(f) if d]
+        pipeline_spec.stamp_version(documents, stamped, label_safe(stamped), VERSION_ENV)
+        with open(path, "w", encoding="utf-8") as f:
+            yaml.safe_dump_all(documents, f, sort_keys=False)
         written.append(path)
     return written
 
@@ -114,7 +127,7 @@ def local_arguments(pipeline: str, arguments: dict[str, Any]) -> dict[str, Any]:
 
 
 def _cmd_compile(args: argparse.Namespace) -> int:
-    for path in compile_pipelines(args.names, args.out):
+    for path in compile_pipelines(args.names, args.out, args.pipeline_version):
         print(path)
     return EXIT_OK
 
@@ -238,6 +251,12 @@ def build_parser() -> argparse.ArgumentParser:
     p_compile = sub.add_parser("compile", help="compile pipelines to YAML (dist/pipelines)")
     p_compile.add_argument("names", nargs="*", help="pipelines to compile (default: all)")
     p_compile.add_argument("--out", default=DEFAULT_DIST, help="output directory")
+    p_compile.add_argument(
+        "--pipeline-version",
+        default=None,
+        help="the version stamped into the pipelines (default: <package version>+<git short sha>"
+        "[-dirty] of this source tree, or $" + VERSION_ENV + ")",
+    )
     p_compile.set_defaults(func=_cmd_compile)
 
     p_list = sub.add_parser("list", help="list the pipelines")

@@ -60,6 +60,7 @@ from kfstack.app.summary import (
 )
 from kfstack.platforms import RUN_DIR_ENV
 from kfstack.serving import local_services, registry
+from kfstack.version import VERSION_ENV, pipeline_version
 
 LOG_TAIL_LINES = 40
 PROGRESS_POLL_SECONDS = 0.3
@@ -128,6 +129,7 @@ class _TaskRunner:
 
     def __init__(self, run: RunDirectory, console: RunConsole, verbose: bool) -> None:
         self.run, self.console, self.verbose = run, console, verbose
+        self.pipeline_version = pipeline_version()
         self.attempts: list[_TaskAttempt] = []
         self._task = threading.local()  # the task a thread is running (ParallelFor runs several)
         self._progress_offsets: dict[str, int] = {}
@@ -193,6 +195,8 @@ class _TaskRunner:
             progress.PROGRESS_FILE_ENV: self.run.progress_file(name),
             RUN_DIR_ENV: self.run.path,
             registry.REGISTRY_DIR_ENV: self.run.registry,
+            # What a compiled pipeline stamps into its tasks on a cluster (kfstack compile).
+            VERSION_ENV: self.pipeline_version,
             # Services a task starts (model servers) belong to this process: they stop with it.
             local_services.OWNER_PID_ENV: str(os.getpid()),
         }

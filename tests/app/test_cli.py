@@ -18,7 +18,7 @@ from kfstack.app import cli
 from kfstack.errors import CancelledError, TrainingFailedError
 from kfstack.pipelines import DEFAULT_PIPELINE, PIPELINES
 from kfstack.tuning.spec import LOCAL_BUDGET
-from kfstack.version import __version__
+from kfstack.version import __version__, label_safe, pipeline_version
 
 # Lines logging.basicConfig's format would write ("2024-01-01 12:00:00,123 INFO name: msg").
 _LOG_LINE = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d+ (DEBUG|INFO|WARNING|ERROR|CRITICAL) ")
@@ -125,14 +125,15 @@ def test_compile_all_pipelines(capsys, tmp_path):
     out_dir = tmp_path / "dist"
     assert cli.main(["compile", "--out", str(out_dir)]) == 0
     out, _ = capsys.readouterr()
-    expected = sorted(str(out_dir / f"{name}-{__version__}.yaml") for name in PIPELINES)
+    stamped = label_safe(pipeline_version())
+    expected = sorted(str(out_dir / f"{name}-{stamped}.yaml") for name in PIPELINES)
     assert sorted(out.split()) == expected
     assert sorted(str(p) for p in out_dir.iterdir()) == expected
 
 
 def test_compile_named_pipeline(capsys, tmp_path):
     assert cli.main(["compile", DEFAULT_PIPELINE, "--out", str(tmp_path)]) == 0
-    path = tmp_path / f"{DEFAULT_PIPELINE}-{__version__}.yaml"
+    path = tmp_path / f"{DEFAULT_PIPELINE}-{label_safe(pipeline_version())}.yaml"
     assert capsys.readouterr().out.split() == [str(path)]
     assert [p.name for p in tmp_path.iterdir()] == [path.name]
     with open(path) as f:
@@ -594,3 +595,39 @@ def test_clean_removes_runs_and_nothing_else(capsys, tmp_path):
 def test_clean_negative_keep_is_bad_input(capsys, tmp_path):
     line = bad_input(capsys, ["clean", "--pipeline-root", str(tmp_path), "--keep", "-1"])
     assert "--keep -1" in line
+
+
+def test_compile_stamps_the_pipeline_version_everywhere_a_run_sees_it(capsys, tmp_path):
+    """An explicit version: the file name, the display name and description, every task's env,
+    and every task pod's label (with - where + is not allowed); KFP still loads the spec."""
+    from google.protobuf import json_format
+    from kfp import components
+
+    assert (
+        cli.main(["compile", DEFAULT_PIPELINE, "--out", str(tmp_path), "--pipeline-version", "0.1.0+abc1234"])
+        == 0
+    )
+    path = tmp_path / f"{DEFAULT_PIPELINE}-0.1.0-abc1234.yaml"
+    assert capsys.readouterr().out.split() == [str(path)]
+    with open(path) as f:
+        spec, platform = [d for d in yaml.safe_load_all(f) if d]
+    assert spec["pipelineInfo"]["displayName"] == f"{DEFAULT_PIPELINE} 0.1.0+abc1234"
+    assert spec["pipelineInfo"]["description"].endswith("Pipeline version 0.1.0+abc1234.")
+    executors = spec["deploymentSpec"]["executors"]
+    assert len(executors) >= 7
+    for name, executor in executors.items():
+        assert {"name": "KFSTACK_PIPELINE_VERSION", "value": "0.1.0+abc1234"} in executor["container"][
+            "env"
+        ], name
+        pod = platform["platforms"]["kubernetes"]["deploymentSpec"]["executors"][name]["podMetadata"]
+        assert pod["labels"]["kfstack.dev/pipeline-version"] == "0.1.0-abc1234"
+    loaded = components.load_component_from_file(str(path))
+    assert loaded.name == DEFAULT_PIPELINE
+    stamped = json_format.MessageToDict(loaded.platform_spec)["platforms"]["kubernetes"]["deploymentSpec"]
+    assert stamped["executors"]["exec-deploy-model"]["podMetadata"]["labels"]
+
+
+def test_compile_refuses_a_version_no_label_can_hold(capsys, tmp_path):
+    line = bad_input(capsys, ["compile", "--out", str(tmp_path), "--pipeline-version", "1.0 beta"])
+    assert "--pipeline-version" in line and "letters, digits" in line
+    assert not list(tmp_path.iterdir())

@@ -11,7 +11,7 @@ from kfstack import images
 from kfstack.app.cli import compile_pipelines, compiled_path, parse_params
 from kfstack.errors import UsageError
 from kfstack.pipelines import PIPELINES, load_pipeline
-from kfstack.version import __version__
+from kfstack.version import __version__, label_safe, pipeline_version
 
 
 @pytest.fixture(scope="module")
@@ -46,8 +46,8 @@ def test_compile_writes_versioned_files_without_heavy_imports(tmp_path):
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert json.loads(proc.stdout.strip().splitlines()[-1]) == []
     for name in PIPELINES:
-        assert (tmp_path / f"{name}-{__version__}.yaml").is_file()
-    assert compiled_path("dist/pipelines", "x") == f"dist/pipelines/x-{__version__}.yaml"
+        assert (tmp_path / f"{name}-{label_safe(pipeline_version())}.yaml").is_file()
+    assert compiled_path("dist/pipelines", "x", "0.1.0+abc") == "dist/pipelines/x-0.1.0-abc.yaml"
 
 
 def test_flights_training_task_graph(flights_spec):
