@@ -1,0 +1,56 @@
+"""The champion/challenger gate: a worse challenger never passes, a better one by the margin does,
+and the undefined cases decide as documented."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from kfstack.errors import InvalidParameterError
+from kfstack.monitoring.gate import KEEP, PASS, GateReport, GateRule
+
+MARGIN = GateRule(margin=0.005)
+
+
+def report(challenger, champion, rule=MARGIN) -> GateReport:
+    return GateReport(rule, challenger, champion, champion_version="run-1")
+
+
+def test_a_worse_challenger_is_never_passed():
+    gate = report({"auc": 0.70}, {"auc": 0.75})
+    assert gate.decision == KEEP
+    assert "does not beat" in gate.reason and "**champion**" in gate.markdown()
+
+
+def test_a_better_challenger_must_win_by_the_margin():
+    assert report({"auc": 0.753}, {"auc": 0.75}).decision == KEEP  # better, by less than 0.005
+    assert report({"auc": 0.755}, {"auc": 0.75}).decision == PASS
+    assert report({"auc": 0.75}, {"auc": 0.75}, GateRule(margin=0.0)).decision == PASS  # as good, margin 0
+
+
+def test_log_loss_is_lower_is_better():
+    rule = GateRule(metric="log_loss", margin=0.01)
+    assert report({"log_loss": 0.48}, {"log_loss": 0.50}, rule).decision == PASS
+    assert report({"log_loss": 0.495}, {"log_loss": 0.50}, rule).decision == KEEP
+    assert report({"log_loss": 0.60}, {"log_loss": 0.50}, rule).decision == KEEP
+
+
+def test_undefined_figures_and_no_champion():
+    assert report({"auc": 0.7}, None).decision == PASS  # nothing in production
+    assert "no champion" in report({"auc": 0.7}, None).reason
+    assert report({"auc": None}, {"auc": 0.7}).decision == KEEP  # nothing shown
+    assert report({"auc": math.nan}, None).decision == KEEP
+    assert report({"auc": 0.7}, {"auc": None}).decision == PASS
+    summary = report({"auc": 0.7, "log_loss": 0.5}, {"auc": 0.8}).summary()
+    assert summary["decision"] == KEEP and summary["champion_version"] == "run-1"
+    assert (
+        "| log_loss | 0.5000 | undefined |" in report({"auc": 0.7, "log_loss": 0.5}, {"auc": 0.8}).markdown()
+    )
+
+
+def test_bad_rules_name_their_parameter():
+    with pytest.raises(InvalidParameterError, match="gate_metric='f1'"):
+        GateRule(metric="f1")
+    with pytest.raises(InvalidParameterError, match=r"gate_margin=-0\.1"):
+        GateRule(margin=-0.1)
