@@ -72,12 +72,15 @@ class StageResult:
             group), written to the stage's reference artifact.
         outputs: The component's parameter outputs (name -> value), which its body returns.
         documents: Output name of a ``Markdown``/``HTML`` artifact -> the text written to it.
+        artifact_metadata: Output name of an artifact -> metadata KFP records on it (a model's
+            versions), shown in the UI and kept in the run's lineage.
     """
 
     metrics: Mapping[str, Mapping[str, float]]
     reference: Mapping[str, Any]
     outputs: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     documents: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    artifact_metadata: Mapping[str, Mapping[str, Any]] = dataclasses.field(default_factory=dict)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -308,14 +311,16 @@ def _launch_and_collect(
 
 
 def publish(result: StageResult, stage: StageBase[Any], arguments: Mapping[str, Any]) -> None:
-    """Logs the result's metrics on the ``Metrics`` outputs, writes its documents and the
-    reference artifact."""
+    """Logs the result's metrics on the ``Metrics`` outputs, writes its documents, sets its
+    artifacts' metadata and writes the reference artifact."""
     for output, values in result.metrics.items():
         for name, value in values.items():
             arguments[output].log_metric(name, value)
     for output, text in result.documents.items():
         with open(arguments[output].path, "w", encoding="utf-8") as f:
             f.write(text)
+    for output, metadata in result.artifact_metadata.items():
+        arguments[output].metadata.update(metadata)
     reference_artifact = arguments.get(stage.reference_output)
     if reference_artifact is not None:
         reference_artifact.metadata.update(result.reference)

@@ -43,6 +43,7 @@ from kfstack.training.settings import (
     TrainingSettings,
 )
 from kfstack.uris import fsspec_uri, join
+from kfstack.version import VERSION_ENV, __version__, pipeline_version
 
 BACKENDS: dict[str, ModuleType] = {PYTORCH: pytorch_backend, TENSORFLOW: tensorflow_backend}
 TRAINING_METRICS = "training_metrics"
@@ -181,16 +182,32 @@ class TrainModelStage:
             **replicas.details,
             "attempts": result.attempts,
         }
-        return StageResult({TRAINING_METRICS: metrics}, reference)
+        return StageResult({TRAINING_METRICS: metrics}, reference, artifact_metadata=model_metadata(settings))
 
     def collect(self, settings: TrainModelSettings, finished: list[dict], cluster: Cluster) -> StageResult:
         return StageResult(
             {TRAINING_METRICS: read_metrics(fsspec_uri(settings.model_uri))},
             {"framework": settings.training.framework, "training_api": settings.training_api},
+            artifact_metadata=model_metadata(settings),
         )
 
 
 STAGE = TrainModelStage()
+MODEL_OUTPUT = "model"
+
+
+def model_metadata(settings: TrainModelSettings) -> dict[str, dict[str, Any]]:
+    """What the model artifact records of where it comes from: the project and pipeline versions
+    (the pipeline's as compiled, :data:`~kfstack.version.VERSION_ENV`), the framework and the
+    training API."""
+    return {
+        MODEL_OUTPUT: {
+            "kfstack_version": __version__,
+            "pipeline_version": os.environ.get(VERSION_ENV) or pipeline_version(),
+            "framework": settings.training.framework,
+            "training_api": settings.training_api,
+        }
+    }
 
 
 def read_metrics(model_uri: str) -> dict[str, float]:
