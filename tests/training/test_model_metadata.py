@@ -25,7 +25,7 @@ def settings(tmp_path) -> TrainModelSettings:
         features_uri=str(tmp_path / "features"),
         model_uri=str(tmp_path / "model"),
         logs_uri=str(tmp_path / "logs"),
-        placement=TrainingPlacement(),
+        placement=TrainingPlacement(training_api="v1"),  # a chosen variant, as run_local and collect get
     )
 
 
@@ -36,7 +36,7 @@ def test_the_model_metadata_carries_the_compiled_pipeline_version(tmp_path, monk
         "kfstack_version": __version__,
         "pipeline_version": "0.1.0+abc1234",
         "framework": "tensorflow",
-        "training_api": "auto",
+        "training_api": "v1",
     }
     monkeypatch.delenv(VERSION_ENV)
     # Outside a compiled pipeline (a task run by hand): this source tree's version.
