@@ -39,12 +39,13 @@ from typing import Any
 import numpy as np
 
 from kfstack.errors import DeploymentFailedError, InvalidParameterError
+from kfstack.monitoring.drift import SHARE_FLOOR, population_stability
 from kfstack.training import metrics
 
 PROMOTE = "promote"
 ROLLBACK = "rollback"
 PSI_BINS = 10
-PSI_FLOOR = 1e-4
+PSI_FLOOR = SHARE_FLOOR
 
 
 @dataclasses.dataclass(frozen=True)
@@ -334,11 +335,11 @@ def psi(expected: np.ndarray, actual: np.ndarray, bins: int = PSI_BINS) -> float
     if len(expected) == 0 or len(actual) == 0:
         return math.inf
     edges = np.unique(np.quantile(expected, np.linspace(0, 1, bins + 1))[1:-1])
-    expected_share = np.bincount(np.searchsorted(edges, expected, side="right"), minlength=len(edges) + 1)
-    actual_share = np.bincount(np.searchsorted(edges, actual, side="right"), minlength=len(edges) + 1)
-    e = np.maximum(expected_share / len(expected), PSI_FLOOR)
-    a = np.maximum(actual_share / len(actual), PSI_FLOOR)
-    return float(np.sum((a - e) * np.log(a / e)))
+    expected_count = np.bincount(np.searchsorted(edges, expected, side="right"), minlength=len(edges) + 1)
+    actual_count = np.bincount(np.searchsorted(edges, actual, side="right"), minlength=len(edges) + 1)
+    return population_stability(
+        (expected_count / len(expected)).tolist(), (actual_count / len(actual)).tolist(), PSI_FLOOR
+    )
 
 
 def judge(stable: EndpointFigures, canary: EndpointFigures, thresholds: CanaryThresholds) -> CanaryReport:
