@@ -247,6 +247,22 @@ class _Client:
             self._connection = None
 
 
+def answers(url: str, headers: Mapping[str, str] | None = None, timeout_seconds: float = 5.0) -> bool:
+    """Whether ``GET url`` answers 200 (a readiness path): straight, never through a proxy, as
+    the replay calls."""
+    parts = urllib.parse.urlsplit(url)
+    factory = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
+    connection = factory(parts.hostname or "", parts.port, timeout=timeout_seconds)
+    path = parts.path + (f"?{parts.query}" if parts.query else "")
+    try:
+        connection.request("GET", path, headers=dict(headers or {}))
+        return connection.getresponse().status == 200
+    except (OSError, http.client.HTTPException):
+        return False
+    finally:
+        connection.close()
+
+
 def probe(
     endpoint: Endpoint, records: Sequence[Mapping[str, Any]], timeout_seconds: float = 30.0
 ) -> list[float]:

@@ -14,7 +14,6 @@ pipeline or of a retraining one -- starts from what this one left.
 
 from __future__ import annotations
 
-import urllib.request
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -26,7 +25,7 @@ from kfstack.kubernetes import naming
 from kfstack.kubernetes.launcher import Cluster, launch, resource_reference
 from kfstack.kubernetes.placement import Placement
 from kfstack.kubernetes.resources import INFERENCE_SERVICE, Phase
-from kfstack.serving.canary import Endpoint
+from kfstack.serving.canary import Endpoint, answers
 
 # What an InferenceService made by hand (without kfstack's annotation) is called as production.
 UNVERSIONED = "unversioned"
@@ -68,6 +67,11 @@ class KServeRollout:
     def _apply(self, body: dict) -> dict:
         self._last, _ = launch(body, self.placement, self.cluster)
         return self._last
+
+    def _ready_url(self, live: dict) -> str:
+        """The stable predictor's readiness path, as this process reaches it."""
+        stable, _ = isvc.predictor_urls(live, self.cluster.namespace)
+        return f"{self.reach(stable)}/v2/models/{self.request.name}/ready"
 
     def _endpoint(self, role: str, base: str) -> Endpoint:
         url = f"{self.reach(base)}/v1/models/{self.request.name}:predict"
@@ -113,7 +117,7 @@ class KServeRollout:
                     if _latest_created(live) not in (None, old_revision):
                         self._last = live
                         return live
-                elif _answers_ready(self.reach(isvc.predictor_urls(live, self.cluster.namespace)[0]), self):
+                elif answers(self._ready_url(live), self.headers):
                     self._last = live
                     return live
             if self.cluster.clock() - started > self.placement.timeout_seconds:
@@ -165,18 +169,6 @@ class KServeRollout:
 
     def reference(self) -> dict[str, Any]:
         return resource_reference(INFERENCE_SERVICE, self._last or self._live() or {})
-
-
-def _answers_ready(base_url: str, rollout: KServeRollout) -> bool:
-    """``GET <base>/v2/models/<name>/ready`` answers 200 (the predictor's readiness)."""
-    request = urllib.request.Request(
-        f"{base_url}/v2/models/{rollout.request.name}/ready", headers=rollout.headers
-    )
-    try:
-        with urllib.request.urlopen(request, timeout=5) as response:
-            return bool(response.status == 200)
-    except (OSError, ValueError):
-        return False
 
 
 def _latest_created(service: dict) -> str | None:

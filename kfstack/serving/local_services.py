@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import http.client
 import json
 import logging
 import os
@@ -29,6 +28,7 @@ from collections.abc import Callable
 import psutil
 
 from kfstack.errors import RunFailedError
+from kfstack.serving.canary import answers
 from kfstack.training.process_group import free_port
 
 logger = logging.getLogger(__name__)
@@ -102,23 +102,11 @@ def start_service(
             raise RunFailedError(
                 f"service {name} exited ({process.returncode}) while starting:\n{_tail(log_path)}"
             )
-        if _answers(service.port, ready_path):
+        if answers(f"{service.url}{ready_path}", timeout_seconds=2):
             return service
         time.sleep(0.2)
     stop_service(run_dir, name)
     raise RunFailedError(f"service {name} was not ready within {timeout_seconds:.0f}s:\n{_tail(log_path)}")
-
-
-def _answers(port: int, path: str) -> bool:
-    """Whether ``GET path`` on the loopback port answers 200 (straight, never through a proxy)."""
-    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
-    try:
-        connection.request("GET", path)
-        return connection.getresponse().status == 200
-    except (OSError, http.client.HTTPException):
-        return False
-    finally:
-        connection.close()
 
 
 def _read(run_dir: str, name: str) -> LocalService | None:
