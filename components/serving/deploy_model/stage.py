@@ -88,6 +88,7 @@ class DeployModelStage:
     def settings(self, arguments: Mapping[str, Any]) -> DeployModelSettings:
         placement = ServingPlacement.from_arguments(arguments)
         run_dir = os.environ.get(RUN_DIR_ENV, "")
+        run = run_name(arguments["run_id"], run_dir)
         model_uri = arguments["model"]
         # KServe reads a model from a URI; a local path (only the embedded platform has one, and
         # it never hands the URI to KServe) is written as one, so the request's checks hold.
@@ -98,7 +99,7 @@ class DeployModelStage:
             mode=arguments["serving_mode"],
             storage_uri=storage_uri,
             # A model is versioned by the run that trained and deployed it.
-            model_version=run_name(arguments["run_id"], run_dir),
+            model_version=run,
             profile=placement.profile,
             service_account=placement.service_account,
             min_replicas=arguments["serving_min_replicas"],
@@ -122,7 +123,7 @@ class DeployModelStage:
             replay=CanaryReplay.from_arguments(arguments),
             model_uri=model_uri,
             holdout_uri=join(arguments["features"], HOLDOUT_FILE),
-            run_id=run_name(arguments["run_id"], run_dir),
+            run_id=run,
             run_dir=run_dir,
             registry_dir=os.environ.get(REGISTRY_DIR_ENV, ""),
         )
