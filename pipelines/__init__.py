@@ -41,6 +41,10 @@ PIPELINES: dict[str, PipelineEntry] = {
         function="kfstack.pipelines.flights_training:flights_training",
         check="kfstack.flights.settings:check_run",
     ),
+    "flights-retraining": PipelineEntry(
+        function="kfstack.pipelines.flights_retraining:flights_retraining",
+        check="kfstack.flights.settings:check_retraining_run",
+    ),
 }
 DEFAULT_PIPELINE = "flights-training"
 

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import datetime
 import io
 import os
 import re
@@ -49,12 +50,15 @@ from kfstack.app.console import RunConsole
 from kfstack.app.run_directory import KFP_LOG, RunDirectory
 from kfstack.app.summary import (
     CANCELLED,
+    DRIFT_REPORT,
     FAILED,
+    GATE_REPORT,
     SUCCEEDED,
     RunSummary,
     StageRecord,
     collect_outputs,
     data_counts,
+    report_entry,
     serving_summary,
     tuning_summary,
 )
@@ -130,6 +134,8 @@ class _TaskRunner:
     def __init__(self, run: RunDirectory, console: RunConsole, verbose: bool) -> None:
         self.run, self.console, self.verbose = run, console, verbose
         self.pipeline_version = pipeline_version()
+        # The run's creation time, as KFP writes it (RFC 3339, UTC).
+        self.created = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         self.attempts: list[_TaskAttempt] = []
         self._task = threading.local()  # the task a thread is running (ParallelFor runs several)
         self._progress_offsets: dict[str, int] = {}
@@ -160,6 +166,8 @@ class _TaskRunner:
 
     def _run_task(self, run_task: Any, *args: Any, **kwargs: Any) -> Any:
         name = _task_name(kwargs)
+        if isinstance(kwargs.get("arguments"), dict):
+            kwargs["arguments"] = self._with_run_times(kwargs["arguments"])
         self._task.name = name
         self.console.task_started(name)
         with self._lock:
@@ -174,6 +182,18 @@ class _TaskRunner:
             name, SUCCEEDED if status.name == "SUCCESS" else FAILED, time.perf_counter() - start, outputs
         )
         return outputs, status
+
+    def _with_run_times(self, arguments: dict[str, Any]) -> dict[str, Any]:
+        """The task's arguments with the run-time placeholders a KFP backend fills in and
+        kfp.local 2.17 does not (it fails resolving them): the creation time is the run's start;
+        a run started here is not scheduled, so its schedule time is empty."""
+        from kfp import dsl
+
+        filled = {
+            dsl.PIPELINE_JOB_CREATE_TIME_UTC_PLACEHOLDER: self.created,
+            dsl.PIPELINE_JOB_SCHEDULE_TIME_UTC_PLACEHOLDER: "",
+        }
+        return {k: filled.get(v, v) if isinstance(v, str) else v for k, v in arguments.items()}
 
     def _finish(self, name: str, status: str, seconds: float, outputs: dict[str, Any] | None) -> None:
         self._show_progress(name)  # what the task reported since the last poll
@@ -439,6 +459,8 @@ def _summarise(
         kfp_log=run.log(KFP_LOG),
         tuning=tuning_summary(arguments, metrics, outputs),
         serving=serving_summary(outputs),
+        drift=report_entry(outputs, DRIFT_REPORT),
+        gate=report_entry(outputs, GATE_REPORT),
     )
     unfinished = [a for a in attempts if a.status != SUCCEEDED]
     if status == CANCELLED:

@@ -27,6 +27,10 @@ TUNING_METRICS = "tuning_metrics"
 TUNING_COUNTS = ("trials_run", "trials_succeeded", "trials_early_stopped", "trials_failed")
 # The deployment step's parameter output with the summary's `serving` entry (JSON).
 SERVING_SUMMARY = "serving_summary"
+# Report artifacts whose metadata is a summary entry: the drift check's `drift`, the
+# champion/challenger gate's `gate`.
+DRIFT_REPORT = "drift_report"
+GATE_REPORT = "gate_report"
 
 Number = int | float
 
@@ -62,6 +66,10 @@ class RunSummary:
             best parameters and best objective (``{"tuned": false}`` when it was skipped).
         serving: The deployment step's outcome when it finished: mode, decision, the model
             versions (rolled out, previous, in production) and the compared canary figures.
+        drift: A retraining run's drift check: decision (retrain or skip) and why, per-feature
+            PSI, the label rates and the production model compared with.
+        gate: A retraining run's champion/challenger gate: both models' figures on the new
+            window's holdout, the rule and the decision.
     """
 
     pipeline: str
@@ -79,6 +87,8 @@ class RunSummary:
     failed_task_log_tail: list[str] = dataclasses.field(default_factory=list)
     tuning: dict[str, Any] | None = None
     serving: dict[str, Any] | None = None
+    drift: dict[str, Any] | None = None
+    gate: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -108,6 +118,10 @@ class RunSummary:
                 f"tuning     {t['algorithm']}: {t['trials_run']} trials ({t['trials_early_stopped']} stopped "
                 f"early, {t['trials_failed']} failed); best {t['best_objective']} with {t['best_parameters']}"
             )
+        if self.drift:
+            lines.append(f"drift      {self.drift['decision']}: {self.drift['reason']}")
+        if self.gate:
+            lines.append(f"gate       {self.gate['decision']}: {self.gate['reason']}")
         if self.serving and self.serving.get("mode"):
             v = self.serving
             lines.append(
@@ -202,6 +216,13 @@ def tuning_summary(
 
 def serving_summary(outputs: dict[str, Any]) -> dict[str, Any] | None:
     """The deployment step's ``serving`` entry out of its parameter output; None when the run
-    has no deployment step (or it did not finish)."""
+    has no deployment step (or it did not run or finish)."""
     text = outputs.get(SERVING_SUMMARY)
     return json.loads(text) if isinstance(text, str) and text else None
+
+
+def report_entry(outputs: dict[str, Any], name: str) -> dict[str, Any] | None:
+    """A summary entry a step wrote as its report artifact's metadata (:data:`DRIFT_REPORT`,
+    :data:`GATE_REPORT`); None when the run has no such step, or it did not run or finish."""
+    metadata = getattr(outputs.get(name), "metadata", None)
+    return dict(metadata) if metadata else None

@@ -79,6 +79,9 @@ NUMERIC_FEATURES = (
     *AIRPORT_FIELDS,
     *WEATHER_FIELDS,
 )
+# Features that encode the calendar: any two windows of data differ in them by construction, so
+# a drift check measures them but does not decide on them (flights-retraining's default).
+CALENDAR_FEATURES = ("month", "day_of_year")
 
 MISSING = "<missing>"
 MINUTES_PER_DAY = 24 * 60

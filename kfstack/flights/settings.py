@@ -15,9 +15,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from kfstack.errors import InvalidParameterError
+from kfstack.flights.features import CATEGORICAL_FEATURES, NUMERIC_FEATURES
 from kfstack.flights.scoring import DEFAULT_MAX_BATCH
 from kfstack.kubernetes import node_pools, training_apis
 from kfstack.kubernetes.placement import Placement
+from kfstack.monitoring.drift import DriftThresholds, feature_names
+from kfstack.monitoring.gate import GateRule
+from kfstack.monitoring.window import resolve_window
 from kfstack.settings import Settings, setting
 
 
@@ -85,6 +89,41 @@ def check_run(parameters: Mapping[str, Any]) -> None:
             f"num_shards={num_shards} < workers={workers}: every rank must read at least one "
             f"shard; use num_shards >= workers (a multiple of workers balances best)"
         )
+
+
+def _known_features(names: tuple[str, ...]) -> None:
+    unknown = sorted(set(names) - {*CATEGORICAL_FEATURES, *NUMERIC_FEATURES})
+    if unknown:
+        raise InvalidParameterError(f"drift_ignore_features: no feature named {', '.join(unknown)}")
+
+
+def check_retraining_run(parameters: Mapping[str, Any]) -> None:
+    """The rules of a flights retraining run: those of a training run, a window that resolves,
+    and valid drift thresholds and gate rule.
+
+    Raises:
+        InvalidParameterError: Naming every parameter at fault.
+    """
+    check_run(parameters)
+    checks = (
+        lambda: resolve_window(
+            parameters["window_start"],
+            parameters["window_end"],
+            parameters["window_days"],
+            parameters["window_lag_days"],
+        ),
+        lambda: DriftThresholds(parameters["drift_max_psi"], parameters["drift_max_label_rate_shift"]),
+        lambda: _known_features(feature_names(parameters["drift_ignore_features"])),
+        lambda: GateRule(parameters["gate_metric"], parameters["gate_margin"]),
+    )
+    problems = []
+    for check in checks:
+        try:
+            check()
+        except InvalidParameterError as err:
+            problems.append(str(err))
+    if problems:
+        raise InvalidParameterError("; ".join(problems))
 
 
 @dataclasses.dataclass(frozen=True)

@@ -46,7 +46,7 @@ import re
 import sys
 from typing import Any
 
-from kfstack.errors import InvalidParameterError
+from kfstack.errors import DeploymentFailedError, InvalidParameterError
 from kfstack.kubernetes.node_pools import NodePoolProfile
 from kfstack.kubernetes.pods import to_dict
 from kfstack.kubernetes.resources import KSERVE_MODE_ANNOTATION, SERVERLESS, STANDARD, kserve_mode
@@ -74,6 +74,8 @@ CONTAINER_NAME = "kserve-container"
 # on trial): written by every rollout step (the spec names storage URIs, not versions), read by
 # the next deployment, the exit handler and `kubectl`.
 MODEL_VERSION_ANNOTATION = "kfstack.dev/model-version"
+# What an InferenceService made by hand (without kfstack's annotation) is called as production.
+UNVERSIONED = "unversioned"
 NEW_VERSION_ANNOTATION = "kfstack.dev/new-model-version"
 # KServe's names built from an InferenceService's: Standard mode labels its pods
 # ``app: isvc.<name>-<predictor>-predictor`` (a label value: at most 63 characters; the
@@ -350,6 +352,41 @@ def model_versions(isvc: dict) -> tuple[str | None, str | None]:
     (None without one: a canary, or a first deployment on trial), from the annotations."""
     annotations = isvc["metadata"].get("annotations") or {}
     return annotations.get(MODEL_VERSION_ANNOTATION), annotations.get(NEW_VERSION_ANNOTATION)
+
+
+def production_version(isvc: dict) -> str | None:
+    """The version in production (``unversioned`` for a service made without kfstack's
+    annotations); None for a first deployment still on trial (it failed its probe, or its task
+    was killed): the next rollout deploys first again instead of canarying against it."""
+    production, new = model_versions(isvc)
+    if production is None and new is not None and not canary_in_progress(isvc):
+        return None
+    return production or UNVERSIONED
+
+
+def production_model(isvc: dict) -> tuple[str, str] | None:
+    """``(version, storageUri)`` of the model in production (:func:`production_version`); None
+    when nothing is.
+
+    Raises:
+        DeploymentFailedError: A Serverless canary is in progress: the spec holds the canary's
+            model and the stable revision's is in Knative alone. Try again once it is decided.
+    """
+    version = production_version(isvc)
+    if version is None:
+        return None
+    if canary_in_progress(isvc) and kserve_mode(isvc) == SERVERLESS:
+        new = model_versions(isvc)[1]
+        raise DeploymentFailedError(
+            f"InferenceService {isvc['metadata']['name']}: a canary of {new} is in progress; the production "
+            f"model is known again once it is promoted or rolled back"
+        )
+    storage_uri = ((isvc["spec"].get("predictor") or {}).get("model") or {}).get("storageUri")
+    if not storage_uri:
+        raise DeploymentFailedError(
+            f"InferenceService {isvc['metadata']['name']} names no predictor.model.storageUri"
+        )
+    return version, storage_uri
 
 
 def _check_standard_placement(stable: dict, request: ServingRequest) -> None:

@@ -19,7 +19,9 @@ bin on one side would otherwise make it infinite):
 
 **Decision** (:class:`DriftThresholds`, pipeline parameters): drifted when any feature's PSI
 exceeds ``max_psi`` (0.2 is the customary "significant shift" line; 0.1 "some") or the label rate
-moved by more than ``max_label_rate_shift``.
+moved by more than ``max_label_rate_shift``. Features in ``ignored_features`` are measured and
+reported but do not decide: a feature that encodes the calendar (the month, the day of the year)
+differs between any two windows by construction.
 """
 
 from __future__ import annotations
@@ -109,6 +111,7 @@ class DriftThresholds:
 
     max_psi: float = 0.2
     max_label_rate_shift: float = 0.05
+    ignored_features: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         problems = []
@@ -137,7 +140,12 @@ class DriftReport:
 
     @property
     def drifted_features(self) -> list[str]:
-        return sorted(name for name, value in self.psi.items() if value > self.thresholds.max_psi)
+        ignored = self.thresholds.ignored_features
+        return sorted(
+            name
+            for name, value in self.psi.items()
+            if value > self.thresholds.max_psi and name not in ignored
+        )
 
     @property
     def label_drifted(self) -> bool:
@@ -158,6 +166,7 @@ class DriftReport:
             "label_rate": {"reference": self.label_rate_reference, "current": self.label_rate_current},
             "label_rate_shift": None if self.label_rate_shift is None else round(self.label_rate_shift, 6),
             "label_drifted": self.label_drifted,
+            "ignored_features": list(self.thresholds.ignored_features),
         }
 
     def markdown(self) -> str:
@@ -170,10 +179,16 @@ class DriftReport:
             "| feature | PSI | |",
             "|---|---|---|",
         ]
+        drifted = set(self.drifted_features)
         for name, value in sorted(self.psi.items(), key=lambda item: -item[1]):
-            lines.append(
-                f"| {name} | {value:.4f} | {'**drifted**' if value > self.thresholds.max_psi else ''} |"
+            note = (
+                "**drifted**"
+                if name in drifted
+                else "ignored"
+                if name in self.thresholds.ignored_features
+                else ""
             )
+            lines.append(f"| {name} | {value:.4f} | {note} |")
         shift = self.label_rate_shift
         lines += [
             "",
@@ -182,6 +197,11 @@ class DriftReport:
             f"{' (**drifted**)' if self.label_drifted else ''}.",
         ]
         return "\n".join(lines) + "\n"
+
+
+def feature_names(text: str) -> tuple[str, ...]:
+    """Feature names from a comma-separated parameter (``"month, day_of_year"``; empty: none)."""
+    return tuple(name.strip() for name in text.split(",") if name.strip())
 
 
 def _rate(value: float | None) -> str:
@@ -198,6 +218,12 @@ def compare_profiles(
             have different edges.
     """
     psi: dict[str, float] = {}
+    known = set(reference.get("numeric") or {}) | set(reference.get("categorical") or {})
+    unknown = sorted(set(thresholds.ignored_features) - known)
+    if unknown:
+        raise InvalidParameterError(
+            f"drift_ignore_features names no feature of the profiles: {', '.join(unknown)}"
+        )
     for kind in ("numeric", "categorical"):
         ref, cur = reference.get(kind) or {}, current.get(kind) or {}
         if set(ref) != set(cur):

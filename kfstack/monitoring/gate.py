@@ -21,7 +21,10 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+import numpy as np
+
 from kfstack.errors import InvalidParameterError
+from kfstack.training import metrics
 
 # Metric -> whether higher is better.
 GATE_METRICS = {"auc": True, "accuracy": True, "log_loss": False}
@@ -109,6 +112,19 @@ class GateReport:
             "reason": self.reason,
         }
 
+    def metrics(self) -> dict[str, float]:
+        """The KFP Metrics artifact: both models' defined figures and the decision as a flag."""
+        figures = {"passed": float(self.decision == PASS)}
+        for role, values in (("challenger", self.challenger), ("champion", self.champion or {})):
+            figures.update(
+                {
+                    f"{role}.{name}": float(value)
+                    for name, value in values.items()
+                    if _defined(value) is not None
+                }
+            )
+        return figures
+
     def markdown(self) -> str:
         names = sorted(set(self.challenger) | set(self.champion or {}))
         lines = [
@@ -123,6 +139,16 @@ class GateReport:
             champion = "" if self.champion is None else _format(self.champion.get(name))
             lines.append(f"| {name} | {_format(self.challenger.get(name))} | {champion} |")
         return "\n".join(lines) + "\n"
+
+
+def figures(labels: np.ndarray, probabilities: np.ndarray, threshold: float) -> dict[str, float | None]:
+    """A model's gate figures on labelled records: AUC (None with one class only), accuracy at
+    ``threshold`` and log loss."""
+    return {
+        "auc": metrics.roc_auc(labels, probabilities) if metrics.has_both_classes(labels) else None,
+        "accuracy": metrics.accuracy(labels, probabilities, threshold),
+        "log_loss": metrics.log_loss(labels, probabilities),
+    }
 
 
 def _defined(value: float | None) -> float | None:

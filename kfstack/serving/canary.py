@@ -19,7 +19,8 @@ only when every check holds, otherwise rolled back:
 1. ``error rate``: canary error rate <= ``max_error_rate``;
 2. ``p95 latency``: canary p95 <= ``max_latency_ratio`` x stable p95 + ``latency_slack_ms`` (the
    slack keeps millisecond jitter on a fast service from reading as a regression);
-3. ``prediction shift``: PSI <= ``max_psi`` (0.2 is the customary "significant shift" line);
+3. ``prediction shift``: PSI <= ``max_psi`` (0.2 is the customary "significant shift" line; 0:
+   not checked, for a model retrained because the data drifted);
 4. ``AUC``: canary AUC >= stable AUC - ``max_auc_drop``, both on the records both sides
    answered, so on the same labels (not applicable, and passed, when those hold one class;
    failed when either side answered nothing: there is nothing to compare).
@@ -66,8 +67,8 @@ class CanaryThresholds:
             problems.append(f"canary_max_latency_ratio={self.max_latency_ratio} must be at least 1")
         if self.latency_slack_ms < 0:
             problems.append(f"canary_latency_slack_ms={self.latency_slack_ms} must not be negative")
-        if self.max_psi <= 0:
-            problems.append(f"canary_max_psi={self.max_psi} must be positive")
+        if self.max_psi < 0:
+            problems.append(f"canary_max_psi={self.max_psi} must not be negative (0: not checked)")
         if not 0.0 <= self.max_auc_drop <= 1.0:
             problems.append(f"canary_max_auc_drop={self.max_auc_drop} must be in [0, 1]")
         if problems:
@@ -376,7 +377,12 @@ def judge(stable: EndpointFigures, canary: EndpointFigures, thresholds: CanaryTh
             f"{canary.p95_ms:.2f} ms",
             f"<= {t.max_latency_ratio} x {stable.p95_ms:.2f} + {t.latency_slack_ms} = {latency_limit:.2f} ms",
         ),
-        Check("prediction shift", shift <= t.max_psi, f"PSI {shift:.4f}", f"<= {t.max_psi}"),
+        Check(
+            "prediction shift",
+            shift <= t.max_psi or t.max_psi == 0,
+            f"PSI {shift:.4f}",
+            f"<= {t.max_psi}" if t.max_psi else "not checked (canary_max_psi=0)",
+        ),
     ]
     if len(stable.answered) == 0:
         checks.append(Check("AUC", False, "the stable predictor answered nothing", "a comparison"))

@@ -27,9 +27,6 @@ from kfstack.kubernetes.placement import Placement
 from kfstack.kubernetes.resources import INFERENCE_SERVICE, Phase
 from kfstack.serving.canary import Endpoint, answers
 
-# What an InferenceService made by hand (without kfstack's annotation) is called as production.
-UNVERSIONED = "unversioned"
-
 
 class KServeRollout:
     """:class:`~kfstack.serving.rollout.Rollout` on a cluster.
@@ -78,15 +75,8 @@ class KServeRollout:
         return Endpoint(role, url, self.headers)
 
     def production_version(self) -> str | None:
-        """None also for a first deployment still on trial (it failed its probe, or its task was
-        killed): the next rollout deploys first again instead of canarying against it."""
         live = self._live()
-        if live is None:
-            return None
-        production, new = isvc.model_versions(live)
-        if production is None and new is not None and not isvc.canary_in_progress(live):
-            return None
-        return production or UNVERSIONED
+        return None if live is None else isvc.production_version(live)
 
     def deploy_first(self) -> Endpoint:
         trial = self._live()  # a first deployment on trial that did not answer, replaced in place

@@ -130,15 +130,20 @@ class Schema:
         if not isinstance(instances, list):
             raise BadRecordError(f"instances: expected a list of records, got {_describe(instances)}")
         self._batch_size(len(instances), "instances")
+        return self.typed(instances, "instances")
+
+    def typed(self, rows: Sequence[Any], where: str) -> list[dict[str, Any]]:
+        """Records of field mappings (a V1 body's instances, a file's rows), each checked and
+        typed by its field.
+
+        Raises:
+            BadRecordError: The first bad row or value, named ``<where>[i].<field>``.
+        """
         records = []
-        for i, instance in enumerate(instances):
-            if not isinstance(instance, Mapping):
-                raise BadRecordError(
-                    f"instances[{i}]: expected an object of fields, got {_describe(instance)}"
-                )
-            records.append(
-                {f.name: f.check(instance.get(f.name), f"instances[{i}].{f.name}") for f in self.fields}
-            )
+        for i, row in enumerate(rows):
+            if not isinstance(row, Mapping):
+                raise BadRecordError(f"{where}[{i}]: expected an object of fields, got {_describe(row)}")
+            records.append({f.name: f.check(row.get(f.name), f"{where}[{i}].{f.name}") for f in self.fields})
         return records
 
     def from_v2(self, inputs: Sequence[Any]) -> list[dict[str, Any]]:

@@ -11,6 +11,8 @@ from __future__ import annotations
 import argparse
 import dataclasses
 
+from kfstack.errors import InvalidParameterError
+from kfstack.monitoring.window import DataWindow
 from kfstack.settings import Settings, setting
 
 
@@ -28,6 +30,13 @@ class FeatureJobConfig(Settings):
         sample_fraction: Share of flights (0-1] kept, by a seeded hash of the flight key.
         seed: Seeds the split and the sample.
         shuffle_partitions: ``spark.sql.shuffle.partitions`` for sessions this job creates.
+        window_start, window_end: The flights' dates read, ISO, both inclusive; empty: open
+            (:class:`kfstack.monitoring.window.DataWindow`).
+        synthetic_drift: Share (0-1) of the window's flights changed on purpose (later departure,
+            longer route, later arrival; :mod:`.synthetic_drift`) to see a drift check fire and a
+            retraining run; 0 for real data.
+        reference_profile_uri: Another run's ``profile.json`` whose histogram edges this run's
+            profile bins with (a drift check of this data against that run's); empty: its own.
     """
 
     concern = "feature job settings"
@@ -40,8 +49,9 @@ class FeatureJobConfig(Settings):
     sample_fraction: float = setting(1.0, gt=0.0, le=1.0)
     seed: int = 42
     shuffle_partitions: int = setting(4, ge=1)
-    # Another run's profile.json whose histogram edges this run's profile bins with (a drift
-    # check of this data against that run's); empty: its own.
+    window_start: str = ""
+    window_end: str = ""
+    synthetic_drift: float = setting(0.0, ge=0.0, le=1.0)
     reference_profile_uri: str = ""
 
     def __post_init__(self) -> None:
@@ -53,7 +63,35 @@ class FeatureJobConfig(Settings):
     def check(self) -> list[str]:
         if not self.output_uri or not self.quarantine_uri:
             return ["the features and quarantine output URIs are required"]
+        if self.concrete("window_start", "window_end"):
+            try:
+                DataWindow.parse(self.window_start, self.window_end)
+            except InvalidParameterError as err:
+                return [str(err)]
         return []
+
+    @property
+    def window(self) -> DataWindow:
+        """The dates read (:class:`~kfstack.monitoring.window.DataWindow`).
+
+        Raises:
+            InvalidParameterError: A bad date, or start after end.
+        """
+        return DataWindow.parse(self.window_start, self.window_end)
+
+    def lineage(self) -> dict[str, object]:
+        """What decides the job's output, by pipeline parameter (a model's lineage record; the
+        URIs it wrote to are left out: they change with every run)."""
+        return {
+            "data_uri": self.input_uri or "",
+            "window_start": self.window_start,
+            "window_end": self.window_end,
+            "sample_fraction": self.sample_fraction,
+            "seed": self.seed,
+            "num_shards": self.num_shards,
+            "max_quarantine_fraction": self.max_quarantine_fraction,
+            "synthetic_drift": self.synthetic_drift,
+        }
 
     def to_argv(self) -> list[str]:
         """The job's command line for this config (what a SparkApplication passes to ``main``)."""
@@ -65,6 +103,9 @@ class FeatureJobConfig(Settings):
             *("--max-quarantine-fraction", repr(self.max_quarantine_fraction)),
             *("--sample-fraction", repr(self.sample_fraction), "--seed", str(self.seed)),
             *("--shuffle-partitions", str(self.shuffle_partitions)),
+            *(("--window-start", self.window_start) if self.window_start else ()),
+            *(("--window-end", self.window_end) if self.window_end else ()),
+            *(("--synthetic-drift", repr(self.synthetic_drift)) if self.synthetic_drift else ()),
             *(("--reference-profile-uri", self.reference_profile_uri) if self.reference_profile_uri else ()),
         ]
 
@@ -86,6 +127,14 @@ def parse_args(argv: list[str] | None) -> FeatureJobConfig:
     parser.add_argument("--sample-fraction", type=float, default=FeatureJobConfig.sample_fraction)
     parser.add_argument("--seed", type=int, default=FeatureJobConfig.seed)
     parser.add_argument("--shuffle-partitions", type=int, default=FeatureJobConfig.shuffle_partitions)
+    parser.add_argument("--window-start", default="", help="first date read (YYYY-MM-DD); default: open")
+    parser.add_argument("--window-end", default="", help="last date read (YYYY-MM-DD); default: open")
+    parser.add_argument(
+        "--synthetic-drift",
+        type=float,
+        default=FeatureJobConfig.synthetic_drift,
+        help="share of flights changed on purpose to show drift (0-1; 0 for real data)",
+    )
     parser.add_argument(
         "--reference-profile-uri",
         default="",
@@ -101,5 +150,8 @@ def parse_args(argv: list[str] | None) -> FeatureJobConfig:
         sample_fraction=args.sample_fraction,
         seed=args.seed,
         shuffle_partitions=args.shuffle_partitions,
+        window_start=args.window_start,
+        window_end=args.window_end,
+        synthetic_drift=args.synthetic_drift,
         reference_profile_uri=args.reference_profile_uri,
     )

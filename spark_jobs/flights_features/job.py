@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import hashlib
 import json
 import logging
 import os
@@ -35,7 +36,7 @@ from typing import Any
 import fsspec
 import pyarrow.parquet as pq
 from pyspark import StorageLevel
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 
 from kfstack import progress
@@ -49,7 +50,7 @@ from kfstack.features import (
     PROFILE_FILE,
     SPLITS,
 )
-from kfstack.spark_jobs.flights_features import featurize, profile, sources, validation
+from kfstack.spark_jobs.flights_features import featurize, profile, sources, synthetic_drift, validation
 from kfstack.spark_jobs.flights_features.config import FeatureJobConfig, parse_args
 
 logger = logging.getLogger(__name__)
@@ -69,6 +70,9 @@ class FeatureJobReport:
     input_uri: str
     output_uri: str
     quarantine_uri: str
+    window: dict[str, str] = dataclasses.field(default_factory=dict)
+    content_hash: str = ""
+    job: dict[str, Any] = dataclasses.field(default_factory=dict)
     seconds: float = 0.0
 
     @property
@@ -80,6 +84,14 @@ class FeatureJobReport:
 
     def to_dict(self) -> dict[str, Any]:
         return {**dataclasses.asdict(self), "quarantined_fraction": self.quarantined_fraction}
+
+
+def content_hash(rows_read: int, counted: list[Row]) -> str:
+    """The window's content hash: SHA-256 of the row count and the row-hash sums of every
+    reason group (:func:`validation.content_hashes`) -- the same rows in any order or partitioning
+    give the same hash."""
+    sums = [sum(int(row[f"hash_{seed}"] or 0) for row in counted) for seed in (1, 2)]
+    return hashlib.sha256(f"{rows_read}:{sums[0]}:{sums[1]}".encode()).hexdigest()
 
 
 def local_spark_session(shuffle_partitions: int = 4) -> SparkSession:
@@ -228,12 +240,19 @@ def run_feature_job(config: FeatureJobConfig, spark: SparkSession | None = None)
                 r["carrier"] for r in tables["airlines"].select(F.trim("carrier").alias("carrier")).collect()
             ]
             flights = sample(tables["flights"], config.sample_fraction, config.seed)
-            tagged = validation.tag_flights(flights, airlines).persist(StorageLevel.MEMORY_AND_DISK)
+            window = config.window
+            tagged = (
+                validation.tag_flights(flights, airlines)
+                .where(validation.in_window(window.start, window.end))
+                .persist(StorageLevel.MEMORY_AND_DISK)
+            )
             cached.append(tagged)
-            by_reason = {
-                row[validation.REASON]: row["count"]
-                for row in tagged.groupBy(validation.REASON).count().collect()
-            }
+            # One pass: the rows per reason, and the window's content hash with them.
+            counted = tagged.groupBy(validation.REASON).agg(
+                F.count(F.lit(1)).alias("count"), *validation.content_hashes(tagged)
+            )
+            rows = counted.collect()
+            by_reason = {row[validation.REASON]: row["count"] for row in rows}
         rows_valid = by_reason.pop(None, 0)
         rows_read = rows_valid + sum(by_reason.values())
         with _phase("write quarantine"):
@@ -249,10 +268,14 @@ def run_feature_job(config: FeatureJobConfig, spark: SparkSession | None = None)
             input_uri=input_uri,
             output_uri=config.output_uri,
             quarantine_uri=config.quarantine_uri,
+            window=dict(zip(("start", "end"), window.as_strings(), strict=True)),
+            content_hash=content_hash(rows_read, rows),
+            job=config.lineage(),
         )
         if rows_read == 0:
             raise DataQualityError(
-                f"no flights to read in {input_uri} (sample_fraction={config.sample_fraction})"
+                f"no flights to read in {input_uri} for {window.describe()} "
+                f"(sample_fraction={config.sample_fraction})"
             )
         if report.quarantined_fraction > config.max_quarantine_fraction:
             _write_json(sources.join_uri(config.output_uri, JOB_REPORT_FILE), report.to_dict())
@@ -267,8 +290,11 @@ def run_feature_job(config: FeatureJobConfig, spark: SparkSession | None = None)
         planes = featurize.plane_lookup(tables["planes"]).persist()
         airports = featurize.airport_lookup(tables["airports"]).persist()
         cached += [planes, airports]
+        valid = synthetic_drift.inject_drift(
+            validation.valid_rows(tagged), config.synthetic_drift, config.seed
+        )
         raw = featurize.raw_features(
-            validation.valid_rows(tagged),
+            valid,
             featurize.weather_by_hour(tables["weather"]),
             planes,
             airports,
@@ -311,7 +337,7 @@ def run_feature_job(config: FeatureJobConfig, spark: SparkSession | None = None)
                 airports.orderBy("faa"), sources.join_uri(config.output_uri, AIRPORT_LOOKUP_FILE)
             )
             holdout = featurize.holdout_requests(
-                validation.valid_rows(tagged),
+                valid,
                 featurize.weather_by_hour(tables["weather"]),
                 config.seed,
                 HOLDOUT_RECORDS,

@@ -23,6 +23,7 @@ cancelled flight has no dep_time; a flight may lack a tailnum) are not errors.
 
 from __future__ import annotations
 
+import datetime
 from collections.abc import Iterable
 
 from pyspark.sql import Column, DataFrame, Window
@@ -135,6 +136,30 @@ def tag_flights(raw: DataFrame, known_carriers: Iterable[str]) -> DataFrame:
         REASON,
         F.when(F.col(REASON).isNull() & (occurrence > 1), F.lit("duplicate")).otherwise(F.col(REASON)),
     )
+
+
+def in_window(start: datetime.date | None, end: datetime.date | None) -> Column:
+    """True for a row dated from ``start`` to ``end`` (inclusive; None: open). Also true for a
+    row whose date cannot be read: it belongs to no window one can tell, so it stays in every
+    window, to be quarantined and counted -- never dropped unseen."""
+    year, month, day = (F.col(n).cast("int") for n in ("year", "month", "day"))
+    date = F.when(_valid_date(), F.make_date(year, month, day))
+    inside = F.lit(True)
+    if start is not None:
+        inside = inside & (date >= F.lit(start))
+    if end is not None:
+        inside = inside & (date <= F.lit(end))
+    return F.coalesce(inside, F.lit(True))
+
+
+def content_hashes(tagged: DataFrame) -> list[Column]:
+    """Aggregates whose values together identify the rows' raw content, in any order: two sums
+    of row hashes (exact decimals: no overflow) under two seeds; with the row count, what a
+    lineage record's data hash is made of."""
+    raws = [F.col(RAW_PREFIX + n) for n in FLIGHT_COLUMNS]
+    return [
+        F.sum(F.xxhash64(*raws, F.lit(seed)).cast("decimal(38,0)")).alias(f"hash_{seed}") for seed in (1, 2)
+    ]
 
 
 def quarantine_rows(tagged: DataFrame) -> DataFrame:

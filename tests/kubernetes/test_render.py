@@ -241,8 +241,8 @@ def test_render_refuses_bad_serving_parameters(tmp_path, capsys):
         == 2
     )
     assert "needs serving_mode=serverless" in capsys.readouterr().err
-    assert main(["render", "--out", str(out), "--param", "canary_max_psi=0"]) == 2
-    assert "canary_max_psi=0" in capsys.readouterr().err
+    assert main(["render", "--out", str(out), "--param", "canary_max_psi=-1"]) == 2
+    assert "canary_max_psi=-1" in capsys.readouterr().err
     assert not out.exists()
 
 

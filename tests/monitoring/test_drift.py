@@ -15,6 +15,7 @@ from kfstack.monitoring.drift import (
     DriftThresholds,
     categorical_psi,
     compare_profiles,
+    feature_names,
     numeric_psi,
     population_stability,
 )
@@ -119,3 +120,21 @@ def test_psi_needs_matching_bins_and_thresholds_name_their_parameter():
         DriftThresholds(max_psi=0)
     with pytest.raises(InvalidParameterError, match="drift_max_label_rate_shift=2"):
         DriftThresholds(max_label_rate_shift=2)
+
+
+def test_ignored_features_are_measured_and_reported_but_do_not_decide():
+    shifted = profile(distance=(0, 5, 15, 40, 40))
+    ignoring = DriftThresholds(ignored_features=("distance",))
+    report = compare_profiles(profile(), shifted, ignoring)
+    assert report.psi["distance"] > 0.2 and report.drifted_features == [] and not report.drifted
+    assert report.summary()["ignored_features"] == ["distance"]
+    assert "| distance |" in report.markdown() and "ignored" in report.markdown()
+    # The label still decides.
+    assert compare_profiles(profile(), profile(label_rate=0.4), ignoring).drifted
+    with pytest.raises(InvalidParameterError, match="names no feature of the profiles: month"):
+        compare_profiles(profile(), profile(), DriftThresholds(ignored_features=("month",)))
+
+
+def test_feature_names_from_a_parameter():
+    assert feature_names(" month, day_of_year ,") == ("month", "day_of_year")
+    assert feature_names("") == ()

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 
 from kfstack.errors import InvalidParameterError
-from kfstack.monitoring.gate import KEEP, PASS, GateReport, GateRule
+from kfstack.monitoring.gate import KEEP, PASS, GateReport, GateRule, figures
 
 MARGIN = GateRule(margin=0.005)
 
@@ -54,3 +55,21 @@ def test_bad_rules_name_their_parameter():
         GateRule(metric="f1")
     with pytest.raises(InvalidParameterError, match=r"gate_margin=-0\.1"):
         GateRule(margin=-0.1)
+
+
+def test_figures_and_metrics_of_scored_records():
+    labels = np.array([0, 0, 1, 1])
+    probabilities = np.array([0.1, 0.6, 0.4, 0.9])
+    values = figures(labels, probabilities, threshold=0.5)
+    assert values["auc"] == pytest.approx(0.75) and values["accuracy"] == pytest.approx(0.5)
+    assert values["log_loss"] == pytest.approx(-np.mean(np.log([0.9, 0.4, 0.4, 0.9])))
+    assert figures(np.array([1, 1]), np.array([0.2, 0.9]), 0.5)["auc"] is None  # one class
+    gate = report(values, {"auc": 0.6, "accuracy": None})
+    assert gate.metrics() == {
+        "passed": 1.0,
+        "challenger.auc": pytest.approx(0.75),
+        "challenger.accuracy": 0.5,
+        "challenger.log_loss": pytest.approx(values["log_loss"]),
+        "champion.auc": 0.6,
+    }
+    assert gate.summary()["decision"] == PASS

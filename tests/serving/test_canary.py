@@ -83,6 +83,20 @@ def test_auc_is_not_judged_when_the_labels_hold_one_class():
     assert auc.value == "not applicable"
 
 
+def test_a_prediction_shift_limit_of_zero_is_not_checked():
+    """A model retrained because the data drifted is meant to predict differently: its shift
+    is shown, not judged; the other checks still decide."""
+    shifted = figures(predictions=np.full(2000, 0.5))
+    report = judge(figures("stable"), shifted, CanaryThresholds(max_psi=0.0))
+    (shift,) = [c for c in report.checks if c.name == "prediction shift"]
+    assert shift.passed and shift.limit == "not checked (canary_max_psi=0)" and report.psi > 2.0
+    assert report.decision == PROMOTE
+    slow = figures(p95=12.0, predictions=np.full(2000, 0.5))
+    assert judge(figures("stable"), slow, CanaryThresholds(max_psi=0.0)).decision == ROLLBACK
+    with pytest.raises(InvalidParameterError, match=r"canary_max_psi=-0\.1 must not be negative"):
+        CanaryThresholds(max_psi=-0.1)
+
+
 def test_bad_thresholds_are_refused_naming_the_parameter():
     with pytest.raises(InvalidParameterError, match=r"canary_max_error_rate=1\.5"):
         CanaryThresholds(max_error_rate=1.5)

@@ -14,7 +14,6 @@ import pytest
 from kubernetes.client.rest import ApiException
 
 from kfstack.components.common.cleanup_run.core import cleanup_run_resources
-from kfstack.components.serving.deploy_model.stage import read_holdout
 from kfstack.components.serving.predictor import DEFAULT_MODEL_NAME
 from kfstack.errors import DeploymentFailedError
 from kfstack.features import HOLDOUT_FILE
@@ -25,7 +24,8 @@ from kfstack.kubernetes.placement import Placement
 from kfstack.kubernetes.resources import INFERENCE_SERVICE
 from kfstack.serving.canary import PROMOTE, ROLLBACK, CanaryThresholds
 from kfstack.serving.kserve_rollout import KServeRollout
-from kfstack.serving.rollout import FIRST, roll_out
+from kfstack.serving.production import ProductionModel, kserve_production_model
+from kfstack.serving.rollout import FIRST, Holdout, roll_out
 from tests.kubernetes.fake_api import FakeKubernetesApi
 from tests.kubernetes.fake_kserve import NOWHERE, FakeKServeController
 from tests.serving.conftest import Predictor
@@ -59,7 +59,7 @@ def servers(trained, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def holdout(trained):
-    return read_holdout(f"{trained['features']}/{HOLDOUT_FILE}", 200)
+    return Holdout.read(f"{trained['features']}/{HOLDOUT_FILE}", 200)
 
 
 @pytest.fixture
@@ -217,3 +217,40 @@ def test_an_update_from_a_stale_read_is_refused_not_overwriting(cluster, holdout
         launcher.apply(isvc.canary_rollout(stale, request(isvc.SERVERLESS, "run-3", "good")))
     assert refused.value.status == 409
     assert isvc.model_versions(live(cluster)) == ("run-1", "run-2")
+
+
+@pytest.mark.parametrize("mode", [isvc.SERVERLESS, isvc.STANDARD])
+def test_a_retraining_run_finds_the_production_model_where_the_rollouts_left_it(cluster, holdout, mode):
+    api_cluster, api, _ = cluster
+    assert kserve_production_model(api_cluster, DEFAULT_MODEL_NAME) is None  # no service yet
+    deploy(rollout(cluster, mode, "run-1"), holdout)
+    live(cluster)
+    assert kserve_production_model(api_cluster, DEFAULT_MODEL_NAME) == ProductionModel(
+        "run-1", MODELS["good"]
+    )
+
+    undecided = rollout(cluster, mode, "run-2", "constant")
+    undecided.deploy_canary()
+    live(cluster)
+    if mode == isvc.SERVERLESS:  # the stable model is in a Knative revision only
+        with pytest.raises(DeploymentFailedError, match="a canary of run-2 is in progress"):
+            kserve_production_model(api_cluster, DEFAULT_MODEL_NAME)
+    else:
+        assert kserve_production_model(api_cluster, DEFAULT_MODEL_NAME) == ProductionModel(
+            "run-1", MODELS["good"]
+        )
+    undecided.roll_back({})
+    live(cluster)
+    assert kserve_production_model(api_cluster, DEFAULT_MODEL_NAME) == ProductionModel(
+        "run-1", MODELS["good"]
+    )
+
+    api.serve_only()  # a cluster without KServe has nothing in production
+    assert kserve_production_model(api_cluster, DEFAULT_MODEL_NAME) is None
+
+
+def test_a_first_deployment_on_trial_or_a_service_made_by_hand():
+    on_trial = isvc.first_rollout(request(isvc.SERVERLESS, "run-1", "good"))
+    assert isvc.production_model(on_trial) is None
+    by_hand = {**on_trial, "metadata": {**on_trial["metadata"], "annotations": {}}}
+    assert isvc.production_model(by_hand) == (isvc.UNVERSIONED, MODELS["good"])

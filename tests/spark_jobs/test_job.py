@@ -1,5 +1,6 @@
 """The whole feature job on a small real input: accounting, outputs, threshold, parity, argv."""
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -254,9 +255,10 @@ def test_runs_as_a_script_on_parquet_input(tmp_path, shipped_data_dir, real_flig
     assert len([f for f in os.listdir(tmp_path / "features" / "train") if f.endswith(".parquet")]) == 2
 
 
-def _profile_against(reference_uri: str, root, spark, shipped_data_dir, flights) -> dict:
+def _profile_against(reference_uri: str, root, spark, shipped_data_dir, flights, **settings) -> dict:
     """The feature job on ``flights``, its profile binned with the reference's edges."""
     config = FeatureJobConfig(
+        **settings,
         input_uri=write_input_dir(root / "input", shipped_data_dir, flights, "csv"),
         output_uri=str(root / "features"),
         quarantine_uri=str(root / "quarantine"),
@@ -319,3 +321,60 @@ def test_a_reference_profile_that_cannot_be_read_fails_before_any_work(
     bad.write_text(json.dumps({"numeric": {}}))
     with pytest.raises(InvalidParameterError, match="no histogram edges"):
         run_feature_job(config, spark=spark)
+
+
+def test_a_synthetic_drift_moves_schedule_distance_and_label_rate(
+    job_run, tmp_path, spark, shipped_data_dir, real_flights
+):
+    from kfstack.monitoring.drift import DriftThresholds, compare_profiles
+
+    config, _ = job_run
+    reference_uri = os.path.join(config.output_uri, PROFILE_FILE)
+    with open(reference_uri) as f:
+        reference = json.load(f)
+    flights = real_flights.head(SAMPLE_ROWS)
+    drifted = _profile_against(
+        reference_uri, tmp_path / "drift", spark, shipped_data_dir, flights, synthetic_drift=0.5
+    )
+    report = compare_profiles(reference, drifted, DriftThresholds())
+    assert {"distance", "dep_hour", "scheduled_minutes"} <= set(report.drifted_features), report.summary()
+    assert report.label_drifted and report.label_rate_shift > 0.1
+    # Weather, planes and the calendar were not touched.
+    assert report.psi["temp"] < 0.01 and report.psi["plane_seats"] < 0.01 and report.psi["month"] < 0.01
+
+
+def test_a_window_reads_its_days_and_the_report_records_it(job_run, tmp_path, spark, shipped_data_dir):
+    config, whole = job_run
+    assert whole.window == {"start": "", "end": ""} and len(whole.content_hash) == 64
+    assert whole.job["seed"] == 42 and whole.job["window_start"] == ""
+    # The test input is the first 3000 flights of the year: all of January 1st to 4th.
+    window = dataclasses.replace(
+        config,
+        output_uri=str(tmp_path / "features"),
+        quarantine_uri=str(tmp_path / "quarantine"),
+        window_start="2013-01-02",
+        window_end="2013-01-03",
+    )
+    report = run_feature_job(window, spark=spark)
+    assert 0 < report.rows_read < whole.rows_read
+    assert report.window == {"start": "2013-01-02", "end": "2013-01-03"}
+    assert report.content_hash != whole.content_hash
+    days = pd.concat(
+        pd.read_parquet(os.path.join(window.output_uri, split)) for split in SPLITS
+    )["cat__day_of_week"].unique()
+    assert len(days) == 2  # two calendar days, two weekdays
+    empty = dataclasses.replace(window, window_start="2014-01-01", window_end="2014-01-31")
+    with pytest.raises(DataQualityError, match=r"no flights .* for 2014-01-01 \.\. 2014-01-31"):
+        run_feature_job(empty, spark=spark)
+
+
+def test_a_bad_window_fails_before_spark(tmp_path):
+    with pytest.raises(InvalidParameterError, match="window_start 2013-02-01 is after window_end 2013-01-01"):
+        FeatureJobConfig(
+            output_uri=str(tmp_path / "f"),
+            quarantine_uri=str(tmp_path / "q"),
+            window_start="2013-02-01",
+            window_end="2013-01-01",
+        )
+    with pytest.raises(InvalidParameterError, match="window_end='Jan 5' is not a date"):
+        FeatureJobConfig(output_uri="f", quarantine_uri="q", window_end="Jan 5")

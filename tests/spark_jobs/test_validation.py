@@ -1,9 +1,13 @@
 """One test per quarantine rule, on tiny DataFrames through the real Spark code."""
 
+import datetime
+
 import pytest
 
 from kfstack.spark_jobs.flights_features.validation import (
     REASON,
+    content_hashes,
+    in_window,
     quarantine_rows,
     tag_flights,
     valid_rows,
@@ -73,3 +77,43 @@ def test_quarantine_keeps_the_raw_values_and_the_reason(spark):
     assert rejected == [{**VALID_FLIGHT, "distance": "14OO", REASON: "unparseable_distance"}]
     kept = valid_rows(tagged).collect()
     assert len(kept) == 1 and kept[0]["distance"] == 1400.0
+
+
+def test_a_window_keeps_its_days_and_the_rows_whose_date_cannot_be_read(spark):
+    rows = [
+        flight(day="1", flight="1"),
+        flight(day="31", flight="2"),
+        flight(month="2", day="1", flight="3"),
+        flight(month="12", day="31", year="2012", flight="4"),
+        flight(month="13", flight="5"),  # invalid_date: quarantined in every window
+        flight(day="x", flight="6"),  # unparseable_day
+    ]
+    tagged = tag_flights(flights_frame(spark, rows), CARRIERS)
+
+    def kept(start, end):
+        return sorted(r["raw_flight"] for r in tagged.where(in_window(start, end)).collect())
+
+    january = (datetime.date(2013, 1, 1), datetime.date(2013, 1, 31))
+    assert kept(*january) == ["1", "2", "5", "6"]
+    assert kept(datetime.date(2013, 1, 31), None) == ["2", "3", "5", "6"]
+    assert kept(None, datetime.date(2012, 12, 31)) == ["4", "5", "6"]
+    assert kept(None, None) == ["1", "2", "3", "4", "5", "6"]
+
+
+def test_the_content_hash_sees_every_value_and_no_order(spark):
+    from kfstack.spark_jobs.flights_features.job import content_hash
+
+    rows = [flight(flight=str(n), distance=str(100 + n)) for n in range(40)]
+
+    def hashed(frame):
+        tagged = tag_flights(frame, CARRIERS)
+        counted = tagged.groupBy(REASON).agg(*content_hashes(tagged)).collect()
+        return content_hash(len(rows), counted)
+
+    original = hashed(flights_frame(spark, rows))
+    assert original == hashed(flights_frame(spark, rows[::-1]).repartition(3))
+    changed = [*rows[:-1], flight(flight="39", distance="140")]
+    assert hashed(flights_frame(spark, changed)) != original
+    # A value moved to another column is another content.
+    swapped = [*rows[:-1], flight(flight="139", distance="39")]
+    assert hashed(flights_frame(spark, swapped)) != original

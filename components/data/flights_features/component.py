@@ -14,6 +14,10 @@ def flights_features(
     max_quarantine_fraction: float,
     sample_fraction: float,
     seed: int,
+    window_start: str,
+    window_end: str,
+    synthetic_drift: float,
+    reference_profile_uri: str,
     spark_executors: int,
     spark_executor_cores: int,
     spark_executor_memory: str,
@@ -42,6 +46,14 @@ def flights_features(
             quarantined; the quarantine is written first either way.
         sample_fraction: Share of flights kept (0-1], chosen by a hash of the flight key.
         seed: Seed of the train/validation/test split and of the sample.
+        window_start: First flight date read (ISO ``2013-07-01``); empty: from the first.
+        window_end: Last flight date read (inclusive); empty: to the last. A row whose date
+            cannot be read is in every window (it is quarantined).
+        synthetic_drift: Share (0-1) of the flights changed on purpose (departure 3 h later, route
+            1.5x, arrival 45 min later) to show a drift check and a retraining; 0 for real use.
+        reference_profile_uri: The production model's ``profile.json``: this run's profile is
+            binned with its histogram edges so a drift check compares like with like; empty:
+            its own edges.
         spark_executors: Kubernetes: executor pods (>= 1).
         spark_executor_cores: Kubernetes: cores per executor (>= 1).
         spark_executor_memory: Kubernetes: memory per executor, Spark notation (``4g``, ``512m``).

@@ -65,7 +65,8 @@ def deploy_model(
         canary_max_error_rate: Rollback above this canary error rate.
         canary_max_latency_ratio: Rollback when canary p95 > ratio x stable p95 + slack.
         canary_latency_slack_ms: The slack (ms) of that rule.
-        canary_max_psi: Rollback above this prediction shift (PSI, canary against stable).
+        canary_max_psi: Rollback above this prediction shift (PSI, canary against stable); 0: not
+            checked (a model retrained on drifted data is meant to predict differently).
         canary_max_auc_drop: Rollback when canary AUC < stable AUC - this.
         run_id: The pipeline run (labels the InferenceService; the exit handler finds its canary).
         task_name: This task's name.

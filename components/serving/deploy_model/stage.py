@@ -21,11 +21,10 @@ from collections.abc import Mapping
 from typing import Any
 
 import fsspec
-import pyarrow.parquet as pq
 
 from kfstack.components.serving.predictor import command
 from kfstack.errors import InvalidParameterError
-from kfstack.features import HOLDOUT_FILE, LABEL_COLUMN
+from kfstack.features import HOLDOUT_FILE
 from kfstack.flights.scoring import MODEL_DIR_FILES
 from kfstack.flights.settings import CanaryReplay, ServingPlacement
 from kfstack.kubernetes import inference_service as isvc
@@ -189,19 +188,8 @@ def _labelled(request: isvc.ServingRequest, context: RunContext) -> isvc.Serving
     return dataclasses.replace(request, labels={**request.labels, **context.labels()})
 
 
-def read_holdout(uri: str, limit: int) -> Holdout:
-    """The first ``limit`` labelled holdout requests (the feature job orders them by a seeded
-    hash, so they are a fixed random sample of the test split)."""
-    with fsspec.open(fsspec_uri(uri), "rb") as f:
-        rows = pq.read_table(f).slice(0, limit).to_pylist()
-    if not rows:
-        raise InvalidParameterError(f"{uri} holds no holdout requests")
-    labels = [int(row.pop(LABEL_COLUMN)) for row in rows]
-    return Holdout(records=rows, labels=labels)
-
-
 def _deploy(rollout: Rollout, settings: DeployModelSettings) -> StageResult:
-    holdout = read_holdout(settings.holdout_uri, settings.replay.records)
+    holdout = Holdout.read(settings.holdout_uri, settings.replay.records)
     outcome = roll_out(
         rollout, settings.request.model_version, holdout, settings.thresholds, settings.replay.batch_size
     )

@@ -1,0 +1,60 @@
+"""The production model, copied into a run's artifact (both platforms: :mod:`kfstack.serving.production`)."""
+
+from __future__ import annotations
+
+import json
+import os
+
+from kfstack import platforms
+from kfstack.errors import InvalidParameterError
+from kfstack.kubernetes.launcher import Cluster
+from kfstack.serving.production import (
+    RECORD_FILE,
+    FoundModel,
+    ProductionModel,
+    copy_model,
+    kserve_production_model,
+    local_production_model,
+)
+from kfstack.serving.registry import REGISTRY_DIR_ENV
+
+
+def find_production_model(
+    platform: str, serving_name: str, cluster: Cluster | None = None
+) -> ProductionModel | None:
+    """The model in production on ``platform``; None when there is none.
+
+    Raises:
+        InvalidParameterError: A local run outside ``kfstack run --local`` (no registry).
+        PlatformNotAvailableError: ``kubernetes`` without a Kubernetes API.
+    """
+    platforms.require_available(platform, stage="production-model")
+    if platform == platforms.LOCAL:
+        registry_dir = os.environ.get(REGISTRY_DIR_ENV, "")
+        if not registry_dir:
+            raise InvalidParameterError(
+                f"production-model on the embedded platform needs {REGISTRY_DIR_ENV} (set by "
+                f"`kfstack run --local`)"
+            )
+        return local_production_model(registry_dir, serving_name)
+    return kserve_production_model(
+        cluster or Cluster.from_environment(stage="production-model"), serving_name
+    )
+
+
+def fetch_production_model(
+    platform: str, serving_name: str, target_dir: str, cluster: Cluster | None = None
+) -> FoundModel:
+    """Copies the production model's files into ``target_dir`` and records what was found in
+    ``champion.json`` there."""
+    production = find_production_model(platform, serving_name, cluster)
+    os.makedirs(target_dir, exist_ok=True)
+    if production is None:
+        found = FoundModel(found=False)
+    else:
+        copy_model(production, target_dir)
+        found = FoundModel(found=True, version=production.version, source=production.model_uri)
+    with open(os.path.join(target_dir, RECORD_FILE), "w", encoding="utf-8") as f:
+        json.dump(found.metadata(), f, indent=2)
+    print(f"production model: {found.version or 'none'}" + (f" from {found.source}" if found.found else ""))
+    return found
