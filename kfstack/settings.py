@@ -197,6 +197,10 @@ class Settings:
         except TypeError as err:  # a required field without an argument
             raise InvalidParameterError(f"invalid {cls.concern}: {err}") from err
 
+    def arguments(self) -> dict[str, Any]:
+        """Argument name -> value of every field (what these settings were built from)."""
+        return {parameter_name(f): getattr(self, f.name) for f in dataclasses.fields(self)}  # type: ignore[arg-type]
+
     @classmethod
     def defaults(cls) -> dict[str, Any]:
         """Argument name -> default of every field that has one (docs, pipeline signatures)."""

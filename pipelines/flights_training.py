@@ -59,6 +59,7 @@ def flights_training(
     seed: int = TrainingSettings.seed,
     window_start: str = FeatureJobConfig.window_start,
     window_end: str = FeatureJobConfig.window_end,
+    synthetic_drift: float = FeatureJobConfig.synthetic_drift,
     gpu_pool: str = TrainingPlacement.node_pool,
     tf_topology: str = TrainingSettings.tf_topology,
     tf_parameter_servers: int = TrainingSettings.tf_parameter_servers,
@@ -115,7 +116,7 @@ def flights_training(
     # Every parameter, for the steps to take theirs by name (before any other name is bound here).
     parameters = dict(locals())
     with steps.guarded(PIPELINE_NAME, parameters) as checked:
-        features = steps.features(parameters, synthetic_drift=0.0, reference_profile_uri="").after(checked)
+        features = steps.features(parameters, reference_profile_uri="").after(checked)
         training, evaluation = steps.train_and_evaluate(parameters, features)
         # Deployment comes after the evaluation (a model that failed to evaluate is never served).
         steps.deploy(parameters, training, features).after(evaluation)

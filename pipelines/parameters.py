@@ -165,8 +165,8 @@ DESCRIPTIONS: dict[str, str] = {
         "replays the bundled 2013 flights with a lag that maps today onto 2013."
     ),
     "synthetic_drift": (
-        "Share (0-1) of the new window's flights changed on purpose (departure 3 h later, route "
-        "1.5x, arrival 45 min later) to see the drift branch; 0 for real use."
+        "Share (0-1) of the window's flights changed on purpose (departure 3 h later, route "
+        "1.5x, arrival 45 min later) to see a drift check fire and a retraining; 0 for real use."
     ),
     "drift_max_psi": (
         "Retrain when a feature's PSI (new window against the production model's training data) is "

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import time
@@ -11,12 +12,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from kfstack.features import SPLITS, CategoricalFeature, FeatureSpec, NumericFeature
+from kfstack.features import JOB_REPORT_FILE, SPLITS, CategoricalFeature, FeatureSpec, NumericFeature
 from kfstack.training import checkpoints
 
 
 def make_feature_dir(root, rows: int = 4000, shards: int = 2, seed: int = 0) -> str:
-    """Writes ``<root>/{train,validation,test}/part-*.parquet`` and ``feature_spec.json``.
+    """Writes ``<root>/{train,validation,test}/part-*.parquet``, ``feature_spec.json`` and the
+    ``job_report.json`` a model's lineage record reads.
 
     The label depends on one categorical and one numeric feature, so a model that learns
     scores well above 0.5 AUC; the other columns are noise.
@@ -31,6 +33,9 @@ def make_feature_dir(root, rows: int = 4000, shards: int = 2, seed: int = 0) -> 
     )
     os.makedirs(root, exist_ok=True)
     spec.save(os.path.join(root, "feature_spec.json"))
+    written = {split: rows if split == "train" else rows // 4 for split in SPLITS}
+    with open(os.path.join(root, JOB_REPORT_FILE), "w") as f:
+        json.dump({"rows_read": sum(written.values()), "rows_per_split": written, "job": {"seed": seed}}, f)
     for _split_index, split in enumerate(SPLITS):
         n = rows if split == "train" else rows // 4
         colour = rng.integers(0, 4, n)  # 3 = the OOV bucket

@@ -22,10 +22,12 @@ from kfstack.components.training.train_model.stage import train_locally
 from kfstack.errors import InvalidParameterError
 from kfstack.features import FeatureSpec
 from kfstack.kubernetes.training_apis import TRAINER_V2
+from kfstack.lineage import Lineage, document_hash
 from kfstack.training import checkpoints
 from kfstack.training.env_contract import trainjob_env
 from kfstack.training.settings import TrainingSettings
 from kfstack.training.shards import list_shards, read_shards
+from kfstack.version import __version__, pipeline_version
 
 # Katib v0.19 StdOut metrics collector (DESIGN §3).
 KATIB_METRIC = re.compile(r"([\w|-]+)\s*=\s*([+-]?\d*(\.\d+)?([Ee][+-]?\d+)?)")
@@ -198,3 +200,15 @@ def test_a_failing_trainer_writes_its_error_where_kubernetes_keeps_it(tmp_path):
     with pytest.raises(KeyError), termination_message_on_failure(str(tmp_path / "absent")):
         raise KeyError("x")
     assert not (tmp_path / "absent").exists()
+
+
+def test_the_model_carries_its_lineage(two_rank_run, feature_dir):
+    root, metrics = two_rank_run
+    lineage = Lineage.load(str(root / "model"))
+    assert lineage.metrics == {name: metrics[name] for name in ("val_auc", "val_log_loss", "val_accuracy")}
+    assert lineage.parameters["workers"] == 2 and lineage.parameters["learning_rate"] == 0.01
+    assert lineage.parameters["training_api"] in ("v1", "trainer-v2")
+    with open(os.path.join(feature_dir, "feature_spec.json")) as f:
+        assert lineage.data["feature_spec_hash"] == document_hash(json.load(f))
+    assert lineage.data["rows_read"] == 4000 + 2 * 1000
+    assert lineage.pipeline_version == pipeline_version() and lineage.kfstack_version == __version__

@@ -31,6 +31,7 @@ from kfstack.kubernetes import inference_service as isvc
 from kfstack.kubernetes.launcher import Cluster
 from kfstack.kubernetes.naming import RunContext
 from kfstack.kubernetes.resources import INFERENCE_SERVICE
+from kfstack.lineage import model_version
 from kfstack.platforms import RUN_DIR_ENV, StageResult, Variant
 from kfstack.serving.canary import CanaryThresholds
 from kfstack.serving.kserve_rollout import KServeRollout
@@ -73,13 +74,6 @@ class DeployModelSettings:
     registry_dir: str
 
 
-def run_name(run_id: str, run_dir: str) -> str:
-    """The run, as the registry and the model version name it: the embedded run's directory
-    (unique and readable, ``flights-training-20261124-101500``; kfp.local draws a new run id
-    for every task), else the pipeline run's id."""
-    return os.path.basename(run_dir.rstrip("/")) if run_dir else run_id
-
-
 class DeployModelStage:
     component = "deploy-model"
     reference_output = "deployment"
@@ -87,7 +81,7 @@ class DeployModelStage:
     def settings(self, arguments: Mapping[str, Any]) -> DeployModelSettings:
         placement = ServingPlacement.from_arguments(arguments)
         run_dir = os.environ.get(RUN_DIR_ENV, "")
-        run = run_name(arguments["run_id"], run_dir)
+        run = model_version(arguments["run_id"], run_dir)
         model_uri = arguments["model"]
         # KServe reads a model from a URI; a local path (only the embedded platform has one, and
         # it never hands the URI to KServe) is written as one, so the request's checks hold.

@@ -25,13 +25,16 @@ import fsspec
 from kfstack import images
 from kfstack.components.training.train_model.pytorch import backend as pytorch_backend
 from kfstack.components.training.train_model.tensorflow import backend as tensorflow_backend
+from kfstack.features import FEATURE_SPEC_FILE, JOB_REPORT_FILE
 from kfstack.flights.settings import TrainingPlacement
 from kfstack.kubernetes.launcher import Cluster
 from kfstack.kubernetes.naming import RunContext
 from kfstack.kubernetes.train_job import build_trainjob
 from kfstack.kubernetes.training_apis import AUTO, TRAINER_V2, candidate_apis, job_kind
 from kfstack.kubernetes.training_jobs import TrainingJobRequest
-from kfstack.platforms import StageResult, Variant
+from kfstack.lineage import Lineage, document_hash, model_version
+from kfstack.lineage import now as lineage_time
+from kfstack.platforms import RUN_DIR_ENV, StageResult, Variant
 from kfstack.training import shards
 from kfstack.training.process_group import run_process_group
 from kfstack.training.settings import (
@@ -40,6 +43,7 @@ from kfstack.training.settings import (
     PYTORCH,
     REPORTED_METRICS,
     TENSORFLOW,
+    VALIDATION_METRICS,
     TrainingSettings,
 )
 from kfstack.uris import fsspec_uri, join
@@ -61,6 +65,8 @@ class TrainModelSettings:
         placement: Where the job's replicas run.
         threads_per_worker: Local only: intra-op threads per replica; default: cores split evenly.
         on_group_started: Local only: test hook, see ``run_process_group``.
+        run_id, run_dir: The pipeline run and, on the embedded platform, its directory: they
+            name the model's version in its lineage record.
     """
 
     training: TrainingSettings
@@ -70,6 +76,8 @@ class TrainModelSettings:
     placement: TrainingPlacement = dataclasses.field(default_factory=TrainingPlacement)
     threads_per_worker: int | None = None
     on_group_started: Callable[..., None] | None = None
+    run_id: str = ""
+    run_dir: str = ""
 
     @property
     def checkpoint_uri(self) -> str:
@@ -112,6 +120,8 @@ class TrainModelStage:
             model_uri=arguments["model"],
             logs_uri=arguments["training_logs"],
             placement=TrainingPlacement.from_arguments(arguments),
+            run_id=arguments.get("run_id", ""),
+            run_dir=os.environ.get(RUN_DIR_ENV, ""),
         )
 
     def variants(self, settings: TrainModelSettings) -> list[Variant[TrainModelSettings]]:
@@ -175,6 +185,7 @@ class TrainModelStage:
             done_when_exits=replicas.done_when_exits,
         )
         metrics = {**read_metrics(settings.model_uri), "restarts": float(result.restarts)}
+        record_lineage(settings, settings.model_uri, settings.features_uri, metrics)
         reference = {
             "kind": "LocalProcessGroup",
             "framework": training.framework,
@@ -185,8 +196,10 @@ class TrainModelStage:
         return StageResult({TRAINING_METRICS: metrics}, reference, artifact_metadata=model_metadata(settings))
 
     def collect(self, settings: TrainModelSettings, finished: list[dict], cluster: Cluster) -> StageResult:
+        metrics = read_metrics(fsspec_uri(settings.model_uri))
+        record_lineage(settings, fsspec_uri(settings.model_uri), fsspec_uri(settings.features_uri), metrics)
         return StageResult(
-            {TRAINING_METRICS: read_metrics(fsspec_uri(settings.model_uri))},
+            {TRAINING_METRICS: metrics},
             {"framework": settings.training.framework, "training_api": settings.training_api},
             artifact_metadata=model_metadata(settings),
         )
@@ -208,6 +221,39 @@ def model_metadata(settings: TrainModelSettings) -> dict[str, dict[str, Any]]:
             "training_api": settings.training_api,
         }
     }
+
+
+def record_lineage(
+    settings: TrainModelSettings, model_uri: str, features_uri: str, metrics: Mapping[str, float]
+) -> Lineage:
+    """Writes the model's lineage record (:mod:`kfstack.lineage`) beside it: the data the
+    feature job read (its report and spec), the parameters of that job and of this training
+    (with the hyperparameters as tuning chose them), and the validation metrics."""
+    with fsspec.open(join(features_uri, JOB_REPORT_FILE)) as f:
+        report = json.load(f)
+    with fsspec.open(join(features_uri, FEATURE_SPEC_FILE)) as f:
+        spec = json.load(f)
+    lineage = Lineage(
+        model_version=model_version(settings.run_id, settings.run_dir),
+        pipeline_version=os.environ.get(VERSION_ENV) or pipeline_version(),
+        kfstack_version=__version__,
+        run_id=settings.run_id,
+        created=lineage_time(),
+        data={
+            "window": report.get("window", {}),
+            "content_hash": report.get("content_hash", ""),
+            "rows_read": report["rows_read"],
+            "feature_spec_hash": document_hash(spec),
+        },
+        parameters={
+            **report.get("job", {}),
+            **settings.training.arguments(),
+            "training_api": settings.training_api,
+        },
+        metrics={name: metrics[name] for name in VALIDATION_METRICS},
+    )
+    lineage.save(model_uri)
+    return lineage
 
 
 def read_metrics(model_uri: str) -> dict[str, float]:

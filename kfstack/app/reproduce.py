@@ -1,0 +1,103 @@
+"""``kfstack reproduce MODEL_DIR``: train a recorded model again and compare.
+
+A model directory carries its lineage (:mod:`kfstack.lineage`): the pipeline version, the data
+window and its content hash, the feature spec's hash, the parameters and the validation
+metrics. Reproducing it runs ``flights-training`` on the embedded platform with the recorded
+data and training parameters -- tuning off, the hyperparameters as tuning chose them; no
+deployment -- and compares the new model's record with the old one: the same data (content
+hash, rows), the same feature spec (hash), the same parameters, and metrics within a tolerance.
+
+It refuses, before anything runs, when the checked-out code is not the recorded pipeline
+version: other code may legitimately give another model, and the comparison would say nothing.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, TextIO
+
+from kfstack.app.local_run import run_pipeline_locally
+from kfstack.app.summary import SUCCEEDED, RunSummary
+from kfstack.errors import RunFailedError, UsageError
+from kfstack.lineage import DEFAULT_TOLERANCE, Difference, Lineage, compare
+from kfstack.pipelines import load_pipeline, rendering
+from kfstack.version import pipeline_version
+
+# The pipeline whose steps make a model: the retraining pipeline trains with the same ones.
+PIPELINE = "flights-training"
+MODEL_OUTPUT = "model"
+
+
+@dataclasses.dataclass(frozen=True)
+class Reproduction:
+    """A reproduction's run and its comparison with the record."""
+
+    recorded: Lineage
+    reproduced: Lineage
+    summary: RunSummary
+    differences: list[Difference]
+
+    @property
+    def matches(self) -> bool:
+        return all(d.matches for d in self.differences)
+
+    def render(self) -> str:
+        width = max(len(d.item) for d in self.differences)
+        lines = [f"{'item':<{width}}  {'match':<5}  recorded -> reproduced"]
+        for d in self.differences:
+            shown = "" if d.item == "parameters" else f"{d.recorded} -> {d.reproduced}"
+            detail = f"  ({d.detail})" if d.detail else ""
+            lines.append(f"{d.item:<{width}}  {'yes' if d.matches else 'NO':<5}  {shown}{detail}")
+        return "\n".join(lines)
+
+
+def check_version(recorded: Lineage) -> None:
+    """Raises unless the checked-out code is the recorded pipeline version.
+
+    Raises:
+        UsageError: Naming both versions.
+    """
+    current = pipeline_version()
+    if current != recorded.pipeline_version:
+        raise UsageError(
+            f"the model was made by pipeline version {recorded.pipeline_version}; this checkout is "
+            f"{current}. Check out the recorded commit (a clean tree) and run reproduce there"
+        )
+
+
+def reproduction_arguments(recorded: Lineage) -> dict[str, Any]:
+    """The recorded parameters the training pipeline takes, tuning and deployment off."""
+    known = rendering.parameter_types(load_pipeline(PIPELINE))
+    unknown = sorted(set(recorded.parameters) - set(known))
+    if unknown:
+        raise UsageError(f"the record has parameters {PIPELINE} does not take: {', '.join(unknown)}")
+    return {**recorded.parameters, "tune": False, "deploy": False, "platform": "local"}
+
+
+def reproduce(
+    model_dir: str,
+    pipeline_root: str,
+    tolerance: float = DEFAULT_TOLERANCE,
+    verbose: bool = False,
+    console_stream: TextIO | None = None,
+) -> Reproduction:
+    """Trains the model of ``model_dir`` again from its record and compares (module docstring).
+
+    Raises:
+        InvalidParameterError: ``model_dir`` has no readable lineage record.
+        UsageError: The checkout is another pipeline version (nothing ran).
+        RunFailedError: The reproduction's run failed (its summary names the task).
+    """
+    recorded = Lineage.load(model_dir)
+    check_version(recorded)
+    summary = run_pipeline_locally(
+        PIPELINE,
+        reproduction_arguments(recorded),
+        pipeline_root=pipeline_root,
+        verbose=verbose,
+        console_stream=console_stream,
+    )
+    if summary.status != SUCCEEDED or MODEL_OUTPUT not in summary.artifacts:
+        raise RunFailedError(f"the reproduction run {summary.run_dir} did not finish: {summary.error}")
+    reproduced = Lineage.load(summary.artifacts[MODEL_OUTPUT])
+    return Reproduction(recorded, reproduced, summary, compare(recorded, reproduced, tolerance))
