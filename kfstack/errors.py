@@ -36,6 +36,21 @@ class PlatformNotAvailableError(BadInputError):
     """The requested platform cannot run this step (no cluster reachable); nothing was submitted."""
 
 
+class KfpServerUnavailableError(PlatformNotAvailableError):
+    """The KFP API server cannot be reached (connection refused or timed out, unknown host, a TLS
+    failure); nothing was submitted."""
+
+
+class KfpAuthError(BadInputError):
+    """The KFP API server (or the proxy in front of it) refused the credentials: 401 or 403, or a
+    login page instead of the API. Nothing was submitted."""
+
+
+class KfpRequestError(BadInputError):
+    """The KFP API server refused a request (a 4xx or 5xx answer other than 401/403); the message
+    carries its own reason. What the command did before it is said in its output."""
+
+
 class RunFailedError(KfstackError):
     """Work that started has failed."""
 

@@ -1,23 +1,33 @@
-"""The ``kfstack`` command line: compile, describe, run embedded, render cluster objects, clean,
-serve a model.
+"""The ``kfstack`` command line: compile, describe, run embedded or on a Kubeflow cluster, upload
+and schedule pipelines on a KFP API server, render cluster objects, clean, serve a model,
+reproduce a model from its lineage record (:mod:`kfstack.app.reproduce`).
 
 ``compile`` imports only kfp and the pipeline modules (STYLE 9): no pyspark, torch or
-tensorflow, so it runs in a CI job or a laptop without them.
+tensorflow, so it runs in a CI job or a laptop without them. ``upload``, ``run`` (without
+``--local``) and ``schedule`` talk to a KFP API server through ``kfp.Client``
+(:mod:`kfstack.app.kfp_server`; cron expressions: :mod:`kfstack.app.cron`).
 
-Exit codes (one error style for every command, from :mod:`kfstack.errors`): 0 success; 2 bad
-input -- usage, an unknown pipeline or parameter, a value a setting refuses, an output that
-cannot be written -- with one line naming what to fix and nothing started; 1 a run or job that
-failed, with the failing task's own error; 130 interrupted (Ctrl-C: every process of the run is
-stopped and its summary says CANCELLED); 1 with a traceback for an unexpected error (a bug to
-report).
+Exit codes (one error style for every command, from :mod:`kfstack.errors`): 0 success (``upload``
+of a version that is already there included); 2 bad input -- usage, an unknown pipeline or
+parameter, a value a setting refuses, an output that cannot be written, a bad cron expression;
+on a KFP server: unreachable, credentials refused (401/403), a pipeline, version or schedule that
+is not there, a request the server refuses -- with one line naming what to fix and nothing
+started; 1 a run or job that failed (``run --wait``: the cluster run ended FAILED, CANCELED or
+SKIPPED, or the wait lost the server -- the run goes on there), with the failing task's own error;
+130 interrupted (Ctrl-C: every process of an embedded run is stopped and its summary says
+CANCELLED; a cluster run is *not* cancelled, only the wait stops); 1 with a traceback for an
+unexpected error (a bug to report).
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime
+import json
 import logging
 import os
 import sys
+import tempfile
 import textwrap
 import traceback
 from collections.abc import Callable
@@ -26,13 +36,23 @@ from typing import Any
 import yaml
 from kfp import compiler
 
-from kfstack import pipeline_spec
+from kfstack import pipeline_spec, platforms
 from kfstack.app import run_directory
+from kfstack.app.cron import parse_cron
 from kfstack.app.local_run import run_pipeline_locally
 from kfstack.app.summary import CANCELLED, SUCCEEDED
 from kfstack.components.serving import predictor
-from kfstack.errors import BadInputError, CancelledError, KfstackError, UsageError
+from kfstack.errors import (
+    BadInputError,
+    CancelledError,
+    KfpAuthError,
+    KfpRequestError,
+    KfpServerUnavailableError,
+    KfstackError,
+    UsageError,
+)
 from kfstack.flights.scoring import MODEL_DIR_FILES
+from kfstack.lineage import DEFAULT_TOLERANCE
 from kfstack.pipelines import DEFAULT_PIPELINE, PIPELINES, load_pipeline, rendering
 from kfstack.tuning.spec import LOCAL_BUDGET
 from kfstack.version import VERSION_ENV, __version__, label_safe, pipeline_version
@@ -43,6 +63,9 @@ DESCRIBE_WIDTH = 96
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
 # Stands in for the KFP run id when parameters are checked before a local run.
 LOCAL_CHECK_RUN_ID = "local-check"
+# ... and before a cluster run or schedule is submitted.
+CLUSTER_CHECK_RUN_ID = "cluster-check"
+DEFAULT_POLL_SECONDS = 10.0
 
 
 def compiled_path(out_dir: str, name: str, version: str) -> str:
@@ -160,12 +183,37 @@ def _cmd_describe(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _given(args: argparse.Namespace, flags: dict[str, str]) -> list[str]:
+    """The flags among ``flags`` (flag -> attribute) set on the command line: not at their
+    default, ``None``, ``False`` or an empty list (by identity: ``--poll-seconds 0`` is set)."""
+    return [
+        flag
+        for flag, attribute in flags.items()
+        if (value := getattr(args, attribute)) is not None and value is not False and value != []
+    ]
+
+
+# Flags of `run` that only mean something for one of its two platforms.
+_LOCAL_ONLY = {"--resume": "resume", "--pipeline-root": "pipeline_root", "--verbose": "verbose"}
+_CLUSTER_ONLY = {
+    "--version": "version_name",
+    "--experiment": "experiment",
+    "--wait": "wait",
+    "--poll-seconds": "poll_seconds",
+    "--host": "host",
+    "--namespace": "namespace",
+    "--token": "token",
+}
+
+
 def _cmd_run(args: argparse.Namespace) -> int:
     if not args.local:
-        raise UsageError(
-            "only --local (the embedded platform) is available; running on a "
-            "Kubeflow cluster comes with the KFP client commands. Nothing was submitted."
-        )
+        return _run_on_cluster(args)
+    cluster_only = _given(args, _CLUSTER_ONLY)
+    if cluster_only:
+        raise UsageError(f"{', '.join(cluster_only)}: for runs on a Kubeflow cluster; drop with --local")
+    if args.pipeline_root is None:
+        args.pipeline_root = DEFAULT_PIPELINE_ROOT
     resume = None
     if args.resume:
         if args.param:
@@ -193,6 +241,242 @@ def _cmd_run(args: argparse.Namespace) -> int:
     print("\n" + summary.render())
     if summary.status != SUCCEEDED:
         print(f"kfstack run: {summary.error}", file=sys.stderr)
+        return EXIT_FAILED
+    return EXIT_OK
+
+
+def check_cluster_arguments(pipeline: str, arguments: dict[str, Any]) -> None:
+    """Every check a cluster run of ``pipeline`` makes of ``arguments`` before it starts a task
+    (stage settings, node pools, the pipeline's rules across stages), here, before anything is
+    submitted. Parameters not given take the compiled defaults, as on the cluster.
+
+    Raises:
+        UsageError, InvalidParameterError: What the run would refuse.
+    """
+    if arguments.get(platforms.PLATFORM_ARGUMENT, platforms.KUBERNETES) == platforms.KUBERNETES:
+        rendering.render(pipeline, arguments, run_id=CLUSTER_CHECK_RUN_ID)
+    else:
+        rendering.run_check(pipeline)(rendering.run_parameters(pipeline, arguments))
+
+
+def _run_on_cluster(args: argparse.Namespace) -> int:
+    """``kfstack run`` without ``--local``: a run of an uploaded version on the KFP server."""
+    from kfstack.app import kfp_server
+
+    local_only = _given(args, _LOCAL_ONLY)
+    if local_only:
+        raise UsageError(
+            f"{', '.join(local_only)}: only with --local (the embedded platform); a cluster run keeps "
+            f"its logs and artifacts on the cluster. Nothing was submitted."
+        )
+    if args.summary_json and not args.wait:
+        raise UsageError("--summary-json on a cluster run needs --wait (it holds the run's final state)")
+    if args.poll_seconds is not None and args.poll_seconds <= 0:
+        raise UsageError(f"--poll-seconds {args.poll_seconds:g}: must be positive")
+    # Everything about the request is checked before a connection is made.
+    arguments = parse_params(args.param, args.name)
+    check_cluster_arguments(args.name, arguments)
+    if args.summary_json:
+        _writable_dir(os.path.dirname(os.path.abspath(args.summary_json)))
+    experiment = args.experiment or args.name
+    with kfp_server.connect(args.host, args.namespace, args.token) as client:
+        ref = kfp_server.resolve_version(client, args.name, args.version_name)
+        experiment_id, created = kfp_server.ensure_experiment(client, experiment)
+        if created:
+            print(f"created experiment {experiment} ({experiment_id})")
+        started = datetime.datetime.now(datetime.UTC).strftime("%Y%m%d-%H%M%S")
+        display_name = f"{args.name} {ref.version} {started}"
+        run_id = kfp_server.start_run(client, ref, experiment_id, arguments, display_name)
+        url = kfp_server.run_url(client, run_id)
+        print(
+            f"started run {run_id}: {ref.pipeline} version {ref.version} (version id {ref.version_id}), "
+            f"experiment {experiment}"
+        )
+        print(f"  {url}", flush=True)
+        if not args.wait:
+            return EXIT_OK
+
+        def task_line(task: str, state: str) -> None:
+            now = datetime.datetime.now().strftime("%H:%M:%S")
+            print(f"{now}  {task:<28} {state}", flush=True)
+
+        try:
+            with kfp_server.api_errors(client):
+                run = kfp_server.wait_for_run(
+                    client,
+                    run_id,
+                    on_task=task_line,
+                    poll_interval_seconds=args.poll_seconds or DEFAULT_POLL_SECONDS,
+                )
+        except KeyboardInterrupt:
+            print(
+                f"kfstack run: interrupted; run {run_id} was not cancelled and keeps running on the "
+                f"cluster: {url}",
+                file=sys.stderr,
+            )
+            return EXIT_INTERRUPTED
+        except (KfpServerUnavailableError, KfpAuthError, KfpRequestError) as err:
+            print(
+                f"kfstack run: stopped waiting for run {run_id}, which keeps running on the cluster "
+                f"({url}): {err}",
+                file=sys.stderr,
+            )
+            return EXIT_FAILED
+    if args.summary_json:
+        with open(args.summary_json, "w", encoding="utf-8") as f:
+            json.dump(kfp_server.run_record(run, url, ref, experiment), f, indent=2)
+            f.write("\n")
+    print(f"run {run_id} {run.state}: {url}")
+    if run.state != kfp_server.SUCCEEDED:
+        error = f": {run.error.message}" if run.error and run.error.message else ""
+        print(f"kfstack run: run {run_id} ended {run.state}{error}", file=sys.stderr)
+        return EXIT_FAILED
+    return EXIT_OK
+
+
+def _cmd_upload(args: argparse.Namespace) -> int:
+    from kfstack.app import kfp_server
+
+    names = args.names or sorted(PIPELINES)
+    try:
+        version = pipeline_version(args.pipeline_version)
+    except ValueError as err:
+        raise UsageError(f"--pipeline-version: {err}") from None
+    with tempfile.TemporaryDirectory(prefix="kfstack-upload-") as out_dir:
+        # Every pipeline compiles before the server hears of any of them.
+        paths = compile_pipelines(names, out_dir, version)
+        if version.endswith("-dirty"):
+            print(
+                f"kfstack upload: note: version {version} has uncommitted changes; a later upload of "
+                f"other uncommitted changes carries the same name and is skipped as already uploaded: "
+                f"commit first, or pass --pipeline-version",
+                file=sys.stderr,
+            )
+        with kfp_server.connect(args.host, args.namespace, args.token) as client:
+            for name, path in zip(names, paths, strict=True):
+                done = kfp_server.upload(client, name, path, version)
+                ref = done.ref
+                ids = f"pipeline id {ref.pipeline_id}, version id {ref.version_id}"
+                if not done.new_version:
+                    print(f"{name} version {ref.version} already uploaded ({ids}); nothing uploaded")
+                elif done.new_pipeline:
+                    print(f"{name}: created the pipeline with first version {ref.version} ({ids})")
+                else:
+                    print(f"{name}: uploaded version {ref.version} ({ids})")
+                print(f"  {kfp_server.pipeline_url(client, ref.pipeline_id, ref.version_id)}")
+    return EXIT_OK
+
+
+def default_schedule_name(pipeline: str, version: str | None) -> str:
+    """``<pipeline>`` for a schedule of the latest version, ``<pipeline>-<version>`` (label-safe)
+    for one pinned to a version: one schedule per pipeline and pinned version unless ``--name``."""
+    return f"{pipeline}-{label_safe(version)}" if version else pipeline
+
+
+def _cmd_schedule(args: argparse.Namespace) -> int:
+    from kfstack.app import kfp_server
+
+    if args.list:
+        return _schedule_list(args)
+    if args.delete:
+        extra = _given(args, {"PIPELINE": "pipeline", **_SCHEDULE_CREATE_ONLY})
+        if extra:
+            raise UsageError(f"--delete NAME takes no {', '.join(extra)}")
+        with kfp_server.connect(args.host, args.namespace, args.token) as client:
+            for recurring_run_id in kfp_server.delete_schedules(client, args.delete):
+                print(f"deleted schedule {args.delete} ({recurring_run_id})")
+        return EXIT_OK
+    if not args.pipeline:
+        raise UsageError("--cron needs the PIPELINE to schedule (kfstack list)")
+    cron = parse_cron(args.cron)
+    arguments = parse_params(args.param, args.pipeline)
+    check_cluster_arguments(args.pipeline, arguments)
+    name = args.name or default_schedule_name(args.pipeline, args.version_name)
+    if cron.converted:
+        print(
+            f"kfstack schedule: note: 5-field cron {cron.original!r} converted to KFP's 6-field form "
+            f"(seconds first): {cron.expression!r}",
+            file=sys.stderr,
+        )
+    experiment = args.experiment or args.pipeline
+    with kfp_server.connect(args.host, args.namespace, args.token) as client:
+        ref = kfp_server.resolve_version(client, args.pipeline, args.version_name)
+        experiment_id, created = kfp_server.ensure_experiment(client, experiment)
+        if created:
+            print(f"created experiment {experiment} ({experiment_id})")
+        pinned = args.version_name is not None
+        recurring_run_id, replaced = kfp_server.create_schedule(
+            client, name, ref, pinned, experiment_id, cron.expression, arguments
+        )
+        version = f"version {ref.version}" if pinned else f"the latest version (now {ref.version})"
+        print(
+            f"scheduled {name} ({recurring_run_id}): {args.pipeline} {version}, cron {cron.expression!r}, "
+            f"experiment {experiment}, at most {kfp_server.MAX_CONCURRENCY} run at a time, no catch-up"
+        )
+        print(f"  {kfp_server.schedule_url(client, recurring_run_id)}")
+        for old in replaced:
+            print(f"replaced the earlier schedule {name} ({old}): deleted once the new one existed")
+    return EXIT_OK
+
+
+_SCHEDULE_CREATE_ONLY = {
+    "--name": "name",
+    "--version": "version_name",
+    "--experiment": "experiment",
+    "--param": "param",
+}
+
+
+def _schedule_list(args: argparse.Namespace) -> int:
+    from kfstack.app import kfp_server
+
+    extra = _given(args, _SCHEDULE_CREATE_ONLY)
+    if extra:
+        raise UsageError(f"--list takes no {', '.join(extra)}")
+    with kfp_server.connect(args.host, args.namespace, args.token) as client:
+        pipeline_id = None
+        if args.pipeline:
+            pipeline_id = kfp_server.require_pipeline(client, args.pipeline)
+        found = kfp_server.schedules(client, pipeline_id)
+        if not found:
+            print("no schedules" + (f" of {args.pipeline}" if args.pipeline else ""))
+            return EXIT_OK
+        names: dict[str, str] = {}
+        rows = [("NAME", "ID", "CRON", "STATUS", "PIPELINE", "VERSION")]
+        for schedule in found:
+            pid = schedule.pipeline_id or ""
+            if pid and pid not in names:
+                names[pid] = kfp_server.pipeline_name(client, pid)
+            version = "latest"
+            if schedule.version_id:
+                version = schedule.version_id
+                if pid:
+                    version = kfp_server.version_name(client, pid, schedule.version_id)
+            rows.append(
+                (schedule.name, schedule.id, schedule.cron, schedule.status, names.get(pid, "?"), version)
+            )
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    for row in rows:
+        print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip())
+    return EXIT_OK
+
+
+def _cmd_reproduce(args: argparse.Namespace) -> int:
+    from kfstack.app.reproduce import check_version, reproduce
+    from kfstack.lineage import Lineage
+
+    # Refused before a directory is made when there is nothing to reproduce, or other code.
+    check_version(Lineage.load(args.model_dir))
+    result = reproduce(
+        os.path.abspath(args.model_dir),
+        pipeline_root=_writable_dir(args.pipeline_root),
+        tolerance=args.tolerance,
+        verbose=args.verbose,
+    )
+    print(f"reproduced {result.recorded.model_version} in {result.summary.run_dir}")
+    print(result.render())
+    if not result.matches:
+        print("kfstack reproduce: the reproduction differs from the record (above)", file=sys.stderr)
         return EXIT_FAILED
     return EXIT_OK
 
@@ -266,10 +550,32 @@ def build_parser() -> argparse.ArgumentParser:
     p_describe.add_argument("name", nargs="?", default=DEFAULT_PIPELINE, help="pipeline name")
     p_describe.set_defaults(func=_cmd_describe)
 
+    # The KFP API server of upload, run (without --local) and schedule.
+    server = argparse.ArgumentParser(add_help=False)
+    connection = server.add_argument_group(
+        "KFP API server",
+        "Default: what kfp.Client finds itself -- $KF_PIPELINES_ENDPOINT, in-cluster, the kubeconfig "
+        "context, ~/.config/kfp/context.json (namespace).",
+    )
+    connection.add_argument(
+        "--host",
+        metavar="URL",
+        help="the KFP API, e.g. http://localhost:8080 (kubectl port-forward svc/ml-pipeline-ui 8080:80 "
+        "-n kubeflow) or https://kubeflow.example.com/pipeline; without a scheme kfp assumes https://",
+    )
+    connection.add_argument(
+        "--namespace",
+        help="your namespace on a multi-user KFP (pipelines, experiments, runs and schedules go there)",
+    )
+    connection.add_argument("--token", help="a bearer token the API server (or its proxy) accepts")
+
     p_run = sub.add_parser(
         "run",
-        help="run a pipeline",
-        epilog="The parameters, their types and defaults: kfstack describe PIPELINE.",
+        help="run a pipeline: embedded (--local) or on a Kubeflow cluster",
+        parents=[server],
+        epilog="The parameters, their types and defaults: kfstack describe PIPELINE. Without --local "
+        "the run starts on the KFP server from an uploaded version (kfstack upload), in experiment "
+        "PIPELINE unless --experiment; Ctrl-C during --wait stops waiting, not the run.",
     )
     p_run.add_argument("name", nargs="?", default=DEFAULT_PIPELINE, help="pipeline name")
     p_run.add_argument(
@@ -284,20 +590,99 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p_run.add_argument(
         "--pipeline-root",
-        default=DEFAULT_PIPELINE_ROOT,
-        help="where the run's directory (logs, artifacts, summary.json) is created",
+        default=None,
+        help="--local: where the run's directory (logs, artifacts, summary.json) is created "
+        f"(default {DEFAULT_PIPELINE_ROOT})",
     )
-    p_run.add_argument("--summary-json", help="also write the run summary as JSON here")
+    p_run.add_argument(
+        "--summary-json",
+        help="also write the run summary as JSON here (on a cluster: with --wait, the run's final state)",
+    )
     p_run.add_argument(
         "--resume",
         metavar="RUN_DIR",
-        help="run an interrupted run again in its own directory, with its arguments; steps that "
-        "keep state there (the tuner's finished trials) are not repeated",
+        help="--local: run an interrupted run again in its own directory, with its arguments; steps "
+        "that keep state there (the tuner's finished trials) are not repeated",
     )
     p_run.add_argument(
-        "--verbose", action="store_true", help="stream every task's output and kfp's own to the console"
+        "--verbose",
+        action="store_true",
+        help="--local: stream every task's output and kfp's own to the console",
+    )
+    p_run.add_argument(
+        "--version",
+        dest="version_name",
+        metavar="VERSION",
+        help="cluster: the uploaded pipeline version to run (default: the pipeline's latest)",
+    )
+    p_run.add_argument(
+        "--experiment", help="cluster: the experiment to run in, created if absent (default: PIPELINE)"
+    )
+    p_run.add_argument(
+        "--wait",
+        action="store_true",
+        help="cluster: follow the run until it ends, one line per task state change; exit 0 only "
+        "when it SUCCEEDED",
+    )
+    p_run.add_argument(
+        "--poll-seconds",
+        type=float,
+        default=None,
+        metavar="S",
+        help=f"cluster, --wait: seconds between two looks at the run (default {DEFAULT_POLL_SECONDS:g})",
     )
     p_run.set_defaults(func=_cmd_run)
+
+    p_upload = sub.add_parser(
+        "upload",
+        help="compile pipelines and upload them to a KFP server as a version named by --pipeline-version",
+        parents=[server],
+        epilog="A new pipeline is created with this version as its first version; a version already "
+        "there is not uploaded again (exit 0).",
+    )
+    p_upload.add_argument("names", nargs="*", help="pipelines to upload (default: all)")
+    p_upload.add_argument(
+        "--pipeline-version",
+        default=None,
+        help="the version name (default: <package version>+<git short sha>[-dirty] of this source "
+        "tree, or $" + VERSION_ENV + ")",
+    )
+    p_upload.set_defaults(func=_cmd_upload)
+
+    p_schedule = sub.add_parser(
+        "schedule",
+        help="recurring runs on a KFP server: create or replace (--cron), --list, --delete",
+        parents=[server],
+        epilog="Cron: KFP's 6 fields, seconds first (sec min hour day-of-month month day-of-week, e.g. "
+        "'0 0 3 * * *' daily at 03:00); a 5-field expression gets 0 seconds prepended (with a note). "
+        "Fields: *, ? (day fields), numbers, a-b, a-b/n, */n, lists a,b, JAN-DEC, SUN-SAT. A schedule "
+        "never runs twice at once and does not catch up on missed runs. Creating one with the name of "
+        "an existing one replaces it.",
+    )
+    p_schedule.add_argument(
+        "pipeline", nargs="?", metavar="PIPELINE", help="pipeline to schedule (with --list: filter)"
+    )
+    action = p_schedule.add_mutually_exclusive_group(required=True)
+    action.add_argument("--cron", metavar="EXPR", help="create (or replace) a schedule with this cron")
+    action.add_argument("--list", action="store_true", help="list the schedules (of PIPELINE if given)")
+    action.add_argument("--delete", metavar="NAME", help="delete the schedule named NAME")
+    p_schedule.add_argument(
+        "--name",
+        help="the schedule's name (default: PIPELINE, or PIPELINE-VERSION when --version pins one)",
+    )
+    p_schedule.add_argument(
+        "--version",
+        dest="version_name",
+        metavar="VERSION",
+        help="pin this uploaded version (default: each run takes the pipeline's latest version)",
+    )
+    p_schedule.add_argument(
+        "--experiment", help="the experiment its runs go to, created if absent (default: PIPELINE)"
+    )
+    p_schedule.add_argument(
+        "--param", action="append", default=[], metavar="NAME=VALUE", help="pipeline parameter (repeatable)"
+    )
+    p_schedule.set_defaults(func=_cmd_schedule)
 
     p_clean = sub.add_parser(
         "clean", help="remove the directories of earlier embedded runs (nothing else under the root)"
@@ -323,6 +708,24 @@ def build_parser() -> argparse.ArgumentParser:
         "--run-id", default="render", help="stands in for the KFP run id in names and labels"
     )
     p_render.set_defaults(func=_cmd_render)
+
+    p_reproduce = sub.add_parser(
+        "reproduce",
+        help="train a model again from its lineage record on the embedded platform and compare",
+        epilog="Refuses when the checked-out code is not the recorded pipeline version.",
+    )
+    p_reproduce.add_argument("model_dir", metavar="MODEL_DIR", help="a model directory with its lineage.json")
+    p_reproduce.add_argument(
+        "--pipeline-root", default=DEFAULT_PIPELINE_ROOT, help="where the reproduction's run directory goes"
+    )
+    p_reproduce.add_argument(
+        "--tolerance",
+        type=float,
+        default=DEFAULT_TOLERANCE,
+        help=f"largest absolute difference of a metric that still matches (default {DEFAULT_TOLERANCE})",
+    )
+    p_reproduce.add_argument("--verbose", action="store_true", help="stream every task's output")
+    p_reproduce.set_defaults(func=_cmd_reproduce)
 
     p_serve = sub.add_parser(
         "serve",

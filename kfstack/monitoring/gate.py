@@ -116,13 +116,10 @@ class GateReport:
         """The KFP Metrics artifact: both models' defined figures and the decision as a flag."""
         figures = {"passed": float(self.decision == PASS)}
         for role, values in (("challenger", self.challenger), ("champion", self.champion or {})):
-            figures.update(
-                {
-                    f"{role}.{name}": float(value)
-                    for name, value in values.items()
-                    if _defined(value) is not None
-                }
-            )
+            for name, value in values.items():
+                defined = _defined(value)
+                if defined is not None:
+                    figures[f"{role}.{name}"] = defined
         return figures
 
     def markdown(self) -> str:

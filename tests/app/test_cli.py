@@ -631,3 +631,26 @@ def test_compile_refuses_a_version_no_label_can_hold(capsys, tmp_path):
     line = bad_input(capsys, ["compile", "--out", str(tmp_path), "--pipeline-version", "1.0 beta"])
     assert "--pipeline-version" in line and "letters, digits" in line
     assert not list(tmp_path.iterdir())
+
+
+def test_reproduce_refuses_another_pipeline_version_naming_both_and_runs_nothing(tmp_path, capsys):
+    from kfstack.lineage import Lineage
+    from kfstack.version import pipeline_version
+
+    Lineage(
+        model_version="flights-training-20260101-000000",
+        pipeline_version="0.0.9+0000000",
+        kfstack_version="0.0.9",
+        run_id="run-1",
+        created="2026-01-01T00:00:00+00:00",
+        data={},
+        parameters={"seed": 42},
+        metrics={"val_auc": 0.7},
+    ).save(str(tmp_path / "model"))
+    root = tmp_path / "runs"
+    assert cli.main(["reproduce", str(tmp_path / "model"), "--pipeline-root", str(root)]) == 2
+    err = capsys.readouterr().err
+    assert "0.0.9+0000000" in err and pipeline_version() in err
+    assert not root.exists()  # nothing ran
+    assert cli.main(["reproduce", str(tmp_path / "nothing"), "--pipeline-root", str(root)]) == 2
+    assert "has no lineage.json" in capsys.readouterr().err
