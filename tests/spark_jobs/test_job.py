@@ -359,9 +359,9 @@ def test_a_window_reads_its_days_and_the_report_records_it(job_run, tmp_path, sp
     assert 0 < report.rows_read < whole.rows_read
     assert report.window == {"start": "2013-01-02", "end": "2013-01-03"}
     assert report.content_hash != whole.content_hash
-    days = pd.concat(
-        pd.read_parquet(os.path.join(window.output_uri, split)) for split in SPLITS
-    )["cat__day_of_week"].unique()
+    days = pd.concat(pd.read_parquet(os.path.join(window.output_uri, split)) for split in SPLITS)[
+        "cat__day_of_week"
+    ].unique()
     assert len(days) == 2  # two calendar days, two weekdays
     empty = dataclasses.replace(window, window_start="2014-01-01", window_end="2014-01-31")
     with pytest.raises(DataQualityError, match=r"no flights .* for 2014-01-01 \.\. 2014-01-31"):
