@@ -76,6 +76,11 @@ CONTAINER_NAME = "kserve-container"
 MODEL_VERSION_ANNOTATION = "kfstack.dev/model-version"
 # What an InferenceService made by hand (without kfstack's annotation) is called as production.
 UNVERSIONED = "unversioned"
+# The storageUri of the production model and of the one being rolled out, beside their versions:
+# after a Serverless rollback the spec still names the rejected model (Knative serves the
+# previous revision), so the spec alone cannot say what production serves.
+MODEL_URI_ANNOTATION = "kfstack.dev/model-uri"
+NEW_URI_ANNOTATION = "kfstack.dev/new-model-uri"
 NEW_VERSION_ANNOTATION = "kfstack.dev/new-model-version"
 # KServe's names built from an InferenceService's: Standard mode labels its pods
 # ``app: isvc.<name>-<predictor>-predictor`` (a label value: at most 63 characters; the
@@ -229,6 +234,7 @@ def first_rollout(request: ServingRequest) -> dict:
     annotations = {
         DEPLOYMENT_MODE_ANNOTATION: DEPLOYMENT_MODES[request.mode],
         NEW_VERSION_ANNOTATION: request.model_version,
+        NEW_URI_ANNOTATION: request.storage_uri,
     }
     if request.mode == SERVERLESS:
         annotations[TAG_ROUTING_ANNOTATION] = "true"
@@ -263,6 +269,7 @@ def canary_rollout(current: dict, request: ServingRequest) -> dict:
     if request.mode == STANDARD:
         _check_standard_placement(spec["predictor"], request)
     annotations[NEW_VERSION_ANNOTATION] = request.model_version
+    annotations[NEW_URI_ANNOTATION] = request.storage_uri
     if request.mode == SERVERLESS:
         # The whole predictor as this request asks for it (pool, service account, autoscaling):
         # it all becomes the new revision, and a rollback returns to the previous one's.
@@ -299,7 +306,7 @@ def confirmed(current: dict, request: ServingRequest) -> dict:
             f"InferenceService {request.name} is not the first deployment of model version "
             f"{request.model_version}"
         )
-    annotations[MODEL_VERSION_ANNOTATION] = annotations.pop(NEW_VERSION_ANNOTATION)
+    _record_production(annotations, request)
     return desired
 
 
@@ -320,7 +327,7 @@ def promoted(current: dict, request: ServingRequest) -> dict:
             f"InferenceService {request.name} has no canary of model version {request.model_version} "
             f"to promote"
         )
-    annotations[MODEL_VERSION_ANNOTATION] = annotations.pop(NEW_VERSION_ANNOTATION)
+    _record_production(annotations, request)
     if kserve_mode(current) == SERVERLESS:
         spec["predictor"].pop("canaryTrafficPercent", None)
         return desired
@@ -329,10 +336,17 @@ def promoted(current: dict, request: ServingRequest) -> dict:
     return desired
 
 
+def _record_production(annotations: dict, request: ServingRequest) -> None:
+    """The version (and storage) being rolled out becomes production's."""
+    annotations[MODEL_VERSION_ANNOTATION] = annotations.pop(NEW_VERSION_ANNOTATION)
+    annotations[MODEL_URI_ANNOTATION] = annotations.pop(NEW_URI_ANNOTATION, None) or request.storage_uri
+
+
 def rolled_back(current: dict) -> dict:
     """The InferenceService serving its previous model at 100% again."""
     desired = _copy(current)
-    desired["metadata"].get("annotations", {}).pop(NEW_VERSION_ANNOTATION, None)
+    for annotation in (NEW_VERSION_ANNOTATION, NEW_URI_ANNOTATION):
+        desired["metadata"].get("annotations", {}).pop(annotation, None)
     if kserve_mode(current) == SERVERLESS:
         desired["spec"]["predictor"]["canaryTrafficPercent"] = 0
     else:
@@ -366,20 +380,27 @@ def production_version(isvc: dict) -> str | None:
 
 def production_model(isvc: dict) -> tuple[str, str] | None:
     """``(version, storageUri)`` of the model in production (:func:`production_version`); None
-    when nothing is.
+    when nothing is. The storage is what kfstack recorded when the version went into
+    production (:data:`MODEL_URI_ANNOTATION`), for a service made otherwise its spec's.
 
     Raises:
-        DeploymentFailedError: A Serverless canary is in progress: the spec holds the canary's
-            model and the stable revision's is in Knative alone. Try again once it is decided.
+        DeploymentFailedError: A Serverless service without the record that has had a canary:
+            its spec names the canary's model and production's is in a Knative revision alone.
     """
     version = production_version(isvc)
     if version is None:
         return None
-    if canary_in_progress(isvc) and kserve_mode(isvc) == SERVERLESS:
-        new = model_versions(isvc)[1]
+    recorded = (isvc["metadata"].get("annotations") or {}).get(MODEL_URI_ANNOTATION)
+    if recorded:
+        return version, recorded
+    # A service kfstack did not make (or made before it recorded the storage): the spec's model
+    # is production's unless a Serverless canary is in progress or was rolled back, when the
+    # spec names the canary's and production is a Knative revision only.
+    if kserve_mode(isvc) == SERVERLESS and "canaryTrafficPercent" in (isvc["spec"].get("predictor") or {}):
         raise DeploymentFailedError(
-            f"InferenceService {isvc['metadata']['name']}: a canary of {new} is in progress; the production "
-            f"model is known again once it is promoted or rolled back"
+            f"InferenceService {isvc['metadata']['name']} has had a canary and records no "
+            f"{MODEL_URI_ANNOTATION}: its spec names the canary's model, not production's; set the "
+            f"annotation to the production model's storageUri"
         )
     storage_uri = ((isvc["spec"].get("predictor") or {}).get("model") or {}).get("storageUri")
     if not storage_uri:

@@ -88,6 +88,7 @@ def test_serverless_canary_promotion_and_rollback():
         "serving.kserve.io/deploymentMode": "Serverless",
         "serving.kserve.io/enable-tag-routing": "true",
         "kfstack.dev/new-model-version": "0.1.0+run1",
+        "kfstack.dev/new-model-uri": "s3://models/flights/0.1.0+run1",
     }
     assert stages["trial"]["spec"] == first["spec"]  # confirming changes no spec
     predictor = first["spec"]["predictor"]
@@ -130,6 +131,7 @@ def test_standard_canary_is_a_named_entry_promoted_by_retargeting():
     assert first["metadata"]["annotations"] == {
         "serving.kserve.io/deploymentMode": "Standard",
         "kfstack.dev/model-version": "0.1.0+run1",
+        "kfstack.dev/model-uri": "s3://models/flights/0.1.0+run1",
     }
     assert stages["trial"]["metadata"]["annotations"]["kfstack.dev/new-model-version"] == "0.1.0+run1"
     stable_name = first["spec"]["predictor"]["name"]
@@ -255,6 +257,13 @@ def test_the_annotations_say_which_version_serves_and_which_is_canaried(mode):
     for settled in ("first", "promoted", "rolled_back"):
         assert not isvc.canary_in_progress(stages[settled])
         assert isvc.NEW_VERSION_ANNOTATION not in stages[settled]["metadata"]["annotations"]
+        assert isvc.NEW_URI_ANNOTATION not in stages[settled]["metadata"]["annotations"]
+    # The storage of what serves travels with its version, whatever the spec names after a rollback.
+    assert isvc.production_model(stages["trial"]) is None
+    assert isvc.production_model(stages["first"]) == ("0.1.0+run1", "s3://models/flights/0.1.0+run1")
+    assert isvc.production_model(stages["canary"]) == ("0.1.0+run1", "s3://models/flights/0.1.0+run1")
+    assert isvc.production_model(stages["promoted"]) == ("0.1.0+run2", "s3://models/flights/0.1.0+run2")
+    assert isvc.production_model(stages["rolled_back"]) == ("0.1.0+run1", "s3://models/flights/0.1.0+run1")
     # Only the trial of the version asked for is confirmed, and only once.
     with pytest.raises(InvalidParameterError, match="not the first deployment"):
         isvc.confirmed(stages["trial"], request(mode, "0.1.0+run2"))

@@ -229,20 +229,20 @@ def test_a_retraining_run_finds_the_production_model_where_the_rollouts_left_it(
         "run-1", MODELS["good"]
     )
 
+    # While a canary is analysed, and after it was rolled back -- when a Serverless spec still
+    # names the rejected model -- production is what went into production.
     undecided = rollout(cluster, mode, "run-2", "constant")
     undecided.deploy_canary()
     live(cluster)
-    if mode == isvc.SERVERLESS:  # the stable model is in a Knative revision only
-        with pytest.raises(DeploymentFailedError, match="a canary of run-2 is in progress"):
-            kserve_production_model(api_cluster, DEFAULT_MODEL_NAME)
-    else:
-        assert kserve_production_model(api_cluster, DEFAULT_MODEL_NAME) == ProductionModel(
-            "run-1", MODELS["good"]
-        )
+    production = ProductionModel("run-1", MODELS["good"])
+    assert kserve_production_model(api_cluster, DEFAULT_MODEL_NAME) == production
     undecided.roll_back({})
     live(cluster)
+    assert kserve_production_model(api_cluster, DEFAULT_MODEL_NAME) == production
+    deploy(rollout(cluster, mode, "run-3"), holdout)
+    live(cluster)
     assert kserve_production_model(api_cluster, DEFAULT_MODEL_NAME) == ProductionModel(
-        "run-1", MODELS["good"]
+        "run-3", MODELS["good"]
     )
 
     api.serve_only()  # a cluster without KServe has nothing in production
@@ -254,3 +254,7 @@ def test_a_first_deployment_on_trial_or_a_service_made_by_hand():
     assert isvc.production_model(on_trial) is None
     by_hand = {**on_trial, "metadata": {**on_trial["metadata"], "annotations": {}}}
     assert isvc.production_model(by_hand) == (isvc.UNVERSIONED, MODELS["good"])
+    # One made by hand that has had a Serverless canary: its spec may name the canary's model.
+    by_hand["spec"]["predictor"]["canaryTrafficPercent"] = 0
+    with pytest.raises(DeploymentFailedError, match=r"records no kfstack\.dev/model-uri"):
+        isvc.production_model(by_hand)
