@@ -52,6 +52,7 @@ from kfstack.features import (
 )
 from kfstack.spark_jobs.flights_features import featurize, profile, sources, synthetic_drift, validation
 from kfstack.spark_jobs.flights_features.config import FeatureJobConfig, parse_args
+from kfstack.uris import fsspec_uri
 
 logger = logging.getLogger(__name__)
 
@@ -132,7 +133,7 @@ def _read_json(uri: str) -> dict:
         InvalidParameterError: It cannot be read or is not JSON (nothing was written yet).
     """
     try:
-        with fsspec.open(uri, "r") as f:
+        with fsspec.open(fsspec_uri(uri), "r") as f:
             return json.load(f)
     except (OSError, ValueError) as err:
         raise InvalidParameterError(f"cannot read {uri}: {err}") from err

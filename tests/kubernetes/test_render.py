@@ -96,6 +96,45 @@ def test_render_writes_every_object_and_they_validate(tmp_path, capsys):
     validate_with_crds(tmp_path, checkable(objects))
 
 
+def test_render_of_the_retraining_pipeline_follows_its_branches(tmp_path):
+    """Every object of flights-retraining validates; what the drift check and the gate decide at
+    run time is the condition each branch's objects carry; the new window is profiled on the
+    production model's edges, which only the run knows."""
+    rendered = rendering.render("flights-retraining", {"training_api": "v1"}, run_id=RUN_ID)
+    by_kind = {obj["kind"]: task for task in rendered for obj in task.objects}
+    assert set(by_kind) == {"SparkApplication", "Experiment", "PyTorchJob", "InferenceService"}
+    assert by_kind["SparkApplication"].when == ()
+    drifted = "inputs.parameter_values['pipelinechannel--check-drift-Output'] == true"
+    assert by_kind["PyTorchJob"].when == (drifted,)
+    assert by_kind["InferenceService"].when == (
+        drifted,
+        "inputs.parameter_values['pipelinechannel--gate-model-Output'] == 'challenger'",
+    )
+    spark = next(obj for task in rendered for obj in task.objects if obj["kind"] == "SparkApplication")
+    arguments = spark["spec"]["arguments"]
+    assert (
+        arguments[arguments.index("--reference-profile-uri") + 1] == "{{output:production-model/profile_uri}}"
+    )
+    assert arguments[arguments.index("--window-start") + 1] == "{{output:data-window/start}}"
+    validate_with_crds(tmp_path, checkable([obj for task in rendered for obj in task.objects]))
+
+
+def test_the_feature_job_opens_the_champion_profile_at_its_object_store_uri():
+    settings = FEATURES.settings(
+        {
+            "platform": "kubernetes",
+            "features": "minio://mlpipeline/v2/artifacts/run/features",
+            "quarantine": "minio://mlpipeline/v2/artifacts/run/quarantine",
+            "reference_profile_uri": "minio://mlpipeline/v2/artifacts/run/production-model/model/profile.json",
+        }
+    )
+    (application,) = FEATURES.build(settings, RunContext(RUN_ID, "task"))
+    arguments = application["spec"]["arguments"]
+    assert arguments[arguments.index("--reference-profile-uri") + 1] == (
+        "s3://mlpipeline/v2/artifacts/run/production-model/model/profile.json"
+    )
+
+
 def test_render_tensorflow_parameter_server_job(tmp_path):
     out = tmp_path / "rendered"
     assert (

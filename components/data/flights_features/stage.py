@@ -68,6 +68,8 @@ class FlightsFeaturesStage:
             input_uri=fsspec_uri(job.input_uri) if job.input_uri else None,
             output_uri=fsspec_uri(job.output_uri),
             quarantine_uri=fsspec_uri(job.quarantine_uri),
+            # The champion's profile: a KFP artifact URI (minio://...) the driver opens as s3://.
+            reference_profile_uri=fsspec_uri(job.reference_profile_uri) if job.reference_profile_uri else "",
         )
         placement = settings.placement
         return [
