@@ -38,6 +38,8 @@ PLANE_LOOKUP_FILE = "plane_lookup.parquet"
 AIRPORT_LOOKUP_FILE = "airport_lookup.parquet"
 JOB_REPORT_FILE = "job_report.json"
 PROFILE_FILE = "profile.json"
+# The profile binned on a reference profile's edges (a drift check's input; only with a reference).
+DRIFT_PROFILE_FILE = "drift_profile.json"
 HOLDOUT_FILE = "holdout_requests.parquet"
 SPLITS = ("train", "validation", "test")
 # What a trained model's directory carries beside ``model.onnx`` so that it serves on its own

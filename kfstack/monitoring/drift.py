@@ -19,9 +19,11 @@ bin on one side would otherwise make it infinite):
 
 **Decision** (:class:`DriftThresholds`, pipeline parameters): drifted when any feature's PSI
 exceeds ``max_psi`` (0.2 is the customary "significant shift" line; 0.1 "some") or the label rate
-moved by more than ``max_label_rate_shift``. Features in ``ignored_features`` are measured and
-reported but do not decide: a feature that encodes the calendar (the month, the day of the year)
-differs between any two windows by construction.
+moved by more than ``max_label_rate_shift``, or the feature set changed (a feature added or
+removed since the reference: the model cannot be compared feature by feature, and a model of
+the new code is wanted anyway). Features in ``ignored_features`` are measured and reported but do
+not decide: a feature that encodes the calendar (the month, the day of the year) differs between
+any two windows by construction.
 """
 
 from __future__ import annotations
@@ -131,6 +133,8 @@ class DriftReport:
     label_rate_reference: float | None
     label_rate_current: float | None
     thresholds: DriftThresholds
+    added_features: tuple[str, ...] = ()
+    removed_features: tuple[str, ...] = ()
 
     @property
     def label_rate_shift(self) -> float | None:
@@ -148,13 +152,23 @@ class DriftReport:
         )
 
     @property
+    def max_psi(self) -> float:
+        """The largest PSI among the features that decide (the ignored ones left out)."""
+        ignored = self.thresholds.ignored_features
+        return max((value for name, value in self.psi.items() if name not in ignored), default=0.0)
+
+    @property
+    def feature_set_changed(self) -> bool:
+        return bool(self.added_features or self.removed_features)
+
+    @property
     def label_drifted(self) -> bool:
         shift = self.label_rate_shift
         return shift is not None and shift > self.thresholds.max_label_rate_shift
 
     @property
     def drifted(self) -> bool:
-        return bool(self.drifted_features) or self.label_drifted
+        return bool(self.drifted_features) or self.label_drifted or self.feature_set_changed
 
     def summary(self) -> dict[str, Any]:
         """A run summary's ``drift`` entry."""
@@ -162,11 +176,13 @@ class DriftReport:
             "drifted": self.drifted,
             "drifted_features": self.drifted_features,
             "psi": {name: round(value, 6) for name, value in sorted(self.psi.items())},
-            "max_psi": round(max(self.psi.values(), default=0.0), 6),
+            "max_psi": round(self.max_psi, 6),
             "label_rate": {"reference": self.label_rate_reference, "current": self.label_rate_current},
             "label_rate_shift": None if self.label_rate_shift is None else round(self.label_rate_shift, 6),
             "label_drifted": self.label_drifted,
             "ignored_features": list(self.thresholds.ignored_features),
+            "added_features": list(self.added_features),
+            "removed_features": list(self.removed_features),
         }
 
     def markdown(self) -> str:
@@ -196,6 +212,12 @@ class DriftReport:
             f"{_rate(self.label_rate_current)}, shift {'undefined' if shift is None else f'{shift:.4f}'}"
             f"{' (**drifted**)' if self.label_drifted else ''}.",
         ]
+        if self.feature_set_changed:
+            lines += [
+                "",
+                f"**The feature set changed**: added {', '.join(self.added_features) or 'none'}; removed "
+                f"{', '.join(self.removed_features) or 'none'}.",
+            ]
         return "\n".join(lines) + "\n"
 
 
@@ -211,31 +233,38 @@ def _rate(value: float | None) -> str:
 def compare_profiles(
     reference: Mapping[str, Any], current: Mapping[str, Any], thresholds: DriftThresholds
 ) -> DriftReport:
-    """The drift of ``current`` against ``reference`` (both feature-job profiles).
+    """The drift of ``current`` against ``reference`` (both feature-job profiles, ``current``
+    binned on the reference's edges). Features only one of them has are reported as added or
+    removed (and decide: the feature set changed); the others are compared.
 
     Raises:
-        InvalidParameterError: The profiles describe different features, or their histograms
-            have different edges.
+        InvalidParameterError: A feature both have is binned on different edges (``current`` was
+            not profiled against this reference), or an ignored feature neither has.
     """
     psi: dict[str, float] = {}
-    known = set(reference.get("numeric") or {}) | set(reference.get("categorical") or {})
-    unknown = sorted(set(thresholds.ignored_features) - known)
-    if unknown:
-        raise InvalidParameterError(
-            f"drift_ignore_features names no feature of the profiles: {', '.join(unknown)}"
-        )
+    added: set[str] = set()
+    removed: set[str] = set()
     for kind in ("numeric", "categorical"):
         ref, cur = reference.get(kind) or {}, current.get(kind) or {}
-        if set(ref) != set(cur):
-            raise InvalidParameterError(
-                f"drift: the profiles have different {kind} features "
-                f"(only in the reference: {sorted(set(ref) - set(cur))}, only in the new window: "
-                f"{sorted(set(cur) - set(ref))})"
-            )
-        for name in ref:
+        added |= set(cur) - set(ref)
+        removed |= set(ref) - set(cur)
+        for name in sorted(set(ref) & set(cur)):
             psi[name] = (
                 numeric_psi(name, ref[name], cur[name])
                 if kind == "numeric"
                 else categorical_psi(ref[name], cur[name])
             )
-    return DriftReport(psi, label_rate(reference), label_rate(current), thresholds)
+    # A feature that changed kind is both: removed as one, added as the other.
+    unknown = sorted(set(thresholds.ignored_features) - set(psi) - added - removed)
+    if unknown:
+        raise InvalidParameterError(
+            f"drift_ignore_features names no feature of the profiles: {', '.join(unknown)}"
+        )
+    return DriftReport(
+        psi,
+        label_rate(reference),
+        label_rate(current),
+        thresholds,
+        added_features=tuple(sorted(added)),
+        removed_features=tuple(sorted(removed)),
+    )

@@ -89,6 +89,11 @@ class GateReport:
         challenger, champion = self.challenger_value, self.champion_value
         if challenger is None:
             return f"the challenger's {metric} is undefined on these records"
+        if self.champion is None and self.champion_version:
+            return (
+                f"{self.champion_version} in production cannot be scored here: the challenger has no "
+                f"champion to beat (the canary compares the two live)"
+            )
         if self.champion is None:
             return "nothing in production: the challenger has no champion to beat"
         if champion is None:

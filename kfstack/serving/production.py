@@ -26,8 +26,9 @@ from kfstack.kubernetes.resources import INFERENCE_SERVICE
 from kfstack.serving.registry import LocalRegistry
 from kfstack.uris import fsspec_uri, join
 
-# Model directories are a handful of small files; anything deeper is not one of ours.
-_REMOTE_SCHEMES = ("s3", "gs", "gcs", "az", "abfs", "file", "memory")
+# The storage schemes this process can read a model directory from (fsspec's object stores and
+# local files); KServe's storage initializer knows more (pvc://, hf://, https://...).
+_READABLE_SCHEMES = ("s3", "gs", "gcs", "az", "abfs", "file", "memory")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -60,18 +61,19 @@ def kserve_production_model(cluster: Cluster, name: str) -> ProductionModel | No
 
 
 def copy_model(model: ProductionModel, target_dir: str) -> list[str]:
-    """Copies the model directory's files into ``target_dir`` (a local path); returns their names.
+    """Copies the model directory's files (not its subdirectories: a model directory has none)
+    into ``target_dir`` (a local path); returns their names.
 
     Raises:
-        InvalidParameterError: The directory cannot be read from here (a ``pvc://`` URI, which
-            only KServe's storage initializer mounts) or holds no files.
+        InvalidParameterError: The directory cannot be read from here (a ``pvc://`` or
+            ``https://`` URI, which only KServe's storage initializer reads) or holds no files.
     """
     uri = fsspec_uri(model.model_uri)
     scheme = uri.split("://", 1)[0] if "://" in uri else "file"
-    if scheme not in _REMOTE_SCHEMES:
+    if scheme not in _READABLE_SCHEMES:
         raise InvalidParameterError(
             f"production model {model.version} is at {model.model_uri}, which this task cannot read "
-            f"({scheme}:// is mounted by KServe only); store models on an object store"
+            f"({scheme}:// is read by KServe's storage initializer only); store models on an object store"
         )
     fs, root = fsspec.core.url_to_fs(uri)
     names = sorted(os.path.basename(p) for p in fs.ls(root, detail=False) if fs.isfile(p))
@@ -94,13 +96,17 @@ class FoundModel:
     found: bool
     version: str = ""
     source: str = ""
+    # Found, and a model directory of this project's kind (a serving model and its training
+    # profile): it can be checked against and scored. A service serving another kind of model is
+    # in production but not comparable.
+    comparable: bool = False
 
     def metadata(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
     def profile_uri(self, artifact_uri: str) -> str:
         """The production model's training profile inside the artifact at ``artifact_uri``."""
-        return join(artifact_uri, PROFILE_FILE) if self.found else ""
+        return join(artifact_uri, PROFILE_FILE) if self.comparable else ""
 
 
 def read_found(model_dir: str) -> FoundModel:

@@ -9,7 +9,8 @@ kfstack.spark_jobs.flights_features``)::
         [--max-quarantine-fraction 0.05] [--sample-fraction 1.0]
 
 Outputs (layout in :mod:`kfstack.features`): Parquet shards per split, ``feature_spec.json``,
-``plane_lookup.parquet``, ``airport_lookup.parquet``, ``profile.json``, ``job_report.json`` and
+``plane_lookup.parquet``, ``airport_lookup.parquet``, ``profile.json`` (and, given a reference
+profile, ``drift_profile.json``: the same binned on its edges), ``job_report.json`` and
 ``holdout_requests.parquet`` (up to :data:`HOLDOUT_RECORDS` labelled test-split flights as a
 caller sends them, for the canary analysis) under the output URI; the quarantined rows (raw
 values + ``reason``) under the quarantine URI.
@@ -43,6 +44,7 @@ from kfstack import progress
 from kfstack.errors import DataQualityError, InvalidParameterError, KfstackError
 from kfstack.features import (
     AIRPORT_LOOKUP_FILE,
+    DRIFT_PROFILE_FILE,
     FEATURE_SPEC_FILE,
     HOLDOUT_FILE,
     JOB_REPORT_FILE,
@@ -345,7 +347,10 @@ def run_feature_job(config: FeatureJobConfig, spark: SparkSession | None = None)
             )
             _write_small_table(holdout, sources.join_uri(config.output_uri, HOLDOUT_FILE))
         with _phase("profile"):
-            _write_json(sources.join_uri(config.output_uri, PROFILE_FILE), profile.build_profile(raw, edges))
+            own, on_reference = profile.build_profiles(raw, edges)
+            _write_json(sources.join_uri(config.output_uri, PROFILE_FILE), own)
+            if on_reference is not None:
+                _write_json(sources.join_uri(config.output_uri, DRIFT_PROFILE_FILE), on_reference)
         report.seconds = round(time.perf_counter() - started, 2)
         _write_json(sources.join_uri(config.output_uri, JOB_REPORT_FILE), report.to_dict())
         logger.info(

@@ -98,15 +98,24 @@ def test_a_label_rate_shift_alone_drifts():
     assert compare_profiles(profile(), profile(label_rate=0.28), DriftThresholds()).drifted is False
 
 
-def test_profiles_binned_differently_or_of_other_features_are_refused():
+def test_profiles_binned_differently_are_refused():
     other_edges = profile()
     other_edges["numeric"]["distance"] = numeric((10, 20, 40, 20, 10), edges=[0, 5, 10, 15, 20, 25])
     with pytest.raises(InvalidParameterError, match=r"different edges.*--reference-profile-uri"):
         compare_profiles(profile(), other_edges, DriftThresholds())
-    fewer = profile()
-    del fewer["numeric"]["hour"]
-    with pytest.raises(InvalidParameterError, match=r"only in the reference: \['hour'\]"):
-        compare_profiles(profile(), fewer, DriftThresholds())
+
+
+def test_a_changed_feature_set_is_drift_and_the_rest_is_still_compared():
+    changed = profile()
+    del changed["numeric"]["hour"]
+    changed["categorical"]["origin"] = {"top_values": {"JFK": 1.0}}
+    report = compare_profiles(profile(), changed, DriftThresholds())
+    assert report.removed_features == ("hour",) and report.added_features == ("origin",)
+    assert report.drifted and report.drifted_features == [] and set(report.psi) == {"distance", "carrier"}
+    assert report.summary()["removed_features"] == ["hour"]
+    assert "The feature set changed" in report.markdown()
+    # Ignoring a feature only the reference has is not a mistake: it was removed.
+    compare_profiles(profile(), changed, DriftThresholds(ignored_features=("hour",)))
 
 
 def test_psi_needs_matching_bins_and_thresholds_name_their_parameter():

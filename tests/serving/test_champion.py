@@ -19,7 +19,7 @@ from kfstack.components.monitoring.check_drift.core import check_drift
 from kfstack.components.serving.production_model.core import fetch_production_model
 from kfstack.components.training.train_model.stage import train_locally
 from kfstack.errors import InvalidParameterError
-from kfstack.features import PROFILE_FILE
+from kfstack.features import DRIFT_PROFILE_FILE, PROFILE_FILE
 from kfstack.monitoring.drift import DriftThresholds
 from kfstack.monitoring.gate import KEEP, PASS, GateRule
 from kfstack.serving.production import ProductionModel, copy_model, read_found
@@ -43,6 +43,19 @@ def weak_model(trained, tmp_path_factory) -> str:
     return str(root / "model")
 
 
+def window(features: str, target, label_rate_shift: float = 0.0) -> str:
+    """The same features as a new window profiled against a champion trained on them: its drift
+    profile is its own profile (the champion's edges are its own), the label rate moved by
+    ``label_rate_shift``."""
+    shutil.copytree(features, target)
+    with open(os.path.join(target, PROFILE_FILE)) as f:
+        profile = json.load(f)
+    profile["splits"]["train"]["label_rate"] += label_rate_shift
+    with open(os.path.join(target, DRIFT_PROFILE_FILE), "w") as f:
+        json.dump(profile, f)
+    return str(target)
+
+
 @pytest.fixture
 def registry(tmp_path, monkeypatch) -> LocalRegistry:
     monkeypatch.setenv(REGISTRY_DIR_ENV, str(tmp_path / "registry"))
@@ -63,14 +76,14 @@ def test_the_production_model_is_copied_with_its_training_profile(registry, tmp_
     registry.promote(trained["model"], "run-1", "run-1")
     target = str(tmp_path / "champion")
     found = fetch_production_model("local", NAME, target)
-    assert (found.found, found.version) == (True, "run-1")
+    assert (found.found, found.version, found.comparable) == (True, "run-1", True)
     assert sorted(os.listdir(target)) == sorted([*os.listdir(trained["model"]), "champion.json"])
     assert found.profile_uri(target) == os.path.join(target, PROFILE_FILE)
     assert found.metadata()["source"].endswith(os.path.join("models", "run-1"))
 
 
 def test_a_model_that_cannot_be_read_from_the_task_is_refused(tmp_path):
-    with pytest.raises(InvalidParameterError, match="pvc:// is mounted by KServe only"):
+    with pytest.raises(InvalidParameterError, match="pvc:// is read by KServe.s storage initializer only"):
         copy_model(ProductionModel("run-1", "pvc://models/flights"), str(tmp_path / "x"))
     (tmp_path / "empty").mkdir()
     with pytest.raises(InvalidParameterError, match="holds no files"):
@@ -81,11 +94,12 @@ def test_the_same_data_does_not_drift_unless_forced(registry, tmp_path, trained)
     registry.promote(trained["model"], "run-1", "run-1")
     champion = str(tmp_path / "champion")
     fetch_production_model("local", NAME, champion)
-    kept = check_drift(trained["features"], champion, DriftThresholds(), force=False)
+    new = window(trained["features"], tmp_path / "window")
+    kept = check_drift(new, champion, DriftThresholds(), force=False)
     assert not kept.retrain and kept.report is not None and not kept.report.drifted
     assert kept.metrics()["retrain"] == 0.0 and kept.metrics()["max_psi"] == 0.0
     assert "run-1 stays in production" in kept.markdown()
-    forced = check_drift(trained["features"], champion, DriftThresholds(), force=True)
+    forced = check_drift(new, champion, DriftThresholds(), force=True)
     assert forced.retrain and forced.summary()["forced"] is True
 
 
@@ -93,16 +107,29 @@ def test_a_drifted_profile_retrains_naming_what_drifted(registry, tmp_path, trai
     registry.promote(trained["model"], "run-1", "run-1")
     champion = str(tmp_path / "champion")
     fetch_production_model("local", NAME, champion)
-    drifted = str(tmp_path / "drifted")
-    shutil.copytree(trained["features"], drifted)
-    with open(os.path.join(drifted, PROFILE_FILE)) as f:
-        profile = json.load(f)
-    profile["splits"]["train"]["label_rate"] += 0.2
-    with open(os.path.join(drifted, PROFILE_FILE), "w") as f:
-        json.dump(profile, f)
+    drifted = window(trained["features"], tmp_path / "drifted", label_rate_shift=0.2)
     decision = check_drift(drifted, champion, DriftThresholds(), force=False)
     assert decision.retrain and "the label rate" in decision.reason
     assert decision.summary()["label_drifted"] is True
+    # A window the feature job did not profile against this champion cannot be compared.
+    with pytest.raises(InvalidParameterError, match=r"no drift_profile\.json"):
+        check_drift(trained["features"], champion, DriftThresholds(), force=False)
+
+
+def test_a_production_model_of_another_kind_is_not_compared_and_the_challenger_trains(
+    registry, tmp_path, trained
+):
+    other = tmp_path / "other"
+    shutil.copytree(trained["model"], other)
+    os.remove(other / PROFILE_FILE)
+    registry.promote(str(other), "handmade", "run-0")
+    champion = str(tmp_path / "champion")
+    found = fetch_production_model("local", NAME, champion)
+    assert found.found and not found.comparable and found.profile_uri(champion) == ""
+    decision = check_drift(trained["features"], champion, DriftThresholds(), force=False)
+    assert decision.retrain and "not a model directory of this project" in decision.reason
+    gate = gate_models(trained["model"], champion, trained["features"], GateRule(), 0.5)
+    assert gate.decision == PASS and gate.champion is None and "cannot be scored here" in gate.reason
 
 
 def test_the_gate_scores_both_models_on_the_same_holdout(registry, tmp_path, trained, weak_model):

@@ -15,6 +15,7 @@ from pyspark.sql import functions as F
 from kfstack.errors import DataQualityError, InvalidParameterError
 from kfstack.features import (
     AIRPORT_LOOKUP_FILE,
+    DRIFT_PROFILE_FILE,
     HOLDOUT_FILE,
     JOB_REPORT_FILE,
     PLANE_LOOKUP_FILE,
@@ -268,6 +269,10 @@ def _profile_against(reference_uri: str, root, spark, shipped_data_dir, flights,
     )
     run_feature_job(config, spark=spark)
     with open(os.path.join(config.output_uri, PROFILE_FILE)) as f:
+        own = json.load(f)
+    # The run's own profile (what a model trained on it carries) is binned on its own edges.
+    assert own["histogram_edges"] == "this data"
+    with open(os.path.join(config.output_uri, DRIFT_PROFILE_FILE)) as f:
         return json.load(f)
 
 

@@ -39,6 +39,6 @@ def gate_models(
     return GateReport(
         rule=rule,
         challenger=score(challenger_dir, holdout, threshold),
-        champion=score(champion_dir, holdout, threshold) if champion.found else None,
+        champion=score(champion_dir, holdout, threshold) if champion.comparable else None,
         champion_version=champion.version or None,
     )

@@ -8,7 +8,8 @@ import json
 import os
 from typing import Any
 
-from kfstack.features import PROFILE_FILE
+from kfstack.errors import InvalidParameterError
+from kfstack.features import DRIFT_PROFILE_FILE, PROFILE_FILE
 from kfstack.monitoring.drift import DriftReport, DriftThresholds, compare_profiles
 from kfstack.serving.production import read_found
 
@@ -41,7 +42,7 @@ class DriftCheck:
         metrics: dict[str, float] = {"retrain": float(self.retrain), "forced": float(self.forced)}
         if self.report is not None:
             metrics["drifted"] = float(self.report.drifted)
-            metrics["max_psi"] = max(self.report.psi.values(), default=0.0)
+            metrics["max_psi"] = self.report.max_psi
             if self.report.label_rate_shift is not None:
                 metrics["label_rate_shift"] = self.report.label_rate_shift
             metrics.update({f"psi.{name}": value for name, value in sorted(self.report.psi.items())})
@@ -54,8 +55,8 @@ class DriftCheck:
         return head + "\n" + self.report.markdown().replace("# Data drift", "## Data drift", 1)
 
 
-def _profile(directory: str) -> dict[str, Any]:
-    with open(os.path.join(directory, PROFILE_FILE), encoding="utf-8") as f:
+def _profile(directory: str, name: str) -> dict[str, Any]:
+    with open(os.path.join(directory, name), encoding="utf-8") as f:
         return json.load(f)
 
 
@@ -64,15 +65,32 @@ def check_drift(features_dir: str, champion_dir: str, thresholds: DriftThreshold
     at ``champion_dir``.
 
     Raises:
-        InvalidParameterError: The profiles describe different features or were binned on
-            different edges (the new window was not profiled against this champion).
+        InvalidParameterError: The new window was not profiled against this champion (no drift
+            profile, or one binned on other edges).
     """
     champion = read_found(champion_dir)
     if not champion.found:
         return DriftCheck(True, "nothing in production: the first model is trained", force, "", None)
-    report = compare_profiles(_profile(champion_dir), _profile(features_dir), thresholds)
+    if not champion.comparable:
+        reason = (
+            f"{champion.version} in production is not a model directory of this project (no training "
+            f"profile to compare with): a model is trained, and the canary compares the two live"
+        )
+        return DriftCheck(True, reason, force, champion.version, None)
+    if not os.path.exists(os.path.join(features_dir, DRIFT_PROFILE_FILE)):
+        raise InvalidParameterError(
+            f"{features_dir} has no {DRIFT_PROFILE_FILE}: the feature job ran without the production "
+            f"model's profile as its reference_profile_uri"
+        )
+    report = compare_profiles(
+        _profile(champion_dir, PROFILE_FILE), _profile(features_dir, DRIFT_PROFILE_FILE), thresholds
+    )
     if report.drifted:
-        what = [*report.drifted_features, *(["the label rate"] if report.label_drifted else [])]
+        what = [
+            *report.drifted_features,
+            *(["the label rate"] if report.label_drifted else []),
+            *(["the feature set"] if report.feature_set_changed else []),
+        ]
         reason = f"the new window drifted from {champion.version}'s training data: {', '.join(what)}"
     elif force:
         reason = f"no drift from {champion.version}'s training data, but force=true"

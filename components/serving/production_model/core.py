@@ -7,6 +7,8 @@ import os
 
 from kfstack import platforms
 from kfstack.errors import InvalidParameterError
+from kfstack.features import PROFILE_FILE
+from kfstack.flights.scoring import MODEL_DIR_FILES
 from kfstack.kubernetes.launcher import Cluster
 from kfstack.serving.production import (
     RECORD_FILE,
@@ -17,6 +19,10 @@ from kfstack.serving.production import (
     local_production_model,
 )
 from kfstack.serving.registry import REGISTRY_DIR_ENV
+
+# What a production model directory must hold to be compared with: the serving model, and its
+# training data's profile.
+COMPARABLE_FILES = (*MODEL_DIR_FILES, PROFILE_FILE)
 
 
 def find_production_model(
@@ -52,9 +58,14 @@ def fetch_production_model(
     if production is None:
         found = FoundModel(found=False)
     else:
-        copy_model(production, target_dir)
-        found = FoundModel(found=True, version=production.version, source=production.model_uri)
+        names = copy_model(production, target_dir)
+        comparable = all(name in names for name in COMPARABLE_FILES)
+        found = FoundModel(True, production.version, production.model_uri, comparable)
     with open(os.path.join(target_dir, RECORD_FILE), "w", encoding="utf-8") as f:
         json.dump(found.metadata(), f, indent=2)
     print(f"production model: {found.version or 'none'}" + (f" from {found.source}" if found.found else ""))
+    if found.found and not found.comparable:
+        print(
+            f"  not a kfstack model directory (it lacks one of {', '.join(COMPARABLE_FILES)}): not comparable"
+        )
     return found
