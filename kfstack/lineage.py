@@ -145,7 +145,21 @@ def compare(recorded: Lineage, reproduced: Lineage, tolerance: float = DEFAULT_T
     for key in ("content_hash", "rows_read", "feature_spec_hash"):
         a, b = recorded.data.get(key), reproduced.data.get(key)
         items.append(Difference(f"data.{key}", a, b, a == b))
-    items.append(Difference("parameters", "", "", dict(recorded.parameters) == dict(reproduced.parameters)))
+    recorded_parameters, reproduced_parameters = dict(recorded.parameters), dict(reproduced.parameters)
+    differing = sorted(
+        key
+        for key in set(recorded_parameters) | set(reproduced_parameters)
+        if recorded_parameters.get(key) != reproduced_parameters.get(key)
+    )
+    # One row when they all match; else one per parameter that differs, naming it.
+    if not differing:
+        items.append(Difference("parameters", f"{len(recorded_parameters)} equal", "", True))
+    for key in differing:
+        items.append(
+            Difference(
+                f"parameters.{key}", recorded_parameters.get(key), reproduced_parameters.get(key), False
+            )
+        )
     for name, value in sorted(recorded.metrics.items()):
         again = reproduced.metrics.get(name)
         delta = math.inf if again is None else abs(float(again) - float(value))

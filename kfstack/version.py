@@ -21,6 +21,8 @@ __version__ = "0.1.0"
 # An explicit pipeline version: set by `kfstack compile --pipeline-version` while it compiles,
 # and by the embedded runner for the tasks of a run.
 VERSION_ENV = "KFSTACK_PIPELINE_VERSION"
+# Ends the version of a source tree whose tracked files have uncommitted changes.
+DIRTY_SUFFIX = "-dirty"
 # Kubernetes label values: at most 63 characters, alphanumeric at both ends, [-_.] between.
 _LABEL_VALUE = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9._-]{0,61}[A-Za-z0-9])?$")
 _SOURCE_ROOT = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
@@ -73,4 +75,4 @@ def _source_version(root: str = _SOURCE_ROOT) -> str:
         dirty = bool(git("status", "--porcelain", "--untracked-files=no"))  # tracked files only
     except (OSError, subprocess.SubprocessError):
         return __version__
-    return f"{__version__}+{sha}{'-dirty' if dirty else ''}"
+    return f"{__version__}+{sha}{DIRTY_SUFFIX if dirty else ''}"

@@ -21,7 +21,7 @@ from kfstack.app.summary import SUCCEEDED, RunSummary
 from kfstack.errors import RunFailedError, UsageError
 from kfstack.lineage import DEFAULT_TOLERANCE, Difference, Lineage, compare
 from kfstack.pipelines import load_pipeline, rendering
-from kfstack.version import pipeline_version
+from kfstack.version import DIRTY_SUFFIX, pipeline_version
 
 # The pipeline whose steps make a model: the retraining pipeline trains with the same ones.
 PIPELINE = "flights-training"
@@ -45,19 +45,30 @@ class Reproduction:
         width = max(len(d.item) for d in self.differences)
         lines = [f"{'item':<{width}}  {'match':<5}  recorded -> reproduced"]
         for d in self.differences:
-            shown = "" if d.item == "parameters" else f"{d.recorded} -> {d.reproduced}"
+            shown = d.recorded if d.item == "parameters" else f"{d.recorded} -> {d.reproduced}"
             detail = f"  ({d.detail})" if d.detail else ""
             lines.append(f"{d.item:<{width}}  {'yes' if d.matches else 'NO':<5}  {shown}{detail}")
         return "\n".join(lines)
 
 
 def check_version(recorded: Lineage) -> None:
-    """Raises unless the checked-out code is the recorded pipeline version.
+    """Raises unless the checked-out code is the recorded pipeline version, and that version
+    names committed code (a ``-dirty`` one names changes nobody can check out again).
 
     Raises:
         UsageError: Naming both versions.
     """
     current = pipeline_version()
+    if recorded.pipeline_version.endswith(DIRTY_SUFFIX):
+        raise UsageError(
+            f"the model was made by pipeline version {recorded.pipeline_version}: uncommitted changes, "
+            f"which cannot be checked out again; only a model of committed code can be reproduced"
+        )
+    if current.endswith(DIRTY_SUFFIX):
+        raise UsageError(
+            f"this checkout is {current} (uncommitted changes); the model was made by "
+            f"{recorded.pipeline_version}: check out that commit, clean, and run reproduce there"
+        )
     if current != recorded.pipeline_version:
         raise UsageError(
             f"the model was made by pipeline version {recorded.pipeline_version}; this checkout is "

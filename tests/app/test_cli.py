@@ -654,3 +654,9 @@ def test_reproduce_refuses_another_pipeline_version_naming_both_and_runs_nothing
     assert not root.exists()  # nothing ran
     assert cli.main(["reproduce", str(tmp_path / "nothing"), "--pipeline-root", str(root)]) == 2
     assert "has no lineage.json" in capsys.readouterr().err
+    # A model of uncommitted code names code nobody can check out again.
+    dirty = Lineage.load(str(tmp_path / "model"))
+    Lineage(**{**dirty.to_dict(), "pipeline_version": "0.0.9+0000000-dirty"}).save(str(tmp_path / "dirty"))
+    assert cli.main(["reproduce", str(tmp_path / "dirty"), "--pipeline-root", str(root)]) == 2
+    assert "uncommitted changes, which cannot be checked out again" in capsys.readouterr().err
+    assert not root.exists()

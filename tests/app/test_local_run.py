@@ -12,6 +12,7 @@ import os
 import subprocess
 import sys
 import time
+import types
 
 import psutil
 import pytest
@@ -214,3 +215,25 @@ def test_a_runner_crash_still_writes_a_failed_summary(tmp_path, monkeypatch):
     with open(summary.kfp_log, encoding="utf-8") as f:
         assert "Traceback" in f.read()
     assert not os.path.exists(os.path.join(summary.run_dir, "tmp"))
+
+
+def test_the_runner_fills_the_run_time_placeholders_kfp_local_leaves():
+    """kfp.local 2.17 fails on KFP's run-time placeholders; the runner fills them as a backend
+    would: the creation time is the run's start, and a run started here has no schedule time."""
+    from kfp import dsl
+
+    from kfstack.app.local_run import _TaskRunner
+
+    runner = types.SimpleNamespace(created="2026-11-24T06:00:00Z")
+    arguments = {
+        "scheduled_time": dsl.PIPELINE_JOB_SCHEDULE_TIME_UTC_PLACEHOLDER,
+        "created_time": dsl.PIPELINE_JOB_CREATE_TIME_UTC_PLACEHOLDER,
+        "window_days": 7,
+        "other": "text",
+    }
+    assert _TaskRunner._with_run_times(runner, arguments) == {
+        "scheduled_time": "",
+        "created_time": "2026-11-24T06:00:00Z",
+        "window_days": 7,
+        "other": "text",
+    }

@@ -215,3 +215,74 @@ def test_defaults_live_once_in_the_settings_classes(flights_spec):
 def test_unknown_pipeline_name_is_rejected():
     with pytest.raises(UsageError, match="unknown pipeline"):
         load_pipeline("no-such-pipeline")
+
+
+@pytest.fixture(scope="module")
+def retraining(tmp_path_factory):
+    """(pipeline spec, platform spec) of flights-retraining."""
+    out = tmp_path_factory.mktemp("dist-retraining")
+    (path,) = compile_pipelines(["flights-retraining"], str(out))
+    with open(path) as f:
+        pipeline_spec, platform_spec = yaml.safe_load_all(f)
+    return pipeline_spec, platform_spec
+
+
+def test_flights_retraining_task_graph(retraining):
+    spec, platform = retraining
+    components = spec["components"]
+    body = components["comp-exit-handler-1"]["dag"]["tasks"]
+    assert set(body) == {
+        "validate-run",
+        "data-window",
+        "production-model",
+        "flights-features",
+        "check-drift",
+        "condition-2",
+    }
+    # What changes between runs under the same arguments is never answered from KFP's cache:
+    # the window relative to the run's time, production, and the data read for that window.
+    for uncached in ("data-window", "production-model", "flights-features"):
+        assert body[uncached]["cachingOptions"] == {}, uncached
+    window = body["data-window"]["inputs"]["parameters"]
+    assert window["scheduled_time"]["runtimeValue"]["constant"] == "{{$.pipeline_job_schedule_time_utc}}"
+    assert window["created_time"]["runtimeValue"]["constant"] == "{{$.pipeline_job_create_time_utc}}"
+    features = body["flights-features"]["inputs"]["parameters"]
+    assert features["reference_profile_uri"] == {
+        "taskOutputParameter": {"outputParameterKey": "profile_uri", "producerTask": "production-model"}
+    }
+    assert features["window_start"] == {
+        "taskOutputParameter": {"outputParameterKey": "start", "producerTask": "data-window"}
+    }
+    # The drift check decides the training branch; the gate decides the deployment inside it.
+    assert body["condition-2"]["triggerPolicy"]["condition"] == (
+        "inputs.parameter_values['pipelinechannel--check-drift-Output'] == true"
+    )
+    drifted = components["comp-condition-2"]["dag"]["tasks"]
+    assert set(drifted) == {"tune-model", "train-model", "evaluate-model", "gate-model", "condition-3"}
+    assert drifted["condition-3"]["triggerPolicy"]["condition"] == (
+        "inputs.parameter_values['pipelinechannel--gate-model-Output'] == 'challenger'"
+    )
+    assert set(components["comp-condition-3"]["dag"]["tasks"]) == {"deploy-model"}
+    assert drifted["gate-model"]["inputs"]["artifacts"]["champion"] == {
+        "componentInputArtifact": "pipelinechannel--production-model-model"
+    }
+    # The new steps read production and artifacts on a cluster: the object store and namespace.
+    executors = platform["platforms"]["kubernetes"]["deploymentSpec"]["executors"]
+    for step in ("production-model", "check-drift", "gate-model", "data-window"):
+        assert executors[f"exec-{step}"]["secretAsEnv"][0]["optional"] is True, step
+        assert executors[f"exec-{step}"]["fieldPathAsEnv"][0]["fieldPath"] == "metadata.namespace"
+    defaults = spec["root"]["inputDefinitions"]["parameters"]
+    assert defaults["canary_max_psi"]["defaultValue"] == 0.0
+    assert defaults["drift_ignore_features"]["defaultValue"] == "month,day_of_year"
+
+
+def test_the_pipelines_share_their_parameters_defaults_but_where_said(flights_spec, retraining):
+    training = flights_spec["root"]["inputDefinitions"]["parameters"]
+    retrain = retraining[0]["root"]["inputDefinitions"]["parameters"]
+    # On purpose: a retrained model is meant to predict differently (see its description).
+    differing = {"canary_max_psi"}
+    assert set(training) <= set(retrain)
+    for name in set(training) - differing:
+        assert training[name].get("defaultValue") == retrain[name].get("defaultValue"), name
+        assert training[name]["description"] == retrain[name]["description"], name
+    assert training["canary_max_psi"]["defaultValue"] != retrain["canary_max_psi"]["defaultValue"]

@@ -2,8 +2,9 @@
 on real flights -- both branches, the gate, and a reproduction of the promoted model.
 
 1. Nothing in production: the first window trains, passes the gate, deploys first.
-2. The window one week later: no drift (the calendar features are ignored; weather and
-   schedule barely move in a week): nothing is trained or deployed.
+2. The window one week later, as a schedule asks for it (``window_days`` back from the run's
+   time, with the lag that replays 2013): no drift (the calendar features are ignored; weather
+   and schedule barely move in a week): nothing is trained or deployed.
 3. The same window with a synthetic drift: drift, retraining, the challenger beats the champion
    on the new window, the canary is analysed and promoted.
 4. Forced, with a challenger made worse on purpose (one epoch at a learning rate too small to
@@ -16,7 +17,9 @@ tested fast in tests/serving/test_champion.py and tests/monitoring.
 
 from __future__ import annotations
 
+import datetime
 import io
+import json
 import os
 
 import pytest
@@ -24,8 +27,10 @@ import pytest
 from kfstack.app.local_run import run_pipeline_locally
 from kfstack.app.reproduce import reproduce
 from kfstack.app.summary import SUCCEEDED
+from kfstack.features import JOB_REPORT_FILE
 from kfstack.lineage import Lineage
 from kfstack.serving.registry import LocalRegistry
+from kfstack.version import VERSION_ENV
 
 pytestmark = pytest.mark.slow
 
@@ -45,8 +50,13 @@ TRAINING_STEPS = {"tune-model", "train-model", "evaluate-model", "gate-model", "
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
-    """The four runs in order, in one pipeline root; their summaries and the registry."""
+    """The four runs in order, in one pipeline root; their summaries and the registry.
+
+    Under an explicit pipeline version, as a released pipeline runs: reproduce refuses a model
+    of uncommitted code, and the tree under test may have some."""
     root = str(tmp_path_factory.mktemp("retraining"))
+    monkeypatch = pytest.MonkeyPatch()
+    monkeypatch.setenv(VERSION_ENV, "0.1.0+retraining-test")
 
     def run(**arguments):
         summary = run_pipeline_locally(
@@ -55,13 +65,16 @@ def runs(tmp_path_factory):
         assert summary.status == SUCCEEDED, summary.error
         return summary
 
+    # 2013-01-08 .. 2013-07-07 as a window relative to today (the run's creation time).
+    lag = (datetime.datetime.now(datetime.UTC).date() - datetime.date(2013, 7, 8)).days
     summaries = [
         run(**FIRST_WINDOW),
-        run(**WEEK_LATER),
+        run(window_days=181, window_lag_days=lag),
         run(**WEEK_LATER, synthetic_drift=0.3),
         run(**WEEK_LATER, synthetic_drift=0.3, force=True, learning_rate=1e-7, epochs=1),
     ]
-    return summaries, LocalRegistry(os.path.join(root, "registry"), SERVING_NAME), root
+    yield summaries, LocalRegistry(os.path.join(root, "registry"), SERVING_NAME), root
+    monkeypatch.undo()
 
 
 def test_the_first_window_trains_and_deploys_first(runs):
@@ -81,6 +94,10 @@ def test_a_week_later_nothing_drifted_and_nothing_is_trained_or_deployed(runs):
     assert later.drift["drifted_features"] == [] and later.drift["label_drifted"] is False
     assert not TRAINING_STEPS & set(later.stages)
     assert later.gate is None and later.serving is None
+    # The relative window the run resolved (a run that straddles midnight UTC: a day later).
+    with open(os.path.join(later.artifacts["features"], JOB_REPORT_FILE)) as f:
+        window = json.load(f)["window"]
+    assert (window["start"], window["end"]) in {("2013-01-08", "2013-07-07"), ("2013-01-09", "2013-07-08")}
 
 
 def test_a_drifted_window_retrains_and_a_better_model_is_promoted(runs):

@@ -67,5 +67,9 @@ def test_a_reproduction_matches_within_the_tolerance_and_names_what_differs():
     assert [d.item for d in differences if not d.matches] == ["data.feature_spec_hash", "metrics.val_auc"]
     missing = compare(record(), record(metrics={"val_auc": 0.7}))
     assert [d.item for d in missing if not d.matches] == ["metrics.val_log_loss"]
-    other_parameters = compare(record(), record(parameters={"seed": 7}))
-    assert [d.item for d in other_parameters if not d.matches] == ["parameters"]
+    other_parameters = compare(record(), record(parameters={"seed": 7, "learning_rate": 0.003}))
+    assert [(d.item, d.recorded, d.reproduced) for d in other_parameters if not d.matches] == [
+        ("parameters.seed", 42, 7),
+        ("parameters.window_start", "2013-01-01", None),
+    ]
+    assert [d.item for d in compare(record(), record()) if d.item.startswith("parameters")] == ["parameters"]
