@@ -654,8 +654,19 @@ def create_schedule(
 
     Returns:
         The new recurring run's id, and the ids of the ones it replaced.
+
+    Raises:
+        UsageError: A schedule of that name runs another pipeline (nothing is created or
+            deleted: a name is not taken from another pipeline's schedule).
     """
-    previous = [s.id for s in schedules(client) if s.name == name]
+    same_name = [s for s in schedules(client) if s.name == name]
+    others = [s for s in same_name if s.pipeline_id and s.pipeline_id != ref.pipeline_id]
+    if others:
+        raise UsageError(
+            f"schedule {name!r} runs another pipeline (id {others[0].pipeline_id}); choose another "
+            f"--name, or delete that schedule first (kfstack schedule --delete {name})"
+        )
+    previous = [s.id for s in same_name]
     created = client.recurring_runs.recurring_run_service_create_recurring_run(
         recurring_run=kfp_server_api.V2beta1RecurringRun(
             display_name=name,

@@ -449,6 +449,30 @@ def test_schedule_same_name_replaces(capsys, fake_kfp):
     ]
 
 
+def test_schedule_does_not_take_the_name_of_another_pipelines_schedule(capsys, fake_kfp):
+    fake_kfp.seed(PIPELINE, V1)
+    other_pid, (other_version,) = fake_kfp.seed("other-pipeline", "0.9")
+    assert main(capsys, ["schedule", PIPELINE, "--cron", "0 0 3 * * *", *host(fake_kfp)])[0] == 0
+    experiment_id = next(iter(fake_kfp.experiments))
+    fake_kfp.recurring_runs.clear()
+    fake_kfp.recurring_runs["theirs"] = {
+        "recurring_run_id": "theirs",
+        "display_name": "nightly",
+        "pipeline_version_reference": {"pipeline_id": other_pid, "pipeline_version_id": other_version},
+        "trigger": {"cron_schedule": {"cron": "0 0 1 * * *"}},
+        "max_concurrency": "1",
+        "status": "ENABLED",
+        "experiment_id": experiment_id,
+        "created_at": "2030-01-01T00:00:00Z",
+    }
+    code, _out, err = main(
+        capsys, ["schedule", PIPELINE, "--cron", "0 0 4 * * *", "--name", "nightly", *host(fake_kfp)]
+    )
+    assert code == 2
+    assert "schedule 'nightly' runs another pipeline" in one_error_line(err, "schedule")
+    assert list(fake_kfp.recurring_runs) == ["theirs"]  # nothing created, nothing deleted
+
+
 def test_schedule_list_and_delete(capsys, fake_kfp):
     fake_kfp.seed(PIPELINE, V1)
     other_pid, (other_version,) = fake_kfp.seed("other-pipeline", "0.9")
