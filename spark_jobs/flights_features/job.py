@@ -15,9 +15,11 @@ profile, ``drift_profile.json``: the same binned on its edges), ``job_report.jso
 caller sends them, for the canary analysis) under the output URI; the quarantined rows (raw
 values + ``reason``) under the quarantine URI.
 
-Row accounting: ``rows_read`` counts the flights the job looked at (after ``sample_fraction``);
-each is either written to exactly one split or quarantined, and the job checks
-``rows_read == rows_written + rows_quarantined`` against the files it wrote.
+Row accounting: ``rows_read`` counts the flights the job looked at (after ``sample_fraction``, in
+the data window); each is either written to exactly one split or quarantined, and the job checks
+``rows_read == rows_written + rows_quarantined`` against the files it wrote. A windowed run
+leaves out, and counts as ``rows_undated``, the rows whose date cannot be read: they belong to no
+window (a run without a window quarantines them with the reason).
 """
 
 from __future__ import annotations
@@ -75,6 +77,9 @@ class FeatureJobReport:
     quarantine_uri: str
     window: dict[str, str] = dataclasses.field(default_factory=dict)
     content_hash: str = ""
+    # A windowed run: rows whose date cannot be read, left out (they belong to no window; a run
+    # without a window quarantines them) -- counted here, so that none goes unseen.
+    rows_undated: int = 0
     job: dict[str, Any] = dataclasses.field(default_factory=dict)
     seconds: float = 0.0
 
@@ -244,18 +249,21 @@ def run_feature_job(config: FeatureJobConfig, spark: SparkSession | None = None)
             ]
             flights = sample(tables["flights"], config.sample_fraction, config.seed)
             window = config.window
-            tagged = (
+            every = (
                 validation.tag_flights(flights, airlines)
-                .where(validation.in_window(window.start, window.end))
+                .withColumn(validation.WINDOW, validation.window_membership(window.start, window.end))
                 .persist(StorageLevel.MEMORY_AND_DISK)
             )
-            cached.append(tagged)
-            # One pass: the rows per reason, and the window's content hash with them.
-            counted = tagged.groupBy(validation.REASON).agg(
-                F.count(F.lit(1)).alias("count"), *validation.content_hashes(tagged)
+            cached.append(every)
+            # One pass: the rows per reason and place in the window, and the window's content
+            # hash with them.
+            counted = every.groupBy(validation.REASON, validation.WINDOW).agg(
+                F.count(F.lit(1)).alias("count"), *validation.content_hashes(every)
             )
-            rows = counted.collect()
+            groups = counted.collect()
+            rows = [row for row in groups if row[validation.WINDOW] == validation.IN_WINDOW]
             by_reason = {row[validation.REASON]: row["count"] for row in rows}
+            tagged = every.where(F.col(validation.WINDOW) == validation.IN_WINDOW).drop(validation.WINDOW)
         rows_valid = by_reason.pop(None, 0)
         rows_read = rows_valid + sum(by_reason.values())
         with _phase("write quarantine"):
@@ -273,6 +281,7 @@ def run_feature_job(config: FeatureJobConfig, spark: SparkSession | None = None)
             quarantine_uri=config.quarantine_uri,
             window=dict(zip(("start", "end"), window.as_strings(), strict=True)),
             content_hash=content_hash(rows_read, rows),
+            rows_undated=sum(row["count"] for row in groups if row[validation.WINDOW] == validation.UNDATED),
             job=config.lineage(),
         )
         if rows_read == 0:

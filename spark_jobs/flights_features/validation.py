@@ -138,18 +138,29 @@ def tag_flights(raw: DataFrame, known_carriers: Iterable[str]) -> DataFrame:
     )
 
 
-def in_window(start: datetime.date | None, end: datetime.date | None) -> Column:
-    """True for a row dated from ``start`` to ``end`` (inclusive; None: open). Also true for a
-    row whose date cannot be read: it belongs to no window one can tell, so it stays in every
-    window, to be quarantined and counted -- never dropped unseen."""
+# Where a row stands against a run's data window (:func:`window_membership`).
+WINDOW = "window"
+IN_WINDOW, OUTSIDE, UNDATED = "in", "outside", "undated"
+
+
+def window_membership(start: datetime.date | None, end: datetime.date | None) -> Column:
+    """:data:`IN_WINDOW` for a row dated from ``start`` to ``end`` (inclusive; None: open),
+    :data:`OUTSIDE` for one dated elsewhere, :data:`UNDATED` for one whose date cannot be read:
+    it belongs to no window one can tell. Without a window every row is in it (an undated one
+    is then quarantined)."""
+    if start is None and end is None:
+        return F.lit(IN_WINDOW)
     year, month, day = (F.col(n).cast("int") for n in ("year", "month", "day"))
-    date = F.when(_valid_date(), F.make_date(year, month, day))
+    date = F.make_date(year, month, day)
     inside = F.lit(True)
     if start is not None:
         inside = inside & (date >= F.lit(start))
     if end is not None:
         inside = inside & (date <= F.lit(end))
-    return F.coalesce(inside, F.lit(True))
+    # CASE WHEN evaluates make_date only for a valid date (ANSI mode raises otherwise).
+    # A missing part makes the date check null, not false: undated too.
+    dated = F.coalesce(_valid_date(), F.lit(False))
+    return F.when(~dated, F.lit(UNDATED)).when(inside, F.lit(IN_WINDOW)).otherwise(F.lit(OUTSIDE))
 
 
 def content_hashes(tagged: DataFrame) -> list[Column]:

@@ -348,13 +348,19 @@ def test_a_synthetic_drift_moves_schedule_distance_and_label_rate(
     assert report.psi["temp"] < 0.01 and report.psi["plane_seats"] < 0.01 and report.psi["month"] < 0.01
 
 
-def test_a_window_reads_its_days_and_the_report_records_it(job_run, tmp_path, spark, shipped_data_dir):
+def test_a_window_reads_its_days_and_the_report_records_it(
+    job_run, tmp_path, spark, shipped_data_dir, real_flights
+):
     config, whole = job_run
     assert whole.window == {"start": "", "end": ""} and len(whole.content_hash) == 64
-    assert whole.job["seed"] == 42 and whole.job["window_start"] == ""
-    # The test input is the first 3000 flights of the year: all of January 1st to 4th.
+    assert whole.job["seed"] == 42 and whole.job["window_start"] == "" and whole.rows_undated == 0
+    # The first 3000 flights of the year (all of January 1st to 4th), and one whose date cannot
+    # be read: it belongs to no window, and is counted.
+    flights = real_flights.head(SAMPLE_ROWS).copy()
+    undated = flights.head(1).assign(month="13", flight="9999")
     window = dataclasses.replace(
         config,
+        input_uri=write_input_dir(tmp_path / "input", shipped_data_dir, pd.concat([flights, undated]), "csv"),
         output_uri=str(tmp_path / "features"),
         quarantine_uri=str(tmp_path / "quarantine"),
         window_start="2013-01-02",
@@ -362,6 +368,8 @@ def test_a_window_reads_its_days_and_the_report_records_it(job_run, tmp_path, sp
     )
     report = run_feature_job(window, spark=spark)
     assert 0 < report.rows_read < whole.rows_read
+    assert report.rows_undated == 1 and report.rows_quarantined == 0
+    assert report.rows_read == report.rows_written
     assert report.window == {"start": "2013-01-02", "end": "2013-01-03"}
     assert report.content_hash != whole.content_hash
     days = pd.concat(pd.read_parquet(os.path.join(window.output_uri, split)) for split in SPLITS)[

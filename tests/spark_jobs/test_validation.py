@@ -5,12 +5,16 @@ import datetime
 import pytest
 
 from kfstack.spark_jobs.flights_features.validation import (
+    IN_WINDOW,
+    OUTSIDE,
     REASON,
+    UNDATED,
+    WINDOW,
     content_hashes,
-    in_window,
     quarantine_rows,
     tag_flights,
     valid_rows,
+    window_membership,
 )
 from tests.spark_jobs.conftest import VALID_FLIGHT, flight, flights_frame
 
@@ -79,25 +83,29 @@ def test_quarantine_keeps_the_raw_values_and_the_reason(spark):
     assert len(kept) == 1 and kept[0]["distance"] == 1400.0
 
 
-def test_a_window_keeps_its_days_and_the_rows_whose_date_cannot_be_read(spark):
+def test_a_window_places_every_row_in_it_outside_it_or_undated(spark):
     rows = [
         flight(day="1", flight="1"),
         flight(day="31", flight="2"),
         flight(month="2", day="1", flight="3"),
         flight(month="12", day="31", year="2012", flight="4"),
-        flight(month="13", flight="5"),  # invalid_date: quarantined in every window
+        flight(month="13", flight="5"),  # invalid_date: in no window
         flight(day="x", flight="6"),  # unparseable_day
     ]
     tagged = tag_flights(flights_frame(spark, rows), CARRIERS)
 
-    def kept(start, end):
-        return sorted(r["raw_flight"] for r in tagged.where(in_window(start, end)).collect())
+    def membership(start, end):
+        placed = tagged.withColumn(WINDOW, window_membership(start, end)).collect()
+        return {r["raw_flight"]: r[WINDOW] for r in placed}
 
-    january = (datetime.date(2013, 1, 1), datetime.date(2013, 1, 31))
-    assert kept(*january) == ["1", "2", "5", "6"]
-    assert kept(datetime.date(2013, 1, 31), None) == ["2", "3", "5", "6"]
-    assert kept(None, datetime.date(2012, 12, 31)) == ["4", "5", "6"]
-    assert kept(None, None) == ["1", "2", "3", "4", "5", "6"]
+    january = membership(datetime.date(2013, 1, 1), datetime.date(2013, 1, 31))
+    assert january == {"1": IN_WINDOW, "2": IN_WINDOW, "3": OUTSIDE, "4": OUTSIDE, "5": UNDATED, "6": UNDATED}
+    later = membership(datetime.date(2013, 1, 31), None)
+    assert [f for f, place in sorted(later.items()) if place == IN_WINDOW] == ["2", "3"]
+    earlier = membership(None, datetime.date(2012, 12, 31))
+    assert [f for f, place in sorted(earlier.items()) if place == IN_WINDOW] == ["4"]
+    # Without a window every row is in it (the undated ones are then quarantined).
+    assert set(membership(None, None).values()) == {IN_WINDOW}
 
 
 def test_the_content_hash_sees_every_value_and_no_order(spark):

@@ -47,8 +47,9 @@ def flights_features(
         sample_fraction: Share of flights kept (0-1], chosen by a hash of the flight key.
         seed: Seed of the train/validation/test split and of the sample.
         window_start: First flight date read (ISO ``2013-07-01``); empty: from the first.
-        window_end: Last flight date read (inclusive); empty: to the last. A row whose date
-            cannot be read is in every window (it is quarantined).
+        window_end: Last flight date read (inclusive); empty: to the last. A windowed run leaves
+            out the rows whose date cannot be read (counted as ``rows_undated``); a run without a
+            window quarantines them.
         synthetic_drift: Share (0-1) of the flights changed on purpose (departure 3 h later, route
             1.5x, arrival 45 min later) to show a drift check and a retraining; 0 for real use.
         reference_profile_uri: The production model's ``profile.json``: this run's profile is
