@@ -9,6 +9,7 @@ from benchmarks import (
     ddp_scaling,
     main_job,
     predictor_throughput,
+    retraining,
     spark_vs_duckdb,
     tf_scaling,
     tuning_efficiency,
@@ -21,5 +22,6 @@ for benchmark in (
     tf_scaling,
     tuning_efficiency,
     predictor_throughput,
+    retraining,
 ):
     benchmark.main([])

@@ -27,8 +27,9 @@ WALL_GOAL_SECONDS = 180.0
 MEMORY_GOAL_BYTES = 6 * 2**30
 
 
-def run(params: list[str], tmp: str) -> dict:
-    """One run into ``<tmp>/runs`` (shared by the runs of one benchmark: its model registry)."""
+def run(params: list[str], tmp: str, pipeline: str = "flights-training") -> dict:
+    """One run of ``pipeline`` into ``<tmp>/runs`` (shared by the runs of one benchmark: its
+    model registry)."""
     summary_path = os.path.join(tmp, "summary.json")
     cmd = [
         sys.executable,
@@ -36,7 +37,7 @@ def run(params: list[str], tmp: str) -> dict:
         "kfstack.app.cli",
         "run",
         "--local",
-        "flights-training",
+        pipeline,
         "--pipeline-root",
         os.path.join(tmp, "runs"),
         "--summary-json",
@@ -46,12 +47,12 @@ def run(params: list[str], tmp: str) -> dict:
         cmd += ["--param", p]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0:
-        raise SystemExit(f"main job failed:\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}")
+        raise SystemExit(f"{pipeline} failed:\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}")
     with open(summary_path, encoding="utf-8") as f:
         summary = json.load(f)
     return {
         "benchmark": "main_job",
-        "command": "kfstack run --local flights-training " + " ".join(f"--param {p}" for p in params),
+        "command": f"kfstack run --local {pipeline} " + " ".join(f"--param {p}" for p in params),
         "machine": machine_facts(),
         "wall_seconds": summary["wall_seconds"],
         "stages": {name: stage["seconds"] for name, stage in summary["stages"].items()},
@@ -59,6 +60,8 @@ def run(params: list[str], tmp: str) -> dict:
         "data": summary["data"],
         "test_auc": summary["metrics"].get("test_metrics.auc"),
         "serving": summary.get("serving"),
+        "drift": summary.get("drift"),
+        "gate": summary.get("gate"),
         "goal": {"wall_seconds": WALL_GOAL_SECONDS, "peak_rss_gib": MEMORY_GOAL_BYTES / 2**30},
         "meets_goal": {
             "wall": summary["wall_seconds"] <= WALL_GOAL_SECONDS,
