@@ -130,6 +130,8 @@ def flights_retraining(
     # Not checked: see the parameter's description (the gate compared the models already).
     canary_max_psi: float = 0.0,
     canary_max_auc_drop: float = CanaryThresholds.max_auc_drop,
+    model_registry_url: str = "",
+    model_registry_author: str = "kfstack",
 ):
     # Every parameter, for the steps to take theirs by name (before any other name is bound here).
     parameters = dict(locals())
@@ -167,4 +169,5 @@ def flights_retraining(
             ).after(evaluation)
             steps.on_cluster(gate, parameters, "champion-challenger")
             with dsl.If(gate.outputs["Output"] == PASS, name="beats-production"):
-                steps.deploy(parameters, training, features)
+                deployment = steps.deploy(parameters, training, features)
+                steps.register(parameters, training, deployment)

@@ -112,6 +112,8 @@ def flights_training(
     canary_latency_slack_ms: float = CanaryThresholds.latency_slack_ms,
     canary_max_psi: float = CanaryThresholds.max_psi,
     canary_max_auc_drop: float = CanaryThresholds.max_auc_drop,
+    model_registry_url: str = "",
+    model_registry_author: str = "kfstack",
 ):
     # Every parameter, for the steps to take theirs by name (before any other name is bound here).
     parameters = dict(locals())
@@ -119,4 +121,5 @@ def flights_training(
         features = steps.features(parameters, reference_profile_uri="").after(checked)
         training, evaluation = steps.train_and_evaluate(parameters, features)
         # Deployment comes after the evaluation (a model that failed to evaluate is never served).
-        steps.deploy(parameters, training, features).after(evaluation)
+        deployment = steps.deploy(parameters, training, features).after(evaluation)
+        steps.register(parameters, training, deployment)

@@ -168,6 +168,12 @@ DESCRIPTIONS: dict[str, str] = {
         "Share (0-1) of the window's flights changed on purpose (departure 3 h later, route "
         "1.5x, arrival 45 min later) to see a drift check fire and a retraining; 0 for real use."
     ),
+    "model_registry_url": (
+        "Kubeflow Model Registry REST base URL (e.g. "
+        "http://model-registry-service.kubeflow.svc.cluster.local:8080): the model that went into "
+        "production is registered there with its lineage. Empty: off."
+    ),
+    "model_registry_author": "Author of the registered versions (and owner of a new registered model).",
     "drift_max_psi": (
         "Retrain when a feature's PSI (new window against the production model's training data) is "
         "above this (0.1 small, 0.2 large shift)."

@@ -19,6 +19,7 @@ from kfstack.components.common.cleanup_run.component import cleanup_run
 from kfstack.components.data.flights_features.component import flights_features
 from kfstack.components.evaluation.evaluate_model.component import evaluate_model
 from kfstack.components.serving.deploy_model.component import deploy_model
+from kfstack.components.serving.register_model.component import register_model
 from kfstack.components.training.train_model.component import train_model
 from kfstack.components.tuning.tune_model.component import tune_model
 from kfstack.kubernetes import node_pools
@@ -123,3 +124,14 @@ def deploy(
         task_name=TASK_NAME,
     )
     return on_cluster(uncached(task), parameters, "deployment")
+
+
+def register(
+    parameters: Mapping[str, Any], training: dsl.PipelineTask, deployment: dsl.PipelineTask
+) -> dsl.PipelineTask:
+    """The model that went into production (``first`` or ``promote``), registered in Kubeflow
+    Model Registry with its lineage; nothing without ``model_registry_url``."""
+    task = call(
+        register_model, parameters, model=training.outputs["model"], decision=deployment.outputs["decision"]
+    )
+    return on_cluster(uncached(task), parameters, "model-registry")

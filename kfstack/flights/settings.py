@@ -22,6 +22,7 @@ from kfstack.kubernetes.placement import Placement
 from kfstack.monitoring.drift import DriftThresholds, feature_names
 from kfstack.monitoring.gate import GateRule
 from kfstack.monitoring.window import resolve_window
+from kfstack.serving.model_registry import RegistryEndpoint
 from kfstack.settings import Settings, setting
 
 
@@ -82,6 +83,9 @@ def check_run(parameters: Mapping[str, Any]) -> None:
         InvalidParameterError: ``num_shards`` < ``workers``.
     """
     num_shards, workers = parameters.get("num_shards"), parameters.get("workers")
+    url = parameters.get("model_registry_url")
+    if isinstance(url, str) and url.strip():
+        RegistryEndpoint.parse(url)  # a bad URL fails before training, not after the rollout
     if not (isinstance(num_shards, int) and isinstance(workers, int)):
         return  # missing or templated (a Placeholder): each stage checks its own
     if num_shards < workers:

@@ -28,8 +28,9 @@ BASE_IMAGE_ARGS = {"PYTHON_IMAGE", "SPARK_IMAGE"}
 
 # Extras of the kfstack wheel and other requirements each role installs.
 ROLE_EXTRAS = {
-    # The launcher builds InferenceServices with the kserve SDK's models.
-    "launcher": {"serve", "s3"},
+    # The launcher builds InferenceServices with the kserve SDK's models, and registers promoted
+    # models with the Model Registry client.
+    "launcher": {"serve", "s3", "registry"},
     "spark": {"spark", "s3"},
     "torch-trainer": {"torch", "s3"},
     "tf-trainer": {"s3"},

@@ -309,6 +309,39 @@ def test_render_refuses_bad_parameters(tmp_path, capsys):
     assert main(["render", "--out", str(tmp_path / "o"), "--param", "spark_executor_memory=lots"]) == 2
     assert "spark_executor_memory='lots'" in capsys.readouterr().err
     assert not (tmp_path / "o").exists()
+    # A Model Registry URL that cannot be one fails before the run, not after its rollout.
+    for pipeline in ("flights-training", "flights-retraining"):
+        argv = [
+            "render",
+            pipeline,
+            "--out",
+            str(tmp_path / "o"),
+            "--param",
+            "model_registry_url=ftp://registry",
+        ]
+        assert main(argv) == 2
+        assert "ftp://registry" in capsys.readouterr().err
+    assert not (tmp_path / "o").exists()
+
+
+def test_the_deployment_serves_a_kfp_artifact_from_its_s3_uri():
+    """KFP's default artifact store is MinIO (minio://...); KServe's storage initializer reads it
+    as S3."""
+    from kfstack.components.serving.deploy_model.stage import STAGE as DEPLOY
+
+    arguments = {
+        name: parameter.default
+        for name, parameter in rendering.load_pipeline("flights-training").component_spec.inputs.items()
+    }
+    settings = DEPLOY.settings(
+        {
+            **arguments,
+            "model": "minio://mlpipeline/v2/artifacts/run/train-model/model",
+            "features": "minio://f",
+            "run_id": RUN_ID,
+        }
+    )
+    assert settings.request.storage_uri == "s3://mlpipeline/v2/artifacts/run/train-model/model"
 
 
 def test_no_credential_value_reaches_compiled_pipelines_or_rendered_objects(tmp_path, monkeypatch):

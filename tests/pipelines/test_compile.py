@@ -69,6 +69,7 @@ def test_flights_training_task_graph(flights_spec):
         "train-model",
         "evaluate-model",
         "deploy-model",
+        "register-model",
     }
     # Parameters are checked before the feature job starts.
     assert tasks["flights-features"]["dependentTasks"] == ["validate-run"]
@@ -142,6 +143,7 @@ def test_task_pods_carry_the_cpu_pool_namespace_and_secret_refs(executor_configs
         "exec-train-model",
         "exec-evaluate-model",
         "exec-deploy-model",
+        "exec-register-model",
         "exec-cleanup-run",
     }
     for name, config in executor_configs.items():
@@ -262,7 +264,7 @@ def test_flights_retraining_task_graph(retraining):
     assert drifted["condition-3"]["triggerPolicy"]["condition"] == (
         "inputs.parameter_values['pipelinechannel--gate-model-Output'] == 'challenger'"
     )
-    assert set(components["comp-condition-3"]["dag"]["tasks"]) == {"deploy-model"}
+    assert set(components["comp-condition-3"]["dag"]["tasks"]) == {"deploy-model", "register-model"}
     assert drifted["gate-model"]["inputs"]["artifacts"]["champion"] == {
         "componentInputArtifact": "pipelinechannel--production-model-model"
     }

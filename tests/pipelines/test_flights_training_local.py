@@ -27,6 +27,7 @@ STAGES = [
     "train-model",
     "evaluate-model",
     "deploy-model",
+    "register-model",
     "cleanup-run",
 ]
 SAMPLE_PARAMS = {

@@ -86,7 +86,8 @@ class DeployModelStage:
         # KServe reads a model from a URI; a local path (only the embedded platform has one, and
         # it never hands the URI to KServe) is written as one, so the request's checks hold.
         local_path = "://" not in model_uri and not isinstance(model_uri, Placeholder)
-        storage_uri = "file://" + os.path.abspath(model_uri) if local_path else model_uri
+        # A KFP artifact URI in KServe's scheme: KFP's MinIO store (minio://) is S3 to KServe.
+        storage_uri = "file://" + os.path.abspath(model_uri) if local_path else fsspec_uri(model_uri)
         request = isvc.ServingRequest(
             name=arguments["serving_name"],
             mode=arguments["serving_mode"],

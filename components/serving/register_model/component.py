@@ -1,0 +1,53 @@
+"""KFP component: the model that went into production, registered in Kubeflow Model Registry."""
+
+from typing import NamedTuple
+
+from kfp import dsl
+from kfp.dsl import Input, Model
+
+from kfstack.images import COMPONENT_IMAGE
+
+
+@dsl.component(base_image=COMPONENT_IMAGE, install_kfp_package=False)
+def register_model(
+    platform: str,
+    model: Input[Model],
+    decision: str,
+    serving_name: str,
+    model_registry_url: str,
+    model_registry_author: str,
+) -> NamedTuple("Registration", [("registration", str)]):
+    """Registers the trained model as a version of ``serving_name`` in a Model Registry, when
+    one is configured and the deploy step put the model into production.
+
+    Args:
+        platform: ``kubernetes`` registers the model artifact's URI (``s3://...``, what KServe
+            serves) and the pipeline run as its source; ``local`` the model directory as a
+            ``file://`` URI.
+        model: The trained model directory (``lineage.json``, ``model.onnx``, feature spec).
+        decision: The deploy step's decision; only ``first`` and ``promote`` register.
+        serving_name: The registered model's name (the InferenceService's).
+        model_registry_url: The Model Registry's REST base URL, ``http://`` or ``https://``
+            (``http://model-registry-service.kubeflow.svc.cluster.local:8080``); empty: off
+            (nothing is imported or contacted).
+        model_registry_author: Author of the version and owner of a new registered model;
+            empty: ``kfstack``.
+
+    Returns:
+        ``registration``: JSON, ``{"registered": false, "reason", "url"}`` or
+        ``{"registered": true, "created", "name", "version", "uri", "registered_model_id",
+        "model_version_id", "model_artifact_id", "url"}``.
+    """
+    from kfstack.components.serving.register_model.core import register_production_model
+    from kfstack.platforms import artifact_location
+
+    result = register_production_model(
+        platform,
+        model.path,
+        artifact_location(platform, model),
+        decision,
+        serving_name,
+        model_registry_url,
+        model_registry_author,
+    )
+    return (result.to_json(),)

@@ -1,0 +1,91 @@
+"""The production model, registered in Kubeflow Model Registry when one is configured
+(:mod:`kfstack.serving.model_registry`)."""
+
+from __future__ import annotations
+
+import logging
+import os
+
+from kfstack import platforms
+from kfstack.errors import InvalidParameterError
+from kfstack.kubernetes.naming import current_namespace
+from kfstack.lineage import Lineage
+from kfstack.serving import model_registry as mr
+
+logger = logging.getLogger(__name__)
+
+STEP = "register-model"
+# Who a registration is by when model_registry_author is empty.
+DEFAULT_AUTHOR = "kfstack"
+
+
+def register_production_model(
+    platform: str,
+    model_dir: str,
+    model_location: str,
+    decision: str,
+    serving_name: str,
+    registry_url: str,
+    author: str,
+    token_path: str = mr.SERVICE_ACCOUNT_TOKEN,
+) -> mr.RegistrationResult:
+    """Registers the model of ``model_dir`` as version ``lineage.model_version`` of
+    ``serving_name`` when ``registry_url`` is set and the rollout's ``decision`` put it into
+    production; otherwise says why not. With no ``registry_url`` nothing is read, imported or
+    contacted.
+
+    Args:
+        platform: ``kubernetes`` or ``local``.
+        model_dir: The model directory on this machine (``lineage.json``, ``model.onnx``).
+        model_location: Where the platform keeps it (:func:`kfstack.platforms.artifact_location`):
+            the artifact's URI on Kubernetes, the same path locally.
+        decision: The deploy step's decision.
+        serving_name: The registered model's name (the InferenceService's).
+        registry_url: The Model Registry's REST base URL; empty: off.
+        author: The registration's author and the registered model's owner; empty: ``kfstack``.
+        token_path: The bearer token's file (the pod's service-account token).
+
+    Raises:
+        InvalidParameterError: A bad URL, platform or decision; a model directory without its
+            lineage or ONNX model.
+        PlatformNotAvailableError: The model-registry client is not installed.
+        ModelRegistryError: The registry cannot be reached, refused the credentials or the
+            request, or has this version with another URI.
+    """
+    if not registry_url.strip():
+        return mr.RegistrationResult.skipped("", "no model_registry_url: registration is off")
+    platforms.require_available(platform, stage=STEP)
+    endpoint = mr.RegistryEndpoint.parse(registry_url)
+    reason = mr.skip_reason(decision)
+    if reason:
+        logger.info("not registering: %s", reason)
+        return mr.RegistrationResult.skipped(endpoint.url, reason)
+    if not serving_name:
+        raise InvalidParameterError(f"{STEP}: serving_name is empty (the registered model's name)")
+    lineage = Lineage.load(model_dir)
+    on_cluster = platform == platforms.KUBERNETES
+    registration = mr.registration_for(
+        lineage,
+        serving_name,
+        mr.storage_uri(model_location),
+        mr.onnx_opset(os.path.join(model_dir, mr.ONNX_FILE)),
+        source_group=_namespace() if on_cluster else "",
+        with_source=on_cluster,
+    )
+    result = mr.register(endpoint, registration, author or DEFAULT_AUTHOR, mr.read_token(token_path))
+    logger.info(
+        "%s %s version %s in the Model Registry at %s (version id %s)",
+        "registered" if result.created else "already registered:",
+        result.name,
+        result.version,
+        result.url,
+        result.model_version_id,
+    )
+    return result
+
+
+def _namespace() -> str:
+    try:
+        return current_namespace()
+    except InvalidParameterError:
+        return ""
