@@ -449,22 +449,26 @@ def test_schedule_same_name_replaces(capsys, fake_kfp):
     ]
 
 
+def put_schedule(fake_kfp, run_id: str, name: str, pipeline_id: str, version_id: str, status: str) -> None:
+    """A recurring run of another pipeline on the server, as someone else made it (daily 01:00)."""
+    fake_kfp.recurring_runs[run_id] = {
+        "recurring_run_id": run_id,
+        "display_name": name,
+        "pipeline_version_reference": {"pipeline_id": pipeline_id, "pipeline_version_id": version_id},
+        "trigger": {"cron_schedule": {"cron": "0 0 1 * * *"}},
+        "max_concurrency": "1",
+        "status": status,
+        "experiment_id": next(iter(fake_kfp.experiments)),
+        "created_at": "2030-01-01T00:00:00Z",
+    }
+
+
 def test_schedule_does_not_take_the_name_of_another_pipelines_schedule(capsys, fake_kfp):
     fake_kfp.seed(PIPELINE, V1)
     other_pid, (other_version,) = fake_kfp.seed("other-pipeline", "0.9")
     assert main(capsys, ["schedule", PIPELINE, "--cron", "0 0 3 * * *", *host(fake_kfp)])[0] == 0
-    experiment_id = next(iter(fake_kfp.experiments))
     fake_kfp.recurring_runs.clear()
-    fake_kfp.recurring_runs["theirs"] = {
-        "recurring_run_id": "theirs",
-        "display_name": "nightly",
-        "pipeline_version_reference": {"pipeline_id": other_pid, "pipeline_version_id": other_version},
-        "trigger": {"cron_schedule": {"cron": "0 0 1 * * *"}},
-        "max_concurrency": "1",
-        "status": "ENABLED",
-        "experiment_id": experiment_id,
-        "created_at": "2030-01-01T00:00:00Z",
-    }
+    put_schedule(fake_kfp, "theirs", "nightly", other_pid, other_version, "ENABLED")
     code, _out, err = main(
         capsys, ["schedule", PIPELINE, "--cron", "0 0 4 * * *", "--name", "nightly", *host(fake_kfp)]
     )
@@ -478,17 +482,7 @@ def test_schedule_list_and_delete(capsys, fake_kfp):
     other_pid, (other_version,) = fake_kfp.seed("other-pipeline", "0.9")
     for argv in (["--cron", "0 0 3 * * *"], ["--cron", "0 0 5 * * MON", "--version", V1]):
         assert main(capsys, ["schedule", PIPELINE, *argv, *host(fake_kfp)])[0] == 0
-    experiment_id = next(iter(fake_kfp.experiments))
-    fake_kfp.recurring_runs["recurring-other"] = {
-        "recurring_run_id": "recurring-other",
-        "display_name": "other",
-        "pipeline_version_reference": {"pipeline_id": other_pid, "pipeline_version_id": other_version},
-        "trigger": {"cron_schedule": {"cron": "0 0 1 * * *"}},
-        "max_concurrency": "1",
-        "status": "DISABLED",
-        "experiment_id": experiment_id,
-        "created_at": "2030-01-01T00:00:00Z",
-    }
+    put_schedule(fake_kfp, "recurring-other", "other", other_pid, other_version, "DISABLED")
     code, out, err = main(capsys, ["schedule", "--list", *host(fake_kfp)])
     assert code == 0, err
     rows = [line.split() for line in out.splitlines()]

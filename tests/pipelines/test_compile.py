@@ -14,14 +14,18 @@ from kfstack.pipelines import PIPELINES, load_pipeline
 from kfstack.version import __version__, label_safe
 
 
-@pytest.fixture(scope="module")
-def compiled(tmp_path_factory):
-    """(pipeline spec, platform spec): kfp-kubernetes settings go to a second YAML document."""
-    out = tmp_path_factory.mktemp("dist")
-    (path,) = compile_pipelines(["flights-training"], str(out))
+def compile_one(name: str, out) -> tuple[dict, dict]:
+    """(pipeline spec, platform spec) of pipeline ``name``: kfp-kubernetes settings go to a
+    second YAML document."""
+    (path,) = compile_pipelines([name], str(out))
     with open(path) as f:
         pipeline_spec, platform_spec = yaml.safe_load_all(f)
     return pipeline_spec, platform_spec
+
+
+@pytest.fixture(scope="module")
+def compiled(tmp_path_factory):
+    return compile_one("flights-training", tmp_path_factory.mktemp("dist"))
 
 
 @pytest.fixture(scope="module")
@@ -221,12 +225,7 @@ def test_unknown_pipeline_name_is_rejected():
 
 @pytest.fixture(scope="module")
 def retraining(tmp_path_factory):
-    """(pipeline spec, platform spec) of flights-retraining."""
-    out = tmp_path_factory.mktemp("dist-retraining")
-    (path,) = compile_pipelines(["flights-retraining"], str(out))
-    with open(path) as f:
-        pipeline_spec, platform_spec = yaml.safe_load_all(f)
-    return pipeline_spec, platform_spec
+    return compile_one("flights-retraining", tmp_path_factory.mktemp("dist-retraining"))
 
 
 def test_flights_retraining_task_graph(retraining):

@@ -83,7 +83,7 @@ def test_the_production_model_is_copied_with_its_training_profile(registry, tmp_
 
 
 def test_a_model_that_cannot_be_read_from_the_task_is_refused(tmp_path):
-    with pytest.raises(InvalidParameterError, match="pvc:// is read by KServe.s storage initializer only"):
+    with pytest.raises(InvalidParameterError, match=r"pvc:// is read by KServe.s storage initializer only"):
         copy_model(ProductionModel("run-1", "pvc://models/flights"), str(tmp_path / "x"))
     (tmp_path / "empty").mkdir()
     with pytest.raises(InvalidParameterError, match="holds no files"):
