@@ -237,7 +237,11 @@ def test_render_writes_the_first_deployment_in_either_serving_mode(tmp_path, mod
     (path,) = out.glob("inferenceservice-*.yaml")
     service = yaml.safe_load(path.read_text())
     assert service["metadata"]["name"] == "flights-delay"
-    assert service["metadata"]["annotations"] == {**annotations, "kfstack.dev/new-model-version": RUN_ID}
+    assert service["metadata"]["annotations"] == {
+        **annotations,
+        "kfstack.dev/new-model-version": RUN_ID,
+        "kfstack.dev/new-model-uri": "{{artifact:train-model/model}}",
+    }
     assert service["metadata"]["labels"]["kfstack.dev/pipeline-run"] == RUN_ID
     predictor = service["spec"]["predictor"]
     assert predictor["model"]["storageUri"] == "{{artifact:train-model/model}}"

@@ -199,6 +199,9 @@ def test_sample_run_artifacts_are_where_the_summary_says(sample_run):
     assert sample_run.summary["metrics"]["test_metrics.test_rows"] == test_rows
 
 
+# A whole run (about 40 s): slow. The default suite trains the TensorFlow topologies directly
+# (tests/training/test_tensorflow_trainer.py) and runs the pipeline with PyTorch.
+@pytest.mark.slow
 def test_tensorflow_branch_runs_the_parameter_server_topology(tmp_path):
     summary = run_pipeline_locally(
         "flights-training",
