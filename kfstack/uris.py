@@ -9,7 +9,10 @@ for; MinIO speaks S3, so they become ``s3://bucket/key`` (the endpoint then come
 
 from __future__ import annotations
 
+import os
 import posixpath
+
+from kfstack.settings import Placeholder
 
 _ALIASES = {"minio://": "s3://"}
 
@@ -25,3 +28,15 @@ def fsspec_uri(uri: str) -> str:
 def join(uri: str, *parts: str) -> str:
     """``uri`` / ``parts`` with exactly one ``/`` between them (works for local paths too)."""
     return posixpath.join(uri.rstrip("/"), *parts)
+
+
+def storage_uri(location: str) -> str:
+    """The URI KServe serves a model directory from (and a registry records): a remote artifact
+    URI in a scheme KServe and fsspec read (``minio://`` -> ``s3://``); a local path (the
+    embedded platform) as a ``file://`` URI; a :class:`~kfstack.settings.Placeholder` (an
+    artifact only the run knows, ``kfstack render``) as it is."""
+    if isinstance(location, Placeholder):
+        return location
+    if "://" not in location:
+        return "file://" + os.path.abspath(location)
+    return fsspec_uri(location)

@@ -34,6 +34,7 @@ from kfstack.monitoring.drift import DriftThresholds
 from kfstack.monitoring.gate import PASS, GateRule
 from kfstack.pipelines import steps
 from kfstack.pipelines.parameters import documented
+from kfstack.serving import model_registry
 from kfstack.serving.canary import CanaryThresholds
 from kfstack.spark_jobs.flights_features.config import FeatureJobConfig
 from kfstack.training.settings import TrainingSettings
@@ -131,7 +132,7 @@ def flights_retraining(
     canary_max_psi: float = 0.0,
     canary_max_auc_drop: float = CanaryThresholds.max_auc_drop,
     model_registry_url: str = "",
-    model_registry_author: str = "kfstack",
+    model_registry_author: str = model_registry.DEFAULT_AUTHOR,
 ):
     # Every parameter, for the steps to take theirs by name (before any other name is bound here).
     parameters = dict(locals())

@@ -25,6 +25,7 @@ from kfstack.kubernetes.placement import Placement
 from kfstack.kubernetes.spark_application import SparkResources
 from kfstack.pipelines import steps
 from kfstack.pipelines.parameters import documented
+from kfstack.serving import model_registry
 from kfstack.serving.canary import CanaryThresholds
 from kfstack.spark_jobs.flights_features.config import FeatureJobConfig
 from kfstack.training.settings import TrainingSettings
@@ -113,7 +114,7 @@ def flights_training(
     canary_max_psi: float = CanaryThresholds.max_psi,
     canary_max_auc_drop: float = CanaryThresholds.max_auc_drop,
     model_registry_url: str = "",
-    model_registry_author: str = "kfstack",
+    model_registry_author: str = model_registry.DEFAULT_AUTHOR,
 ):
     # Every parameter, for the steps to take theirs by name (before any other name is bound here).
     parameters = dict(locals())

@@ -462,14 +462,12 @@ def _schedule_list(args: argparse.Namespace) -> int:
 
 
 def _cmd_reproduce(args: argparse.Namespace) -> int:
-    from kfstack.app.reproduce import check_version, reproduce
-    from kfstack.lineage import Lineage
+    from kfstack.app.reproduce import reproduce
 
-    # Refused before a directory is made when there is nothing to reproduce, or other code.
-    check_version(Lineage.load(args.model_dir))
+    # reproduce refuses a missing record or other code before its run makes the pipeline root.
     result = reproduce(
         os.path.abspath(args.model_dir),
-        pipeline_root=_writable_dir(args.pipeline_root),
+        pipeline_root=args.pipeline_root,
         tolerance=args.tolerance,
         verbose=args.verbose,
     )

@@ -95,8 +95,10 @@ def reproduce(
     """Trains the model of ``model_dir`` again from its record and compares (module docstring).
 
     Raises:
-        InvalidParameterError: ``model_dir`` has no readable lineage record.
-        UsageError: The checkout is another pipeline version (nothing ran).
+        InvalidParameterError: ``model_dir`` has no readable lineage record (nothing ran).
+        UsageError: The checkout is another pipeline version, or the record or the checkout is of
+            uncommitted code (nothing ran, no directory made); the pipeline root cannot be
+            written.
         RunFailedError: The reproduction's run failed (its summary names the task).
     """
     recorded = Lineage.load(model_dir)

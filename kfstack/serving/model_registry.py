@@ -25,7 +25,6 @@ import contextlib
 import dataclasses
 import json
 import math
-import os
 import urllib.parse
 import warnings
 from collections.abc import Coroutine, Iterator, Mapping
@@ -33,17 +32,16 @@ from typing import Any, TypeVar
 
 from kfstack.errors import InvalidParameterError, PlatformNotAvailableError, RunFailedError
 from kfstack.lineage import Lineage
-from kfstack.serving.canary import PROMOTE
-from kfstack.serving.rollout import FIRST
+from kfstack.serving.canary import PROMOTE, ROLLBACK
+from kfstack.serving.rollout import FIRST, SKIPPED, UNCHANGED
 from kfstack.training.settings import MODEL_FILE
-from kfstack.uris import fsspec_uri
 
 T = TypeVar("T")
 
 # The rollout decisions after which the model is the one in production: only those register.
 REGISTERED_DECISIONS = (FIRST, PROMOTE)
 # What the deploy step may answer (``skipped``: deploy=false).
-DECISIONS = (FIRST, PROMOTE, "rollback", "unchanged", "skipped")
+DECISIONS = (*REGISTERED_DECISIONS, ROLLBACK, UNCHANGED, SKIPPED)
 
 INSTALL_HINT = "install kfstack[registry] (the model-registry client) in this step's image"
 # Every pod's own token (the projected service-account token). Not the client's default order,
@@ -51,6 +49,8 @@ INSTALL_HINT = "install kfstack[registry] (the model-registry client) in this st
 # API's audience, which a registry's TokenReview (kube-rbac-proxy) refuses.
 SERVICE_ACCOUNT_TOKEN = "/var/run/secrets/kubernetes.io/serviceaccount/token"
 DEFAULT_PORTS = {"http": 80, "https": 443}
+# Who a registration is by when model_registry_author is empty (and the pipelines' default).
+DEFAULT_AUTHOR = "kfstack"
 
 # The artifact is the model directory: model.onnx plus the feature spec and lookups it serves
 # with. Its format is ONNX, versioned by the opset its graph imports: the exporter chooses it
@@ -213,15 +213,6 @@ def skip_reason(decision: str) -> str:
         return ""
     registering = " and ".join(REGISTERED_DECISIONS)
     return f"decision={decision}: the model did not go into production (only {registering} register)"
-
-
-def storage_uri(location: str) -> str:
-    """The URI KServe serves a model directory from: a remote artifact URI with a scheme KServe
-    and fsspec read (``minio://`` -> ``s3://``); a local path (the embedded platform) as a
-    ``file://`` URI."""
-    if "://" not in location:
-        return "file://" + os.path.abspath(location)
-    return fsspec_uri(location)
 
 
 def _varint(data: bytes, pos: int) -> tuple[int, int]:

@@ -45,6 +45,8 @@ logger = logging.getLogger(__name__)
 FIRST = "first"
 UNCHANGED = "unchanged"
 DECISIONS = (FIRST, UNCHANGED, PROMOTE, ROLLBACK)
+# The deploy step's decision when it deploys nothing (deploy=false).
+SKIPPED = "skipped"
 
 
 class Rollout(Protocol):

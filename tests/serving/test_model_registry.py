@@ -25,6 +25,7 @@ from kfstack.components.serving.register_model.core import register_production_m
 from kfstack.errors import InvalidParameterError, PlatformNotAvailableError, RunFailedError
 from kfstack.lineage import Lineage
 from kfstack.serving import model_registry as mr
+from kfstack.uris import storage_uri
 from tests.serving import fake_model_registry
 from tests.serving.fake_model_registry import API, FakeModelRegistry
 
@@ -376,9 +377,9 @@ def test_the_endpoint_spells_out_the_port(url, server_address, port, secure):
 
 
 def test_the_storage_uri_is_what_kserve_reads(tmp_path):
-    assert mr.storage_uri("minio://mlpipeline/v2/artifacts/m") == "s3://mlpipeline/v2/artifacts/m"
-    assert mr.storage_uri("gs://bucket/m") == "gs://bucket/m"
-    assert mr.storage_uri(str(tmp_path / "m")) == f"file://{tmp_path}/m"
+    assert storage_uri("minio://mlpipeline/v2/artifacts/m") == "s3://mlpipeline/v2/artifacts/m"
+    assert storage_uri("gs://bucket/m") == "gs://bucket/m"
+    assert storage_uri(str(tmp_path / "m")) == f"file://{tmp_path}/m"
 
 
 def test_the_opset_is_read_from_the_onnx_model(tmp_path):

@@ -37,13 +37,11 @@ from kfstack.serving.canary import CanaryThresholds
 from kfstack.serving.kserve_rollout import KServeRollout
 from kfstack.serving.local_rollout import LocalRollout
 from kfstack.serving.registry import REGISTRY_DIR_ENV, LocalRegistry
-from kfstack.serving.rollout import Holdout, Rollout, roll_out
-from kfstack.settings import Placeholder
-from kfstack.uris import fsspec_uri, join
+from kfstack.serving.rollout import SKIPPED, Holdout, Rollout, roll_out
+from kfstack.uris import fsspec_uri, join, storage_uri
 
 SERVING_METRICS = "serving_metrics"
 DEPLOYMENT_REPORT = "deployment_report"
-SKIPPED = "skipped"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -83,15 +81,14 @@ class DeployModelStage:
         run_dir = os.environ.get(RUN_DIR_ENV, "")
         run = model_version(arguments["run_id"], run_dir)
         model_uri = arguments["model"]
-        # KServe reads a model from a URI; a local path (only the embedded platform has one, and
-        # it never hands the URI to KServe) is written as one, so the request's checks hold.
-        local_path = "://" not in model_uri and not isinstance(model_uri, Placeholder)
-        # A KFP artifact URI in KServe's scheme: KFP's MinIO store (minio://) is S3 to KServe.
-        storage_uri = "file://" + os.path.abspath(model_uri) if local_path else fsspec_uri(model_uri)
+        # KServe reads a model from a URI: a KFP artifact URI in KServe's scheme (KFP's MinIO
+        # store, minio://, is S3 to KServe); a local path (only the embedded platform has one, and
+        # it never hands the URI to KServe) written as one, so the request's checks hold.
+        serving_uri = storage_uri(model_uri)
         request = isvc.ServingRequest(
             name=arguments["serving_name"],
             mode=arguments["serving_mode"],
-            storage_uri=storage_uri,
+            storage_uri=serving_uri,
             # A model is versioned by the run that trained and deployed it.
             model_version=run,
             profile=placement.profile,

@@ -11,12 +11,11 @@ from kfstack.errors import InvalidParameterError
 from kfstack.kubernetes.naming import current_namespace
 from kfstack.lineage import Lineage
 from kfstack.serving import model_registry as mr
+from kfstack.uris import storage_uri
 
 logger = logging.getLogger(__name__)
 
 STEP = "register-model"
-# Who a registration is by when model_registry_author is empty.
-DEFAULT_AUTHOR = "kfstack"
 
 
 def register_production_model(
@@ -67,12 +66,12 @@ def register_production_model(
     registration = mr.registration_for(
         lineage,
         serving_name,
-        mr.storage_uri(model_location),
+        storage_uri(model_location),
         mr.onnx_opset(os.path.join(model_dir, mr.ONNX_FILE)),
         source_group=_namespace() if on_cluster else "",
         with_source=on_cluster,
     )
-    result = mr.register(endpoint, registration, author or DEFAULT_AUTHOR, mr.read_token(token_path))
+    result = mr.register(endpoint, registration, author or mr.DEFAULT_AUTHOR, mr.read_token(token_path))
     logger.info(
         "%s %s version %s in the Model Registry at %s (version id %s)",
         "registered" if result.created else "already registered:",
