@@ -27,8 +27,7 @@ def shipped_data_dir() -> str:
     return sources.default_data_dir()
 
 
-@pytest.fixture(scope="session")
-def real_flights(shipped_data_dir):
+def load_real_flights(shipped_data_dir: str):
     """The shipped flights table as a pandas DataFrame of strings (missing = None)."""
     import pandas as pd
 
@@ -38,3 +37,8 @@ def real_flights(shipped_data_dir):
     ):
         df = pd.read_csv(f, dtype=str, keep_default_na=False)
     return df.replace({"NA": None})
+
+
+@pytest.fixture(scope="session")
+def real_flights(shipped_data_dir):
+    return load_real_flights(shipped_data_dir)

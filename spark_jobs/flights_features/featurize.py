@@ -1,36 +1,26 @@
 """Joins, raw features, label, split and the fitted MLlib encoding of the flights data.
 
 Raw features are the Spark twin of :func:`kfstack.flights.features.raw_features` (serving computes
-them with NumPy; a parity test holds the two together). The encoding is a Spark ML ``Pipeline``
-fitted on the *training split only*: ``StringIndexer`` (vocabularies, most frequent first, with
-an extra out-of-vocabulary index), ``Imputer`` (training medians) and ``StandardScaler`` (training
-mean and sample standard deviation). Its fitted statistics become the feature spec.
+them with NumPy; a parity test holds the two together). The encoding is fitted on the *training
+split only* -- vocabularies (most frequent first, with an extra out-of-vocabulary index),
+training medians for missing values, training mean and sample standard deviation -- from the
+statistics the job gathers once (:mod:`.statistics`), and is the feature spec itself: the shards
+are the spec applied in Spark, as serving applies it in NumPy. (These are the statistics Spark
+ML's ``StringIndexer``, ``Imputer`` and ``StandardScaler`` fit, without their three extra passes
+and vector columns.)
 """
 
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Sequence
-from typing import cast
 
-from pyspark.ml import Pipeline, PipelineModel
-from pyspark.ml.feature import (
-    Imputer,
-    ImputerModel,
-    StandardScaler,
-    StandardScalerModel,
-    StringIndexer,
-    StringIndexerModel,
-    VectorAssembler,
-)
-from pyspark.ml.functions import vector_to_array
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from kfstack.features import (
-    CATEGORICAL_PREFIX,
     LABEL_COLUMN,
-    NUMERIC_PREFIX,
     CategoricalFeature,
     FeatureSpec,
     NumericFeature,
@@ -46,6 +36,7 @@ from kfstack.flights.features import (
     PLANE_FIELDS,
     WEATHER_FIELDS,
 )
+from kfstack.spark_jobs.flights_features.statistics import TrainStatistics
 from kfstack.spark_jobs.flights_features.validation import FLIGHT_KEY
 
 logger = logging.getLogger(__name__)
@@ -54,11 +45,6 @@ SPLIT = "split"
 # Share of flights per split, by a hash of the flight key: stable across runs, input order and
 # partitioning, and a flight never moves between splits when more data arrives.
 SPLIT_PERCENTAGES = {"train": 80, "validation": 10, "test": 10}
-
-_INDEXED = "__idx_"
-_IMPUTED = "__imp_"
-_VECTOR = "__numeric_vector"
-_SCALED = "__numeric_scaled"
 
 
 def _number(df: DataFrame, name: str) -> Column:
@@ -128,7 +114,9 @@ def holdout_requests(flights: DataFrame, weather: DataFrame, seed: int, limit: i
     (:data:`FLIGHT_FIELDS`) and the origin's weather that hour (:data:`WEATHER_FIELDS`) -- with
     their label: the records a canary analysis replays. Picked in a seeded hash order, so the
     same input gives the same records."""
-    joined = flights.where(split_column(seed) == "test").join(weather, ["origin", "time_hour"], "left")
+    joined = flights.where(split_column(seed) == "test").join(
+        F.broadcast(weather), ["origin", "time_hour"], "left"
+    )
     order = F.xxhash64(*[F.col(k) for k in FLIGHT_KEY], F.lit(seed + 1))
     return (
         joined.select(
@@ -150,14 +138,17 @@ def raw_features(
 ) -> DataFrame:
     """flights ⋈ weather (origin, time_hour) ⋈ planes (tailnum) ⋈ airports (dest).
 
-    Left joins: a flight is never lost to a missing weather, plane or airport row; those
-    features are then missing and get imputed. Returns the label, the split and one column per
-    raw feature (:data:`CATEGORICAL_FEATURES` strings, :data:`NUMERIC_FEATURES` doubles),
-    plus the ``passthrough`` flight columns (e.g. the flight key, to match rows in tests).
+    The lookup tables are broadcast: they stay small however many flights there are (a year of
+    hourly weather at three airports, the fleet, the airports), so the flights are never
+    shuffled for the joins. Left joins: a flight is never lost to a missing weather, plane or
+    airport row; those features are then missing and get imputed. Returns the label, the split
+    and one column per raw feature (:data:`CATEGORICAL_FEATURES` strings,
+    :data:`NUMERIC_FEATURES` doubles), plus the ``passthrough`` flight columns (e.g. the flight
+    key, to match rows in tests).
     """
     joined = (
-        flights.join(weather, ["origin", "time_hour"], "left")
-        .join(planes, "tailnum", "left")
+        flights.join(F.broadcast(weather), ["origin", "time_hour"], "left")
+        .join(F.broadcast(planes), "tailnum", "left")
         .join(F.broadcast(airports), F.col("dest") == F.col("faa"), "left")
     )
     date = F.make_date(F.col("year").cast("int"), F.col("month").cast("int"), F.col("day").cast("int"))
@@ -195,77 +186,66 @@ def raw_features(
     )
 
 
-def encoding_pipeline() -> Pipeline:
-    """Unfitted: vocabularies, medians, mean/std. Fit it on the training split only."""
-    return Pipeline(
-        stages=[
-            StringIndexer(
-                inputCols=list(CATEGORICAL_FEATURES),
-                outputCols=[_INDEXED + n for n in CATEGORICAL_FEATURES],
-                handleInvalid="keep",  # unseen values -> index len(vocabulary): the OOV bucket
-                stringOrderType="frequencyDesc",
-            ),
-            Imputer(
-                inputCols=list(NUMERIC_FEATURES),
-                outputCols=[_IMPUTED + n for n in NUMERIC_FEATURES],
-                strategy="median",
-            ),
-            VectorAssembler(inputCols=[_IMPUTED + n for n in NUMERIC_FEATURES], outputCol=_VECTOR),
-            StandardScaler(inputCol=_VECTOR, outputCol=_SCALED, withMean=True, withStd=True),
-        ]
-    )
+def fit_encoding(statistics: TrainStatistics, extras: dict | None = None) -> FeatureSpec:
+    """The encoding fitted on the training split's statistics, as the feature spec.
 
-
-def fit_encoding(train: DataFrame) -> PipelineModel:
-    """Fits :func:`encoding_pipeline` on the training split.
+    - Vocabularies: every value seen in training, most frequent first, ties by value (Spark's
+      ``StringIndexer`` with ``frequencyDesc``); unseen values get the out-of-vocabulary index.
+    - Imputation: the training median of the values present (Spark's ``Imputer``).
+    - Scaling: the mean and sample standard deviation *after* imputation (Spark's
+      ``StandardScaler`` on the imputed column), from the values' own mean and variance: the
+      imputed rows all sit at the median.
 
     A numeric feature with no value at all in training (e.g. a small sample of a station that
     never reports gusts) has no median; it is fitted as a constant 0, so it encodes to 0.0 at
     training and serving time alike instead of failing the job.
     """
-    present = train.agg(*[F.count(n).alias(n) for n in NUMERIC_FEATURES]).collect()[0].asDict()
-    empty = [name for name, count in present.items() if count == 0]
-    if empty:
-        logger.warning("no training values for %s: encoded as constant 0", ", ".join(empty))
-        train = train.fillna(0.0, subset=empty)
-    return encoding_pipeline().fit(train)
-
-
-def feature_spec(model: PipelineModel, extras: dict) -> FeatureSpec:
-    """The fitted pipeline's statistics as the serving contract."""
-    # The stages of encoding_pipeline(), fitted: index, impute, assemble, scale.
-    indexer = cast(StringIndexerModel, model.stages[0])
-    imputer = cast(ImputerModel, model.stages[1])
-    scaler = cast(StandardScalerModel, model.stages[3])
-    surrogates = imputer.surrogateDF.collect()[0].asDict()
+    numeric = []
+    for name in NUMERIC_FEATURES:
+        stats = statistics.numeric[name]
+        if stats.count == 0 or stats.mean is None or stats.median is None:
+            logger.warning("no training values for %s: encoded as constant 0", name)
+            numeric.append(NumericFeature(name=name, impute_value=0.0, mean=0.0, std=0.0))
+            continue
+        present, missing, median = stats.count, statistics.rows - stats.count, stats.median
+        rows = present + missing
+        mean = (present * stats.mean + missing * median) / rows
+        # Sum of squared deviations of the imputed column: the values' own, plus the shift
+        # between their mean and the imputed rows' (Chan et al.'s parallel variance).
+        squares = stats.variance * (present - 1) + (stats.mean - median) ** 2 * present * missing / rows
+        std = math.sqrt(squares / (rows - 1)) if rows > 1 else 0.0
+        numeric.append(NumericFeature(name=name, impute_value=median, mean=mean, std=std))
     return FeatureSpec(
         categorical=tuple(
-            CategoricalFeature(name=name, vocabulary=tuple(labels))
-            for name, labels in zip(CATEGORICAL_FEATURES, indexer.labelsArray, strict=False)
-        ),
-        numeric=tuple(
-            NumericFeature(
-                name=name,
-                impute_value=float(surrogates[name]),
-                mean=float(mean),
-                std=float(std),
+            CategoricalFeature(
+                name=name, vocabulary=tuple(value for value, _ in statistics.categorical[name])
             )
-            for name, mean, std in zip(
-                NUMERIC_FEATURES, scaler.mean.toArray(), scaler.std.toArray(), strict=True
-            )
+            for name in CATEGORICAL_FEATURES
         ),
-        extras=extras,
+        numeric=tuple(numeric),
+        extras=extras or {},
     )
 
 
-def encode(model: PipelineModel, features: DataFrame, passthrough: Sequence[str] = ()) -> DataFrame:
-    """The shard columns: label, ``cat__*`` int32 indices, ``num__*`` float32 scaled values."""
-    transformed = model.transform(features)
-    scaled = vector_to_array(F.col(_SCALED), dtype="float32")
-    return transformed.select(
+def encode(spec: FeatureSpec, features: DataFrame, passthrough: Sequence[str] = ()) -> DataFrame:
+    """The shard columns: label, split, ``cat__*`` int32 indices, ``num__*`` float32 scaled values
+    -- the spec applied as serving applies it (:meth:`kfstack.features.FeatureSpec.encode`)."""
+
+    def index(feature: CategoricalFeature) -> Column:
+        lookup = F.create_map(*[F.lit(x) for i, value in enumerate(feature.vocabulary) for x in (value, i)])
+        found = lookup[F.col(feature.name)] if feature.vocabulary else F.lit(None)
+        return F.coalesce(found, F.lit(feature.oov_index)).cast("int").alias(feature.column)
+
+    def scaled(feature: NumericFeature) -> Column:
+        if feature.std == 0.0:  # constant in training: 0.0, as serving (and StandardScaler) do
+            return F.lit(0.0).cast("float").alias(feature.column)
+        value = F.coalesce(F.col(feature.name), F.lit(feature.impute_value))
+        return ((value - F.lit(feature.mean)) / F.lit(feature.std)).cast("float").alias(feature.column)
+
+    return features.select(
         *passthrough,
         F.col(LABEL_COLUMN),
         F.col(SPLIT),
-        *[F.col(_INDEXED + n).cast("int").alias(CATEGORICAL_PREFIX + n) for n in CATEGORICAL_FEATURES],
-        *[scaled[i].alias(NUMERIC_PREFIX + n) for i, n in enumerate(NUMERIC_FEATURES)],
+        *[index(feature) for feature in spec.categorical],
+        *[scaled(feature) for feature in spec.numeric],
     )

@@ -33,13 +33,13 @@ import os
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import fsspec
 import pyarrow.parquet as pq
 from pyspark import StorageLevel
-from pyspark.sql import DataFrame, Row, SparkSession
+from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
 from kfstack import progress
@@ -56,6 +56,7 @@ from kfstack.features import (
 )
 from kfstack.spark_jobs.flights_features import featurize, profile, sources, synthetic_drift, validation
 from kfstack.spark_jobs.flights_features.config import FeatureJobConfig, parse_args
+from kfstack.spark_jobs.flights_features.statistics import train_statistics
 from kfstack.uris import fsspec_uri
 
 logger = logging.getLogger(__name__)
@@ -82,6 +83,8 @@ class FeatureJobReport:
     rows_undated: int = 0
     job: dict[str, Any] = dataclasses.field(default_factory=dict)
     seconds: float = 0.0
+    # Per phase (PHASES): seconds, and the Spark jobs, stages and tasks it ran.
+    phases: dict[str, dict[str, float | int]] = dataclasses.field(default_factory=dict)
 
     @property
     def quarantined_fraction(self) -> float:
@@ -94,11 +97,10 @@ class FeatureJobReport:
         return {**dataclasses.asdict(self), "quarantined_fraction": self.quarantined_fraction}
 
 
-def content_hash(rows_read: int, counted: list[Row]) -> str:
-    """The window's content hash: SHA-256 of the row count and the row-hash sums of every
-    reason group (:func:`validation.content_hashes`) -- the same rows in any order or partitioning
-    give the same hash."""
-    sums = [sum(int(row[f"hash_{seed}"] or 0) for row in counted) for seed in (1, 2)]
+def content_hash(rows_read: int, counted: Mapping[str, Any]) -> str:
+    """The window's content hash: SHA-256 of the row count and the row-hash sums
+    (:func:`validation.counts`) -- the same rows in any order or partitioning give the same hash."""
+    sums = [validation.hash_sum(counted, seed) for seed in validation.ROW_HASHES]
     return hashlib.sha256(f"{rows_read}:{sums[0]}:{sums[1]}".encode()).hexdigest()
 
 
@@ -113,6 +115,10 @@ def local_spark_session(shuffle_partitions: int = 4) -> SparkSession:
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.shuffle.partitions", str(shuffle_partitions))
+        # Adaptive execution splits every query into a job per stage and builds each cached
+        # table in a stage of its own: on one small machine that is scheduling cost, with no
+        # skew or partition counts worth adapting to. (A SparkApplication keeps it.)
+        .config("spark.sql.adaptive.enabled", "false")
         .config("spark.sql.session.timeZone", "UTC")
         # Scratch files (spark-*, blockmgr-*) go where Python's do ($TMPDIR): a watched run
         # points that into its own temp folder and removes it whatever the outcome.
@@ -169,14 +175,19 @@ def _parquet_rows(dir_uri: str) -> tuple[int, int]:
 
 
 def write_shards(encoded: DataFrame, output_uri: str, num_shards: int) -> dict[str, int]:
-    """Writes exactly ``num_shards`` Parquet files per split; returns rows per split (footers)."""
+    """Writes exactly ``num_shards`` Parquet files per split; returns rows per split (footers).
+
+    Raises:
+        DataQualityError: A split has too few rows for ``num_shards`` files.
+    """
     rows_per_split = {}
     for split in SPLITS:
         split_uri = sources.join_uri(output_uri, split)
         (
             encoded.where(F.col(featurize.SPLIT) == split)
             .drop(featurize.SPLIT)
-            # Round-robin: shards differ by at most one row per input partition.
+            # Round-robin within the split: shards differ by at most one row per input
+            # partition, so the ranks reading them get equal work.
             .repartition(num_shards)
             .write.mode("overwrite")
             .parquet(sources.spark_path(split_uri))
@@ -194,8 +205,7 @@ def write_shards(encoded: DataFrame, output_uri: str, num_shards: int) -> dict[s
 # The job's phases in the order they run: the live progress of a watched run counts them.
 PHASES = (
     "spark session",
-    "read and validate",
-    "write quarantine",
+    "read and validate",  # the counts are gathered while the quarantine is written
     "join and fit encoding",
     "encode and write shards",
     "lookups and holdout",
@@ -206,14 +216,44 @@ PHASES = (
 HOLDOUT_RECORDS = 5000
 
 
-@contextlib.contextmanager
-def _phase(name: str) -> Iterator[None]:
-    """Reports the phase as the job's progress, and logs how long it took (where the time goes,
-    on any platform)."""
-    progress.report(f"spark: {name}", PHASES.index(name), len(PHASES))
-    started = time.perf_counter()
-    yield
-    logger.info("phase %s: %.1fs", name, time.perf_counter() - started)
+class PhaseLog:
+    """Where the job's time goes, phase by phase: seconds, and the Spark jobs, stages and tasks it
+    ran (each phase is a Spark job group, read back from the status tracker). Every phase is also
+    reported as the job's live progress. The counts are what make the job's fixed cost visible:
+    at this data size each Spark job costs scheduling and code generation, whatever its rows."""
+
+    def __init__(self) -> None:
+        self.spark: SparkSession | None = None
+        self.phases: dict[str, dict[str, float | int]] = {}
+
+    @contextlib.contextmanager
+    def phase(self, name: str) -> Iterator[None]:
+        progress.report(f"spark: {name}", PHASES.index(name), len(PHASES))
+        if self.spark is not None:
+            self.spark.sparkContext.setJobGroup(name, f"kfstack feature job: {name}")
+        started = time.perf_counter()
+        yield
+        seconds = time.perf_counter() - started
+        if self.spark is not None:  # work after the phase belongs to no phase
+            self.spark.sparkContext.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]
+        self.phases[name] = {"seconds": round(seconds, 2), **self._spark_work(name)}
+        logger.info("phase %s: %.1fs %s", name, seconds, self.phases[name])
+
+    def _spark_work(self, group: str) -> dict[str, int]:
+        if self.spark is None:
+            return {"spark_jobs": 0, "stages": 0, "tasks": 0}
+        tracker = self.spark.sparkContext.statusTracker()
+        jobs = [job for job_id in tracker.getJobIdsForGroup(group) if (job := tracker.getJobInfo(job_id))]
+        stages = [
+            stage
+            for stage_id in {s for job in jobs for s in job.stageIds}
+            if (stage := tracker.getStageInfo(stage_id)) and stage.numCompletedTasks > 0
+        ]
+        return {
+            "spark_jobs": len(jobs),
+            "stages": len(stages),  # those that ran: a stage whose shuffle output is reused is skipped
+            "tasks": sum(stage.numCompletedTasks for stage in stages),
+        }
 
 
 def run_feature_job(config: FeatureJobConfig, spark: SparkSession | None = None) -> FeatureJobReport:
@@ -237,12 +277,14 @@ def run_feature_job(config: FeatureJobConfig, spark: SparkSession | None = None)
     )
     started = time.perf_counter()
     owns_session = spark is None
-    with _phase("spark session"):
+    log = PhaseLog()
+    with log.phase("spark session"):
         spark = spark or local_spark_session(config.shuffle_partitions)
+    log.spark = spark
     staging_uri = sources.join_uri(config.output_uri, "_staging")
     cached: list[DataFrame] = []
     try:
-        with _phase("read and validate"):
+        with log.phase("read and validate"):
             tables = sources.read_tables(spark, input_uri, staging_uri)
             airlines = [
                 r["carrier"] for r in tables["airlines"].select(F.trim("carrier").alias("carrier")).collect()
@@ -252,24 +294,25 @@ def run_feature_job(config: FeatureJobConfig, spark: SparkSession | None = None)
             every = (
                 validation.tag_flights(flights, airlines)
                 .withColumn(validation.WINDOW, validation.window_membership(window.start, window.end))
-                .persist(StorageLevel.MEMORY_AND_DISK)
+                .persist(StorageLevel.MEMORY_AND_DISK_DESER)
             )
             cached.append(every)
-            # One pass: the rows per reason and place in the window, and the window's content
-            # hash with them.
-            counted = every.groupBy(validation.REASON, validation.WINDOW).agg(
-                F.count(F.lit(1)).alias("count"), *validation.content_hashes(every)
+            # One pass reads, tags and keeps the rows, and writes the quarantine; the counts per
+            # reason and place in the window, and the window's content hash, are observed in it.
+            observation = Observation("validation counts")
+            tagged = (
+                every.observe(observation, *validation.counts())
+                .where(F.col(validation.WINDOW) == validation.IN_WINDOW)
+                .drop(validation.WINDOW)
             )
-            groups = counted.collect()
-            rows = [row for row in groups if row[validation.WINDOW] == validation.IN_WINDOW]
-            by_reason = {row[validation.REASON]: row["count"] for row in rows}
-            tagged = every.where(F.col(validation.WINDOW) == validation.IN_WINDOW).drop(validation.WINDOW)
-        rows_valid = by_reason.pop(None, 0)
-        rows_read = rows_valid + sum(by_reason.values())
-        with _phase("write quarantine"):
-            validation.quarantine_rows(tagged).coalesce(1).write.mode("overwrite").parquet(
+            # The rejected rows alone are moved into one file: the pass itself stays parallel.
+            validation.quarantine_rows(tagged).repartition(1).write.mode("overwrite").parquet(
                 sources.spark_path(config.quarantine_uri)
             )
+            counted = observation.get
+            tagged = every.where(F.col(validation.WINDOW) == validation.IN_WINDOW).drop(validation.WINDOW)
+        by_reason = {reason: counted[reason] for reason in validation.reasons() if counted[reason]}
+        rows_read = counted[validation.VALID] + sum(by_reason.values())
         report = FeatureJobReport(
             rows_read=rows_read,
             rows_written=0,
@@ -280,8 +323,8 @@ def run_feature_job(config: FeatureJobConfig, spark: SparkSession | None = None)
             output_uri=config.output_uri,
             quarantine_uri=config.quarantine_uri,
             window=dict(zip(("start", "end"), window.as_strings(), strict=True)),
-            content_hash=content_hash(rows_read, rows),
-            rows_undated=sum(row["count"] for row in groups if row[validation.WINDOW] == validation.UNDATED),
+            content_hash=content_hash(rows_read, counted),
+            rows_undated=counted[validation.UNDATED],
             job=config.lineage(),
         )
         if rows_read == 0:
@@ -299,68 +342,62 @@ def run_feature_job(config: FeatureJobConfig, spark: SparkSession | None = None)
                 f"{reasons}. The rejected rows are in {config.quarantine_uri}."
             )
 
+        # The lookup tables are small: each is aggregated once, kept, and broadcast to the joins.
         planes = featurize.plane_lookup(tables["planes"]).persist()
         airports = featurize.airport_lookup(tables["airports"]).persist()
-        cached += [planes, airports]
+        weather = featurize.weather_by_hour(tables["weather"]).persist()
+        cached += [planes, airports, weather]
         valid = synthetic_drift.inject_drift(
             validation.valid_rows(tagged), config.synthetic_drift, config.seed
         )
-        raw = featurize.raw_features(
-            valid,
-            featurize.weather_by_hour(tables["weather"]),
-            planes,
-            airports,
-            seed=config.seed,
-        ).persist(StorageLevel.MEMORY_AND_DISK)
+        raw = featurize.raw_features(valid, weather, planes, airports, seed=config.seed).persist(
+            StorageLevel.MEMORY_AND_DISK_DESER
+        )
         cached.append(raw)
 
-        with _phase("join and fit encoding"):
-            model = featurize.fit_encoding(raw.where(F.col(featurize.SPLIT) == "train"))
-        with _phase("encode and write shards"):
+        with log.phase("join and fit encoding"):
+            statistics = train_statistics(raw.where(F.col(featurize.SPLIT) == "train"))
+            spec = featurize.fit_encoding(statistics)
+        with log.phase("encode and write shards"):
             report.rows_per_split = write_shards(
-                featurize.encode(model, raw), config.output_uri, config.num_shards
+                featurize.encode(spec, raw), config.output_uri, config.num_shards
             )
-        report.rows_written = sum(report.rows_per_split.values())
-        if report.rows_read != report.rows_written + report.rows_quarantined:
-            raise DataQualityError(
-                f"row accounting broke: read {report.rows_read} != written {report.rows_written} "
-                f"+ quarantined {report.rows_quarantined}"
-            )
-
-        spec = featurize.feature_spec(
-            model,
-            extras={
-                "label": "arrived > 15 min late, or cancelled, or diverted",
-                "split": {
-                    "rule": "xxhash64(flight key, seed) mod 100",
-                    "seed": config.seed,
-                    "percentages": featurize.SPLIT_PERCENTAGES,
+            report.rows_written = sum(report.rows_per_split.values())
+            if report.rows_read != report.rows_written + report.rows_quarantined:
+                raise DataQualityError(
+                    f"row accounting broke: read {report.rows_read} != written {report.rows_written} "
+                    f"+ quarantined {report.rows_quarantined}"
+                )
+            spec = dataclasses.replace(
+                spec,
+                extras={
+                    "label": "arrived > 15 min late, or cancelled, or diverted",
+                    "split": {
+                        "rule": "xxhash64(flight key, seed) mod 100",
+                        "seed": config.seed,
+                        "percentages": featurize.SPLIT_PERCENTAGES,
+                    },
+                    "rows_per_split": report.rows_per_split,
+                    "num_shards": config.num_shards,
                 },
-                "rows_per_split": report.rows_per_split,
-                "num_shards": config.num_shards,
-            },
-        )
-        spec.save(sources.join_uri(config.output_uri, FEATURE_SPEC_FILE))
-        with _phase("lookups and holdout"):
+            )
+            spec.save(sources.join_uri(config.output_uri, FEATURE_SPEC_FILE))
+        with log.phase("lookups and holdout"):
             _write_small_table(
                 planes.orderBy("tailnum"), sources.join_uri(config.output_uri, PLANE_LOOKUP_FILE)
             )
             _write_small_table(
                 airports.orderBy("faa"), sources.join_uri(config.output_uri, AIRPORT_LOOKUP_FILE)
             )
-            holdout = featurize.holdout_requests(
-                valid,
-                featurize.weather_by_hour(tables["weather"]),
-                config.seed,
-                HOLDOUT_RECORDS,
-            )
+            holdout = featurize.holdout_requests(valid, weather, config.seed, HOLDOUT_RECORDS)
             _write_small_table(holdout, sources.join_uri(config.output_uri, HOLDOUT_FILE))
-        with _phase("profile"):
-            own, on_reference = profile.build_profiles(raw, edges)
+        with log.phase("profile"):
+            own, on_reference = profile.build_profiles(raw, statistics, edges)
             _write_json(sources.join_uri(config.output_uri, PROFILE_FILE), own)
             if on_reference is not None:
                 _write_json(sources.join_uri(config.output_uri, DRIFT_PROFILE_FILE), on_reference)
         report.seconds = round(time.perf_counter() - started, 2)
+        report.phases = log.phases
         _write_json(sources.join_uri(config.output_uri, JOB_REPORT_FILE), report.to_dict())
         logger.info(
             "feature job: read %d, written %d %s, quarantined %d %s in %.1fs",

@@ -22,103 +22,65 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from kfstack.errors import InvalidParameterError
-from kfstack.features import LABEL_COLUMN
-from kfstack.flights.features import CATEGORICAL_FEATURES, NUMERIC_FEATURES
+from kfstack.features import LABEL_COLUMN, SPLITS
+from kfstack.flights.features import NUMERIC_FEATURES
 from kfstack.spark_jobs.flights_features.featurize import SPLIT
+from kfstack.spark_jobs.flights_features.statistics import QUANTILES, TrainStatistics
 
-QUANTILES = (0.0, 0.01, 0.05, 0.25, 0.5, 0.75, 0.95, 0.99, 1.0)
-QUANTILE_RELATIVE_ERROR = 0.001
 HISTOGRAM_BINS = 10
 TOP_VALUES = 25
 PROFILE_FORMAT_VERSION = 1
 
 
-def _own_edges(qs: list[float]) -> list[float]:
-    """Equal-width edges between the approximate extremes."""
+def _own_edges(qs: tuple[float, ...]) -> list[float]:
+    """Equal-width edges between the extremes."""
     lo, hi = (qs[0], qs[-1]) if qs else (0.0, 0.0)
     width = (hi - lo) / HISTOGRAM_BINS or 1.0
     return [lo + i * width for i in range(HISTOGRAM_BINS + 1)]
 
 
-def _bin_counts(name: str, edges: list[float], tag: str) -> list[Column]:
+def _bin_index(name: str, edges: list[float], train: Column) -> Column:
+    """A training row's bin of feature ``name`` on ``edges``; null for other rows (or no value)."""
     lo, width = edges[0], (edges[1] - edges[0]) or 1.0
     # Values on the last edge belong to the last bin, like numpy.histogram; values beyond either
     # end (another data's edges, or the approximate extremes) to the end bins, where a shift
     # then shows.
     index = F.greatest(F.least(F.floor((F.col(name) - lo) / width), F.lit(HISTOGRAM_BINS - 1)), F.lit(0))
-    return [
-        F.sum(F.when(index == i, 1).otherwise(0)).alias(f"{name}__{tag}{i}") for i in range(HISTOGRAM_BINS)
-    ]
+    return F.when(train, index)
 
 
-def numeric_profiles(
-    train: DataFrame, reference_edges: Mapping[str, list[float]] | None = None
-) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]] | None]:
-    """Count, missing share, mean, quantiles and histogram per numeric feature (three passes):
-    on this data's own edges and, given ``reference_edges`` (another profile's), again on those
-    -- in the same pass -- so that a drift check compares bin by bin. A feature the reference
-    lacks (added since) is binned on its own edges there too.
-    """
-    stats = (
-        train.agg(
-            F.count(F.lit(1)).alias("__rows"),
-            *[F.count(n).alias(f"{n}__count") for n in NUMERIC_FEATURES],
-            *[F.avg(n).alias(f"{n}__mean") for n in NUMERIC_FEATURES],
-        )
-        .collect()[0]
-        .asDict()
-    )
-    rows = stats["__rows"]
-    quantiles = train.approxQuantile(list(NUMERIC_FEATURES), list(QUANTILES), QUANTILE_RELATIVE_ERROR)
-    own = {name: _own_edges(qs) for name, qs in zip(NUMERIC_FEATURES, quantiles, strict=False)}
-    binned = {
-        name: [float(edge) for edge in (reference_edges or {}).get(name, own[name])]
-        for name in NUMERIC_FEATURES
-    }
-    bins = [column for name in NUMERIC_FEATURES for column in _bin_counts(name, own[name], "own")]
-    if reference_edges is not None:
-        bins += [column for name in NUMERIC_FEATURES for column in _bin_counts(name, binned[name], "ref")]
-    counts = train.agg(*bins).collect()[0].asDict()
-
-    def profile(edges: Mapping[str, list[float]], tag: str) -> dict[str, dict[str, Any]]:
-        result = {}
-        for name, qs in zip(NUMERIC_FEATURES, quantiles, strict=False):
-            present = stats[f"{name}__count"]
-            result[name] = {
-                "count": present,
-                "missing_fraction": (rows - present) / rows if rows else 0.0,
-                "mean": stats[f"{name}__mean"],
-                "quantiles": dict(zip((str(q) for q in QUANTILES), qs, strict=False)),
-                "histogram": {
-                    "edges": edges[name],
-                    "counts": [int(counts[f"{name}__{tag}{i}"] or 0) for i in range(HISTOGRAM_BINS)],
-                },
-            }
-        return result
-
-    return profile(own, "own"), (profile(binned, "ref") if reference_edges is not None else None)
+def _bin_counts(column: str) -> list[Column]:
+    return [F.count(F.when(F.col(column) == i, 1)).alias(f"{column}{i}") for i in range(HISTOGRAM_BINS)]
 
 
-def categorical_profile(train: DataFrame) -> dict[str, dict[str, Any]]:
-    """Distinct count and top values' shares per categorical feature (one pass for all)."""
-    pairs = train.select(
-        F.explode(
-            F.array(
-                *[F.struct(F.lit(n).alias("feature"), F.col(n).alias("value")) for n in CATEGORICAL_FEATURES]
-            )
-        ).alias("pair")
-    ).select("pair.feature", "pair.value")
-    counts = pairs.groupBy("feature", "value").count().collect()
-    by_feature: dict[str, list[tuple[str, int]]] = {n: [] for n in CATEGORICAL_FEATURES}
-    for row in counts:
-        by_feature[row["feature"]].append((row["value"], row["count"]))
+def _numeric_profile(
+    statistics: TrainStatistics, edges: Mapping[str, list[float]], counts: Mapping[str, Any], tag: str
+) -> dict[str, dict[str, Any]]:
+    rows = statistics.rows
+    result = {}
+    for name in NUMERIC_FEATURES:
+        stats = statistics.numeric[name]
+        result[name] = {
+            "count": stats.count,
+            "missing_fraction": (rows - stats.count) / rows if rows else 0.0,
+            "mean": stats.mean,
+            "quantiles": dict(zip((str(q) for q in QUANTILES), stats.quantiles, strict=False)),
+            "histogram": {
+                "edges": edges[name],
+                "counts": [int(counts[f"{name}__{tag}{i}"]) for i in range(HISTOGRAM_BINS)],
+            },
+        }
+    return result
+
+
+def _categorical_profile(statistics: TrainStatistics) -> dict[str, dict[str, Any]]:
+    """Distinct count and top values' shares per categorical feature."""
     profile = {}
-    for name, values in by_feature.items():
-        total = sum(c for _, c in values)
-        values.sort(key=lambda vc: (-vc[1], vc[0]))
+    for name, values in statistics.categorical.items():
+        total = sum(count for _, count in values)
         profile[name] = {
             "distinct": len(values),
-            "top_values": {v: c / total for v, c in values[:TOP_VALUES]} if total else {},
+            "top_values": {value: count / total for value, count in values[:TOP_VALUES]} if total else {},
         }
     return profile
 
@@ -147,21 +109,38 @@ def reference_edges(reference: Mapping[str, Any]) -> dict[str, list[float]]:
 
 
 def build_profiles(
-    features: DataFrame, edges: Mapping[str, list[float]] | None = None
+    features: DataFrame, statistics: TrainStatistics, edges: Mapping[str, list[float]] | None = None
 ) -> tuple[dict[str, Any], dict[str, Any] | None]:
-    """The profile of ``features`` (every split: raw features, label, split) on its own edges --
-    what a model trained on it carries as its reference -- and, given ``edges``
+    """The profile of ``features`` (every split: raw features, label, split), whose training
+    split's ``statistics`` (:func:`.statistics.train_statistics`) are already known, on its own
+    edges -- what a model trained on it carries as its reference -- and, given ``edges``
     (:func:`reference_edges` of the production model's profile), the same on those edges, for
-    the drift check (:mod:`kfstack.monitoring.drift`)."""
-    train = features.where(F.col(SPLIT) == "train")
+    the drift check (:mod:`kfstack.monitoring.drift`). One Spark job: the histograms on both
+    edges and the label rate per split, for every feature at once. A feature the reference lacks
+    (added since) is binned on its own edges there too."""
+    own = {name: _own_edges(statistics.numeric[name].quantiles) for name in NUMERIC_FEATURES}
+    binned = {name: [float(edge) for edge in (edges or {}).get(name, own[name])] for name in NUMERIC_FEATURES}
+    # Each row's bins are computed once, in a projection; the aggregation then only compares.
+    train = F.col(SPLIT) == "train"
+    bins = {f"{name}__own": _bin_index(name, own[name], train) for name in NUMERIC_FEATURES}
+    if edges is not None:
+        bins |= {f"{name}__ref": _bin_index(name, binned[name], train) for name in NUMERIC_FEATURES}
+    indexed = features.select(SPLIT, LABEL_COLUMN, *[index.alias(column) for column, index in bins.items()])
+    columns = [count for column in bins for count in _bin_counts(column)]
+    for split in SPLITS:
+        in_split = F.col(SPLIT) == split
+        columns += [
+            F.count(F.when(in_split, 1)).alias(f"__rows_{split}"),
+            F.avg(F.when(in_split, F.col(LABEL_COLUMN))).alias(f"__label_rate_{split}"),
+        ]
+    counts = indexed.agg(*columns).collect()[0].asDict()
+    # Splits without a row are left out, as a grouping by split would.
     label_rates = {
-        row[SPLIT]: {"rows": row["rows"], "label_rate": row["label_rate"]}
-        for row in features.groupBy(SPLIT)
-        .agg(F.count(F.lit(1)).alias("rows"), F.avg(LABEL_COLUMN).alias("label_rate"))
-        .collect()
+        split: {"rows": counts[f"__rows_{split}"], "label_rate": counts[f"__label_rate_{split}"]}
+        for split in SPLITS
+        if counts[f"__rows_{split}"]
     }
-    categorical = categorical_profile(train)
-    own, on_reference = numeric_profiles(train, edges)
+    categorical = _categorical_profile(statistics)
 
     def profile(numeric: dict[str, Any], binned_on: str) -> dict[str, Any]:
         return {
@@ -173,4 +152,9 @@ def build_profiles(
             "categorical": categorical,
         }
 
-    return profile(own, "this data"), (profile(on_reference, "reference profile") if on_reference else None)
+    return (
+        profile(_numeric_profile(statistics, own, counts, "own"), "this data"),
+        profile(_numeric_profile(statistics, binned, counts, "ref"), "reference profile")
+        if edges is not None
+        else None,
+    )

@@ -12,6 +12,7 @@ schema inference would do).
 
 from __future__ import annotations
 
+import csv
 import importlib.util
 import logging
 import os
@@ -21,6 +22,7 @@ import zipfile
 import fsspec
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.types import StringType, StructField, StructType
 
 from kfstack.errors import InvalidParameterError
 from kfstack.uris import join as join_uri
@@ -95,15 +97,35 @@ def stage_zip(zip_uri: str, staging_uri: str) -> str:
     return target
 
 
+def csv_header(uri: str) -> list[str]:
+    """The column names in a CSV file's first line (a ``.gz`` file is read through gzip).
+
+    Raises:
+        InvalidParameterError: The file is empty or its header names no column.
+    """
+    with fsspec.open(uri, "rt", compression="infer", newline="") as f:
+        header = next(csv.reader(f), [])
+    names = [name.strip() for name in header]
+    if not any(names):
+        raise InvalidParameterError(f"{uri} has no header line naming its columns")
+    return names
+
+
 def read_table(spark: SparkSession, uri: str, staging_uri: str) -> DataFrame:
-    """Reads one table with every column as a string (see the module docstring)."""
+    """Reads one table with every column as a string (see the module docstring).
+
+    A CSV file's schema is its header line, read here: Spark would spend a job of its own on
+    every table to find it.
+    """
     if uri.endswith(".parquet"):
         df = spark.read.parquet(spark_path(uri))
         return df.select([F.col(c).cast("string").alias(c) for c in df.columns])
     if uri.endswith(".zip"):
         uri = stage_zip(uri, staging_uri)
+    schema = StructType([StructField(name, StringType()) for name in csv_header(uri)])
     return (
-        spark.read.option("header", True)
+        spark.read.schema(schema)
+        .option("header", True)
         .option("nullValue", CSV_NULL)
         .option("mode", "PERMISSIVE")
         .csv(spark_path(uri))

@@ -24,7 +24,8 @@ cancelled flight has no dep_time; a flight may lack a tailnum) are not errors.
 from __future__ import annotations
 
 import datetime
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
@@ -62,6 +63,9 @@ HHMM_FIELDS = ("sched_dep_time", "sched_arr_time", "dep_time", "arr_time")
 FLIGHT_KEY = ("year", "month", "day", "carrier", "flight", "origin", "sched_dep_time")
 
 RAW_PREFIX = "raw_"
+# Columns of the tagged rows (:func:`tag_flights`) besides the typed flight columns and the reason.
+REJECTED = "rejected"
+ROW_HASHES = {1: "row_hash_1", 2: "row_hash_2"}  # by seed
 
 
 def parse_flights(raw: DataFrame) -> DataFrame:
@@ -116,7 +120,14 @@ def rule_checks(known_carriers: Iterable[str]) -> list[tuple[str, Column]]:
 
 
 def tag_flights(raw: DataFrame, known_carriers: Iterable[str]) -> DataFrame:
-    """Parses ``raw`` and adds :data:`REASON` (null for a valid row), see the module docstring."""
+    """Parses ``raw`` and gives each row its :data:`REASON` (null for a valid row; see the module
+    docstring).
+
+    Returns the typed :data:`FLIGHT_COLUMNS`, :data:`REASON`, the raw values as they arrived
+    (:data:`REJECTED`, a struct) of the rejected rows only -- a valid row's raw strings are not
+    carried on: they would double what the job keeps of every row -- and the row's
+    :data:`ROW_HASHES` of its raw values (a window's content hash: :func:`counts`).
+    """
     parsed = parse_flights(raw)
     # The first broken rule wins; a null comparison (e.g. distance already missing) counts as
     # not broken here because an earlier rule has caught it.
@@ -132,9 +143,15 @@ def tag_flights(raw: DataFrame, known_carriers: Iterable[str]) -> DataFrame:
     occurrence = F.row_number().over(
         Window.partitionBy(*[F.col(k) for k in FLIGHT_KEY], F.col(REASON).isNull()).orderBy(*order)
     )
-    return tagged.withColumn(
+    reason = F.when(F.col(REASON).isNull() & (occurrence > 1), F.lit("duplicate")).otherwise(F.col(REASON))
+    raws = [F.col(RAW_PREFIX + n) for n in FLIGHT_COLUMNS]
+    return tagged.withColumn(REASON, reason).select(
+        *FLIGHT_COLUMNS,
         REASON,
-        F.when(F.col(REASON).isNull() & (occurrence > 1), F.lit("duplicate")).otherwise(F.col(REASON)),
+        F.when(
+            F.col(REASON).isNotNull(), F.struct(*[F.col(RAW_PREFIX + n).alias(n) for n in FLIGHT_COLUMNS])
+        ).alias(REJECTED),
+        *[F.xxhash64(*raws, F.lit(seed)).alias(ROW_HASHES[seed]) for seed in ROW_HASHES],
     )
 
 
@@ -163,20 +180,54 @@ def window_membership(start: datetime.date | None, end: datetime.date | None) ->
     return F.when(~dated, F.lit(UNDATED)).when(inside, F.lit(IN_WINDOW)).otherwise(F.lit(OUTSIDE))
 
 
-def content_hashes(tagged: DataFrame) -> list[Column]:
-    """Aggregates whose values together identify the rows' raw content, in any order: two sums
-    of row hashes (exact decimals: no overflow) under two seeds; with the row count, what a
-    lineage record's data hash is made of."""
-    raws = [F.col(RAW_PREFIX + n) for n in FLIGHT_COLUMNS]
+def _content_hashes(rows: Column) -> list[Column]:
+    """Aggregates whose values together identify the raw content of the ``rows`` (a condition),
+    in any order: the sums of the row hashes under two seeds (:data:`ROW_HASHES`); with the row
+    count, what a lineage record's data hash is made of. Each 64-bit hash is summed as its high
+    and low 32 bits, two sums of longs that cannot overflow below 2^31 rows: the exact sum
+    (:func:`hash_sum`) without decimal arithmetic on every row."""
+    sums = []
+    for seed, name in ROW_HASHES.items():
+        hashed = F.when(rows, F.col(name))
+        sums += [
+            F.sum(F.shiftright(hashed, 32)).alias(f"hash_{seed}_high"),
+            F.sum(hashed.bitwiseAND(F.lit(0xFFFFFFFF))).alias(f"hash_{seed}_low"),
+        ]
+    return sums
+
+
+def hash_sum(counted: Mapping[str, Any], seed: int) -> int:
+    """The exact sum of the row hashes under ``seed``, from :func:`counts`' aggregates."""
+    return (counted[f"hash_{seed}_high"] or 0) * 2**32 + (counted[f"hash_{seed}_low"] or 0)
+
+
+def reasons() -> list[str]:
+    """Every reason a row can be quarantined for, in priority order."""
+    return [reason for reason, _ in rule_checks(())] + ["duplicate"]
+
+
+# The name of the count of the rows in the window that are valid (:func:`counts`).
+VALID = "valid"
+
+
+def counts() -> list[Column]:
+    """Aggregates over :func:`tag_flights` rows with their :data:`WINDOW`: in the window, the rows per
+    reason (:data:`VALID` for the valid ones) and the content hashes; and the rows that are
+    :data:`UNDATED`. Global aggregates, so that ``DataFrame.observe`` gathers them while the
+    quarantine is written: no pass of their own."""
+    in_window = F.col(WINDOW) == IN_WINDOW
     return [
-        F.sum(F.xxhash64(*raws, F.lit(seed)).cast("decimal(38,0)")).alias(f"hash_{seed}") for seed in (1, 2)
+        F.count(F.when(in_window & F.col(REASON).isNull(), 1)).alias(VALID),
+        *[F.count(F.when(in_window & (F.col(REASON) == reason), 1)).alias(reason) for reason in reasons()],
+        F.count(F.when(F.col(WINDOW) == UNDATED, 1)).alias(UNDATED),
+        *_content_hashes(in_window),
     ]
 
 
 def quarantine_rows(tagged: DataFrame) -> DataFrame:
     """The rejected rows as they arrived (string columns, original names) plus the reason."""
     return tagged.where(F.col(REASON).isNotNull()).select(
-        *[F.col(RAW_PREFIX + n).alias(n) for n in FLIGHT_COLUMNS], F.col(REASON)
+        *[F.col(f"{REJECTED}.{n}").alias(n) for n in FLIGHT_COLUMNS], F.col(REASON)
     )
 
 

@@ -118,7 +118,7 @@ def test_the_console_shows_task_lines_not_kfp_output(sample_run):
     assert "[rank 0]" not in console
     for task in STAGES:
         assert re.search(rf"^{task} +done +\d+\.\d s$", sample_run.err, re.MULTILINE), sample_run.err
-    assert re.search(r"^flights-features +running +spark: profile 6/7$", sample_run.err, re.MULTILINE)
+    assert re.search(r"^flights-features +running +spark: profile 5/6$", sample_run.err, re.MULTILINE)
     assert re.search(r"^train-model +running +epoch 2/2$", sample_run.err, re.MULTILINE)
     logs = os.path.join(sample_run.summary["run_dir"], "logs")
     with open(os.path.join(logs, "kfp.log"), encoding="utf-8") as f:

@@ -1,10 +1,13 @@
 """Label, split, raw features and the fitted encoding, on tiny DataFrames."""
 
+import pytest
+from pyspark.sql import Window
 from pyspark.sql import functions as F
 
 from kfstack.features import FeatureSpec
 from kfstack.flights.features import MISSING
 from kfstack.spark_jobs.flights_features import featurize
+from kfstack.spark_jobs.flights_features.statistics import train_statistics
 from kfstack.spark_jobs.flights_features.validation import tag_flights, valid_rows
 from tests.spark_jobs.conftest import flight, flights_frame
 
@@ -101,17 +104,77 @@ def test_encoding_is_fitted_on_train_only(spark):
     rows = [flight(flight=str(i), carrier="UA" if i % 2 else "AA", distance=str(100 + i)) for i in range(400)]
     raw = featurised(spark, rows)
     train = raw.where(F.col("split") == "train")
-    model = featurize.fit_encoding(train)
-    spec = featurize.feature_spec(model, extras={})
+    spec = featurize.fit_encoding(train_statistics(train))
     distances = [r["distance"] for r in train.collect()]
     distance = next(f for f in spec.numeric if f.name == "distance")
     assert abs(distance.mean - sum(distances) / len(distances)) < 1e-6
     carrier = next(f for f in spec.categorical if f.name == "carrier")
     assert set(carrier.vocabulary) == {"UA", "AA"}
     # Values never seen in training land in the out-of-vocabulary bucket.
-    encoded = featurize.encode(model, raw.withColumn("carrier", F.lit("DL"))).collect()
+    encoded = featurize.encode(spec, raw.withColumn("carrier", F.lit("DL"))).collect()
     assert {r["cat__carrier"] for r in encoded} == {carrier.oov_index}
     assert FeatureSpec.from_dict(spec.to_dict()) == spec
     # No gust was ever reported in this data: a constant 0 rather than a failed job.
     gust = next(f for f in spec.numeric if f.name == "wind_gust")
     assert (gust.impute_value, gust.mean, gust.std) == (0.0, 0.0, 0.0)
+
+
+def test_the_fit_is_what_spark_ml_fits(spark):
+    """Vocabularies (ties among equally frequent values too), medians and the mean and standard
+    deviation after imputation, against Spark ML's StringIndexer, Imputer and StandardScaler
+    fitted on the same rows."""
+    from pyspark.ml import Pipeline
+    from pyspark.ml.feature import Imputer, StandardScaler, StringIndexer, VectorAssembler
+
+    from kfstack.flights.features import CATEGORICAL_FEATURES, NUMERIC_FEATURES
+
+    rows = [
+        flight(
+            flight=str(i),
+            carrier="UA" if i % 3 else "AA",
+            distance=str(100 + (i * 37) % 500),
+            # Missing in some rows: imputed with the median before scaling.
+            air_time=None if i % 4 == 0 else str(30 + i % 200),
+            arr_delay=None if i % 7 == 0 else str(i % 40 - 10),
+        )
+        for i in range(600)
+    ]
+    train = featurised(spark, rows).where(F.col("split") == "train").fillna(0.0, subset=["wind_gust"])
+    # Three origins exactly as frequent: the vocabulary orders them by value, as StringIndexer does.
+    position = F.row_number().over(Window.orderBy(F.monotonically_increasing_id()))
+    train = train.withColumn("_position", position)
+    tied = train.count() // 3 * 3
+    train = (
+        train.where(F.col("_position") <= tied)
+        .withColumn(
+            "origin", F.element_at(F.array(*map(F.lit, ("LGA", "EWR", "JFK"))), F.col("_position") % 3 + 1)
+        )
+        .drop("_position")
+        .cache()
+    )
+    spec = featurize.fit_encoding(train_statistics(train))
+
+    fitted = Pipeline(
+        stages=[
+            StringIndexer(
+                inputCols=list(CATEGORICAL_FEATURES),
+                outputCols=[f"i_{n}" for n in CATEGORICAL_FEATURES],
+                stringOrderType="frequencyDesc",
+            ),
+            Imputer(
+                inputCols=list(NUMERIC_FEATURES),
+                outputCols=[f"m_{n}" for n in NUMERIC_FEATURES],
+                strategy="median",
+            ),
+            VectorAssembler(inputCols=[f"m_{n}" for n in NUMERIC_FEATURES], outputCol="v"),
+            StandardScaler(inputCol="v", outputCol="s", withMean=True, withStd=True),
+        ]
+    ).fit(train)
+    indexer, imputer, _, scaler = fitted.stages
+    assert [f.vocabulary for f in spec.categorical] == [tuple(labels) for labels in indexer.labelsArray]
+    assert spec.categorical[CATEGORICAL_FEATURES.index("origin")].vocabulary == ("EWR", "JFK", "LGA")
+    medians = imputer.surrogateDF.collect()[0].asDict()
+    for feature, mean, std in zip(spec.numeric, scaler.mean.toArray(), scaler.std.toArray(), strict=True):
+        assert feature.impute_value == pytest.approx(medians[feature.name], rel=1e-3), feature.name
+        assert feature.mean == pytest.approx(mean, rel=1e-9, abs=1e-9), feature.name
+        assert feature.std == pytest.approx(std, rel=1e-9, abs=1e-9), feature.name

@@ -33,6 +33,7 @@ from kfstack.flights.features import (
 from kfstack.flights.scoring import REQUEST_SCHEMA, check_flights
 from kfstack.spark_jobs.flights_features import featurize
 from kfstack.spark_jobs.flights_features.job import HOLDOUT_RECORDS, FeatureJobConfig, run_feature_job
+from kfstack.spark_jobs.flights_features.statistics import train_statistics
 from kfstack.spark_jobs.flights_features.validation import FLIGHT_KEY, tag_flights, valid_rows
 from kfstack.training import shards
 from tests.spark_jobs.conftest import write_input_dir
@@ -162,9 +163,8 @@ def test_serving_transform_matches_the_spark_encoding(spark, job_run, shipped_da
     planes = featurize.plane_lookup(tables["planes"])
     airports = featurize.airport_lookup(tables["airports"])
     raw = featurize.raw_features(flights, weather, planes, airports, seed=42, passthrough=["flight_id"])
-    model = featurize.fit_encoding(raw.where("split = 'train'"))
-    spec = featurize.feature_spec(model, extras={})
-    spark_rows = featurize.encode(model, raw, passthrough=["flight_id"]).toPandas()
+    spec = featurize.fit_encoding(train_statistics(raw.where("split = 'train'")))
+    spark_rows = featurize.encode(spec, raw, passthrough=["flight_id"]).toPandas()
 
     # What a caller would send: the flight's own fields plus the origin's weather that hour.
     requests = (
@@ -187,9 +187,8 @@ def test_serving_transform_matches_the_spark_encoding(spark, job_run, shipped_da
     order = [position[flight_id] for flight_id in spark_rows["flight_id"]]
     assert len(order) == len(requests) == SAMPLE_ROWS
     np.testing.assert_array_equal(spark_rows[spec.categorical_columns].to_numpy(), categorical[order])
-    np.testing.assert_allclose(
-        spark_rows[spec.numeric_columns].to_numpy(), numeric[order], rtol=1e-5, atol=1e-5
-    )
+    # The same arithmetic in float64, then float32: equal to the bit.
+    np.testing.assert_array_equal(spark_rows[spec.numeric_columns].to_numpy(), numeric[order])
 
 
 def test_too_many_quarantined_rows_fail_with_the_top_reasons(tmp_path, spark, shipped_data_dir, real_flights):
