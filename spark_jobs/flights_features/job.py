@@ -33,6 +33,7 @@ import os
 import sys
 import tempfile
 import time
+import uuid
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -115,10 +116,16 @@ def local_spark_session(shuffle_partitions: int = 4) -> SparkSession:
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.shuffle.partitions", str(shuffle_partitions))
+        # Input splits of at most 32 MiB: a large table is read by many tasks that keep every
+        # core busy to the end, not by one per 128 MiB (Spark's default).
+        .config("spark.sql.files.maxPartitionBytes", str(32 << 20))
         # Adaptive execution splits every query into a job per stage and builds each cached
         # table in a stage of its own: on one small machine that is scheduling cost, with no
         # skew or partition counts worth adapting to. (A SparkApplication keeps it.)
         .config("spark.sql.adaptive.enabled", "false")
+        # The profile and statistics aggregate every feature at once, hundreds of columns: let
+        # whole-stage code generation compile them rather than fall back to interpreting.
+        .config("spark.sql.codegen.maxFields", "1000")
         .config("spark.sql.session.timeZone", "UTC")
         # Scratch files (spark-*, blockmgr-*) go where Python's do ($TMPDIR): a watched run
         # points that into its own temp folder and removes it whatever the outcome.
@@ -174,6 +181,17 @@ def _parquet_rows(dir_uri: str) -> tuple[int, int]:
     return len(files), rows
 
 
+def _rows_per_reason(quarantine_uri: str) -> dict[str, int]:
+    """The quarantined rows per reason, from the quarantine files written (their reason column
+    alone): rejected rows are few, and counting them in Spark would cost a pass over all rows."""
+    fs, path = fsspec.core.url_to_fs(quarantine_uri)
+    files = [p for p in fs.ls(path, detail=False) if p.endswith(".parquet")]
+    if not files:
+        return {}
+    reasons = pq.read_table(files, columns=[validation.REASON], filesystem=fs)[validation.REASON]
+    return {str(r["values"]): int(r["counts"]) for r in reasons.value_counts().to_pylist()}
+
+
 def write_shards(encoded: DataFrame, output_uri: str, num_shards: int) -> dict[str, int]:
     """Writes exactly ``num_shards`` Parquet files per split; returns rows per split (footers).
 
@@ -225,18 +243,20 @@ class PhaseLog:
     def __init__(self) -> None:
         self.spark: SparkSession | None = None
         self.phases: dict[str, dict[str, float | int]] = {}
+        # Job groups of this run alone: a session may run the job more than once.
+        self._run = uuid.uuid4().hex[:8]
 
     @contextlib.contextmanager
     def phase(self, name: str) -> Iterator[None]:
         progress.report(f"spark: {name}", PHASES.index(name), len(PHASES))
         if self.spark is not None:
-            self.spark.sparkContext.setJobGroup(name, f"kfstack feature job: {name}")
+            self.spark.sparkContext.setJobGroup(f"{self._run}:{name}", f"kfstack feature job: {name}")
         started = time.perf_counter()
         yield
         seconds = time.perf_counter() - started
         if self.spark is not None:  # work after the phase belongs to no phase
             self.spark.sparkContext.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]
-        self.phases[name] = {"seconds": round(seconds, 2), **self._spark_work(name)}
+        self.phases[name] = {"seconds": round(seconds, 2), **self._spark_work(f"{self._run}:{name}")}
         logger.info("phase %s: %.1fs %s", name, seconds, self.phases[name])
 
     def _spark_work(self, group: str) -> dict[str, int]:
@@ -297,8 +317,8 @@ def run_feature_job(config: FeatureJobConfig, spark: SparkSession | None = None)
                 .persist(StorageLevel.MEMORY_AND_DISK_DESER)
             )
             cached.append(every)
-            # One pass reads, tags and keeps the rows, and writes the quarantine; the counts per
-            # reason and place in the window, and the window's content hash, are observed in it.
+            # One pass reads, tags and keeps the rows, and writes the quarantine; the valid and
+            # undated rows and the window's content hash are observed in it.
             observation = Observation("validation counts")
             tagged = (
                 every.observe(observation, *validation.counts())
@@ -311,7 +331,7 @@ def run_feature_job(config: FeatureJobConfig, spark: SparkSession | None = None)
             )
             counted = observation.get
             tagged = every.where(F.col(validation.WINDOW) == validation.IN_WINDOW).drop(validation.WINDOW)
-        by_reason = {reason: counted[reason] for reason in validation.reasons() if counted[reason]}
+        by_reason = _rows_per_reason(config.quarantine_uri)
         rows_read = counted[validation.VALID] + sum(by_reason.values())
         report = FeatureJobReport(
             rows_read=rows_read,

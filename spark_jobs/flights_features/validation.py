@@ -201,24 +201,19 @@ def hash_sum(counted: Mapping[str, Any], seed: int) -> int:
     return (counted[f"hash_{seed}_high"] or 0) * 2**32 + (counted[f"hash_{seed}_low"] or 0)
 
 
-def reasons() -> list[str]:
-    """Every reason a row can be quarantined for, in priority order."""
-    return [reason for reason, _ in rule_checks(())] + ["duplicate"]
-
-
 # The name of the count of the rows in the window that are valid (:func:`counts`).
 VALID = "valid"
 
 
 def counts() -> list[Column]:
-    """Aggregates over :func:`tag_flights` rows with their :data:`WINDOW`: in the window, the rows per
-    reason (:data:`VALID` for the valid ones) and the content hashes; and the rows that are
-    :data:`UNDATED`. Global aggregates, so that ``DataFrame.observe`` gathers them while the
-    quarantine is written: no pass of their own."""
+    """Aggregates over :func:`tag_flights` rows with their :data:`WINDOW`: the valid rows in the
+    window (:data:`VALID`), the rows that are :data:`UNDATED`, and the window's content hashes.
+    Global aggregates, so that ``DataFrame.observe`` gathers them while the quarantine is
+    written: no pass of their own. (The rows per reason are the quarantine's own, counted from
+    the file written.)"""
     in_window = F.col(WINDOW) == IN_WINDOW
     return [
         F.count(F.when(in_window & F.col(REASON).isNull(), 1)).alias(VALID),
-        *[F.count(F.when(in_window & (F.col(REASON) == reason), 1)).alias(reason) for reason in reasons()],
         F.count(F.when(F.col(WINDOW) == UNDATED, 1)).alias(UNDATED),
         *_content_hashes(in_window),
     ]

@@ -32,7 +32,7 @@ from kfstack.flights.features import (
 )
 from kfstack.flights.scoring import REQUEST_SCHEMA, check_flights
 from kfstack.spark_jobs.flights_features import featurize
-from kfstack.spark_jobs.flights_features.job import HOLDOUT_RECORDS, FeatureJobConfig, run_feature_job
+from kfstack.spark_jobs.flights_features.job import HOLDOUT_RECORDS, PHASES, FeatureJobConfig, run_feature_job
 from kfstack.spark_jobs.flights_features.statistics import train_statistics
 from kfstack.spark_jobs.flights_features.validation import FLIGHT_KEY, tag_flights, valid_rows
 from kfstack.training import shards
@@ -128,6 +128,30 @@ def test_spec_lookups_profile_and_report_are_written(job_run):
     assert quantiles == sorted(quantiles)
     assert sum(distance["histogram"]["counts"]) == distance["count"]
     assert abs(sum(profile["categorical"]["carrier"]["top_values"].values()) - 1.0) < 1e-9
+
+
+# The Spark jobs each phase may run (the job's cost on small data is per Spark job, not per row):
+# a change that adds a pass fails here, loudly. Before the job was reshaped it ran 10, 1, 18, 6,
+# 9 and 10 jobs in these phases (BENCHMARKS.md); lower a ceiling when a pass goes.
+SPARK_JOB_CEILINGS = {
+    "spark session": 0,
+    "read and validate": 2,  # the carrier list; one pass that tags, keeps and quarantines
+    "join and fit encoding": 5,  # three lookups (broadcast); numeric and categorical statistics
+    "encode and write shards": 3,  # one per split
+    "lookups and holdout": 6,  # two lookups and the holdout, as small Arrow tables
+    "profile": 1,  # histograms and label rates, every feature at once
+}
+
+
+def test_every_phase_runs_no_more_spark_jobs_than_its_ceiling(job_run):
+    _, report = job_run
+    jobs = {name: phase["spark_jobs"] for name, phase in report.phases.items()}
+    assert list(jobs) == list(PHASES)
+    over = {
+        name: (jobs[name], ceiling) for name, ceiling in SPARK_JOB_CEILINGS.items() if jobs[name] > ceiling
+    }
+    assert not over, f"phases over their Spark-job ceiling (jobs, ceiling): {over}"
+    assert all(phase["tasks"] >= phase["stages"] >= phase["spark_jobs"] for phase in report.phases.values())
 
 
 def test_the_holdout_is_the_test_split_as_labelled_requests(job_run):
