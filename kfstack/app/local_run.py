@@ -265,7 +265,7 @@ def _task_name(kwargs: dict[str, Any]) -> str:
     return name[len("comp-") :] if name.startswith("comp-") else name
 
 
-class _PeakMemorySampler:
+class PeakMemorySampler:
     """Samples the summed RSS of this process and all its descendants in a thread."""
 
     def __init__(self, interval_seconds: float = 0.25) -> None:
@@ -287,7 +287,7 @@ class _PeakMemorySampler:
             self.peak_bytes = max(self.peak_bytes, self._sample())
             self._stop.wait(self._interval)
 
-    def __enter__(self) -> _PeakMemorySampler:
+    def __enter__(self) -> PeakMemorySampler:
         self._thread.start()
         return self
 
@@ -397,7 +397,7 @@ def run_pipeline_locally(
     runner = _TaskRunner(run, console, verbose)
     status, crash = SUCCEEDED, ""
     start = time.perf_counter()
-    memory = _PeakMemorySampler()
+    memory = PeakMemorySampler()
     try:
         echo = stream if verbose else None
         with console, memory, runner.installed(), _output_to(run.log(KFP_LOG), echo):
