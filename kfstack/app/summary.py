@@ -148,7 +148,9 @@ def _fmt(value: Number | None) -> str:
     if value is None:
         return UNDEFINED
     if isinstance(value, float):
-        return f"{value:.4f}"
+        # Four significant digits where four decimals would print a small figure (a local
+        # run's cost per epoch) as 0.
+        return f"{value:.4g}" if 0 < abs(value) < 1e-3 else f"{value:.4f}"
     return f"{value:,}"
 
 

@@ -1,14 +1,16 @@
 """Node-pool profiles: which nodes a pod lands on and what it requests there.
 
 A profile (see ``node_pools.yaml`` beside this module for the fields and the shipped pools)
-turns into three things:
+turns into four things:
 
 - pod settings for the jobs kfstack launches (:meth:`NodePoolProfile.pod_settings`): node
   selector, tolerations, resources, ``priorityClassName``;
 - job settings: the Kueue queue label (jobs are then created suspended and Kueue admits them)
   and, on spot pools, ``restartPolicy: ExitCode``;
 - KFP task settings through kfp-kubernetes (:func:`apply_to_task`), for task pods that must run
-  on a pool themselves.
+  on a pool themselves;
+- a price (:meth:`NodePoolProfile.price_per_hour`), when the profile states one, from which a
+  training run reports its cost per epoch.
 
 ``KFSTACK_NODE_POOLS`` names a replacement profile file; the launcher image reads it at run time,
 so a platform team changes pools without recompiling pipelines.
@@ -57,10 +59,27 @@ class NodePoolProfile:
     priority_class: str | None
     queue: str | None
     spot: bool
+    price_per_node_hour: float | None = None
+    gpus_per_node: int | None = None
 
     @property
     def gpu(self) -> bool:
         return self.accelerator is not None
+
+    def price_per_hour(self, pods: int) -> float | None:
+        """What ``pods`` pods of one job on this pool cost per hour; None when it has no price.
+
+        Each pod pays its share of a node: ``accelerator.count / gpus_per_node`` of the node's
+        price on a pool with an accelerator (the node's other GPUs are assumed to serve other
+        work), a whole node on a pool without one (its price is that of the node one pod fills).
+        """
+        if self.price_per_node_hour is None:
+            return None
+        if self.accelerator is None:
+            return pods * self.price_per_node_hour
+        if self.gpus_per_node is None:
+            return None  # no share to pay (load_profiles refuses a price without it)
+        return pods * self.price_per_node_hour * self.accelerator.count / self.gpus_per_node
 
     def resources(self) -> dict[str, dict[str, str]]:
         """Container ``resources``: CPU and memory requested; memory and accelerator limited.
@@ -117,6 +136,7 @@ def _profile(name: str, raw: Mapping[str, Any], spot_tolerations: list[dict[str,
             raise InvalidParameterError(f"{where}: accelerator needs resource and count ({err})") from err
         if accelerator.count < 1:
             raise InvalidParameterError(f"{where}: accelerator count must be >= 1")
+    price, gpus_per_node = _price(raw, accelerator, where)
     spot = bool(raw.get("spot", False))
     tolerations = [_toleration(t, where) for t in raw.get("tolerations") or []]
     if spot:
@@ -132,7 +152,38 @@ def _profile(name: str, raw: Mapping[str, Any], spot_tolerations: list[dict[str,
         priority_class=raw.get("priority_class") or None,
         queue=raw.get("queue") or None,
         spot=spot,
+        price_per_node_hour=price,
+        gpus_per_node=gpus_per_node,
     )
+
+
+def _price(
+    raw: Mapping[str, Any], accelerator: Accelerator | None, where: str
+) -> tuple[float | None, int | None]:
+    """``price_per_node_hour`` and ``gpus_per_node``, checked so that a price can be split per pod."""
+    price = raw.get("price_per_node_hour")
+    gpus = raw.get("gpus_per_node")
+    # bool is an int to Python, but `price_per_node_hour: yes` is a typo, not a price.
+    if price is not None and (isinstance(price, bool) or not isinstance(price, (int, float)) or price < 0):
+        raise InvalidParameterError(f"{where}: price_per_node_hour={price!r} must be a number >= 0 or null")
+    if gpus is not None:
+        if isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 1:
+            raise InvalidParameterError(f"{where}: gpus_per_node={gpus!r} must be a whole number >= 1")
+        if accelerator is None:
+            raise InvalidParameterError(
+                f"{where}: gpus_per_node={gpus} without an accelerator; remove it or add the accelerator"
+            )
+        if gpus < accelerator.count:
+            raise InvalidParameterError(
+                f"{where}: gpus_per_node={gpus} is less than the accelerator count of one pod "
+                f"({accelerator.count})"
+            )
+    if price is not None and accelerator is not None and gpus is None:
+        raise InvalidParameterError(
+            f"{where}: price_per_node_hour needs gpus_per_node on a pool with an accelerator "
+            f"(each pod pays {accelerator.resource} count / gpus_per_node of the node)"
+        )
+    return (None if price is None else float(price)), gpus
 
 
 def profiles_path() -> str:

@@ -31,7 +31,18 @@ VAL_AUC = "val_auc"
 VAL_LOG_LOSS = "val_log_loss"
 VAL_ACCURACY = "val_accuracy"
 VALIDATION_METRICS = (VAL_AUC, VAL_LOG_LOSS, VAL_ACCURACY)
-REPORTED_METRICS = (*VALIDATION_METRICS, "samples_per_second", "world_size")
+# Throughput over the training steps (kfstack.training.throughput computes it): on the Katib
+# metric lines after the validation metrics (that epoch's figures) and in the training step's
+# report (the whole run's).
+SECONDS_PER_EPOCH = "seconds_per_epoch"
+SAMPLES_PER_SECOND = "samples_per_second"
+SAMPLES_PER_SECOND_PER_REPLICA = "samples_per_second_per_replica"
+THROUGHPUT_METRICS = (SECONDS_PER_EPOCH, SAMPLES_PER_SECOND, SAMPLES_PER_SECOND_PER_REPLICA)
+REPORTED_METRICS = (*VALIDATION_METRICS, *THROUGHPUT_METRICS, "world_size")
+# What the training step adds when the run's node pool has a price (absent without one): the
+# job's pods' price per hour and the cost of an epoch's training seconds at it.
+PRICE_PER_HOUR = "price_per_hour"
+COST_PER_EPOCH = "cost_per_epoch"
 # The values each validation metric can take (a tuning goal outside them is never reached).
 METRIC_RANGES = {VAL_AUC: (0.0, 1.0), VAL_LOG_LOSS: (0.0, float("inf")), VAL_ACCURACY: (0.0, 1.0)}
 # The hyperparameters a tuning search space may set: the trainer arguments a trial template

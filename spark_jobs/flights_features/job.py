@@ -164,10 +164,12 @@ def _write_json(uri: str, data: dict) -> None:
         json.dump(data, f, indent=2, default=float)
 
 
-def _write_small_table(df: DataFrame, uri: str) -> None:
-    """Lookup tables are small: one plain Parquet file, written through fsspec."""
+def _write_small_table(df: DataFrame, uri: str, sort_by: str | None = None) -> None:
+    """Lookup tables are small: one plain Parquet file, written through fsspec (sorted by
+    ``sort_by`` in Arrow: a Spark sort would cost two jobs for a few thousand rows)."""
+    table = df.toArrow()
     with fsspec.open(uri, "wb") as f:
-        pq.write_table(df.toArrow(), f)
+        pq.write_table(table.sort_by(sort_by) if sort_by else table, f)
 
 
 def _parquet_rows(dir_uri: str) -> tuple[int, int]:
@@ -403,12 +405,8 @@ def run_feature_job(config: FeatureJobConfig, spark: SparkSession | None = None)
             )
             spec.save(sources.join_uri(config.output_uri, FEATURE_SPEC_FILE))
         with log.phase("lookups and holdout"):
-            _write_small_table(
-                planes.orderBy("tailnum"), sources.join_uri(config.output_uri, PLANE_LOOKUP_FILE)
-            )
-            _write_small_table(
-                airports.orderBy("faa"), sources.join_uri(config.output_uri, AIRPORT_LOOKUP_FILE)
-            )
+            _write_small_table(planes, sources.join_uri(config.output_uri, PLANE_LOOKUP_FILE), "tailnum")
+            _write_small_table(airports, sources.join_uri(config.output_uri, AIRPORT_LOOKUP_FILE), "faa")
             holdout = featurize.holdout_requests(valid, weather, config.seed, HOLDOUT_RECORDS)
             _write_small_table(holdout, sources.join_uri(config.output_uri, HOLDOUT_FILE))
         with log.phase("profile"):

@@ -20,7 +20,7 @@ import pytest
 from kfstack import progress
 from kfstack.app import local_run, run_directory
 from kfstack.app.console import DONE, RunConsole
-from kfstack.app.summary import collect_outputs, data_counts
+from kfstack.app.summary import RunSummary, collect_outputs, data_counts
 from kfstack.errors import UsageError
 from kfstack.training.metrics import UNDEFINED
 
@@ -179,6 +179,30 @@ def test_summary_lists_existing_paths_only_and_types_metrics(tmp_path):
     data = data_counts(metrics)
     assert data == {"rows_read": 10, "rows_written": 9, "rows_quarantined": 1, "quarantined.bad_date": 1}
     assert all(type(v) is int for v in data.values())
+
+
+def test_the_printed_summary_shows_small_figures_rather_than_zeros():
+    summary = RunSummary(
+        pipeline="p",
+        status="SUCCEEDED",
+        run_dir="/r",
+        wall_seconds=1.0,
+        peak_rss_bytes=0,
+        arguments={},
+        stages={},
+        data={},
+        metrics={
+            "training_metrics.cost_per_epoch": 2.1758e-05,
+            "training_metrics.val_auc": 0.74613,
+            "training_metrics.world_size": 2,
+        },
+        artifacts={},
+        kfp_log="",
+    )
+    lines = summary.render().splitlines()
+    assert any(line.split() == ["training_metrics.cost_per_epoch", "2.176e-05"] for line in lines)
+    assert any(line.split() == ["training_metrics.val_auc", "0.7461"] for line in lines)
+    assert any(line.split() == ["training_metrics.world_size", "2"] for line in lines)
 
 
 def test_verbose_echoes_kfps_output_and_the_tasks_once(tmp_path):

@@ -1,7 +1,9 @@
 """Spec builders: compared as data, round-tripped through the official SDK models, validated
 against the upstream CRDs (``../shared/tools/validate_manifests.py``)."""
 
+import dataclasses
 import json
+import re
 import subprocess
 import sys
 
@@ -253,3 +255,61 @@ def test_profiles_file_can_be_replaced_through_the_environment(tmp_path, monkeyp
     monkeypatch.setenv(node_pools.PROFILES_ENV, str(path))
     profile = node_pools.get_profile("l4")
     assert profile.resources()["limits"] == {"memory": "32Gi", "nvidia.com/gpu": "2"}
+
+
+def test_a_pod_pays_its_accelerators_share_of_a_node_and_a_cpu_pod_a_whole_node():
+    profiles = node_pools.load_profiles(node_pools.PROFILES_FILE)
+    h100, mig, cpu = profiles["h100"], profiles["a100-mig"], profiles["cpu"]
+    assert (h100.price_per_node_hour, h100.gpus_per_node, h100.accelerator.count) == (80.0, 8, 1)
+    assert h100.price_per_hour(pods=2) == pytest.approx(2 * 80.0 / 8)
+    assert mig.price_per_hour(pods=1) == pytest.approx(40.0 / 56)  # one 1g.10gb slice of 8 x 7
+    assert cpu.price_per_hour(pods=2) == pytest.approx(2 * 0.19)
+    # Unknown price: no cost, not a free pool.
+    assert profiles["serving"].price_per_node_hour is None and profiles["serving"].price_per_hour(3) is None
+    two_gpus = dataclasses.replace(h100, accelerator=node_pools.Accelerator("nvidia.com/gpu", 2))
+    assert two_gpus.price_per_hour(pods=2) == pytest.approx(2 * 80.0 * 2 / 8)
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ("price_per_node_hour: -1", "'p': price_per_node_hour=-1 must be a number >= 0 or null"),
+        ("price_per_node_hour: cheap", "'p': price_per_node_hour='cheap' must be a number >= 0"),
+        ("price_per_node_hour: true", "'p': price_per_node_hour=True must be a number >= 0"),
+        ("gpus_per_node: 2.5", "'p': gpus_per_node=2.5 must be a whole number >= 1"),
+        ("gpus_per_node: 0", "'p': gpus_per_node=0 must be a whole number >= 1"),
+        ("gpus_per_node: '8'", "'p': gpus_per_node='8' must be a whole number >= 1"),
+    ],
+)
+def test_node_pool_price_and_gpu_count_errors_name_the_profile_and_field(tmp_path, fields, message):
+    path = tmp_path / "pools.yaml"
+    path.write_text(
+        "profiles:\n  p:\n    node_selector: {a: b}\n    cpu: '1'\n    memory: 1Gi\n"
+        f"    accelerator: {{resource: nvidia.com/gpu, count: 1}}\n    {fields}\n"
+    )
+    with pytest.raises(InvalidParameterError, match=re.escape(f"node-pool profile {message}")):
+        node_pools.load_profiles(str(path))
+
+
+def test_a_node_pool_price_must_be_splittable_per_pod(tmp_path):
+    def load(accelerator: str, fields: str):
+        path = tmp_path / "pools.yaml"
+        path.write_text(
+            "profiles:\n  p:\n    node_selector: {a: b}\n    cpu: '1'\n    memory: 1Gi\n"
+            f"    accelerator: {accelerator}\n    {fields}\n"
+        )
+        return node_pools.load_profiles(str(path))["p"]
+
+    gpu = "{resource: nvidia.com/gpu, count: 2}"
+    with pytest.raises(InvalidParameterError, match="'p': price_per_node_hour needs gpus_per_node"):
+        load(gpu, "price_per_node_hour: 10")
+    with pytest.raises(InvalidParameterError, match="'p': gpus_per_node=1 is less than the accelerator"):
+        load(gpu, "gpus_per_node: 1")
+    with pytest.raises(InvalidParameterError, match="'p': gpus_per_node=8 without an accelerator"):
+        load("null", "gpus_per_node: 8")
+    # Both absent: a pool without a price, as before prices existed.
+    assert load(gpu, "spot: false").price_per_hour(pods=4) is None
+    # An integer price is a price; a free pool (0) costs 0, unlike an unknown one.
+    priced = load(gpu, "price_per_node_hour: 8\n    gpus_per_node: 4")
+    assert priced.price_per_hour(pods=3) == pytest.approx(3 * 8 * 2 / 4)
+    assert load("null", "price_per_node_hour: 0").price_per_hour(pods=5) == 0.0

@@ -175,6 +175,11 @@ def test_sample_run_learns_something_and_reports_it(sample_run):
     assert 0.0 < metrics["test_metrics.log_loss"] < 1.0
     assert metrics["training_metrics.val_auc"] > 0.55
     assert metrics["test_metrics.test_rows"] > 0
+    # Throughput of the 2 replicas, and the cost per epoch at the cpu pool's nominal price.
+    per_replica = metrics["training_metrics.samples_per_second"] / 2
+    assert metrics["training_metrics.samples_per_second_per_replica"] == pytest.approx(per_replica)
+    assert metrics["training_metrics.seconds_per_epoch"] > 0
+    assert metrics["training_metrics.cost_per_epoch"] > 0
 
 
 def test_sample_run_artifacts_are_where_the_summary_says(sample_run):

@@ -53,9 +53,11 @@ def test_mwms_two_workers_train_read_disjoint_shards_and_export_onnx(tmp_path, f
         "attempts": 1,
     }
     assert metrics["world_size"] == 2 and metrics["val_auc"] > 0.75 and metrics["restarts"] == 0
+    assert metrics["samples_per_second_per_replica"] == pytest.approx(metrics["samples_per_second"] / 2)
     logs = tmp_path / "logs" / "attempt-1"
     chief, other = (logs / "rank-0.log").read_text(), (logs / "rank-1.log").read_text()
     assert [m["epoch"] for m in katib_metrics(chief)] == [1, 2]
+    assert all(line["seconds_per_epoch"] > 0 for line in katib_metrics(chief))
     assert katib_metrics(other) == []  # only the chief prints Katib lines
     # Each worker read its own shard: half the train rows each.
     rows = shards.shard_rows(shards.list_shards(f"{features}/train"))
@@ -107,6 +109,9 @@ def test_killed_worker_restarts_the_group_which_resumes_from_the_checkpoint(tmp_
     epochs_after = [m["epoch"] for m in katib_metrics(chief_after)]
     assert epochs_after and epochs_after[0] > 1 and epochs_after[-1] == 4
     assert metrics["val_auc"] > 0.75
+    # The run's figures span both attempts (the checkpoint carries the first one's seconds):
+    # an epoch is 8000 rows per worker in batches of 32, on 2 workers.
+    assert metrics["seconds_per_epoch"] * metrics["samples_per_second"] == pytest.approx(16000)
 
 
 def test_bad_topology_fails_before_any_process(tmp_path, features):

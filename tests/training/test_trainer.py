@@ -21,6 +21,7 @@ from kfstack.components.training.train_model.pytorch.model import (
 from kfstack.components.training.train_model.stage import train_locally
 from kfstack.errors import InvalidParameterError
 from kfstack.features import FeatureSpec
+from kfstack.kubernetes import node_pools
 from kfstack.kubernetes.training_apis import TRAINER_V2
 from kfstack.lineage import Lineage, document_hash
 from kfstack.training import checkpoints
@@ -36,6 +37,10 @@ KATIB_METRIC = re.compile(r"([\w|-]+)\s*=\s*([+-]?\d*(\.\d+)?([Ee][+-]?\d+)?)")
 def katib_metrics(log_text: str) -> list[dict[str, float]]:
     lines = [line for line in log_text.splitlines() if line.startswith("epoch=")]
     return [{m.group(1): float(m.group(2)) for m in KATIB_METRIC.finditer(line)} for line in lines]
+
+
+# An epoch of two_rank_run: each rank runs 2000 // 64 steps of 64 rows (global batch 128).
+EPOCH_SAMPLES = (2000 // 64) * 128
 
 
 @pytest.fixture(scope="module")
@@ -56,6 +61,8 @@ def test_two_ranks_train_with_ddp_and_learn(two_rank_run):
     assert metrics["world_size"] == 2 and metrics["restarts"] == 0
     assert metrics["val_auc"] > 0.75  # the synthetic label is learnable
     assert metrics["samples_per_second"] > 0
+    assert metrics["samples_per_second_per_replica"] == pytest.approx(metrics["samples_per_second"] / 2)
+    assert metrics["seconds_per_epoch"] == pytest.approx(EPOCH_SAMPLES / metrics["samples_per_second"])
     master_log = (root / "logs" / "attempt-1" / "rank-0.log").read_text()
     worker_log = (root / "logs" / "attempt-1" / "rank-1.log").read_text()
     assert "rank 0 of 2" in master_log and "rank 1 of 2" in worker_log
@@ -63,12 +70,36 @@ def test_two_ranks_train_with_ddp_and_learn(two_rank_run):
     assert "2000 train rows" in master_log and "2000 train rows" in worker_log
 
 
+def test_a_local_run_costs_one_cpu_node_whatever_its_replicas(two_rank_run):
+    _, metrics = two_rank_run
+    price = node_pools.get_profile(node_pools.CPU_POOL).price_per_node_hour
+    assert price  # the shipped profile file prices the cpu pool (a nominal figure)
+    # Both replicas share this machine: one node's price, not one per replica.
+    assert metrics["price_per_hour"] == price
+    assert metrics["cost_per_epoch"] == pytest.approx(metrics["seconds_per_epoch"] * price / 3600)
+
+
 def test_rank0_prints_one_katib_line_per_epoch(two_rank_run):
     root, metrics = two_rank_run
     master = katib_metrics((root / "logs" / "attempt-1" / "rank-0.log").read_text())
     assert [m["epoch"] for m in master] == [1, 2, 3]
-    assert set(master[-1]) == {"epoch", "val_auc", "val_log_loss", "val_accuracy"}
+    assert set(master[-1]) == {
+        "epoch",
+        "val_auc",
+        "val_log_loss",
+        "val_accuracy",
+        "seconds_per_epoch",
+        "samples_per_second",
+        "samples_per_second_per_replica",
+    }
     assert abs(master[-1]["val_auc"] - metrics["val_auc"]) < 1e-4
+    # Each line has its epoch's figures (printed to 4 decimals); together they make the run's.
+    for line in master:
+        samples_per_second = line["samples_per_second"]
+        assert line["seconds_per_epoch"] == pytest.approx(EPOCH_SAMPLES / samples_per_second, abs=1e-4)
+        assert line["samples_per_second_per_replica"] == pytest.approx(samples_per_second / 2, abs=1e-4)
+    mean_seconds = sum(line["seconds_per_epoch"] for line in master) / 3
+    assert mean_seconds == pytest.approx(metrics["seconds_per_epoch"], abs=1e-4)
     assert katib_metrics((root / "logs" / "attempt-1" / "rank-1.log").read_text()) == []
 
 

@@ -71,8 +71,10 @@ def train_model(
             retried task adopts it.
         task_name: This task's name (``dsl.PIPELINE_TASK_NAME_PLACEHOLDER``).
         model: ``model.onnx``, ``feature_spec.json``, ``training_metrics.json``.
-        training_metrics: Validation AUC / log loss / accuracy, samples/s, world size (and,
-            locally, restarts).
+        training_metrics: Validation AUC / log loss / accuracy, training seconds per epoch,
+            samples/s overall and per replica, world size, and where the node pool has a price
+            (``node_pools.yaml``; locally the ``cpu`` pool's, for the whole machine) the job's
+            price per hour and cost per epoch; locally also restarts.
         training_logs: Checkpoints (``checkpoints/``) and, locally, one log file per replica and
             attempt.
         training_job: What ran the training: the job's reference, or the local process group.

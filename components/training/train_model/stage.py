@@ -3,7 +3,13 @@
 The framework is a setting: its backend (:mod:`.pytorch.backend`, :mod:`.tensorflow.backend`)
 supplies the job builder, the local replicas and the trainer module; everything else -- the
 checks before anything starts, the trainer's argv, where checkpoints go, the metrics read back
-from ``training_metrics.json`` -- is the same for both, here.
+from ``training_metrics.json`` and the run's cost -- is the same for both, here.
+
+The cost: the trainers report seconds per epoch (:mod:`kfstack.training.throughput`); this stage
+prices them at what the job's pods cost per hour on their node pool
+(:meth:`~kfstack.kubernetes.node_pools.NodePoolProfile.price_per_hour`, the rule is documented
+in ``node_pools.yaml``), or on the embedded platform at :func:`local_price_per_hour`. A pool
+without a price gives a report without cost.
 
 The training API is a setting too (``training_api``, :mod:`kfstack.kubernetes.training_apis`):
 its variants are the v1 job of the framework and, for PyTorch, a Trainer v2 TrainJob. The
@@ -27,6 +33,7 @@ from kfstack.components.training.train_model.pytorch import backend as pytorch_b
 from kfstack.components.training.train_model.tensorflow import backend as tensorflow_backend
 from kfstack.features import FEATURE_SPEC_FILE, JOB_REPORT_FILE
 from kfstack.flights.settings import TrainingPlacement
+from kfstack.kubernetes import node_pools
 from kfstack.kubernetes.launcher import Cluster
 from kfstack.kubernetes.naming import RunContext
 from kfstack.kubernetes.train_job import build_trainjob
@@ -42,10 +49,12 @@ from kfstack.training.settings import (
     METRICS_FILE,
     PYTORCH,
     REPORTED_METRICS,
+    SECONDS_PER_EPOCH,
     TENSORFLOW,
     VALIDATION_METRICS,
     TrainingSettings,
 )
+from kfstack.training.throughput import cost_metrics
 from kfstack.uris import fsspec_uri, join
 from kfstack.version import VERSION_ENV, __version__, pipeline_version
 
@@ -170,7 +179,10 @@ class TrainModelStage:
             shards.shards_for_rank(shards.list_shards(split_uri), 0, settings.training.workers)
 
     def run_local(self, settings: TrainModelSettings) -> StageResult:
-        """The job's replicas as local processes; restarts come from the latest checkpoint."""
+        """The job's replicas as local processes; restarts come from the latest checkpoint.
+
+        The cost is at :func:`local_price_per_hour`, whatever ``placement`` names.
+        """
         training = settings.training
         os.makedirs(settings.logs_uri, exist_ok=True)
         replicas = BACKENDS[training.framework].local_replicas(
@@ -184,7 +196,12 @@ class TrainModelStage:
             threads_per_process=settings.threads_per_worker,
             done_when_exits=replicas.done_when_exits,
         )
-        metrics = {**read_metrics(settings.model_uri), "restarts": float(result.restarts)}
+        trained = read_metrics(settings.model_uri)
+        metrics = {
+            **trained,
+            **cost_metrics(trained[SECONDS_PER_EPOCH], local_price_per_hour()),
+            "restarts": float(result.restarts),
+        }
         record_lineage(settings, settings.model_uri, settings.features_uri, metrics)
         reference = {
             "kind": "LocalProcessGroup",
@@ -196,7 +213,9 @@ class TrainModelStage:
         return StageResult({TRAINING_METRICS: metrics}, reference, artifact_metadata=model_metadata(settings))
 
     def collect(self, settings: TrainModelSettings, finished: list[dict], cluster: Cluster) -> StageResult:
-        metrics = read_metrics(fsspec_uri(settings.model_uri))
+        trained = read_metrics(fsspec_uri(settings.model_uri))
+        price = job_price_per_hour(settings, world_size=int(trained["world_size"]))
+        metrics = {**trained, **cost_metrics(trained[SECONDS_PER_EPOCH], price)}
         record_lineage(settings, fsspec_uri(settings.model_uri), fsspec_uri(settings.features_uri), metrics)
         return StageResult(
             {TRAINING_METRICS: metrics},
@@ -254,6 +273,27 @@ def record_lineage(
     )
     lineage.save(model_uri)
     return lineage
+
+
+def job_price_per_hour(settings: TrainModelSettings, world_size: int) -> float | None:
+    """What the job's pods cost per hour on the ``placement`` pool; None when it has no price.
+
+    The pods are the framework's count (its backend's ``job_pods``): a PyTorch rank each, a
+    TFJob's whole replica layout.
+    """
+    pods = BACKENDS[settings.training.framework].job_pods(settings.training, world_size)
+    return settings.placement.profile.price_per_hour(pods)
+
+
+def local_price_per_hour() -> float | None:
+    """The embedded platform's price per hour: this machine as one node of the ``cpu`` profile,
+    whatever the replica count (the replicas share it).
+
+    A nominal figure from the profile file, so that local runs and benchmarks can compare
+    layouts by cost; it is not what this machine costs. None (no cost reported) when that
+    profile has no price.
+    """
+    return node_pools.get_profile(node_pools.CPU_POOL).price_per_node_hour
 
 
 def read_metrics(model_uri: str) -> dict[str, float]:

@@ -40,6 +40,12 @@ def build_job(settings: TrainingSettings, request: TrainingJobRequest) -> dict:
     return build_pytorchjob(request.with_elastic(elastic))
 
 
+def job_pods(settings: TrainingSettings, world_size: int) -> int:
+    """The job's pods, as its cost counts them: one per rank (elastic: the world size it ended
+    with). Every TrainJob node and PyTorchJob replica runs one process (``nproc_per_node=1``)."""
+    return world_size
+
+
 def local_replicas(settings: TrainingSettings, trainer_argv: list[str], training_api: str) -> ReplicaSet:
     """Per attempt: the PyTorchJob's Master and Workers, or the TrainJob's nodes.
 

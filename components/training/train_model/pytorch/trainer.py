@@ -12,8 +12,9 @@
   rank runs the same number of steps per epoch (the smallest rank's), or DDP would hang.
 - bf16 autocast on GPU; fp32 on CPU.
 - After each epoch: validation over the whole validation split (ranks score their shards,
-  rank 0 gathers), a Katib metric line from rank 0 (``epoch=3 val_auc=0.7120 val_log_loss=...``)
-  and a checkpoint (rank 0, atomic). On start every rank resumes from the latest checkpoint.
+  rank 0 gathers), a Katib metric line from rank 0 (``epoch=3 val_auc=0.7120 val_log_loss=...``,
+  then the epoch's seconds and samples/s) and a checkpoint (rank 0, atomic). On start every rank
+  resumes from the latest checkpoint.
 - At the end rank 0 exports ``model.onnx`` (checked against torch with onnxruntime), copies the
   feature spec, lookups and profile beside it (``copy_model_feature_files``: the model serves
   on its own) and writes ``training_metrics.json`` to the model URI.
@@ -54,6 +55,7 @@ from kfstack.training.env_contract import DistributedEnv
 from kfstack.training.metrics import katib_line
 from kfstack.training.settings import METRICS_FILE, MODEL_FILE, parse_trainer_args
 from kfstack.training.termination import termination_message_on_failure
+from kfstack.training.throughput import throughput
 
 logger = logging.getLogger("kfstack.train_pytorch")
 
@@ -275,7 +277,8 @@ def train(args: argparse.Namespace) -> dict[str, float] | None:
                 train_loss=float(loss.item()), train_seconds=epoch_seconds, train_samples=float(epoch_samples)
             )
             history.append({"epoch": epoch, **scores})
-            print(katib_line(epoch, scores), flush=True)
+            epoch_throughput = throughput(epoch_seconds, epoch_samples, epochs=1, replicas=env.world_size)
+            print(katib_line(epoch, {**scores, **epoch_throughput}), flush=True)
             progress.report("epoch", epoch, args.epochs)
             state = {
                 "model": classifier.state_dict(),
@@ -304,7 +307,8 @@ def train(args: argparse.Namespace) -> dict[str, float] | None:
             "val_auc": last.get("val_auc", math.nan),
             "val_log_loss": last.get("val_log_loss", math.nan),
             "val_accuracy": last.get("val_accuracy", math.nan),
-            "samples_per_second": samples / train_seconds if train_seconds else 0.0,
+            # history covers every epoch train_seconds sums, those of earlier attempts too.
+            **throughput(train_seconds, samples, epochs=len(history), replicas=env.world_size),
             "epochs": float(args.epochs),
             "world_size": float(env.world_size),
             "resumed_from_epoch": float(start_epoch - 1),

@@ -28,6 +28,12 @@ def replica_layout(settings: TrainingSettings) -> dict[str, int]:
     return {WORKER: settings.workers}
 
 
+def job_pods(settings: TrainingSettings, world_size: int) -> int:
+    """The job's pods, as its cost counts them: its whole replica layout, Chief and PS included
+    (``world_size`` is the workers, which the layout already has)."""
+    return sum(replica_layout(settings).values())
+
+
 def build_job(settings: TrainingSettings, request: TrainingJobRequest) -> dict:
     """The TFJob: Workers (MWMS), or Chief + Workers + PS."""
     return build_tfjob(request.with_topology(settings.tf_topology, settings.tf_parameter_servers))

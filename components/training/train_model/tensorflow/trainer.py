@@ -21,10 +21,11 @@ exported interface as the PyTorch trainer. The topology comes from ``TF_CONFIG``
   order over the whole train split, the pattern TensorFlow's parameter-server guide uses.
 
 After each epoch the chief (worker 0 under MWMS) scores the whole validation split, prints a
-Katib metric line and writes a checkpoint (model and optimizer variables, atomic, any fsspec
-URI); on start every process resumes from the latest one. At the end the chief exports
-``model.onnx`` with Keras' ONNX export, checks it against Keras with onnxruntime, copies the
-feature spec and writes ``training_metrics.json``. bf16 (``mixed_bfloat16``) on GPU.
+Katib metric line (validation metrics, then the epoch's seconds and samples/s) and writes a
+checkpoint (model and optimizer variables, atomic, any fsspec URI); on start every process
+resumes from the latest one. At the end the chief exports ``model.onnx`` with Keras' ONNX
+export, checks it against Keras with onnxruntime, copies the feature spec and writes
+``training_metrics.json``. bf16 (``mixed_bfloat16``) on GPU.
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ from kfstack.training.metrics import katib_line
 from kfstack.training.settings import METRICS_FILE, MODEL_FILE, parse_trainer_args
 from kfstack.training.termination import termination_message_on_failure
 from kfstack.training.tf_config import PS, WORKER, TFTask
+from kfstack.training.throughput import throughput
 
 logger = logging.getLogger("kfstack.train_tensorflow")
 
@@ -169,7 +171,8 @@ class Trainer:
             "train_samples": float(epoch_samples),
         }
         self.history.append({"epoch": epoch, **scores})
-        print(katib_line(epoch, scores), flush=True)
+        epoch_throughput = throughput(epoch_seconds, epoch_samples, epochs=1, replicas=self.task.num_workers)
+        print(katib_line(epoch, {**scores, **epoch_throughput}), flush=True)
         progress.report("epoch", epoch, self.args.epochs)
         self.save(epoch)
 
@@ -195,7 +198,8 @@ class Trainer:
             "val_auc": last.get("val_auc", math.nan),
             "val_log_loss": last.get("val_log_loss", math.nan),
             "val_accuracy": last.get("val_accuracy", math.nan),
-            "samples_per_second": self.samples / self.train_seconds if self.train_seconds else 0.0,
+            # history covers every epoch train_seconds sums, those of earlier attempts too.
+            **throughput(self.train_seconds, self.samples, len(self.history), self.task.num_workers),
             "epochs": float(self.args.epochs),
             "world_size": float(self.task.num_workers),
             "topology": topology_name(self.task),

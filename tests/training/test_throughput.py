@@ -1,0 +1,139 @@
+"""Throughput, scaling efficiency and cost per epoch: the arithmetic every training run reports,
+and the training step pricing a run by its node pool."""
+
+import json
+
+import pytest
+
+from kfstack.components.training.train_model.stage import STAGE, TrainModelSettings, local_price_per_hour
+from kfstack.flights.settings import TrainingPlacement
+from kfstack.kubernetes import node_pools
+from kfstack.training.metrics import katib_line
+from kfstack.training.settings import TrainingSettings
+from kfstack.training.throughput import cost_metrics, scaling_efficiency, throughput
+from kfstack.tuning.metric_lines import MetricReport, parse_line
+
+
+def test_throughput_of_a_run_and_of_one_epoch():
+    # 3 epochs, 30 training seconds, 600,000 samples over 2 replicas.
+    assert throughput(30.0, 600_000, epochs=3, replicas=2) == {
+        "seconds_per_epoch": 10.0,
+        "samples_per_second": 20_000.0,
+        "samples_per_second_per_replica": 10_000.0,
+    }
+    assert throughput(2.5, 10_000, epochs=1, replicas=1)["samples_per_second_per_replica"] == 4_000.0
+    # Nothing measured (resumed past the last epoch): zeros, not a division error.
+    assert set(throughput(0.0, 0, epochs=0, replicas=2).values()) == {0.0}
+
+
+def test_cost_per_epoch_at_the_jobs_price():
+    # Two h100 pods at 80 USD per 8-GPU node hour pay 20 USD/h; a 90 s epoch costs 0.5 USD.
+    assert cost_metrics(90.0, price_per_hour=20.0) == {
+        "price_per_hour": 20.0,
+        "cost_per_epoch": pytest.approx(0.5),
+    }
+    assert cost_metrics(3600.0, price_per_hour=0.19)["cost_per_epoch"] == pytest.approx(0.19)
+    # A free pool costs 0; that is a price, unlike an unknown one.
+    assert cost_metrics(90.0, price_per_hour=0.0) == {"price_per_hour": 0.0, "cost_per_epoch": 0.0}
+
+
+def test_without_a_price_no_cost_is_reported_rather_than_zero():
+    assert cost_metrics(90.0, price_per_hour=None) == {}
+
+
+def test_scaling_efficiency_is_throughput_over_n_times_one_replicas():
+    assert scaling_efficiency(20_000.0, replicas=1, one_replica_samples_per_second=20_000.0) == 1.0
+    assert scaling_efficiency(30_000.0, replicas=2, one_replica_samples_per_second=20_000.0) == 0.75
+    assert scaling_efficiency(45_000.0, replicas=2, one_replica_samples_per_second=20_000.0) == 1.125
+
+
+def test_the_katib_line_keeps_the_validation_metrics_first_then_the_epochs_throughput():
+    scores = {"val_auc": 0.712, "val_log_loss": 0.51, "val_accuracy": 0.78, "val_rows": 100.0}
+    line = katib_line(3, {**scores, **throughput(1.2, 10_800, epochs=1, replicas=2)})
+    assert line == (
+        "epoch=3 val_auc=0.7120 val_log_loss=0.5100 val_accuracy=0.7800 seconds_per_epoch=1.2000 "
+        "samples_per_second=9000.0000 samples_per_second_per_replica=4500.0000"
+    )
+    # Katib's collector still reads the objective, and tells the two samples/s apart.
+    assert parse_line(line, ["val_auc", "samples_per_second"]) == [
+        MetricReport("val_auc", 0.712),
+        MetricReport("samples_per_second", 9000.0),
+    ]
+
+
+PROFILES = """
+profiles:
+  cpu: {node_selector: {pool: cpu}, cpu: "4", memory: 16Gi, price_per_node_hour: 0.5}
+  gpu:
+    node_selector: {pool: gpu}
+    cpu: "8"
+    memory: 64Gi
+    accelerator: {resource: nvidia.com/gpu, count: 1}
+    gpus_per_node: 4
+    price_per_node_hour: 40
+  unpriced:
+    node_selector: {pool: other}
+    cpu: "8"
+    memory: 64Gi
+    accelerator: {resource: nvidia.com/gpu, count: 1}
+"""
+
+
+@pytest.fixture
+def trained_model(tmp_path, monkeypatch):
+    """A model directory as a cluster job leaves it: 4 epochs of 90 s over 2 replicas."""
+    pools = tmp_path / "pools.yaml"
+    pools.write_text(PROFILES)
+    monkeypatch.setenv(node_pools.PROFILES_ENV, str(pools))
+    model = tmp_path / "model"
+    model.mkdir()
+    written = {
+        "val_auc": 0.7,
+        "val_log_loss": 0.5,
+        "val_accuracy": 0.8,
+        **throughput(360.0, 7_200_000, epochs=4, replicas=2),
+        "world_size": 2.0,
+    }
+    (model / "training_metrics.json").write_text(json.dumps(written))
+    return str(model)
+
+
+def collected(trained_model, features_uri, pool: str, **training) -> dict[str, float]:
+    """The training step's report after its job finished on ``pool``."""
+    settings = TrainModelSettings(
+        training=TrainingSettings(workers=2, **training),
+        features_uri=features_uri,
+        model_uri=trained_model,
+        logs_uri=trained_model + "-logs",
+        placement=TrainingPlacement(node_pool=pool, training_api="v1"),
+    )
+    return dict(STAGE.collect(settings, [], cluster=None).metrics["training_metrics"])
+
+
+def test_a_cluster_run_pays_its_pods_share_of_the_pools_nodes(trained_model, feature_dir):
+    # Two PyTorch pods of one GPU on 4-GPU nodes at 40/h: 20/h; a 90 s epoch costs 0.5.
+    metrics = collected(trained_model, feature_dir, "gpu")
+    assert (metrics["seconds_per_epoch"], metrics["samples_per_second_per_replica"]) == (90.0, 10_000.0)
+    assert metrics["price_per_hour"] == pytest.approx(20.0)
+    assert metrics["cost_per_epoch"] == pytest.approx(0.5)
+    # A TFJob with parameter servers pays for its Chief and PS pods too: 1 + 2 + 1 pods.
+    metrics = collected(
+        trained_model, feature_dir, "gpu", framework="tensorflow", tf_topology="parameter_server"
+    )
+    assert metrics["price_per_hour"] == pytest.approx(40.0)
+    assert metrics["cost_per_epoch"] == pytest.approx(1.0)
+
+
+def test_a_run_on_a_pool_without_a_price_reports_no_cost(trained_model, feature_dir):
+    metrics = collected(trained_model, feature_dir, "unpriced")
+    assert metrics["seconds_per_epoch"] == 90.0
+    assert "cost_per_epoch" not in metrics and "price_per_hour" not in metrics
+
+
+def test_the_local_machine_is_priced_as_one_cpu_node_or_not_at_all(tmp_path, monkeypatch):
+    pools = tmp_path / "pools.yaml"
+    pools.write_text(PROFILES)
+    monkeypatch.setenv(node_pools.PROFILES_ENV, str(pools))
+    assert local_price_per_hour() == 0.5
+    pools.write_text(PROFILES.replace(", price_per_node_hour: 0.5", ""))
+    assert local_price_per_hour() is None
