@@ -94,6 +94,7 @@ class SparkApplicationRequest:
         secrets: Credential and image-pull Secret names.
         service_account: The driver's service account (it creates the executor pods).
         resources: Driver and executor sizes.
+        spark_conf: Spark settings the job needs (``sparkConf``; beside the scratch directory).
         time_to_live_seconds: When the finished application is deleted.
         namespace: Set on the object when given.
     """
@@ -107,6 +108,7 @@ class SparkApplicationRequest:
     secrets: pods.SecretRefs
     service_account: str
     resources: SparkResources = dataclasses.field(default_factory=SparkResources)
+    spark_conf: dict[str, str] = dataclasses.field(default_factory=dict)
     time_to_live_seconds: int = 86_400
     namespace: str | None = None
 
@@ -211,7 +213,7 @@ def build_spark_application(request: SparkApplicationRequest) -> dict:
             arguments=list(request.arguments),
             spark_version=SPARK_VERSION,
             # Shuffle and spill files on the writable scratch volume.
-            spark_conf={"spark.local.dir": pods.SCRATCH_PATH},
+            spark_conf={**request.spark_conf, "spark.local.dir": pods.SCRATCH_PATH},
             restart_policy=SparkV1beta2RestartPolicy(type="Never"),
             time_to_live_seconds=request.time_to_live_seconds,
             volumes=[_core(IoK8sApiCoreV1Volume, volume) for volume in volumes],

@@ -56,7 +56,7 @@ from kfstack.features import (
     SPLITS,
 )
 from kfstack.spark_jobs.flights_features import featurize, profile, sources, synthetic_drift, validation
-from kfstack.spark_jobs.flights_features.config import FeatureJobConfig, parse_args
+from kfstack.spark_jobs.flights_features.config import JAVA_OPTIONS, FeatureJobConfig, parse_args
 from kfstack.spark_jobs.flights_features.statistics import train_statistics
 from kfstack.uris import fsspec_uri
 
@@ -130,7 +130,7 @@ def local_spark_session(shuffle_partitions: int = 4) -> SparkSession:
         # Scratch files (spark-*, blockmgr-*) go where Python's do ($TMPDIR): a watched run
         # points that into its own temp folder and removes it whatever the outcome.
         .config("spark.local.dir", tempfile.gettempdir())
-        .config("spark.driver.extraJavaOptions", f"-Djava.io.tmpdir={tempfile.gettempdir()}")
+        .config("spark.driver.extraJavaOptions", f"-Djava.io.tmpdir={tempfile.gettempdir()} {JAVA_OPTIONS}")
         .getOrCreate()
     )
     spark.sparkContext.setLogLevel("ERROR")

@@ -116,6 +116,10 @@ def test_render_of_the_retraining_pipeline_follows_its_branches(tmp_path):
         arguments[arguments.index("--reference-profile-uri") + 1] == "{{output:production-model/profile_uri}}"
     )
     assert arguments[arguments.index("--window-start") + 1] == "{{output:data-window/start}}"
+    # The driver and executors compile the validation rules to machine code (see JAVA_OPTIONS).
+    conf = spark["spec"]["sparkConf"]
+    assert conf["spark.driver.extraJavaOptions"] == conf["spark.executor.extraJavaOptions"]
+    assert "-XX:-DontCompileHugeMethods" in conf["spark.driver.extraJavaOptions"]
     validate_with_crds(tmp_path, checkable([obj for task in rendered for obj in task.objects]))
 
 

@@ -26,7 +26,7 @@ from kfstack.kubernetes.spark_application import (
     build_spark_application,
 )
 from kfstack.platforms import StageResult, Variant
-from kfstack.spark_jobs.flights_features.config import FeatureJobConfig
+from kfstack.spark_jobs.flights_features.config import SPARK_CONF, FeatureJobConfig
 from kfstack.uris import fsspec_uri, join
 
 NAME_PREFIX = "kfs-features"
@@ -84,6 +84,7 @@ class FlightsFeaturesStage:
                     secrets=placement.secrets,
                     service_account=placement.service_account,
                     resources=settings.resources,
+                    spark_conf=SPARK_CONF,
                 )
             )
         ]
