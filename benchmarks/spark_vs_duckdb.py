@@ -82,27 +82,30 @@ def spark_job(input_dir: str, out: str) -> dict:
     """The job as a SparkApplication driver runs it: wall seconds, peak memory of the process
     tree, and the job report's phases."""
     started = time.perf_counter()
-    with PeakMemorySampler() as memory:
-        proc = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "kfstack.spark_jobs.flights_features",
-                "--input-uri",
-                input_dir,
-                "--output-uri",
-                os.path.join(out, "features"),
-                "--quarantine-uri",
-                os.path.join(out, "q"),
-                "--num-shards",
-                "4",
-            ],
-            capture_output=True,
-            text=True,
-        )
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "kfstack.spark_jobs.flights_features",
+            "--input-uri",
+            input_dir,
+            "--output-uri",
+            os.path.join(out, "features"),
+            "--quarantine-uri",
+            os.path.join(out, "q"),
+            "--num-shards",
+            "4",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    # The job's own process tree (its Python and the driver JVM), not this benchmark's.
+    with PeakMemorySampler(root_pid=proc.pid) as memory:
+        _, stderr = proc.communicate()
     seconds = time.perf_counter() - started
     if proc.returncode != 0:
-        raise SystemExit(f"spark job failed:\n{proc.stderr[-4000:]}")
+        raise SystemExit(f"spark job failed:\n{stderr[-4000:]}")
     with open(os.path.join(out, "features", JOB_REPORT_FILE), encoding="utf-8") as f:
         report = json.load(f)
     return {

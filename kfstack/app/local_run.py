@@ -266,16 +266,21 @@ def _task_name(kwargs: dict[str, Any]) -> str:
 
 
 class PeakMemorySampler:
-    """Samples the summed RSS of this process and all its descendants in a thread."""
+    """Samples the summed RSS of a process (by default this one) and all its descendants in a
+    thread."""
 
-    def __init__(self, interval_seconds: float = 0.25) -> None:
+    def __init__(self, interval_seconds: float = 0.25, root_pid: int | None = None) -> None:
         self._interval = interval_seconds
+        self._root_pid = root_pid or os.getpid()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="rss-sampler", daemon=True)
         self.peak_bytes = 0
 
     def _sample(self) -> int:
-        root = psutil.Process(os.getpid())
+        try:
+            root = psutil.Process(self._root_pid)
+        except psutil.Error:
+            return 0  # gone already
         total = 0
         for proc in [root, *root.children(recursive=True)]:
             with contextlib.suppress(psutil.Error):

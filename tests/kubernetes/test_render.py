@@ -120,6 +120,7 @@ def test_render_of_the_retraining_pipeline_follows_its_branches(tmp_path):
     conf = spark["spec"]["sparkConf"]
     assert conf["spark.driver.extraJavaOptions"] == conf["spark.executor.extraJavaOptions"]
     assert "-XX:-DontCompileHugeMethods" in conf["spark.driver.extraJavaOptions"]
+    assert conf["spark.sql.files.maxPartitionBytes"] == "32m"
     validate_with_crds(tmp_path, checkable([obj for task in rendered for obj in task.objects]))
 
 
