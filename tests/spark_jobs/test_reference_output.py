@@ -54,29 +54,23 @@ def run_reference_jobs(spark, root: str, shipped_data_dir: str, real_flights) ->
     outputs = {
         run: (os.path.join(root, run, "features"), os.path.join(root, run, "quarantine")) for run in RUNS
     }
-    run_feature_job(
-        FeatureJobConfig(
-            input_uri=input_dir,
-            output_uri=outputs["whole"][0],
-            quarantine_uri=outputs["whole"][1],
-            num_shards=3,
-        ),
-        spark=spark,
-    )
-    run_feature_job(
-        FeatureJobConfig(
-            input_uri=input_dir,
-            output_uri=outputs["windowed"][0],
-            quarantine_uri=outputs["windowed"][1],
-            num_shards=2,
-            window_start="2013-01-01",
-            window_end="2013-01-30",
-            synthetic_drift=0.3,
-            reference_profile_uri=os.path.join(outputs["whole"][0], PROFILE_FILE),
-            seed=7,
-        ),
-        spark=spark,
-    )
+    settings = {
+        "whole": {"num_shards": 3},
+        "windowed": {
+            "num_shards": 2,
+            "window_start": "2013-01-01",
+            "window_end": "2013-01-30",
+            "synthetic_drift": 0.3,
+            "reference_profile_uri": os.path.join(outputs["whole"][0], PROFILE_FILE),
+            "seed": 7,
+        },
+    }
+    for run in RUNS:  # in order: the windowed run bins on the whole run's profile
+        output_uri, quarantine_uri = outputs[run]
+        config = FeatureJobConfig(
+            input_uri=input_dir, output_uri=output_uri, quarantine_uri=quarantine_uri, **settings[run]
+        )
+        run_feature_job(config, spark=spark)
     return outputs
 
 
