@@ -52,7 +52,21 @@ def kfstack_run(root, *params: str, tmpdir, **popen) -> subprocess.Popen:
     for p in params:
         argv += ["--param", p]
     env = {**os.environ, "TMPDIR": str(tmpdir)}
-    return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, **popen)
+    return subprocess.Popen(
+        argv,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        # Ctrl-C as a terminal delivers it, even when the tests themselves run as a shell's
+        # background job (which starts with SIGINT ignored, and children inherit that).
+        preexec_fn=_interruptible,
+        **popen,
+    )
+
+
+def _interruptible() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 @pytest.fixture(scope="module")
