@@ -37,7 +37,7 @@ import re
 import threading
 import urllib.parse
 from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 import kfp
@@ -45,32 +45,15 @@ import kfp_server_api
 import pytest
 import yaml
 
+from tests import fake_http
+from tests.fake_http import LoopbackServer, Request
+
 API = "/apis/v2beta1"
 _EPOCH = datetime.datetime(2025, 1, 1, tzinfo=datetime.UTC)
 # int64 fields: protojson writes them as JSON strings and reads a string or a number.
 _INT64_FIELDS = {("V2beta1RecurringRun", "max_concurrency"), ("V2beta1PeriodicSchedule", "interval_second")}
 _FINAL_STATES = {"SUCCEEDED", "SKIPPED", "FAILED", "CANCELED"}
 _PAGING = {"total_size", "next_page_token"}
-
-
-@dataclasses.dataclass
-class Request:
-    """One request as the fake received it.
-
-    Attributes:
-        method: ``GET``, ``POST``, ``DELETE``.
-        path: The URL path, e.g. ``/apis/v2beta1/runs``.
-        query: Query parameters (last value of each).
-        body: The JSON body (``None`` when none); a multipart upload:
-            ``{"filename": ..., "spec": <first YAML document>}``.
-        authorization: The ``Authorization`` header, if any.
-    """
-
-    method: str
-    path: str
-    query: dict[str, str]
-    body: Any
-    authorization: str | None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -183,8 +166,10 @@ def as_json(model: Any) -> Any:
 # --- the server -------------------------------------------------------------------------------
 
 
-class FakeKfpServer:
-    """The fake server; a context manager that serves while inside.
+class FakeKfpServer(LoopbackServer):
+    """The fake server; a context manager that serves while inside. Its :attr:`requests` record
+    the full URL path; a multipart upload's body is ``{"filename": ..., "spec": <first YAML
+    document>}``, any other the JSON body.
 
     Args:
         token: When set, every request needs ``Authorization: Bearer <token>`` (else 401).
@@ -206,7 +191,6 @@ class FakeKfpServer:
         self._ids = itertools.count(1)
         self._clock = itertools.count(1)
         self._lock = threading.Lock()
-        self._httpd: ThreadingHTTPServer | None = None
         self._routes: list[tuple[str, re.Pattern[str], Callable[..., Any]]] = [
             ("GET", re.compile(rf"{API}/healthz"), self._healthz),
             ("GET", re.compile(rf"{API}/pipelines"), self._list_pipelines),
@@ -239,39 +223,6 @@ class FakeKfpServer:
                 self._delete_recurring_run,
             ),
         ]
-
-    # lifecycle
-
-    def __enter__(self) -> FakeKfpServer:
-        server = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:
-                server._handle(self)
-
-            do_POST = do_DELETE = do_GET
-
-            def log_message(self, format: str, *args: Any) -> None:  # the test output stays clean
-                pass
-
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._httpd.daemon_threads = True
-        # A short poll: shutdown() waits for the loop to look (0.5 s by default, per test).
-        threading.Thread(
-            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02}, name="fake-kfp", daemon=True
-        ).start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        assert self._httpd is not None
-        self._httpd.shutdown()
-        self._httpd.server_close()
-
-    @property
-    def url(self) -> str:
-        assert self._httpd is not None
-        host, port = self._httpd.server_address[:2]
-        return f"http://{host!s}:{port}"
 
     # what tests look at
 
@@ -306,21 +257,18 @@ class FakeKfpServer:
 
     # plumbing
 
-    def _handle(self, handler: BaseHTTPRequestHandler) -> None:
+    thread_name = "fake-kfp"
+
+    def handle(self, handler: BaseHTTPRequestHandler) -> None:
         url = urllib.parse.urlsplit(handler.path)
         query = dict(urllib.parse.parse_qsl(url.query, keep_blank_values=True))
-        length = int(handler.headers.get("Content-Length") or 0)
-        raw = handler.rfile.read(length) if length else b""
+        raw = fake_http.body(handler)
         authorization = handler.headers.get("Authorization")
         status, answer = 200, None
         if self.login_page:
             self.requests.append(Request(handler.command, url.path, query, None, authorization))
             page = b"<!DOCTYPE html><html><body>Log in to your account</body></html>"
-            handler.send_response(200)
-            handler.send_header("Content-Type", "text/html")
-            handler.send_header("Content-Length", str(len(page)))
-            handler.end_headers()
-            handler.wfile.write(page)
+            fake_http.send(handler, 200, page, "text/html")
             return
         try:
             body = self._body(handler.headers.get("Content-Type", ""), raw)
@@ -331,12 +279,7 @@ class FakeKfpServer:
                 answer = self._route(handler.command, url.path, query, body)
         except HttpError as err:
             status, answer = err.status, {"code": err.grpc_code, "message": err.message, "details": []}
-        data = json.dumps(answer if answer is not None else {}).encode()
-        handler.send_response(status)
-        handler.send_header("Content-Type", "application/json")
-        handler.send_header("Content-Length", str(len(data)))
-        handler.end_headers()
-        handler.wfile.write(data)
+        fake_http.send(handler, status, json.dumps(answer if answer is not None else {}).encode())
 
     def _body(self, content_type: str, raw: bytes) -> Any:
         if content_type.startswith("multipart/form-data"):

@@ -29,42 +29,25 @@ status (an interrupted registration).
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
 import json
 import threading
 import time
 import urllib.parse
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 import mr_openapi
 import pydantic
 import pytest
 
+from tests import fake_http
+from tests.fake_http import LoopbackServer, Request
+
 API = "/api/model_registry/v1"
 # Fields the server assigns: a create request carrying one is refused.
 _SERVER_FIELDS = {"id", "createTimeSinceEpoch", "lastUpdateTimeSinceEpoch"}
-
-
-@dataclasses.dataclass
-class Request:
-    """One request as the fake received it.
-
-    Attributes:
-        method: ``GET`` or ``POST``.
-        path: The URL path below :data:`API` (``/registered_model``).
-        query: Query parameters (last value of each).
-        body: The JSON body (``None`` when none).
-        authorization: The ``Authorization`` header, if any.
-    """
-
-    method: str
-    path: str
-    query: dict[str, str]
-    body: Any
-    authorization: str | None
 
 
 class HttpError(Exception):
@@ -105,8 +88,9 @@ def answer(document: dict, model: type[pydantic.BaseModel]) -> dict:
     return document
 
 
-class FakeModelRegistry:
-    """The fake server; a context manager that serves while inside.
+class FakeModelRegistry(LoopbackServer):
+    """The fake server; a context manager that serves while inside. Its :attr:`requests` record
+    the path below :data:`API` (``/registered_model``) and the JSON body.
 
     Args:
         token: When set, every request needs ``Authorization: Bearer <token>`` (else 401).
@@ -122,45 +106,6 @@ class FakeModelRegistry:
         self.fail_next: dict[tuple[str, str], int] = {}
         self._ids = itertools.count(1)
         self._lock = threading.Lock()
-        self._server: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
-
-    # --- lifecycle ------------------------------------------------------------------------
-
-    def __enter__(self) -> FakeModelRegistry:
-        fake = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:
-                fake._handle(self, "GET")
-
-            def do_POST(self) -> None:
-                fake._handle(self, "POST")
-
-            def do_PATCH(self) -> None:
-                fake._handle(self, "PATCH")
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, name="fake-model-registry", daemon=True
-        )
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        assert self._server is not None and self._thread is not None
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join()
-
-    @property
-    def url(self) -> str:
-        assert self._server is not None
-        return f"http://127.0.0.1:{self._server.server_address[1]}"
 
     # --- what tests look at ---------------------------------------------------------------
 
@@ -177,11 +122,13 @@ class FakeModelRegistry:
 
     # --- HTTP -----------------------------------------------------------------------------
 
-    def _handle(self, handler: BaseHTTPRequestHandler, method: str) -> None:
+    thread_name = "fake-model-registry"
+
+    def handle(self, handler: BaseHTTPRequestHandler) -> None:
+        method = handler.command
         parsed = urllib.parse.urlsplit(handler.path)
         query = dict(urllib.parse.parse_qsl(parsed.query))
-        length = int(handler.headers.get("Content-Length") or 0)
-        raw = handler.rfile.read(length) if length else b""
+        raw = fake_http.body(handler)
         status, document = 200, None
         try:
             try:
@@ -202,12 +149,7 @@ class FakeModelRegistry:
         except HttpError as err:
             status = err.status
             document = {"code": str(err.status), "message": err.message}
-        data = json.dumps(document).encode()
-        handler.send_response(status)
-        handler.send_header("Content-Type", "application/json")
-        handler.send_header("Content-Length", str(len(data)))
-        handler.end_headers()
-        handler.wfile.write(data)
+        fake_http.send(handler, status, json.dumps(document).encode())
 
     def _route(self, method: str, path: str, query: dict[str, str], body: Any) -> tuple[int, dict]:
         routes = {
