@@ -1,12 +1,21 @@
-"""Benchmark: PyTorch trainer throughput, 1 process x 1 thread, 1 x 2 threads, 2 x 1 (DDP, gloo).
+"""Benchmark: PyTorch trainer throughput, 1 process x 1 thread, 1 x 2 threads, 2 x 1 (DDP, gloo),
+and, on a machine with CUDA, one replica on one GPU.
 
-All three run the real trainer through the local PyTorchJob launcher on the same feature
+All layouts run the real trainer through the local PyTorchJob launcher on the same feature
 shards with the same *global* batch, and report training samples/s (validation and export
 excluded, as the trainer measures it), seconds and cost per epoch as the training step reports
 them (locally: the machine at the ``cpu`` pool's nominal price, whatever the replica count).
 Goal (issue: the flights training pipeline runs end to end): 2 x 1 >= 0.95 x the 1 x 2 figure.
 Scaling efficiency: samples/s with N replicas ÷ (N × one replica's), from 1 x 1 and 2 x 1
 (one thread per replica).
+
+1 GPU vs the CPU pool (only where ``torch.cuda.is_available()``): a ``1gpu`` layout, one replica
+on ``cuda:0`` (bf16 autocast, as the trainer does on a GPU), runs interleaved with the CPU layouts,
+which are then kept off the GPU (``CUDA_VISIBLE_DEVICES=""`` for their replicas). It reports the
+GPU's samples/s ÷ the 2 x 1 and the 1 x 1 layouts', and each one's cost per epoch on its node pool
+at the profile's nominal price: a one-GPU pod's share of a node of the training step's default
+GPU pool, one ``cpu`` pod per CPU replica (``node_pools.yaml``). Without CUDA the GPU layout is
+skipped and the result says so.
 
     python -m benchmarks.ddp_scaling [--features-uri DIR] [--epochs 2] [--batch-size 1024]
 
@@ -16,17 +25,32 @@ Without ``--features-uri`` the feature job first runs on the full default data (
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import tempfile
+from collections.abc import Iterator
 
 from benchmarks.common import machine_facts, write_result
-from kfstack.training.throughput import scaling_efficiency
+from kfstack.training.settings import (
+    COST_PER_EPOCH,
+    METRICS_FILE,
+    PRICE_PER_HOUR,
+    SECONDS_PER_EPOCH,
+    TrainingSettings,
+)
+from kfstack.training.throughput import cost_metrics, scaling_efficiency
 
 GOAL_RATIO = 0.95
-LAYOUTS = (("1x1", 1, 1), ("1x2", 1, 2), ("2x1", 2, 1))  # (name, processes, threads each)
+LAYOUTS = (("1x1", 1, 1), ("1x2", 1, 2), ("2x1", 2, 1))  # (name, processes, threads each), on CPU
+# One replica on cuda:0, where this machine has CUDA (one CPU thread: the steps run on the GPU).
+GPU_LAYOUT = ("1gpu", 1, 1)
+GPU = GPU_LAYOUT[0]
 # Replica count -> the layout of that many one-thread replicas: the scaling-efficiency series.
 ONE_THREAD_REPLICAS = {1: "1x1", 2: "2x1"}
+# The CPU layouts the GPU replica is compared with: the CPU pool's two replicas, and one.
+GPU_BASELINES = ("2x1", "1x1")
+CUDA_VISIBLE_DEVICES = "CUDA_VISIBLE_DEVICES"
 
 
 def build_features(tmp: str) -> str:
@@ -41,30 +65,35 @@ def build_features(tmp: str) -> str:
 
 def run(features_uri: str | None, epochs: int, batch_size: int, repeats: int) -> dict:
     from kfstack.components.training.train_model.stage import train_locally
-    from kfstack.training.settings import TrainingSettings
 
+    gpu = cuda_available()
+    layouts = (*LAYOUTS, GPU_LAYOUT) if gpu else LAYOUTS
     with tempfile.TemporaryDirectory(prefix="kfstack-ddp-") as tmp:
         features = features_uri or build_features(tmp)
-        figures: dict[str, list[float]] = {name: [] for name, _, _ in LAYOUTS}
+        figures: dict[str, list[float]] = {name: [] for name, _, _ in layouts}
         # The training step's whole report of each layout's fastest repeat.
         reports: dict[str, dict[str, float]] = {}
         # Interleaved repeats, so drift in machine load hits every layout alike.
         for repeat in range(repeats):
-            for name, processes, threads in LAYOUTS:
+            for name, processes, threads in layouts:
                 out = os.path.join(tmp, f"{name}-{repeat}")
-                metrics, _ = train_locally(
-                    TrainingSettings(
-                        epochs=epochs,
-                        workers=processes,
-                        batch_size=batch_size,
-                        learning_rate=0.003,
-                        max_restarts=0,
-                    ),
-                    features_uri=features,
-                    model_uri=os.path.join(out, "model"),
-                    logs_uri=os.path.join(out, "logs"),
-                    threads_per_worker=threads,
-                )
+                # On a GPU machine a CPU layout's replicas must not see it: each trainer would take
+                # cuda:<local rank> (2 x 1: a cuda:1 that one GPU lacks). Without CUDA: no change.
+                with gpus_hidden(gpu and name != GPU):
+                    metrics, _ = train_locally(
+                        TrainingSettings(
+                            epochs=epochs,
+                            workers=processes,
+                            batch_size=batch_size,
+                            learning_rate=0.003,
+                            max_restarts=0,
+                        ),
+                        features_uri=features,
+                        model_uri=os.path.join(out, "model"),
+                        logs_uri=os.path.join(out, "logs"),
+                        threads_per_worker=threads,
+                    )
+                check_device(name, trained_device(os.path.join(out, "model")))
                 figures[name].append(metrics["samples_per_second"])
                 if metrics["samples_per_second"] >= max(figures[name]):
                     reports[name] = metrics
@@ -74,7 +103,9 @@ def run(features_uri: str | None, epochs: int, batch_size: int, repeats: int) ->
         str(replicas): round(scaling_efficiency(best[name], replicas, best[ONE_THREAD_REPLICAS[1]]), 3)
         for replicas, name in ONE_THREAD_REPLICAS.items()
     }
-    return {
+    if gpu:  # a GPU pod's price, not this machine's as a ``cpu`` node
+        reports[GPU] = repriced(reports[GPU], gpu_pod_price_per_hour())
+    result = {
         "benchmark": "ddp_scaling",
         "command": (
             f"python -m benchmarks.ddp_scaling --epochs {epochs}"
@@ -88,15 +119,124 @@ def run(features_uri: str | None, epochs: int, batch_size: int, repeats: int) ->
         "ratio_2x1_to_1x2": round(ratio, 3),
         "scaling_efficiency_one_thread_replicas": efficiency,
         "best_repeat": {name: per_epoch(report) for name, report in reports.items()},
-        "gpu": gpu_note(),
+        "gpu": gpu_note(gpu),
         "goal": f"2x1 >= {GOAL_RATIO} x 1x2",
         "meets_goal": ratio >= GOAL_RATIO,
     }
+    if gpu:
+        result["gpu_vs_cpu_pool"] = gpu_vs_cpu_pool(best, reports)
+    return result
+
+
+def cuda_available() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
+
+
+@contextlib.contextmanager
+def gpus_hidden(hide: bool) -> Iterator[None]:
+    """While inside, with ``hide``: ``CUDA_VISIBLE_DEVICES=""`` in this process's env, which the
+    replicas the local launcher starts inherit, so that their trainers run on the CPU."""
+    if not hide:
+        yield
+        return
+    previous = os.environ.get(CUDA_VISIBLE_DEVICES)
+    os.environ[CUDA_VISIBLE_DEVICES] = ""
+    try:
+        yield
+    finally:
+        if previous is None:
+            os.environ.pop(CUDA_VISIBLE_DEVICES, None)
+        else:
+            os.environ[CUDA_VISIBLE_DEVICES] = previous
+
+
+def trained_device(model_uri: str) -> str:
+    """The device type (``cuda``, ``cpu``) the trainer wrote in its ``training_metrics.json``."""
+    with open(os.path.join(model_uri, METRICS_FILE), encoding="utf-8") as f:
+        return str(json.load(f).get("device", ""))
+
+
+def check_device(layout: str, device: str) -> None:
+    """Raises RuntimeError when ``layout`` trained elsewhere than it is named for: its figures
+    would be compared as the wrong hardware's."""
+    expected = "cuda" if layout == GPU else "cpu"
+    if device != expected:
+        raise RuntimeError(f"layout {layout} trained on {device or 'an unreported device'}, not {expected}")
+
+
+def gpu_pool() -> str:
+    """The training step's default GPU node pool (its ``gpu_pool`` parameter)."""
+    from kfstack.flights.settings import TrainingPlacement
+
+    return TrainingPlacement().node_pool
+
+
+def gpu_pod_price_per_hour() -> float | None:
+    """What one one-GPU pod of :func:`gpu_pool` costs per hour (its share of a node,
+    ``node_pools.yaml``); None when that pool has no price."""
+    from kfstack.kubernetes import node_pools
+
+    return node_pools.get_profile(gpu_pool()).price_per_hour(1)
+
+
+def cpu_pool_price_per_hour(replicas: int) -> float | None:
+    """What ``replicas`` pods of the ``cpu`` pool cost per hour (a whole node each)."""
+    from kfstack.kubernetes import node_pools
+
+    return node_pools.get_profile(node_pools.CPU_POOL).price_per_hour(replicas)
+
+
+def repriced(report: dict[str, float], price_per_hour: float | None) -> dict[str, float]:
+    """``report`` with its price and cost per epoch at ``price_per_hour`` (None: none) instead of
+    the ones the training step reported."""
+    kept = {name: value for name, value in report.items() if name not in (PRICE_PER_HOUR, COST_PER_EPOCH)}
+    return {**kept, **cost_metrics(report[SECONDS_PER_EPOCH], price_per_hour)}
+
+
+def gpu_vs_cpu_pool(best: dict[str, float], reports: dict[str, dict[str, float]]) -> dict:
+    """The GPU replica against the CPU layouts of :data:`GPU_BASELINES`: samples/s ratios (GPU ÷
+    layout) and, on each one's node pool, price per hour, cost per epoch and the GPU's cost ÷ the
+    layout's (None without a price).
+
+    Args:
+        best: Layout -> its best samples/s.
+        reports: Layout -> the report of its best repeat, the GPU's priced at a GPU pod's price.
+    """
+    processes = {name: count for name, count, _ in LAYOUTS}
+    pooled = {
+        GPU: reports[GPU],
+        **{name: repriced(reports[name], cpu_pool_price_per_hour(processes[name])) for name in GPU_BASELINES},
+    }
+    costs = {name: report.get(COST_PER_EPOCH) for name, report in pooled.items()}
+    gpu_cost = costs[GPU]
+    return {
+        "gpu_pool": gpu_pool(),
+        "device": cuda_device_name(),
+        "samples_per_second_ratio": {name: round(best[GPU] / best[name], 3) for name in GPU_BASELINES},
+        "pool_price_per_hour": {name: report.get(PRICE_PER_HOUR) for name, report in pooled.items()},
+        "pool_cost_per_epoch": costs,
+        "pool_cost_ratio": {name: cost_ratio(gpu_cost, costs[name]) for name in GPU_BASELINES},
+    }
+
+
+def cost_ratio(cost: float | None, other: float | None) -> float | None:
+    """``cost`` ÷ ``other``; None when either is unknown (or ``other`` is 0)."""
+    if cost is None or not other:
+        return None
+    return round(cost / other, 2)
+
+
+def cuda_device_name() -> str:
+    import torch
+
+    return torch.cuda.get_device_name(0)
 
 
 def per_epoch(report: dict[str, float]) -> dict[str, float | None]:
     """A layout's per-epoch figures as the training step reported them (cost: None without a
-    price for the ``cpu`` pool)."""
+    price for the ``cpu`` pool; the GPU layout's at a GPU pod's price, :func:`repriced`)."""
     return {
         "seconds_per_epoch": round(report["seconds_per_epoch"], 3),
         "samples_per_second_per_replica": round(report["samples_per_second_per_replica"]),
@@ -105,13 +245,10 @@ def per_epoch(report: dict[str, float]) -> dict[str, float | None]:
     }
 
 
-def gpu_note() -> str:
-    """Where the 1 GPU vs CPU-pool comparison stands: this benchmark times CPU layouts only;
-    ``benchmarks.gpu_throughput`` times the trainer on a GPU, on a machine that has one."""
-    import torch
-
-    if torch.cuda.is_available():
-        return "a GPU is present: compare with python -m benchmarks.gpu_throughput on this machine"
+def gpu_note(gpu: bool) -> str:
+    """Where the 1 GPU vs CPU-pool comparison stands."""
+    if gpu:
+        return "1 GPU layout run (1gpu): see gpu_vs_cpu_pool"
     return "no GPU on this machine: the 1 GPU vs CPU pool comparison was not run"
 
 
