@@ -137,7 +137,7 @@ def test_spec_lookups_profile_and_report_are_written(job_run):
 SPARK_JOB_CEILINGS = {
     "spark session": 0,
     "read and validate": 2,  # the carrier list; one pass that tags, keeps and quarantines
-    "join and fit encoding": 5,  # three lookups (broadcast); numeric and categorical statistics
+    "join and fit encoding": 6,  # three lookups (broadcast); moments, quantiles, categorical counts
     "encode and write shards": 3,  # one per split
     "lookups and holdout": 4,  # two lookups and the holdout (a join and a top-N), as Arrow tables
     "profile": 1,  # histograms and label rates, every feature at once
