@@ -199,6 +199,36 @@ def _rows_per_reason(quarantine_uri: str) -> dict[str, int]:
     return {str(r["values"]): int(r["counts"]) for r in reasons.value_counts().to_pylist()}
 
 
+def _without_duplicates(
+    tagged: DataFrame,
+    flights: DataFrame,
+    airlines: list[str],
+    config: FeatureJobConfig,
+    cached: list[DataFrame],
+) -> DataFrame:
+    """The valid rows of ``tagged`` (:func:`validation.tag_flights_by_rules`, the rows in the
+    run's window) with each flight once; the duplicates are added to the quarantine.
+
+    Which flights have more than one valid row is an aggregation of one column (one Spark job);
+    only those flights are read again from ``flights`` and tagged with the duplicate rule: a
+    shuffle of their rows alone, not of the whole table (a third of the validation pass)."""
+    groups = validation.duplicate_groups(tagged).persist()
+    cached.append(groups)
+    if groups.count() == 0:
+        return validation.valid_rows(tagged)
+    # A flight's rows share its date, so a group is in the window or not; a group that only
+    # shares a key hash with one in it may be outside.
+    in_window = validation.window_membership(config.window.start, config.window.end) == validation.IN_WINDOW
+    regrouped = validation.tag_groups(flights, airlines, groups).where(in_window).persist()
+    cached.append(regrouped)
+    duplicates = regrouped.where(F.col(validation.REASON) == validation.DUPLICATE)
+    validation.quarantine_rows(duplicates).repartition(1).write.mode("append").parquet(
+        sources.spark_path(config.quarantine_uri)
+    )
+    singles = tagged.join(groups, validation.KEY_HASH, "left_anti")
+    return validation.valid_rows(singles).unionByName(validation.valid_rows(regrouped))
+
+
 def write_shards(encoded: DataFrame, output_uri: str, num_shards: int) -> dict[str, int]:
     """Writes exactly ``num_shards`` Parquet files per split; returns rows per split (footers).
 
@@ -319,13 +349,14 @@ def run_feature_job(config: FeatureJobConfig, spark: SparkSession | None = None)
             flights = sample(tables["flights"], config.sample_fraction, config.seed)
             window = config.window
             every = (
-                validation.tag_flights(flights, airlines)
+                validation.tag_flights_by_rules(flights, airlines)
                 .withColumn(validation.WINDOW, validation.window_membership(window.start, window.end))
                 .persist(StorageLevel.MEMORY_AND_DISK_DESER)
             )
             cached.append(every)
             # One pass reads, tags and keeps the rows, and writes the quarantine; the valid and
-            # undated rows and the window's content hash are observed in it.
+            # undated rows and the window's content hash are observed in it. The duplicate rule
+            # alone needs the other rows of a flight: it follows, on the few flights concerned.
             in_window = F.col(validation.WINDOW) == validation.IN_WINDOW
             observation = Observation("validation counts")
             observed = every.observe(observation, *validation.counts()).where(in_window)
@@ -334,9 +365,13 @@ def run_feature_job(config: FeatureJobConfig, spark: SparkSession | None = None)
                 sources.spark_path(config.quarantine_uri)
             )
             counted = observation.get
-            tagged = every.where(in_window).drop(validation.WINDOW)
+            valid = _without_duplicates(
+                every.where(in_window).drop(validation.WINDOW), flights, airlines, config, cached
+            )
         by_reason = _rows_per_reason(config.quarantine_uri)
-        rows_read = counted[validation.VALID] + sum(by_reason.values())
+        # The pass counted the duplicates among the valid rows; they are quarantined since.
+        duplicates = by_reason.get(validation.DUPLICATE, 0)
+        rows_read = counted[validation.VALID] - duplicates + sum(by_reason.values())
         report = FeatureJobReport(
             rows_read=rows_read,
             rows_written=0,
@@ -371,9 +406,7 @@ def run_feature_job(config: FeatureJobConfig, spark: SparkSession | None = None)
         airports = featurize.airport_lookup(tables["airports"]).persist()
         weather = featurize.weather_by_hour(tables["weather"]).persist()
         cached += [planes, airports, weather]
-        valid = synthetic_drift.inject_drift(
-            validation.valid_rows(tagged), config.synthetic_drift, config.seed
-        )
+        valid = synthetic_drift.inject_drift(valid, config.synthetic_drift, config.seed)
         raw = featurize.raw_features(valid, weather, planes, airports, seed=config.seed).persist(
             StorageLevel.MEMORY_AND_DISK_DESER
         )

@@ -65,6 +65,8 @@ FLIGHT_KEY = ("year", "month", "day", "carrier", "flight", "origin", "sched_dep_
 RAW_PREFIX = "raw_"
 # Columns of the tagged rows (:func:`tag_flights`) besides the typed flight columns and the reason.
 REJECTED = "rejected"
+KEY_HASH = "key_hash"
+DUPLICATE = "duplicate"
 ROW_HASHES = {1: "row_hash_1", 2: "row_hash_2"}  # by seed
 
 
@@ -119,16 +121,9 @@ def rule_checks(known_carriers: Iterable[str]) -> list[tuple[str, Column]]:
     return checks
 
 
-def tag_flights(raw: DataFrame, known_carriers: Iterable[str]) -> DataFrame:
-    """Parses ``raw`` and gives each row its :data:`REASON` (null for a valid row; see the module
-    docstring).
-
-    Returns the typed :data:`FLIGHT_COLUMNS`, :data:`REASON`, the raw values as they arrived
-    (:data:`REJECTED`, a struct) of the rejected rows only -- a valid row's raw strings are not
-    carried on: they would double what the job keeps of every row -- and the row's
-    :data:`ROW_HASHES` of its raw values (a window's content hash: :func:`counts`).
-    """
-    parsed = parse_flights(raw)
+def _rule_reason(parsed: DataFrame, known_carriers: Iterable[str]) -> DataFrame:
+    """``parsed`` (:func:`parse_flights`) with its :data:`REASON`: the first rule the row breaks,
+    the duplicate rule aside."""
     # The first broken rule wins; a null comparison (e.g. distance already missing) counts as
     # not broken here because an earlier rule has caught it.
     first_broken = F.coalesce(
@@ -137,22 +132,78 @@ def tag_flights(raw: DataFrame, known_carriers: Iterable[str]) -> DataFrame:
             for reason, broken in rule_checks(known_carriers)
         ]
     )
-    tagged = parsed.withColumn(REASON, first_broken)
-    # Duplicates among otherwise valid rows: keep the first by raw values (deterministic).
+    return parsed.withColumn(REASON, first_broken)
+
+
+def _mark_duplicates(tagged: DataFrame) -> DataFrame:
+    """Duplicates among the rows that pass the other rules: each flight keeps its first row by
+    raw values (deterministic), the others become :data:`DUPLICATE`. A shuffle of whole rows."""
     order = [F.col(RAW_PREFIX + n).asc_nulls_last() for n in FLIGHT_COLUMNS]
     occurrence = F.row_number().over(
         Window.partitionBy(*[F.col(k) for k in FLIGHT_KEY], F.col(REASON).isNull()).orderBy(*order)
     )
-    reason = F.when(F.col(REASON).isNull() & (occurrence > 1), F.lit("duplicate")).otherwise(F.col(REASON))
+    reason = F.when(F.col(REASON).isNull() & (occurrence > 1), F.lit(DUPLICATE)).otherwise(F.col(REASON))
+    return tagged.withColumn(REASON, reason)
+
+
+def _tagged_columns(tagged: DataFrame) -> DataFrame:
     raws = [F.col(RAW_PREFIX + n) for n in FLIGHT_COLUMNS]
-    return tagged.withColumn(REASON, reason).select(
+    return tagged.select(
         *FLIGHT_COLUMNS,
         REASON,
         F.when(
             F.col(REASON).isNotNull(), F.struct(*[F.col(RAW_PREFIX + n).alias(n) for n in FLIGHT_COLUMNS])
         ).alias(REJECTED),
         *[F.xxhash64(*raws, F.lit(seed)).alias(ROW_HASHES[seed]) for seed in ROW_HASHES],
+        _key_hash().alias(KEY_HASH),
     )
+
+
+def _key_hash() -> Column:
+    return F.xxhash64(*[F.col(k) for k in FLIGHT_KEY])
+
+
+def tag_flights(raw: DataFrame, known_carriers: Iterable[str]) -> DataFrame:
+    """Parses ``raw`` and gives each row its :data:`REASON` (null for a valid row; see the module
+    docstring).
+
+    Returns the typed :data:`FLIGHT_COLUMNS`, :data:`REASON`, the raw values as they arrived
+    (:data:`REJECTED`, a struct) of the rejected rows only -- a valid row's raw strings are not
+    carried on: they would double what the job keeps of every row -- the row's
+    :data:`ROW_HASHES` of its raw values (a window's content hash: :func:`counts`) and the hash
+    of its flight key (:data:`KEY_HASH`).
+    """
+    return _tagged_columns(_mark_duplicates(_rule_reason(parse_flights(raw), known_carriers)))
+
+
+def tag_flights_by_rules(raw: DataFrame, known_carriers: Iterable[str]) -> DataFrame:
+    """:func:`tag_flights` without the duplicate rule: row by row, no shuffle. The duplicates
+    among its valid rows are then found by :func:`duplicate_groups` and :func:`tag_groups`, which
+    touch only the few flights that have more than one row."""
+    return _tagged_columns(_rule_reason(parse_flights(raw), known_carriers))
+
+
+def duplicate_groups(tagged: DataFrame) -> DataFrame:
+    """The :data:`KEY_HASH` values shared by more than one valid row of ``tagged``
+    (:func:`tag_flights_by_rules`): every flight with duplicates, and at worst a flight whose key
+    hash collides with another's, which :func:`tag_groups` tells apart. An aggregation of one
+    column; in clean data its result is empty."""
+    return (
+        tagged.where(F.col(REASON).isNull())
+        .groupBy(KEY_HASH)
+        .count()
+        .where(F.col("count") > 1)
+        .select(KEY_HASH)
+    )
+
+
+def tag_groups(raw: DataFrame, known_carriers: Iterable[str], groups: DataFrame) -> DataFrame:
+    """Every row of ``raw`` whose flight key hashes into ``groups`` (:func:`duplicate_groups`),
+    tagged by :func:`tag_flights` with the duplicate rule: the same reasons as a pass over the
+    whole table, since all of a flight's rows are among them."""
+    parsed = parse_flights(raw)
+    in_groups = parsed.withColumn(KEY_HASH, _key_hash()).join(groups, KEY_HASH, "left_semi").drop(KEY_HASH)
+    return _tagged_columns(_mark_duplicates(_rule_reason(in_groups, known_carriers)))
 
 
 # Where a row stands against a run's data window (:func:`window_membership`).
@@ -201,13 +252,14 @@ def hash_sum(counted: Mapping[str, Any], seed: int) -> int:
     return (counted[f"hash_{seed}_high"] or 0) * 2**32 + (counted[f"hash_{seed}_low"] or 0)
 
 
-# The name of the count of the rows in the window that are valid (:func:`counts`).
+# The name of the count of the rows in the window with no reason (:func:`counts`).
 VALID = "valid"
 
 
 def counts() -> list[Column]:
-    """Aggregates over :func:`tag_flights` rows with their :data:`WINDOW`: the valid rows in the
-    window (:data:`VALID`), the rows that are :data:`UNDATED`, and the window's content hashes.
+    """Aggregates over tagged rows with their :data:`WINDOW`: the rows in the window with no
+    reason (:data:`VALID`; over :func:`tag_flights_by_rules` rows, the duplicates are among
+    them), the rows that are :data:`UNDATED`, and the window's content hashes.
     Global aggregates, so that ``DataFrame.observe`` gathers them while the quarantine is
     written: no pass of their own. (The rows per reason are the quarantine's own, counted from
     the file written.)"""

@@ -13,10 +13,13 @@ standard deviations, approximate quantiles and medians, sums of scaled values) a
 from __future__ import annotations
 
 import argparse
+import bisect
 import hashlib
+import itertools
 import json
 import math
 import os
+import re
 import sys
 from typing import Any
 
@@ -35,12 +38,18 @@ from kfstack.features import (
     PROFILE_FILE,
     SPLITS,
 )
+from kfstack.spark_jobs.flights_features.statistics import QUANTILE_RELATIVE_ERROR
 
 # Float statistics that depend on partitioning: sums in another order differ in the last bits;
-# approximate quantiles (profile quantiles, Imputer medians) are within 0.1% of the rank either
-# way, which on these features moves a value by far less than this.
+# approximate quantiles (profile quantiles, medians) are values whose rank is within
+# QUANTILE_RELATIVE_ERROR of the quantile's either way, which mostly moves a value by far less
+# than this. Where it does not -- a sparse tail, where neighbouring ranks hold values far apart
+# -- both values must lie where the run's exact histogram puts those ranks (_rank_interval).
 RELATIVE_TOLERANCE = 1e-3
 ABSOLUTE_TOLERANCE = 1e-6
+QUANTILE_PATH = re.compile(
+    r"^/(?:profile|drift_profile)/numeric/(?P<feature>[^/]+)/quantiles/(?P<q>[0-9.]+)$"
+)
 # What the job records about its own run, not about its output.
 REPORT_FIELDS_NOT_COMPARED = ("seconds", "phases", "input_uri", "output_uri", "quarantine_uri")
 
@@ -106,21 +115,47 @@ def fingerprint(output_dir: str, quarantine_dir: str) -> dict[str, Any]:
     }
 
 
-def compare(expected: Any, actual: Any, where: str = "") -> list[str]:
-    """The differences, one line each: floats within the tolerances, everything else exact."""
+def compare(expected: Any, actual: Any) -> list[str]:
+    """The differences, one line each: floats within the tolerances, approximate quantiles within
+    their rank error, everything else exact."""
+    return [
+        f"{where}: {a!r}, expected {e!r}"
+        for where, e, a in _differences(_unscaled(expected), _unscaled(actual), "")
+        if not _quantiles_agree(where, e, a, actual)
+    ]
+
+
+def _unscaled(fingerprint: dict[str, Any]) -> dict[str, Any]:
+    """``fingerprint`` with the shards' scaled sums, minima and maxima in the feature's own units
+    (``std * z + mean`` by the fingerprint's spec). Scaled, a column's sum is a near-cancelling
+    sum of signed terms: a shift of the mean far inside the tolerance (e.g. the imputed median
+    one rank over) moves it by a large part of itself."""
+    if not isinstance(fingerprint.get("splits"), dict) or not isinstance(fingerprint.get("spec"), dict):
+        return fingerprint
+    scales = {NUMERIC_PREFIX + f["name"]: (f["std"], f["mean"]) for f in fingerprint["spec"]["numeric"]}
+    unscaled = json.loads(json.dumps(fingerprint))
+    for split in unscaled["splits"].values():
+        for column, figures in split["numeric"].items():
+            std, mean = scales[column]
+            figures["sum"] = std * figures["sum"] + split["rows"] * mean
+            figures["min"], figures["max"] = (std * figures[k] + mean for k in ("min", "max"))
+    return unscaled
+
+
+def _differences(expected: Any, actual: Any, where: str) -> list[tuple[str, Any, Any]]:
     if isinstance(expected, dict) and isinstance(actual, dict):
-        differences = [f"{where}/{k}: missing" for k in expected if k not in actual]
-        differences += [f"{where}/{k}: not expected" for k in actual if k not in expected]
+        differences = [(f"{where}/{k}", expected[k], "missing") for k in expected if k not in actual]
+        differences += [(f"{where}/{k}", "not expected", actual[k]) for k in actual if k not in expected]
         for key in expected.keys() & actual.keys():
-            differences += compare(expected[key], actual[key], f"{where}/{key}")
+            differences += _differences(expected[key], actual[key], f"{where}/{key}")
         return differences
     if isinstance(expected, list) and isinstance(actual, list):
         if len(expected) != len(actual):
-            return [f"{where}: {len(actual)} items, expected {len(expected)}"]
+            return [(f"{where} (items)", len(expected), len(actual))]
         return [
             d
             for i, (e, a) in enumerate(zip(expected, actual, strict=True))
-            for d in compare(e, a, f"{where}[{i}]")
+            for d in _differences(e, a, f"{where}[{i}]")
         ]
     if isinstance(expected, float) or isinstance(actual, float):
         if isinstance(expected, (int, float)) and isinstance(actual, (int, float)):
@@ -130,7 +165,31 @@ def compare(expected: Any, actual: Any, where: str = "") -> list[str]:
                 return []
     elif expected == actual:
         return []
-    return [f"{where}: {actual!r}, expected {expected!r}"]
+    return [(where, expected, actual)]
+
+
+def _quantiles_agree(where: str, expected: Any, actual: Any, fingerprint: dict[str, Any]) -> bool:
+    """Whether ``where`` is an approximate quantile and both values lie within the values its
+    rank error allows, by the run's own exact histogram of the feature."""
+    match = QUANTILE_PATH.match(where)
+    if not match or not all(isinstance(v, (int, float)) for v in (expected, actual)):
+        return False
+    low, high = _rank_interval(fingerprint["profile"]["numeric"][match["feature"]], float(match["q"]))
+    return all(low <= value <= high for value in (expected, actual))
+
+
+def _rank_interval(feature: dict[str, Any], q: float) -> tuple[float, float]:
+    """The values a q-quantile of two runs may take: those of ranks within twice the rank error
+    of q (each run is within it of the truth) and a rank of rounding, as the histogram bins
+    holding those ranks bound them (the ends of the bins: the histogram knows no more)."""
+    counts, edges = feature["histogram"]["counts"], feature["histogram"]["edges"]
+    # The ranks of the values present (the last bin also counts the missing ones).
+    total = feature["count"]
+    slack = 2 * QUANTILE_RELATIVE_ERROR * total + 1
+    cumulative = list(itertools.accumulate(counts))
+    first = bisect.bisect_right(cumulative, max(0.0, q * total - slack))
+    last = bisect.bisect_left(cumulative, min(float(total), q * total + slack))
+    return edges[min(first, len(counts) - 1)], edges[min(last, len(counts) - 1) + 1]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -104,6 +104,18 @@ def test_the_comparison_sees_a_changed_count_vocabulary_or_statistic(outputs):
     assert reference_output.compare(found, changed) == []
 
 
+def test_an_approximate_quantile_may_move_within_its_rank_error_and_no_further(outputs):
+    found = reference_output.fingerprint(*outputs["whole"])
+    distance = found["profile"]["numeric"]["distance"]
+    low, high = reference_output._rank_interval(distance, 0.5)
+    edges = distance["histogram"]["edges"]
+    assert edges[0] <= low < high <= edges[-1] and (low, high) != (edges[0], edges[-1])
+    for moved, differs in ((low, False), (high, False), (high + (high - low), True)):
+        changed = json.loads(json.dumps(found))
+        changed["profile"]["numeric"]["distance"]["quantiles"]["0.5"] = moved
+        assert bool(reference_output.compare(found, changed)) == differs, moved
+
+
 if __name__ == "__main__":  # writes the reference fingerprints (see the module docstring)
     from kfstack.spark_jobs.flights_features import sources
     from kfstack.spark_jobs.flights_features.job import local_spark_session

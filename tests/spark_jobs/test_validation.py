@@ -6,19 +6,24 @@ import pytest
 
 from kfstack.spark_jobs.flights_features.validation import (
     IN_WINDOW,
+    KEY_HASH,
     OUTSIDE,
     REASON,
     UNDATED,
     WINDOW,
     counts,
+    duplicate_groups,
     quarantine_rows,
     tag_flights,
+    tag_flights_by_rules,
+    tag_groups,
     valid_rows,
     window_membership,
 )
 from tests.spark_jobs.conftest import VALID_FLIGHT, flight, flights_frame
 
 CARRIERS = ["UA", "AA", "DL"]
+REJECTED_COLUMNS = (*VALID_FLIGHT, REASON)
 
 
 def reasons(spark, rows):
@@ -73,6 +78,45 @@ def test_duplicates_keep_one_row_and_quarantine_the_rest(spark):
 def test_an_invalid_row_does_not_make_its_valid_twin_a_duplicate(spark):
     rows = [flight(), flight(air_time="-3")]
     assert sorted(reasons(spark, rows), key=str) == [None, "nonpositive_air_time"]
+
+
+def test_the_groups_pass_finds_the_duplicates_the_whole_table_pass_finds(spark):
+    # Copies with the same key and different raw text (the same flight sent twice), an identical
+    # copy, an invalid twin, and flights with one row each.
+    rows = [
+        flight(),
+        flight(distance=" 1400"),
+        flight(),
+        flight(flight="7"),
+        flight(flight="7", air_time="-3"),
+        flight(flight="8", dep_delay="2"),
+        flight(flight="8", dep_delay="1"),
+        flight(flight="99"),
+    ]
+    frame = flights_frame(spark, rows)
+    everything = tag_flights(frame, CARRIERS)
+    by_rules = tag_flights_by_rules(frame, CARRIERS)
+    groups = duplicate_groups(by_rules)
+    assert groups.count() == 2  # the flights with more than one valid row: the default and 8
+    regrouped = tag_groups(frame, CARRIERS, groups)
+    singles = by_rules.join(groups, KEY_HASH, "left_anti")
+
+    def as_set(df):
+        return sorted(tuple(r) for r in df.select(*REJECTED_COLUMNS).collect())
+
+    assert as_set(quarantine_rows(everything)) == sorted(
+        as_set(quarantine_rows(by_rules)) + as_set(quarantine_rows(regrouped.where("reason = 'duplicate'")))
+    )
+    assert sorted(map(tuple, valid_rows(everything).collect())) == sorted(
+        map(tuple, valid_rows(singles).unionByName(valid_rows(regrouped)).collect())
+    )
+
+
+def test_a_group_without_duplicates_keeps_all_its_rows(spark):
+    # A key hash that another flight's collides with: tagging the group tells the flights apart.
+    frame = flights_frame(spark, [flight(), flight(flight="7")])
+    groups = tag_flights_by_rules(frame, CARRIERS).select(KEY_HASH)
+    assert [r[REASON] for r in tag_groups(frame, CARRIERS, groups).collect()] == [None, None]
 
 
 def test_quarantine_keeps_the_raw_values_and_the_reason(spark):
