@@ -28,6 +28,8 @@ from kfstack.spark_jobs.flights_features.featurize import SPLIT
 from kfstack.spark_jobs.flights_features.statistics import QUANTILES, TrainStatistics
 
 HISTOGRAM_BINS = 10
+# Codes per counted group (:func:`_count_codes`): a histogram's bins, or the splits x labels.
+CODES_PER_GROUP = max(HISTOGRAM_BINS, 2 * 3)
 TOP_VALUES = 25
 PROFILE_FORMAT_VERSION = 1
 
@@ -49,12 +51,39 @@ def _bin_index(name: str, edges: list[float], train: Column) -> Column:
     return F.when(train, index)
 
 
-def _bin_counts(column: str) -> list[Column]:
-    return [F.count(F.when(F.col(column) == i, 1)).alias(f"{column}{i}") for i in range(HISTOGRAM_BINS)]
+# The code group of the (split, label) pairs (:func:`_count_codes`).
+SPLIT_LABEL = "__split_label"
+
+
+def _split_label(split: str, label: int) -> int:
+    return SPLITS.index(split) * 2 + label
+
+
+def _count_codes(features: DataFrame, bins: Mapping[str, Column]) -> dict[tuple[str, int], int]:
+    """The rows per (binned column, bin) of ``bins``, and per (:data:`SPLIT_LABEL`, split and
+    label), in one Spark job: each row gives one small int code per histogram and one for its
+    split and label, and one aggregation counts the codes -- a few hundred groups of one int
+    column, where counting every bin of every feature with a condition of its own evaluated
+    ~200 conditions per row (3 times as long on x10)."""
+    groups = [*bins, SPLIT_LABEL]
+    split_index = F.lit(None)
+    for i, split in enumerate(SPLITS):
+        split_index = F.when(F.col(SPLIT) == split, i).otherwise(split_index)
+    split_label = split_index * 2 + F.col(LABEL_COLUMN)
+    columns = [*bins.values(), split_label]
+    code = F.explode(F.array(*[F.lit(g * CODES_PER_GROUP) + c for g, c in enumerate(columns)]))
+    counted = features.select(code.alias("code")).where(F.col("code").isNotNull()).groupBy("code").count()
+    return {
+        (groups[row["code"] // CODES_PER_GROUP], row["code"] % CODES_PER_GROUP): row["count"]
+        for row in counted.collect()
+    }
 
 
 def _numeric_profile(
-    statistics: TrainStatistics, edges: Mapping[str, list[float]], counts: Mapping[str, Any], tag: str
+    statistics: TrainStatistics,
+    edges: Mapping[str, list[float]],
+    counts: Mapping[tuple[str, int], int],
+    tag: str,
 ) -> dict[str, dict[str, Any]]:
     rows = statistics.rows
     result = {}
@@ -67,7 +96,7 @@ def _numeric_profile(
             "quantiles": dict(zip((str(q) for q in QUANTILES), stats.quantiles, strict=False)),
             "histogram": {
                 "edges": edges[name],
-                "counts": [int(counts[f"{name}__{tag}{i}"]) for i in range(HISTOGRAM_BINS)],
+                "counts": [counts.get((f"{name}__{tag}", i), 0) for i in range(HISTOGRAM_BINS)],
             },
         }
     return result
@@ -120,26 +149,17 @@ def build_profiles(
     (added since) is binned on its own edges there too."""
     own = {name: _own_edges(statistics.numeric[name].quantiles) for name in NUMERIC_FEATURES}
     binned = {name: [float(edge) for edge in (edges or {}).get(name, own[name])] for name in NUMERIC_FEATURES}
-    # Each row's bins are computed once, in a projection; the aggregation then only compares.
     train = F.col(SPLIT) == "train"
     bins = {f"{name}__own": _bin_index(name, own[name], train) for name in NUMERIC_FEATURES}
     if edges is not None:
         bins |= {f"{name}__ref": _bin_index(name, binned[name], train) for name in NUMERIC_FEATURES}
-    indexed = features.select(SPLIT, LABEL_COLUMN, *[index.alias(column) for column, index in bins.items()])
-    columns = [count for column in bins for count in _bin_counts(column)]
-    for split in SPLITS:
-        in_split = F.col(SPLIT) == split
-        columns += [
-            F.count(F.when(in_split, 1)).alias(f"__rows_{split}"),
-            F.avg(F.when(in_split, F.col(LABEL_COLUMN))).alias(f"__label_rate_{split}"),
-        ]
-    counts = indexed.agg(*columns).collect()[0].asDict()
+    counts = _count_codes(features, bins)
     # Splits without a row are left out, as a grouping by split would.
-    label_rates = {
-        split: {"rows": counts[f"__rows_{split}"], "label_rate": counts[f"__label_rate_{split}"]}
-        for split in SPLITS
-        if counts[f"__rows_{split}"]
-    }
+    label_rates = {}
+    for split in SPLITS:
+        negatives, positives = (counts.get((SPLIT_LABEL, _split_label(split, y)), 0) for y in (0, 1))
+        if rows := negatives + positives:
+            label_rates[split] = {"rows": rows, "label_rate": positives / rows}
     categorical = _categorical_profile(statistics)
 
     def profile(numeric: dict[str, Any], binned_on: str) -> dict[str, Any]:
