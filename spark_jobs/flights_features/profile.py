@@ -48,7 +48,9 @@ def _bin_index(name: str, edges: list[float], train: Column) -> Column:
     # end (another data's edges, or the approximate extremes) to the end bins, where a shift
     # then shows.
     index = F.greatest(F.least(F.floor((F.col(name) - lo) / width), F.lit(HISTOGRAM_BINS - 1)), F.lit(0))
-    return F.when(train, index)
+    # A missing value has no bin: the profile counts it in its missing share. (GREATEST and LEAST
+    # skip nulls, so without the condition it would land in the last bin.)
+    return F.when(train & F.col(name).isNotNull(), index)
 
 
 # The code group of the (split, label) pairs (:func:`_count_codes`).

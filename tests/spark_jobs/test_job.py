@@ -126,7 +126,10 @@ def test_spec_lookups_profile_and_report_are_written(job_run):
     distance = profile["numeric"]["distance"]
     quantiles = list(distance["quantiles"].values())
     assert quantiles == sorted(quantiles)
-    assert sum(distance["histogram"]["counts"]) == distance["count"]
+    # Each histogram counts the values present, the missing ones are the missing share alone.
+    for name, numeric in profile["numeric"].items():
+        assert sum(numeric["histogram"]["counts"]) == numeric["count"], name
+    assert any(numeric["missing_fraction"] > 0 for numeric in profile["numeric"].values())
     assert abs(sum(profile["categorical"]["carrier"]["top_values"].values()) - 1.0) < 1e-9
 
 
