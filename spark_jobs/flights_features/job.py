@@ -51,6 +51,7 @@ from kfstack.features import (
     FEATURE_SPEC_FILE,
     HOLDOUT_FILE,
     JOB_REPORT_FILE,
+    LABEL_COLUMN,
     PLANE_LOOKUP_FILE,
     PROFILE_FILE,
     SPLITS,
@@ -229,18 +230,21 @@ def _without_duplicates(
     return validation.valid_rows(singles).unionByName(validation.valid_rows(regrouped))
 
 
-def write_shards(encoded: DataFrame, output_uri: str, num_shards: int) -> dict[str, int]:
-    """Writes exactly ``num_shards`` Parquet files per split; returns rows per split (footers).
+def write_shards(encoded: DataFrame, output_uri: str, num_shards: int) -> dict[str, tuple[int, int]]:
+    """Writes exactly ``num_shards`` Parquet files per split; returns per split its rows (read
+    from the files' footers) and positive labels (observed while writing).
 
     Raises:
         DataQualityError: A split has too few rows for ``num_shards`` files.
     """
-    rows_per_split = {}
+    counts = {}
     for split in SPLITS:
         split_uri = sources.join_uri(output_uri, split)
+        labels = Observation(f"labels of {split}")
         (
             encoded.where(F.col(featurize.SPLIT) == split)
             .drop(featurize.SPLIT)
+            .observe(labels, F.sum(LABEL_COLUMN).alias("positives"))
             # Round-robin within the split: shards differ by at most one row per input
             # partition, so the ranks reading them get equal work.
             .repartition(num_shards)
@@ -253,8 +257,8 @@ def write_shards(encoded: DataFrame, output_uri: str, num_shards: int) -> dict[s
                 f"split {split!r} has {rows} rows, too few for num_shards={num_shards} "
                 f"(wrote {files} shard files); lower num_shards or raise sample_fraction"
             )
-        rows_per_split[split] = rows
-    return rows_per_split
+        counts[split] = (rows, labels.get["positives"] or 0)
+    return counts
 
 
 # The job's phases in the order they run: the live progress of a watched run counts them.
@@ -416,9 +420,8 @@ def run_feature_job(config: FeatureJobConfig, spark: SparkSession | None = None)
             statistics = train_statistics(raw.where(F.col(featurize.SPLIT) == "train"))
             spec = featurize.fit_encoding(statistics)
         with log.phase("encode and write shards"):
-            report.rows_per_split = write_shards(
-                featurize.encode(spec, raw), config.output_uri, config.num_shards
-            )
+            label_counts = write_shards(featurize.encode(spec, raw), config.output_uri, config.num_shards)
+            report.rows_per_split = {split: rows for split, (rows, _) in label_counts.items()}
             report.rows_written = sum(report.rows_per_split.values())
             if report.rows_read != report.rows_written + report.rows_quarantined:
                 raise DataQualityError(
@@ -445,7 +448,7 @@ def run_feature_job(config: FeatureJobConfig, spark: SparkSession | None = None)
             holdout = featurize.holdout_requests(valid, weather, config.seed, HOLDOUT_RECORDS)
             _write_small_table(holdout, sources.join_uri(config.output_uri, HOLDOUT_FILE))
         with log.phase("profile"):
-            own, on_reference = profile.build_profiles(raw, statistics, edges)
+            own, on_reference = profile.build_profiles(statistics, label_counts, edges)
             _write_json(sources.join_uri(config.output_uri, PROFILE_FILE), own)
             if on_reference is not None:
                 _write_json(sources.join_uri(config.output_uri, DRIFT_PROFILE_FILE), on_reference)

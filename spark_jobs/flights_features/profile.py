@@ -15,21 +15,15 @@ model's reference is binned on its own data.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import math
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pyspark.sql import Column, DataFrame
-from pyspark.sql import functions as F
-
 from kfstack.errors import InvalidParameterError
-from kfstack.features import LABEL_COLUMN, SPLITS
 from kfstack.flights.features import NUMERIC_FEATURES
-from kfstack.spark_jobs.flights_features.featurize import SPLIT
 from kfstack.spark_jobs.flights_features.statistics import QUANTILES, TrainStatistics
 
 HISTOGRAM_BINS = 10
-# Codes per counted group (:func:`_count_codes`): a histogram's bins, or the splits x labels.
-CODES_PER_GROUP = max(HISTOGRAM_BINS, 2 * 3)
 TOP_VALUES = 25
 PROFILE_FORMAT_VERSION = 1
 
@@ -41,51 +35,24 @@ def _own_edges(qs: tuple[float, ...]) -> list[float]:
     return [lo + i * width for i in range(HISTOGRAM_BINS + 1)]
 
 
-def _bin_index(name: str, edges: list[float], train: Column) -> Column:
-    """A training row's bin of feature ``name`` on ``edges``; null for other rows (or no value)."""
+def _histogram(values: Sequence[tuple[float, int]], edges: list[float]) -> list[int]:
+    """The counts of ``values`` (distinct values with their counts) in the bins of ``edges``."""
     lo, width = edges[0], (edges[1] - edges[0]) or 1.0
-    # Values on the last edge belong to the last bin, like numpy.histogram; values beyond either
-    # end (another data's edges, or the approximate extremes) to the end bins, where a shift
-    # then shows.
-    index = F.greatest(F.least(F.floor((F.col(name) - lo) / width), F.lit(HISTOGRAM_BINS - 1)), F.lit(0))
-    # A missing value has no bin: the profile counts it in its missing share. (GREATEST and LEAST
-    # skip nulls, so without the condition it would land in the last bin.)
-    return F.when(train & F.col(name).isNotNull(), index)
-
-
-# The code group of the (split, label) pairs (:func:`_count_codes`).
-SPLIT_LABEL = "__split_label"
-
-
-def _split_label(split: str, label: int) -> int:
-    return SPLITS.index(split) * 2 + label
-
-
-def _count_codes(features: DataFrame, bins: Mapping[str, Column]) -> dict[tuple[str, int], int]:
-    """The rows per (binned column, bin) of ``bins``, and per (:data:`SPLIT_LABEL`, split and
-    label), in one Spark job: each row gives one small int code per histogram and one for its
-    split and label, and one aggregation counts the codes -- a few hundred groups of one int
-    column, where counting every bin of every feature with a condition of its own evaluated
-    ~200 conditions per row (3 times as long on x10)."""
-    groups = [*bins, SPLIT_LABEL]
-    split_index = F.lit(None)
-    for i, split in enumerate(SPLITS):
-        split_index = F.when(F.col(SPLIT) == split, i).otherwise(split_index)
-    split_label = split_index * 2 + F.col(LABEL_COLUMN)
-    columns = [*bins.values(), split_label]
-    code = F.explode(F.array(*[F.lit(g * CODES_PER_GROUP) + c for g, c in enumerate(columns)]))
-    counted = features.select(code.alias("code")).where(F.col("code").isNotNull()).groupBy("code").count()
-    return {
-        (groups[row["code"] // CODES_PER_GROUP], row["code"] % CODES_PER_GROUP): row["count"]
-        for row in counted.collect()
-    }
+    counts = [0] * HISTOGRAM_BINS
+    for value, count in values:
+        # Values on the last edge belong to the last bin, like numpy.histogram; values beyond
+        # either end (another data's edges) to the end bins, where a shift then shows; infinite
+        # values and NaN (the greatest in Spark's order) too.
+        if math.isfinite(value):
+            index = min(max(math.floor((value - lo) / width), 0), HISTOGRAM_BINS - 1)
+        else:
+            index = 0 if value < 0 else HISTOGRAM_BINS - 1
+        counts[index] += count
+    return counts
 
 
 def _numeric_profile(
-    statistics: TrainStatistics,
-    edges: Mapping[str, list[float]],
-    counts: Mapping[tuple[str, int], int],
-    tag: str,
+    statistics: TrainStatistics, edges: Mapping[str, list[float]]
 ) -> dict[str, dict[str, Any]]:
     rows = statistics.rows
     result = {}
@@ -98,7 +65,7 @@ def _numeric_profile(
             "quantiles": dict(zip((str(q) for q in QUANTILES), stats.quantiles, strict=False)),
             "histogram": {
                 "edges": edges[name],
-                "counts": [counts.get((f"{name}__{tag}", i), 0) for i in range(HISTOGRAM_BINS)],
+                "counts": _histogram(stats.values, edges[name]),
             },
         }
     return result
@@ -140,28 +107,25 @@ def reference_edges(reference: Mapping[str, Any]) -> dict[str, list[float]]:
 
 
 def build_profiles(
-    features: DataFrame, statistics: TrainStatistics, edges: Mapping[str, list[float]] | None = None
+    statistics: TrainStatistics,
+    label_counts: Mapping[str, tuple[int, int]],
+    edges: Mapping[str, list[float]] | None = None,
 ) -> tuple[dict[str, Any], dict[str, Any] | None]:
-    """The profile of ``features`` (every split: raw features, label, split), whose training
-    split's ``statistics`` (:func:`.statistics.train_statistics`) are already known, on its own
-    edges -- what a model trained on it carries as its reference -- and, given ``edges``
-    (:func:`reference_edges` of the production model's profile), the same on those edges, for
-    the drift check (:mod:`kfstack.monitoring.drift`). One Spark job: the histograms on both
-    edges and the label rate per split, for every feature at once. A feature the reference lacks
+    """The profile of the training split's ``statistics`` (:func:`.statistics.train_statistics`)
+    and each split's ``label_counts`` (rows, positive labels) on its own edges -- what a model
+    trained on it carries as its reference -- and, given ``edges`` (:func:`reference_edges` of
+    the production model's profile), the same on those edges, for the drift check
+    (:mod:`kfstack.monitoring.drift`). No Spark work: the statistics count every distinct value,
+    so the histograms on any edges are sums of those counts. A feature the reference lacks
     (added since) is binned on its own edges there too."""
     own = {name: _own_edges(statistics.numeric[name].quantiles) for name in NUMERIC_FEATURES}
     binned = {name: [float(edge) for edge in (edges or {}).get(name, own[name])] for name in NUMERIC_FEATURES}
-    train = F.col(SPLIT) == "train"
-    bins = {f"{name}__own": _bin_index(name, own[name], train) for name in NUMERIC_FEATURES}
-    if edges is not None:
-        bins |= {f"{name}__ref": _bin_index(name, binned[name], train) for name in NUMERIC_FEATURES}
-    counts = _count_codes(features, bins)
     # Splits without a row are left out, as a grouping by split would.
-    label_rates = {}
-    for split in SPLITS:
-        negatives, positives = (counts.get((SPLIT_LABEL, _split_label(split, y)), 0) for y in (0, 1))
-        if rows := negatives + positives:
-            label_rates[split] = {"rows": rows, "label_rate": positives / rows}
+    label_rates = {
+        split: {"rows": rows, "label_rate": positives / rows}
+        for split, (rows, positives) in label_counts.items()
+        if rows
+    }
     categorical = _categorical_profile(statistics)
 
     def profile(numeric: dict[str, Any], binned_on: str) -> dict[str, Any]:
@@ -175,8 +139,6 @@ def build_profiles(
         }
 
     return (
-        profile(_numeric_profile(statistics, own, counts, "own"), "this data"),
-        profile(_numeric_profile(statistics, binned, counts, "ref"), "reference profile")
-        if edges is not None
-        else None,
+        profile(_numeric_profile(statistics, own), "this data"),
+        profile(_numeric_profile(statistics, binned), "reference profile") if edges is not None else None,
     )

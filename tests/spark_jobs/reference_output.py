@@ -2,8 +2,8 @@
 
 The fingerprint keeps what must not change exactly -- row accounting, quarantine reasons and
 rows, vocabularies, split sizes, the label and every categorical index row by row, lookups and
-holdout rows -- and the float statistics that depend on how Spark partitions the work (means,
-standard deviations, approximate quantiles and medians, sums of scaled values) as numbers that
+holdout rows, the exact quantiles and histograms -- and the float statistics that depend on how
+Spark partitions the work (means, standard deviations, sums of scaled values) as numbers that
 :func:`compare` checks within a relative tolerance.
 
     python -m tests.spark_jobs.reference_output OUTPUT_DIR QUARANTINE_DIR > fingerprint.json
@@ -13,13 +13,10 @@ standard deviations, approximate quantiles and medians, sums of scaled values) a
 from __future__ import annotations
 
 import argparse
-import bisect
 import hashlib
-import itertools
 import json
 import math
 import os
-import re
 import sys
 from typing import Any
 
@@ -38,18 +35,10 @@ from kfstack.features import (
     PROFILE_FILE,
     SPLITS,
 )
-from kfstack.spark_jobs.flights_features.statistics import QUANTILE_RELATIVE_ERROR
 
-# Float statistics that depend on partitioning: sums in another order differ in the last bits;
-# approximate quantiles (profile quantiles, medians) are values whose rank is within
-# QUANTILE_RELATIVE_ERROR of the quantile's either way, which mostly moves a value by far less
-# than this. Where it does not -- a sparse tail, where neighbouring ranks hold values far apart
-# -- both values must lie where the run's exact histogram puts those ranks (_rank_interval).
+# Float statistics that depend on partitioning: sums in another order differ in the last bits.
 RELATIVE_TOLERANCE = 1e-3
 ABSOLUTE_TOLERANCE = 1e-6
-QUANTILE_PATH = re.compile(
-    r"^/(?:profile|drift_profile)/numeric/(?P<feature>[^/]+)/quantiles/(?P<q>[0-9.]+)$"
-)
 # What the job records about its own run, not about its output.
 REPORT_FIELDS_NOT_COMPARED = ("seconds", "phases", "input_uri", "output_uri", "quarantine_uri")
 
@@ -116,12 +105,10 @@ def fingerprint(output_dir: str, quarantine_dir: str) -> dict[str, Any]:
 
 
 def compare(expected: Any, actual: Any) -> list[str]:
-    """The differences, one line each: floats within the tolerances, approximate quantiles within
-    their rank error, everything else exact."""
+    """The differences, one line each: floats within the tolerances, everything else exact."""
     return [
         f"{where}: {a!r}, expected {e!r}"
         for where, e, a in _differences(_unscaled(expected), _unscaled(actual), "")
-        if not _quantiles_agree(where, e, a, actual)
     ]
 
 
@@ -166,30 +153,6 @@ def _differences(expected: Any, actual: Any, where: str) -> list[tuple[str, Any,
     elif expected == actual:
         return []
     return [(where, expected, actual)]
-
-
-def _quantiles_agree(where: str, expected: Any, actual: Any, fingerprint: dict[str, Any]) -> bool:
-    """Whether ``where`` is an approximate quantile and both values lie within the values its
-    rank error allows, by the run's own exact histogram of the feature."""
-    match = QUANTILE_PATH.match(where)
-    if not match or not all(isinstance(v, (int, float)) for v in (expected, actual)):
-        return False
-    low, high = _rank_interval(fingerprint["profile"]["numeric"][match["feature"]], float(match["q"]))
-    return all(low <= value <= high for value in (expected, actual))
-
-
-def _rank_interval(feature: dict[str, Any], q: float) -> tuple[float, float]:
-    """The values a q-quantile of two runs may take: those of ranks within twice the rank error
-    of q (each run is within it of the truth) and a rank of rounding, as the histogram bins
-    holding those ranks bound them (the ends of the bins: the histogram knows no more)."""
-    counts, edges = feature["histogram"]["counts"], feature["histogram"]["edges"]
-    # The ranks of the values present (the last bin also counts the missing ones).
-    total = feature["count"]
-    slack = 2 * QUANTILE_RELATIVE_ERROR * total + 1
-    cumulative = list(itertools.accumulate(counts))
-    first = bisect.bisect_right(cumulative, max(0.0, q * total - slack))
-    last = bisect.bisect_left(cumulative, min(float(total), q * total + slack))
-    return edges[min(first, len(counts) - 1)], edges[min(last, len(counts) - 1) + 1]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -150,7 +150,7 @@ SPARK_JOB_CEILINGS = {
     "encode and write shards": 3,  # one per split
     # two lookups and the holdout (a join and a top-N, the groups broadcast), as Arrow tables
     "lookups and holdout": 5,
-    "profile": 1,  # histograms and label rates, every feature at once
+    "profile": 0,  # from the statistics and the labels counted while the shards were written
 }
 
 
