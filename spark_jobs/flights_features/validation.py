@@ -19,6 +19,12 @@ reason                      rule
 Rows with no reason go on to the features; the others go to the quarantine with their raw
 (string) values and the reason, so nothing is lost. Missing values that are *allowed* (a
 cancelled flight has no dep_time; a flight may lack a tailnum) are not errors.
+
+The duplicate rule alone needs a flight's other rows. The job tags the table row by row with the
+other rules (:func:`tag_flights_by_rules`), finds the flights with more than one valid row by
+an aggregation of their key hashes (:func:`duplicate_groups`), and tags those flights' rows
+again with every rule (:func:`tag_groups`): the same reasons as :func:`tag_flights` over the
+whole table, whose duplicate rule shuffles and sorts every row.
 """
 
 from __future__ import annotations
