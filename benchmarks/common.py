@@ -29,3 +29,28 @@ def write_result(result: dict) -> str:
     with open(path, "w", encoding="utf-8") as f:
         json.dump(result, f, indent=2)
     return path
+
+
+def train_layout(
+    features_uri: str, out: str, *, framework: str, workers: int, threads: int, epochs: int, batch_size: int
+) -> dict:
+    """One run of the real trainer through the local launcher, as the scaling benchmarks time it
+    (learning rate 0.003, no restarts; model and logs under ``out``): its metrics."""
+    from kfstack.components.training.train_model.stage import train_locally
+    from kfstack.training.settings import TrainingSettings
+
+    metrics, _ = train_locally(
+        TrainingSettings(
+            framework=framework,
+            epochs=epochs,
+            workers=workers,
+            batch_size=batch_size,
+            learning_rate=0.003,
+            max_restarts=0,
+        ),
+        features_uri=features_uri,
+        model_uri=os.path.join(out, "model"),
+        logs_uri=os.path.join(out, "logs"),
+        threads_per_worker=threads,
+    )
+    return metrics

@@ -31,13 +31,13 @@ import os
 import tempfile
 from collections.abc import Iterator
 
-from benchmarks.common import machine_facts, write_result
+from benchmarks.common import machine_facts, train_layout, write_result
 from kfstack.training.settings import (
     COST_PER_EPOCH,
     METRICS_FILE,
     PRICE_PER_HOUR,
+    PYTORCH,
     SECONDS_PER_EPOCH,
-    TrainingSettings,
 )
 from kfstack.training.throughput import cost_metrics, scaling_efficiency
 
@@ -64,8 +64,6 @@ def build_features(tmp: str) -> str:
 
 
 def run(features_uri: str | None, epochs: int, batch_size: int, repeats: int) -> dict:
-    from kfstack.components.training.train_model.stage import train_locally
-
     gpu = cuda_available()
     layouts = (*LAYOUTS, GPU_LAYOUT) if gpu else LAYOUTS
     with tempfile.TemporaryDirectory(prefix="kfstack-ddp-") as tmp:
@@ -80,18 +78,14 @@ def run(features_uri: str | None, epochs: int, batch_size: int, repeats: int) ->
                 # On a GPU machine a CPU layout's replicas must not see it: each trainer would take
                 # cuda:<local rank> (2 x 1: a cuda:1 that one GPU lacks). Without CUDA: no change.
                 with gpus_hidden(gpu and name != GPU):
-                    metrics, _ = train_locally(
-                        TrainingSettings(
-                            epochs=epochs,
-                            workers=processes,
-                            batch_size=batch_size,
-                            learning_rate=0.003,
-                            max_restarts=0,
-                        ),
-                        features_uri=features,
-                        model_uri=os.path.join(out, "model"),
-                        logs_uri=os.path.join(out, "logs"),
-                        threads_per_worker=threads,
+                    metrics = train_layout(
+                        features,
+                        out,
+                        framework=PYTORCH,
+                        workers=processes,
+                        threads=threads,
+                        epochs=epochs,
+                        batch_size=batch_size,
                     )
                 check_device(name, trained_device(os.path.join(out, "model")))
                 figures[name].append(metrics["samples_per_second"])

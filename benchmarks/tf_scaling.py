@@ -17,35 +17,27 @@ import json
 import os
 import tempfile
 
-from benchmarks.common import machine_facts, write_result
+from benchmarks.common import machine_facts, train_layout, write_result
 from benchmarks.ddp_scaling import build_features
 
 LAYOUTS = (("1 worker", 1), ("2 workers", 2))
 
 
 def run(features_uri: str | None, epochs: int, batch_size: int, repeats: int) -> dict:
-    from kfstack.components.training.train_model.stage import train_locally
-    from kfstack.training.settings import TrainingSettings
-
     with tempfile.TemporaryDirectory(prefix="kfstack-tf-") as tmp:
         features = features_uri or build_features(tmp)
         figures: dict[str, list[float]] = {name: [] for name, _ in LAYOUTS}
         for repeat in range(repeats):  # interleaved, so load drift hits both layouts alike
             for name, workers in LAYOUTS:
                 out = os.path.join(tmp, f"{workers}-{repeat}")
-                metrics, _ = train_locally(
-                    TrainingSettings(
-                        framework="tensorflow",
-                        epochs=epochs,
-                        workers=workers,
-                        batch_size=batch_size,
-                        learning_rate=0.003,
-                        max_restarts=0,
-                    ),
-                    features_uri=features,
-                    model_uri=os.path.join(out, "model"),
-                    logs_uri=os.path.join(out, "logs"),
-                    threads_per_worker=1,
+                metrics = train_layout(
+                    features,
+                    out,
+                    framework="tensorflow",
+                    workers=workers,
+                    threads=1,
+                    epochs=epochs,
+                    batch_size=batch_size,
                 )
                 figures[name].append(metrics["samples_per_second"])
     best = {name: max(values) for name, values in figures.items()}
