@@ -6,7 +6,7 @@ never a silent null) and gives each row the first rule it breaks, in this order:
 ==========================  ==========================================================
 reason                      rule
 ==========================  ==========================================================
-``unparseable_<field>``     a value is present but is not a number / timestamp
+``unparseable_<field>``     a value is present but not a finite number / a timestamp
 ``missing_<field>``         a required field is empty (:data:`REQUIRED_FIELDS`)
 ``invalid_date``            year/month/day is not a calendar date
 ``invalid_<time field>``    an HHMM time with minutes >= 60 or outside 0000-2400
@@ -86,11 +86,18 @@ def parse_flights(raw: DataFrame) -> DataFrame:
             raw = raw.withColumn(name, F.lit(None).cast("string"))
     raws = [F.col(name).alias(RAW_PREFIX + name) for name in FLIGHT_COLUMNS]
     parsed = (
-        [F.trim(F.col(n)).try_cast("double").alias(n) for n in NUMERIC_FIELDS]
+        [_finite(F.trim(F.col(n)).try_cast("double")).alias(n) for n in NUMERIC_FIELDS]
         + [F.trim(F.col(n)).try_cast("timestamp").alias(n) for n in TIMESTAMP_FIELDS]
         + [F.nullif(F.trim(F.col(n)), F.lit("")).alias(n) for n in STRING_FIELDS]
     )
     return raw.select(*raws, *parsed)
+
+
+def _finite(number: Column) -> Column:
+    """``number``, or null where it is NaN or infinite: Spark reads "NaN" and "Infinity" as
+    doubles, which no flight field can hold, so such a value is unparseable like any other
+    text."""
+    return F.when(~F.isnan(number) & (F.abs(number) != float("inf")), number)
 
 
 def _present(name: str) -> Column:

@@ -47,6 +47,8 @@ def test_allowed_missing_values_are_not_errors(spark):
     [
         ({"distance": "14OO"}, "unparseable_distance"),
         ({"arr_delay": "late"}, "unparseable_arr_delay"),
+        ({"distance": "NaN"}, "unparseable_distance"),
+        ({"dep_delay": "-Infinity"}, "unparseable_dep_delay"),
         ({"time_hour": "yesterday"}, "unparseable_time_hour"),
         ({"carrier": None}, "missing_carrier"),
         ({"origin": "  "}, "missing_origin"),
