@@ -172,6 +172,10 @@ def _tagged_columns(tagged: DataFrame) -> DataFrame:
     )
 
 
+def _tag_by_every_rule(parsed: DataFrame, known_carriers: Iterable[str]) -> DataFrame:
+    return _tagged_columns(_mark_duplicates(_rule_reason(parsed, known_carriers)))
+
+
 def _key_hash() -> Column:
     return F.xxhash64(*[F.col(k) for k in FLIGHT_KEY])
 
@@ -186,7 +190,7 @@ def tag_flights(raw: DataFrame, known_carriers: Iterable[str]) -> DataFrame:
     :data:`ROW_HASHES` of its raw values (a window's content hash: :func:`counts`) and the hash
     of its flight key (:data:`KEY_HASH`).
     """
-    return _tagged_columns(_mark_duplicates(_rule_reason(parse_flights(raw), known_carriers)))
+    return _tag_by_every_rule(parse_flights(raw), known_carriers)
 
 
 def tag_flights_by_rules(raw: DataFrame, known_carriers: Iterable[str]) -> DataFrame:
@@ -216,7 +220,7 @@ def tag_groups(raw: DataFrame, known_carriers: Iterable[str], groups: DataFrame)
     whole table, since all of a flight's rows are among them."""
     parsed = parse_flights(raw)
     in_groups = parsed.withColumn(KEY_HASH, _key_hash()).join(groups, KEY_HASH, "left_semi").drop(KEY_HASH)
-    return _tagged_columns(_mark_duplicates(_rule_reason(in_groups, known_carriers)))
+    return _tag_by_every_rule(in_groups, known_carriers)
 
 
 # Where a row stands against a run's data window (:func:`window_membership`).
