@@ -37,6 +37,7 @@ from kfstack.training.settings import (
     METRICS_FILE,
     PRICE_PER_HOUR,
     PYTORCH,
+    SAMPLES_PER_SECOND_PER_REPLICA,
     SECONDS_PER_EPOCH,
 )
 from kfstack.training.throughput import cost_metrics, scaling_efficiency
@@ -232,10 +233,10 @@ def per_epoch(report: dict[str, float]) -> dict[str, float | None]:
     """A layout's per-epoch figures as the training step reported them (cost: None without a
     price for the ``cpu`` pool; the GPU layout's at a GPU pod's price, :func:`repriced`)."""
     return {
-        "seconds_per_epoch": round(report["seconds_per_epoch"], 3),
-        "samples_per_second_per_replica": round(report["samples_per_second_per_replica"]),
-        "price_per_hour": report.get("price_per_hour"),
-        "cost_per_epoch": report.get("cost_per_epoch"),
+        SECONDS_PER_EPOCH: round(report[SECONDS_PER_EPOCH], 3),
+        SAMPLES_PER_SECOND_PER_REPLICA: round(report[SAMPLES_PER_SECOND_PER_REPLICA]),
+        PRICE_PER_HOUR: report.get(PRICE_PER_HOUR),
+        COST_PER_EPOCH: report.get(COST_PER_EPOCH),
     }
 
 
