@@ -1,20 +1,23 @@
 """The training split's statistics, gathered once: what the encoding and the profile are made of.
 
-Three Spark jobs over the training split's raw features, for every feature at once:
+One Spark job over the training split's raw features counts, for every feature at once, each of
+its distinct values (missing numeric values left out) -- and the rows. The features of flights
+take few values however many flights there are (minutes of a day, days of a year, routes'
+distances, weather readings to a tenth, a fleet's seats, carriers): 6,817 numeric values in all
+on ten times the bundled year. Everything else follows from these counts in Python, exactly and
+the same however Spark partitions the rows:
 
-- a global aggregation over the numeric features: per feature the count of values, their mean
-  and sample variance;
-- the count of every distinct value of every numeric feature: the features of flights take few
-  values however many flights there are (minutes of a day, days of a year, routes' distances,
-  weather readings to a tenth, a fleet's seats), 6,817 in all on ten times the bundled year.
-  The quantiles (:data:`QUANTILES`, the median among them) are exact from these, the same
-  however Spark partitions the rows, and so are the profile's histograms on any edges, without
-  another pass. (Approximate quantile sketches took three times as long, 5.7 s against 2.0 on
-  x10, and a pass of their own for the histograms.)
-- one count per (categorical feature, value).
+- per numeric feature, the count of values, their mean and sample variance;
+- its quantiles (:data:`QUANTILES`, the median among them) and the profile's histograms on any
+  edges (approximate quantile sketches took three times as long, 5.7 s against 2.0 on x10, and
+  a pass of their own for the histograms);
+- per categorical feature, its vocabulary by frequency.
+
+(Moments aggregated in Spark, beside the counts, cost a pass of their own over a cache of the
+raw features; x10: three jobs and the cache, 12.9 s, against one job, 6 s.)
 
 The encoding (:func:`.featurize.fit_encoding`: vocabularies, medians, mean and standard
-deviation after imputation) and the profile (:mod:`.profile`) are computed from these in Python.
+deviation after imputation) and the profile (:mod:`.profile`) are computed from these.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Sequence
+from typing import Any
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
@@ -33,26 +37,6 @@ QUANTILES = (0.0, 0.01, 0.05, 0.25, 0.5, 0.75, 0.95, 0.99, 1.0)
 # Distinct numeric values the job accepts (all features together): ~100 times what the flights'
 # features take. A feature of continuous values would need a sketch instead.
 MAX_DISTINCT_VALUES = 1_000_000
-
-
-@dataclasses.dataclass(frozen=True)
-class NumericStatistics:
-    """One numeric feature's values in the training split (missing values left out)."""
-
-    count: int
-    mean: float | None  # None: no value at all
-    variance: float  # sample variance; 0 with fewer than two values
-    # Every distinct value and its count, ascending (NaN, if any, last: Spark's order).
-    values: tuple[tuple[float, int], ...] = ()
-
-    @property
-    def quantiles(self) -> tuple[float, ...]:
-        """At :data:`QUANTILES`; empty when there is no value."""
-        return tuple(quantile(self.values, q) for q in QUANTILES) if self.values else ()
-
-    @property
-    def median(self) -> float | None:
-        return quantile(self.values, 0.5) if self.values else None
 
 
 def quantile(values: Sequence[tuple[float, int]], q: float) -> float:
@@ -67,6 +51,49 @@ def quantile(values: Sequence[tuple[float, int]], q: float) -> float:
     return values[-1][0]
 
 
+def _sum(terms: Sequence[float]) -> float:
+    """The correctly rounded sum where every term is finite (the result does not depend on the
+    order of the values); otherwise the plain sum: NaN or infinite, as Spark's would be."""
+    return math.fsum(terms) if all(math.isfinite(t) for t in terms) else sum(terms)
+
+
+@dataclasses.dataclass(frozen=True)
+class NumericStatistics:
+    """One numeric feature's values in the training split (missing values left out): every
+    distinct value and its count, ascending (NaN, if any, last)."""
+
+    values: tuple[tuple[float, int], ...] = ()
+
+    @property
+    def count(self) -> int:
+        return sum(count for _, count in self.values)
+
+    @property
+    def mean(self) -> float | None:
+        """None: no value at all."""
+        if not self.values:
+            return None
+        return _sum([value * count for value, count in self.values]) / self.count
+
+    @property
+    def variance(self) -> float:
+        """The sample variance; 0 with fewer than two values (or none that is finite)."""
+        mean, count = self.mean, self.count
+        if mean is None or count < 2:
+            return 0.0
+        variance = _sum([(value - mean) ** 2 * n for value, n in self.values]) / (count - 1)
+        return 0.0 if math.isnan(variance) else variance
+
+    @property
+    def quantiles(self) -> tuple[float, ...]:
+        """At :data:`QUANTILES`; empty when there is no value."""
+        return tuple(quantile(self.values, q) for q in QUANTILES) if self.values else ()
+
+    @property
+    def median(self) -> float | None:
+        return quantile(self.values, 0.5) if self.values else None
+
+
 @dataclasses.dataclass(frozen=True)
 class TrainStatistics:
     """What :func:`train_statistics` gathered."""
@@ -77,74 +104,46 @@ class TrainStatistics:
     categorical: dict[str, list[tuple[str, int]]]
 
 
-def _moments(train: DataFrame) -> tuple[int, dict[str, tuple[int, float | None, float]]]:
-    aggregates = [F.count(F.lit(1)).alias("__rows")]
-    for n in NUMERIC_FEATURES:
-        aggregates += [
-            F.count(n).alias(f"{n}__count"),
-            F.avg(n).alias(f"{n}__mean"),
-            F.var_samp(n).alias(f"{n}__variance"),
-        ]
-    row = train.agg(*aggregates).collect()[0].asDict()
-    moments = {}
-    for n in NUMERIC_FEATURES:
-        variance = row[f"{n}__variance"]
-        moments[n] = (
-            row[f"{n}__count"],
-            row[f"{n}__mean"],
-            0.0 if variance is None or math.isnan(variance) else variance,
-        )
-    return row["__rows"], moments
+# The entries of the one aggregation: (feature, number, category) -> count. A row counts once
+# under ROWS; numeric features are numbered from 0, categorical ones from CATEGORIES.
+_FEATURE, _NUMBER, _CATEGORY = "feature", "number", "category"
+_ROWS, _CATEGORIES = -1, len(NUMERIC_FEATURES)
 
 
-def _numeric_values(train: DataFrame) -> dict[str, list[tuple[float, int]]]:
-    """Per numeric feature, its distinct values with their counts, ascending.
+def _value_counts(train: DataFrame) -> list[tuple[int, Any, Any, int]]:
+    """``(feature, number, category, count)`` for every value of every feature of ``train`` and
+    the rows (:data:`_ROWS`): a numeric feature's entries have a number (a float), a categorical
+    feature's a category (a string).
 
     Raises:
-        DataQualityError: More than :data:`MAX_DISTINCT_VALUES` values in all.
+        DataQualityError: More than :data:`MAX_DISTINCT_VALUES` numeric values in all.
     """
-    pairs = F.array(
-        *[
-            F.struct(F.lit(i).alias("feature"), F.col(n).alias("value"))
-            for i, n in enumerate(NUMERIC_FEATURES)
-        ]
+    no_number, no_category = F.lit(None).cast("double"), F.lit(None).cast("string")
+
+    def entry(feature: int, number: F.Column, category: F.Column) -> F.Column:
+        return F.struct(F.lit(feature).alias(_FEATURE), number.alias(_NUMBER), category.alias(_CATEGORY))
+
+    entries = F.array(
+        entry(_ROWS, no_number, no_category),
+        *[entry(i, F.col(n), no_category) for i, n in enumerate(NUMERIC_FEATURES)],
+        *[entry(_CATEGORIES + i, no_number, F.col(n)) for i, n in enumerate(CATEGORICAL_FEATURES)],
     )
+    numeric = F.col(_FEATURE).between(0, _CATEGORIES - 1)
     counted = (
-        train.select(F.inline(pairs))
-        .where(F.col("value").isNotNull())
-        .groupBy("feature", "value")
+        train.select(F.inline(entries))
+        .where(~numeric | F.col(_NUMBER).isNotNull())  # a missing value is no value
+        .groupBy(_FEATURE, _NUMBER, _CATEGORY)
         .count()
         .collect()
     )
     # After the fact: the count is bounded by the features' domains, not by the rows; a feature
     # of continuous values added later fails here rather than slowly swamping the driver.
-    if len(counted) > MAX_DISTINCT_VALUES:
+    if sum(1 for row in counted if 0 <= row[_FEATURE] < _CATEGORIES) > MAX_DISTINCT_VALUES:
         raise DataQualityError(
             f"the numeric features take more than {MAX_DISTINCT_VALUES} distinct values in the "
             "training split; their statistics are counted value by value"
         )
-    values: dict[str, list[tuple[float, int]]] = {n: [] for n in NUMERIC_FEATURES}
-    for row in counted:
-        values[NUMERIC_FEATURES[row["feature"]]].append((row["value"], row["count"]))
-    for found in values.values():
-        found.sort(key=lambda value_count: (math.isnan(value_count[0]), value_count[0]))
-    return values
-
-
-def _categorical(train: DataFrame) -> dict[str, list[tuple[str, int]]]:
-    pairs = train.select(
-        F.explode(
-            F.array(
-                *[F.struct(F.lit(n).alias("feature"), F.col(n).alias("value")) for n in CATEGORICAL_FEATURES]
-            )
-        ).alias("pair")
-    ).select("pair.feature", "pair.value")
-    counts: dict[str, list[tuple[str, int]]] = {n: [] for n in CATEGORICAL_FEATURES}
-    for row in pairs.groupBy("feature", "value").count().collect():
-        counts[row["feature"]].append((row["value"], row["count"]))
-    for values in counts.values():
-        values.sort(key=lambda value_count: (-value_count[1], value_count[0]))
-    return counts
+    return [(row[_FEATURE], row[_NUMBER], row[_CATEGORY], row["count"]) for row in counted]
 
 
 def train_statistics(train: DataFrame) -> TrainStatistics:
@@ -153,10 +152,22 @@ def train_statistics(train: DataFrame) -> TrainStatistics:
     Raises:
         DataQualityError: The numeric features take too many distinct values to count.
     """
-    rows, moments = _moments(train)
-    values = _numeric_values(train)
-    numeric = {
-        n: NumericStatistics(count=count, mean=mean, variance=variance, values=tuple(values[n]))
-        for n, (count, mean, variance) in moments.items()
-    }
-    return TrainStatistics(rows=rows, numeric=numeric, categorical=_categorical(train))
+    rows = 0
+    numbers: dict[str, list[tuple[float, int]]] = {n: [] for n in NUMERIC_FEATURES}
+    categories: dict[str, list[tuple[str, int]]] = {n: [] for n in CATEGORICAL_FEATURES}
+    for feature, number, category, count in _value_counts(train):
+        if feature == _ROWS:
+            rows = count
+        elif feature < _CATEGORIES:
+            numbers[NUMERIC_FEATURES[feature]].append((number, count))
+        else:
+            categories[CATEGORICAL_FEATURES[feature - _CATEGORIES]].append((category, count))
+    for found in numbers.values():
+        found.sort(key=lambda value_count: (math.isnan(value_count[0]), value_count[0]))
+    for counted in categories.values():
+        counted.sort(key=lambda value_count: (-value_count[1], value_count[0]))
+    return TrainStatistics(
+        rows=rows,
+        numeric={n: NumericStatistics(values=tuple(found)) for n, found in numbers.items()},
+        categorical=categories,
+    )

@@ -139,15 +139,18 @@ def test_spec_lookups_profile_and_report_are_written(job_run):
 # a pass goes.
 # The run's input has a duplicate: its flight is tagged again, and the duplicate groups (a few
 # rows) are broadcast to each query that reads the valid rows -- a small job each, none at all
-# for a table without duplicates.
+# for a table without duplicates. Likewise each query that joins the lookup tables broadcasts
+# them, a small job per table: cheaper than a cache of the joined features, which cost more to
+# build than joining each split again (BENCHMARKS.md).
 SPARK_JOB_CEILINGS = {
     "spark session": 0,
     # the carrier list; one pass that tags, keeps and quarantines; the duplicate groups; their
     # broadcast and the duplicates' quarantine file
     "read and validate": 5,
-    # three lookups and the groups (broadcast); moments, quantiles, categorical counts
-    "join and fit encoding": 7,
-    "encode and write shards": 3,  # one per split
+    # the three lookups and the groups (broadcast); one count of every feature's values
+    "join and fit encoding": 5,
+    # per split, one query writing its shards and its four broadcasts (lookups and groups)
+    "encode and write shards": 15,
     # two lookups and the holdout (a join and a top-N, the groups broadcast), as Arrow tables
     "lookups and holdout": 5,
     "profile": 0,  # from the statistics and the labels counted while the shards were written
@@ -161,7 +164,7 @@ def test_every_phase_runs_no_more_spark_jobs_than_its_ceiling(job_run):
     over = {
         name: (jobs[name], ceiling) for name, ceiling in SPARK_JOB_CEILINGS.items() if jobs[name] > ceiling
     }
-    assert not over, f"phases over their Spark-job ceiling (jobs, ceiling): {over}"
+    assert not over, f"phases over their Spark-job ceiling (jobs, ceiling): {over}; all: {jobs}"
     assert all(phase["tasks"] >= phase["stages"] >= phase["spark_jobs"] for phase in report.phases.values())
 
 
