@@ -126,10 +126,6 @@ def local_spark_session(shuffle_partitions: int = 4) -> SparkSession:
         # The profile and statistics aggregate every feature at once, hundreds of columns: let
         # whole-stage code generation compile them rather than fall back to interpreting.
         .config("spark.sql.codegen.maxFields", "1000")
-        # The validated rows are cached as they are, not compressed column by column: on 2
-        # cores compressing them cost a fifth of the validation pass (x10: 15.4 -> 12.2 s), for
-        # a cache that fits in memory up to x30 (a SparkApplication keeps compression).
-        .config("spark.sql.inMemoryColumnarStorage.compressed", "false")
         .config("spark.sql.session.timeZone", "UTC")
         # Scratch files (spark-*, blockmgr-*) go where Python's do ($TMPDIR): a watched run
         # points that into its own temp folder and removes it whatever the outcome.
