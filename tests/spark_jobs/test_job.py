@@ -247,6 +247,12 @@ def test_too_many_quarantined_rows_fail_with_the_top_reasons(tmp_path, spark, sh
     assert "unknown_carrier (30), nonpositive_distance (10)" in message
     assert str(tmp_path / "quarantine") in message
     assert len(pq.read_table(config.quarantine_uri)) == 40  # nothing lost
+    # The report of the failed run says what it read and where its time went, up to the check.
+    with open(os.path.join(config.output_uri, JOB_REPORT_FILE)) as f:
+        report = json.load(f)
+    assert (report["rows_read"], report["rows_quarantined"]) == (200, 40)
+    assert list(report["phases"]) == ["spark session", "read and validate"]
+    assert report["phases"]["read and validate"]["spark_jobs"] >= 1 and report["seconds"] > 0
 
 
 def test_missing_table_or_bad_parameters_fail_before_spark(tmp_path):
