@@ -27,7 +27,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from kfstack.errors import DataQualityError
@@ -120,7 +120,7 @@ def _value_counts(train: DataFrame) -> list[tuple[int, Any, Any, int]]:
     """
     no_number, no_category = F.lit(None).cast("double"), F.lit(None).cast("string")
 
-    def entry(feature: int, number: F.Column, category: F.Column) -> F.Column:
+    def entry(feature: int, number: Column, category: Column) -> Column:
         return F.struct(F.lit(feature).alias(_FEATURE), number.alias(_NUMBER), category.alias(_CATEGORY))
 
     entries = F.array(
