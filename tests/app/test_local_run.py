@@ -261,3 +261,27 @@ def test_the_runner_fills_the_run_time_placeholders_kfp_local_leaves():
         "window_days": 7,
         "other": "text",
     }
+
+
+def test_the_memory_of_a_process_tree_counts_a_child_sharing_its_parents_memory_once():
+    parent, forked, other = (100, 1, 2_000, 9_000), (101, 100, 2_000, 9_000), (102, 100, 300, 900)
+    assert local_run.tree_rss([parent, forked, other]) == 2_300
+    # The same numbers in a process that is not the other's child are two processes' memory.
+    assert local_run.tree_rss([parent, (103, 1, 2_000, 9_000)]) == 4_000
+
+
+def test_the_peak_memory_sampler_sums_a_real_childs_memory():
+    child = subprocess.Popen(
+        [sys.executable, "-c", "b = bytearray(200 * 2**20); print('ready', flush=True); input()"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert child.stdout.readline().strip() == "ready"
+        own = psutil.Process().memory_info().rss
+        with local_run.PeakMemorySampler(interval_seconds=0.05) as memory:
+            time.sleep(0.3)
+        assert memory.peak_bytes >= own + 200 * 2**20
+    finally:
+        child.communicate("")
