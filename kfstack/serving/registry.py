@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import datetime
 import fcntl
 import json
 import os
@@ -30,6 +29,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from kfstack.errors import InvalidParameterError, RunFailedError
+from kfstack.lineage import now
 
 # Set by the embedded runner in every task process: the registry's root (beside the runs, so
 # that it outlives them).
@@ -136,7 +136,7 @@ class LocalRegistry:
             shutil.rmtree(staging, ignore_errors=True)
             shutil.copytree(model_dir, staging)
             os.replace(staging, target)
-            record = ProductionRecord(version=version, model_dir=target, since=_now(), run_id=run_id)
+            record = ProductionRecord(version=version, model_dir=target, since=now(), run_id=run_id)
             temporary = os.path.join(self.path, f".{PRODUCTION_FILE}.{os.getpid()}")
             with open(temporary, "w", encoding="utf-8") as f:
                 json.dump(record.to_dict(), f, indent=2)
@@ -164,10 +164,6 @@ class LocalRegistry:
             )
 
     def _append(self, event: str, version: str, run_id: str, details: dict[str, Any]) -> None:
-        entry = {"event": event, "version": version, "run_id": run_id, "at": _now(), **details}
+        entry = {"event": event, "version": version, "run_id": run_id, "at": now(), **details}
         with open(os.path.join(self.path, HISTORY_FILE), "a", encoding="utf-8") as f:
             f.write(json.dumps(entry) + "\n")
-
-
-def _now() -> str:
-    return datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
