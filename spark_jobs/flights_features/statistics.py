@@ -105,7 +105,7 @@ class TrainStatistics:
 
 
 # The entries of the one aggregation: (feature, number, category) -> count. A row counts once
-# under ROWS; numeric features are numbered from 0, categorical ones from CATEGORIES.
+# under _ROWS; numeric features are numbered from 0, categorical ones from _CATEGORIES.
 _FEATURE, _NUMBER, _CATEGORY = "feature", "number", "category"
 _ROWS, _CATEGORIES = -1, len(NUMERIC_FEATURES)
 
