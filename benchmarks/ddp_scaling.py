@@ -32,6 +32,7 @@ import tempfile
 from collections.abc import Iterator
 
 from benchmarks.common import machine_facts, train_layout, write_result
+from kfstack.kubernetes import node_pools
 from kfstack.training.settings import (
     COST_PER_EPOCH,
     METRICS_FILE,
@@ -99,7 +100,7 @@ def run(features_uri: str | None, epochs: int, batch_size: int, repeats: int) ->
         for replicas, name in ONE_THREAD_REPLICAS.items()
     }
     if gpu:  # a GPU pod's price, not this machine's as a ``cpu`` node
-        reports[GPU] = repriced(reports[GPU], gpu_pod_price_per_hour())
+        reports[GPU] = repriced(reports[GPU], pods_price_per_hour(gpu_pool(), 1))
     result = {
         "benchmark": "ddp_scaling",
         "command": (
@@ -168,19 +169,10 @@ def gpu_pool() -> str:
     return TrainingPlacement().node_pool
 
 
-def gpu_pod_price_per_hour() -> float | None:
-    """What one one-GPU pod of :func:`gpu_pool` costs per hour (its share of a node,
-    ``node_pools.yaml``); None when that pool has no price."""
-    from kfstack.kubernetes import node_pools
-
-    return node_pools.get_profile(gpu_pool()).price_per_hour(1)
-
-
-def cpu_pool_price_per_hour(replicas: int) -> float | None:
-    """What ``replicas`` pods of the ``cpu`` pool cost per hour (a whole node each)."""
-    from kfstack.kubernetes import node_pools
-
-    return node_pools.get_profile(node_pools.CPU_POOL).price_per_hour(replicas)
+def pods_price_per_hour(pool: str, pods: int) -> float | None:
+    """What ``pods`` pods of node pool ``pool`` cost per hour (``node_pools.yaml``: a one-GPU pod
+    is its share of a GPU node, a ``cpu`` pod a whole node); None when the pool has no price."""
+    return node_pools.get_profile(pool).price_per_hour(pods)
 
 
 def repriced(report: dict[str, float], price_per_hour: float | None) -> dict[str, float]:
@@ -202,7 +194,10 @@ def gpu_vs_cpu_pool(best: dict[str, float], reports: dict[str, dict[str, float]]
     processes = {name: count for name, count, _ in LAYOUTS}
     pooled = {
         GPU: reports[GPU],
-        **{name: repriced(reports[name], cpu_pool_price_per_hour(processes[name])) for name in GPU_BASELINES},
+        **{
+            name: repriced(reports[name], pods_price_per_hour(node_pools.CPU_POOL, processes[name]))
+            for name in GPU_BASELINES
+        },
     }
     costs = {name: report.get(COST_PER_EPOCH) for name, report in pooled.items()}
     gpu_cost = costs[GPU]
