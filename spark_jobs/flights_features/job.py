@@ -204,6 +204,14 @@ def _rows_per_reason(quarantine_uri: str) -> dict[str, int]:
     return {str(r["values"]): int(r["counts"]) for r in reasons.value_counts().to_pylist()}
 
 
+def _drifted_and_split(tagged: DataFrame, config: FeatureJobConfig) -> DataFrame:
+    """Tagged rows as the features take them: changed by the run's synthetic drift (none on
+    real data; the quarantine keeps the raw values), then given their split -- a changed
+    flight's by its changed key."""
+    drifted = synthetic_drift.inject_drift(tagged, config.synthetic_drift, config.seed)
+    return featurize.with_split(drifted, config.seed)
+
+
 def _without_duplicates(
     tagged: DataFrame,
     flights: DataFrame,
@@ -212,7 +220,8 @@ def _without_duplicates(
     cached: list[DataFrame],
 ) -> DataFrame:
     """The valid rows of ``tagged`` (:func:`validation.tag_flights_by_rules`, the rows in the
-    run's window) with each flight once; the duplicates are added to the quarantine.
+    run's window, :func:`_drifted_and_split`) with each flight once, and its split; the
+    duplicates are added to the quarantine.
 
     Which flights have more than one valid row is an aggregation of one column (one Spark job);
     only those flights are read again from ``flights`` and tagged with the duplicate rule: a
@@ -220,18 +229,22 @@ def _without_duplicates(
     groups = validation.duplicate_groups(tagged).persist()
     cached.append(groups)
     if groups.count() == 0:
-        return validation.valid_rows(tagged)
+        return validation.valid_rows(tagged, [featurize.SPLIT])
     # A flight's rows share its date, so a group is in the window or not; a group that only
     # shares a key hash with one in it may be outside.
     in_window = validation.window_membership(config.window.start, config.window.end) == validation.IN_WINDOW
-    regrouped = validation.tag_groups(flights, airlines, groups).where(in_window).persist()
+    regrouped = _drifted_and_split(
+        validation.tag_groups(flights, airlines, groups).where(in_window), config
+    ).persist()
     cached.append(regrouped)
     duplicates = regrouped.where(F.col(validation.REASON) == validation.DUPLICATE)
     validation.quarantine_rows(duplicates).repartition(1).write.mode("append").parquet(
         sources.spark_path(config.quarantine_uri)
     )
     singles = tagged.join(groups, validation.KEY_HASH, "left_anti")
-    return validation.valid_rows(singles).unionByName(validation.valid_rows(regrouped))
+    return validation.valid_rows(singles, [featurize.SPLIT]).unionByName(
+        validation.valid_rows(regrouped, [featurize.SPLIT])
+    )
 
 
 def write_shards(encoded: DataFrame, output_uri: str, num_shards: int) -> dict[str, tuple[int, int]]:
@@ -358,17 +371,18 @@ def run_feature_job(config: FeatureJobConfig, spark: SparkSession | None = None)
             window = config.window
             # One pass reads, tags and keeps the rows, and writes the quarantine; the valid and
             # undated rows and the window's content hash are observed in it, so the rows kept
-            # are the window's alone, without their row hashes. The duplicate rule alone needs
-            # the other rows of a flight: it follows, on the few flights concerned.
+            # are the window's alone, without their row hashes, and with their split. The
+            # duplicate rule alone needs the other rows of a flight: it follows, on the few
+            # flights concerned.
             observation = Observation("validation counts")
-            kept = (
+            tagged = (
                 validation.tag_flights_by_rules(flights, airlines)
                 .withColumn(validation.WINDOW, validation.window_membership(window.start, window.end))
                 .observe(observation, *validation.counts())
                 .where(F.col(validation.WINDOW) == validation.IN_WINDOW)
                 .drop(validation.WINDOW, *validation.ROW_HASHES.values())
-                .persist(StorageLevel.MEMORY_AND_DISK_DESER)
             )
+            kept = _drifted_and_split(tagged, config).persist(StorageLevel.MEMORY_AND_DISK_DESER)
             cached.append(kept)
             # The rejected rows alone are moved into one file: the pass itself stays parallel.
             validation.quarantine_rows(kept).repartition(1).write.mode("overwrite").parquet(
@@ -416,13 +430,12 @@ def run_feature_job(config: FeatureJobConfig, spark: SparkSession | None = None)
         airports = featurize.airport_lookup(tables["airports"]).persist()
         weather = featurize.weather_by_hour(tables["weather"]).persist()
         cached += [planes, airports, weather]
-        valid = synthetic_drift.inject_drift(valid, config.synthetic_drift, config.seed)
         # Not cached: the statistics join the training split's flights once, the shards each
         # split's once (the split filter reaches below the joins). A cache of the joined
         # features costs more to build than the second join (x10, statistics and shards: 22.2 s
         # cached, 20.0 s not), though each query then broadcasts the lookups again (a small
         # Spark job per table).
-        raw = featurize.raw_features(valid, weather, planes, airports, seed=config.seed)
+        raw = featurize.raw_features(valid, weather, planes, airports)
 
         with log.phase("join and fit encoding"):
             statistics = train_statistics(raw.where(F.col(featurize.SPLIT) == "train"))

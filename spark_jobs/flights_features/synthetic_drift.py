@@ -27,7 +27,7 @@ _BUCKETS = 1_000_000
 
 
 def inject_drift(flights: DataFrame, share: float, seed: int) -> DataFrame:
-    """``flights`` (typed valid rows) with ``share`` of them changed (see the module docstring)."""
+    """``flights`` (typed rows) with ``share`` of them changed (see the module docstring)."""
     if share <= 0.0:
         return flights
     bucket = F.pmod(F.xxhash64(*[F.col(k) for k in FLIGHT_KEY], F.lit(seed), F.lit("drift")), F.lit(_BUCKETS))

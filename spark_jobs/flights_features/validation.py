@@ -30,7 +30,7 @@ whole table, whose duplicate rule shuffles and sorts every row.
 from __future__ import annotations
 
 import datetime
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from pyspark.sql import Column, DataFrame, Window
@@ -295,6 +295,7 @@ def quarantine_rows(tagged: DataFrame) -> DataFrame:
     )
 
 
-def valid_rows(tagged: DataFrame) -> DataFrame:
-    """The accepted rows, typed, without the raw copies."""
-    return tagged.where(F.col(REASON).isNull()).select(*FLIGHT_COLUMNS)
+def valid_rows(tagged: DataFrame, carried: Sequence[str] = ()) -> DataFrame:
+    """The accepted rows, typed, without the raw copies (with the ``carried`` columns: those a
+    caller added to the tagged rows)."""
+    return tagged.where(F.col(REASON).isNull()).select(*FLIGHT_COLUMNS, *carried)

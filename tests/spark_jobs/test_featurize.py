@@ -33,11 +33,10 @@ def featurised(spark, rows, seed=42):
         "faa string, name string, lat string, lon string, alt string, tz string, dst string, tzone string",
     )
     return featurize.raw_features(
-        flights,
+        featurize.with_split(flights, seed),
         featurize.weather_by_hour(weather),
         featurize.plane_lookup(planes),
         featurize.airport_lookup(airports),
-        seed=seed,
     )
 
 

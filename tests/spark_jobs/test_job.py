@@ -200,7 +200,9 @@ def test_serving_transform_matches_the_spark_encoding(spark, job_run, shipped_da
     weather = featurize.weather_by_hour(tables["weather"])
     planes = featurize.plane_lookup(tables["planes"])
     airports = featurize.airport_lookup(tables["airports"])
-    raw = featurize.raw_features(flights, weather, planes, airports, seed=42, passthrough=["flight_id"])
+    raw = featurize.raw_features(
+        featurize.with_split(flights, 42), weather, planes, airports, passthrough=["flight_id"]
+    )
     spec = featurize.fit_encoding(train_statistics(raw.where("split = 'train'")))
     spark_rows = featurize.encode(spec, raw, passthrough=["flight_id"]).toPandas()
 
