@@ -11,6 +11,9 @@ $(STAMP): pyproject.toml setup.py
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e ".[dev]"
+	# The Spark driver's class archive: local sessions start faster with it, and run without
+	# it should recording fail (the module says why), hence the leading '-'.
+	-$(BIN)/python -m kfstack.spark_jobs.flights_features.class_archive
 	touch $(STAMP)
 
 setup: $(STAMP)

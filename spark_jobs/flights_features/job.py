@@ -56,7 +56,14 @@ from kfstack.features import (
     PROFILE_FILE,
     SPLITS,
 )
-from kfstack.spark_jobs.flights_features import featurize, profile, sources, synthetic_drift, validation
+from kfstack.spark_jobs.flights_features import (
+    class_archive,
+    featurize,
+    profile,
+    sources,
+    synthetic_drift,
+    validation,
+)
 from kfstack.spark_jobs.flights_features.config import JAVA_OPTIONS, SPARK_CONF, FeatureJobConfig, parse_args
 from kfstack.spark_jobs.flights_features.statistics import train_statistics
 from kfstack.uris import fsspec_uri
@@ -106,9 +113,17 @@ def content_hash(rows_read: int, counted: Mapping[str, Any]) -> str:
     return hashlib.sha256(f"{rows_read}:{sums[0]}:{sums[1]}".encode()).hexdigest()
 
 
-def local_spark_session(shuffle_partitions: int = 4) -> SparkSession:
+def local_spark_session(shuffle_partitions: int = 4, java_options: str | None = None) -> SparkSession:
     """A ``local[*]`` session sized for one machine (a SparkApplication brings its own), with the
-    job's settings (:data:`~.config.SPARK_CONF`)."""
+    job's settings (:data:`~.config.SPARK_CONF`).
+
+    Args:
+        shuffle_partitions: ``spark.sql.shuffle.partitions``.
+        java_options: More options of the driver JVM; by default the one that maps the class
+            archive, if one was recorded (:mod:`.class_archive`).
+    """
+    if java_options is None:
+        java_options = class_archive.java_options()
     builder = SparkSession.builder.master("local[*]").appName("kfstack-flights-features")
     for key, value in SPARK_CONF.items():
         builder = builder.config(key, value)
@@ -139,7 +154,7 @@ def local_spark_session(shuffle_partitions: int = 4) -> SparkSession:
         # 2 cores, at x1 and x10).
         .config(
             "spark.driver.extraJavaOptions",
-            f"-Djava.io.tmpdir={tempfile.gettempdir()} {JAVA_OPTIONS} -XX:+UseParallelGC",
+            f"-Djava.io.tmpdir={tempfile.gettempdir()} {JAVA_OPTIONS} -XX:+UseParallelGC {java_options}",
         )
         .getOrCreate()
     )

@@ -1,0 +1,152 @@
+"""A class-data archive of the feature job's driver JVM (Java's AppCDS), for local sessions.
+
+A Spark driver loads some 12,000 classes -- Spark's, Scala's, Hadoop's, Parquet's -- and the JVM
+parses and verifies each on every start, while the job waits. An archive records them once, as
+the JVM laid them out in memory, and later JVMs map the file instead (2 cores: the session
+starts in 2.4 s instead of 4.0, and the job on x10 takes 40.9-43.3 s instead of 44.6-44.8, three
+runs each, alternating: ``BENCHMARKS.md``).
+
+:func:`record` makes one: it runs the job on a sample of the bundled flights in a JVM that writes
+what it loaded when it exits (``-XX:ArchiveClassesAtExit``); ``make setup`` runs it, and
+``python -m kfstack.spark_jobs.flights_features.class_archive`` again at any time. A local
+session (:func:`.job.local_spark_session`) then maps it (:func:`java_options`) if it is there.
+
+An archive fits one JVM build and one Spark installation (the JVM checks the class path and
+refuses a mismatch, running as if there were none), so its file name carries both
+(:func:`archive_path`), under ``$KFSTACK_CACHE_DIR`` (default ``~/.cache/kfstack``); about
+180 MB. A SparkApplication's image could record one at build time the same way; that is not
+done: the class path of a driver pod, and so the archive's fit, cannot be checked here.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import importlib.util
+import logging
+import os
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+logger = logging.getLogger(__name__)
+
+CACHE_DIR_ENV = "KFSTACK_CACHE_DIR"
+# The share of the bundled flights the recording run reads: every class the job loads, in a
+# few seconds of work.
+RECORDING_SAMPLE = 0.05
+
+
+def cache_dir() -> Path:
+    """``$KFSTACK_CACHE_DIR``, else ``~/.cache/kfstack``."""
+    return Path(os.environ.get(CACHE_DIR_ENV) or Path.home() / ".cache" / "kfstack")
+
+
+def _java_home() -> Path | None:
+    """The Java installation Spark will start: ``$JAVA_HOME``, else the ``java`` on the path
+    (with its links followed), as Spark's launcher picks it."""
+    if os.environ.get("JAVA_HOME"):
+        return Path(os.environ["JAVA_HOME"]).resolve()
+    java = shutil.which("java")
+    return Path(java).resolve().parent.parent if java else None
+
+
+def _java_runtime(java_home: Path) -> str:
+    """The exact build of ``java_home`` from its ``release`` file (every JDK and JRE since 9
+    carries one), e.g. ``17.0.15+6-Debian-1deb12u1``; its path alone where there is none."""
+    try:
+        fields = dict(
+            line.split("=", 1) for line in (java_home / "release").read_text().splitlines() if "=" in line
+        )
+    except OSError:
+        return ""
+    return fields.get("JAVA_RUNTIME_VERSION", fields.get("JAVA_VERSION", "")).strip('"')
+
+
+def archive_path() -> Path | None:
+    """Where the archive for this JVM build and this Spark installation lives (whether or not
+    it exists); None when no Java is found."""
+    java_home = _java_home()
+    spec = importlib.util.find_spec("pyspark")
+    if java_home is None or spec is None or spec.origin is None:
+        return None
+    identity = "|".join(
+        (
+            str(java_home),
+            _java_runtime(java_home),
+            os.path.dirname(spec.origin),  # the jars' directory: part of the class path
+            importlib.metadata.version("pyspark"),
+        )
+    )
+    return cache_dir() / f"spark-driver-{hashlib.sha256(identity.encode()).hexdigest()[:16]}.jsa"
+
+
+def java_options() -> str:
+    """The driver's Java option that maps the archive, or ``""`` when there is none."""
+    path = archive_path()
+    return f"-XX:SharedArchiveFile={path}" if path is not None and path.is_file() else ""
+
+
+def record() -> Path:
+    """Records the archive (see the module docstring) and returns its path. Run it in a process
+    of its own (``main``): it starts the process's JVM, and ends it to have the archive written.
+
+    Raises:
+        RuntimeError: No Java is found, or the JVM wrote no archive.
+    """
+    # The job imports this module (its local session maps the archive): imported here, when a
+    # recording is asked for, rather than at import time.
+    from pyspark import SparkContext
+
+    from kfstack.spark_jobs.flights_features.config import FeatureJobConfig
+    from kfstack.spark_jobs.flights_features.job import local_spark_session, run_feature_job
+
+    target = archive_path()
+    if target is None:
+        raise RuntimeError("no Java found (JAVA_HOME or java on the PATH): nothing to record")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    # A file of this process's own, renamed when whole: a run that starts meanwhile maps the
+    # previous archive or none, never half of one.
+    partial = target.with_name(f"{target.name}.{os.getpid()}.partial")
+    # The JVM warns of each class it leaves out (generated ones, signed jars'): errors only.
+    spark = local_spark_session(java_options=f"-XX:ArchiveClassesAtExit={partial} -Xlog:cds*=error")
+    with tempfile.TemporaryDirectory() as out:
+        try:
+            config = FeatureJobConfig(
+                output_uri=os.path.join(out, "features"),
+                quarantine_uri=os.path.join(out, "quarantine"),
+                sample_fraction=RECORDING_SAMPLE,
+            )
+            run_feature_job(config, spark=spark)
+        finally:
+            spark.stop()
+            # The JVM writes the archive as it exits, which it does when its standard input
+            # closes (as when this process ends): close it and wait, so the file is whole here.
+            gateway = SparkContext._gateway
+            if gateway is not None:
+                jvm = gateway.proc
+                gateway.shutdown()
+                jvm.stdin.close()
+                jvm.wait(timeout=300)
+                SparkContext._gateway = None
+                SparkContext._jvm = None
+    if not partial.is_file():
+        raise RuntimeError(f"the JVM wrote no class archive at {partial}")
+    os.replace(partial, target)
+    return target
+
+
+def main() -> int:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        path = record()
+    except (RuntimeError, OSError) as err:
+        logger.error("no class archive recorded: %s (local Spark sessions start without one)", err)
+        return 1
+    logger.info("class archive recorded: %s (%.0f MB)", path, path.stat().st_size / 2**20)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
