@@ -9,6 +9,10 @@ included, as a SparkApplication would); DuckDB runs the equivalent SQL in-proces
 the baseline, not a second implementation: it writes no quarantine file, lookups or profile
 JSON, which makes the comparison conservative for Spark.
 
+The driver maps the class archive that ``make setup`` records (the feature job's
+``class_archive``) where there is one, as every local session does; the result says whether it
+did (``KFSTACK_CACHE_DIR`` pointed at an empty folder measures without).
+
 Inputs: the shipped tables (x1: 336,776 flights) and the flights table replicated xN with
 distinct flight numbers (x10: 3,367,760 flights; x30: 10,103,280). Goals: the Spark job on x1 in
 <= 25 s wall, JVM start included; Spark <= 3 x DuckDB on x10. Each Spark run also records its
@@ -36,7 +40,7 @@ from benchmarks.common import machine_facts, write_result
 from kfstack.app.local_run import PeakMemorySampler
 from kfstack.features import JOB_REPORT_FILE
 from kfstack.flights.features import CATEGORICAL_FEATURES, NUMERIC_FEATURES, WEATHER_FIELDS
-from kfstack.spark_jobs.flights_features import sources
+from kfstack.spark_jobs.flights_features import class_archive, sources
 from kfstack.spark_jobs.flights_features.validation import (
     FLIGHT_COLUMNS,
     HHMM_FIELDS,
@@ -251,6 +255,8 @@ def run(scales: list[int], with_duckdb: bool) -> dict:
         + ("" if with_duckdb else " --no-duckdb"),
         "machine": machine_facts(),
         "duckdb_version": duckdb.__version__,
+        # Whether the Spark driver mapped a recorded class archive (make setup records one).
+        "spark_class_archive": bool(class_archive.java_options()),
         "figures": figures,
         "goal": f"spark <= {GOAL_X1_SECONDS:g} s on x1; spark time <= {GOAL_RATIO} x duckdb time on x10",
     }
