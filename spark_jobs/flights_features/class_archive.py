@@ -30,6 +30,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from kfstack.errors import KfstackError
+
 logger = logging.getLogger(__name__)
 
 CACHE_DIR_ENV = "KFSTACK_CACHE_DIR"
@@ -54,7 +56,8 @@ def _java_home() -> Path | None:
 
 def _java_runtime(java_home: Path) -> str:
     """The exact build of ``java_home`` from its ``release`` file (every JDK and JRE since 9
-    carries one), e.g. ``17.0.15+6-Debian-1deb12u1``; its path alone where there is none."""
+    carries one), e.g. ``17.0.15+6-Debian-1deb12u1``; ``""`` where there is none (its path then
+    tells the archives apart alone)."""
     try:
         fields = dict(
             line.split("=", 1) for line in (java_home / "release").read_text().splitlines() if "=" in line
@@ -94,6 +97,7 @@ def record() -> Path:
 
     Raises:
         RuntimeError: No Java is found, or the JVM wrote no archive.
+        KfstackError: The recording run of the job failed.
     """
     # The job imports this module (its local session maps the archive): imported here, when a
     # recording is asked for, rather than at import time.
@@ -141,7 +145,7 @@ def main() -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
         path = record()
-    except (RuntimeError, OSError) as err:
+    except (RuntimeError, OSError, KfstackError) as err:
         logger.error("no class archive recorded: %s (local Spark sessions start without one)", err)
         return 1
     logger.info("class archive recorded: %s (%.0f MB)", path, path.stat().st_size / 2**20)
