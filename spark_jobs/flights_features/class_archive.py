@@ -91,14 +91,9 @@ def java_options() -> str:
     return f"-XX:SharedArchiveFile={path}" if path is not None and path.is_file() else ""
 
 
-def record() -> Path:
-    """Records the archive (see the module docstring) and returns its path. Run it in a process
-    of its own (``main``): it starts the process's JVM, and ends it to have the archive written.
-
-    Raises:
-        RuntimeError: No Java is found, or the JVM wrote no archive.
-        KfstackError: The recording run of the job failed.
-    """
+def _run_and_exit_jvm(archive: Path) -> None:
+    """Runs the job on a sample in a new local session whose JVM writes ``archive`` as it exits,
+    then ends that JVM."""
     # The job imports this module (its local session maps the archive): imported here, when a
     # recording is asked for, rather than at import time.
     from pyspark import SparkContext
@@ -106,15 +101,8 @@ def record() -> Path:
     from kfstack.spark_jobs.flights_features.config import FeatureJobConfig
     from kfstack.spark_jobs.flights_features.job import local_spark_session, run_feature_job
 
-    target = archive_path()
-    if target is None:
-        raise RuntimeError("no Java found (JAVA_HOME or java on the PATH): nothing to record")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    # A file of this process's own, renamed when whole: a run that starts meanwhile maps the
-    # previous archive or none, never half of one.
-    partial = target.with_name(f"{target.name}.{os.getpid()}.partial")
     # The JVM warns of each class it leaves out (generated ones, signed jars'): errors only.
-    spark = local_spark_session(java_options=f"-XX:ArchiveClassesAtExit={partial} -Xlog:cds*=error")
+    spark = local_spark_session(java_options=f"-XX:ArchiveClassesAtExit={archive} -Xlog:cds*=error")
     with tempfile.TemporaryDirectory() as out:
         try:
             config = FeatureJobConfig(
@@ -135,6 +123,28 @@ def record() -> Path:
                 jvm.wait(timeout=300)
                 SparkContext._gateway = None
                 SparkContext._jvm = None
+
+
+def record() -> Path:
+    """Records the archive (see the module docstring) and returns its path. Run it in a process
+    of its own (``main``): it starts the process's JVM, and ends it to have the archive written.
+
+    Raises:
+        RuntimeError: No Java is found, or the JVM wrote no archive.
+        KfstackError: The recording run of the job failed.
+    """
+    target = archive_path()
+    if target is None:
+        raise RuntimeError("no Java found (JAVA_HOME or java on the PATH): nothing to record")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    # A file of this process's own, renamed when whole: a run that starts meanwhile maps the
+    # previous archive or none, never half of one.
+    partial = target.with_name(f"{target.name}.{os.getpid()}.partial")
+    try:
+        _run_and_exit_jvm(partial)
+    except BaseException:
+        partial.unlink(missing_ok=True)  # what a failed run's JVM dumped is not kept
+        raise
     if not partial.is_file():
         raise RuntimeError(f"the JVM wrote no class archive at {partial}")
     os.replace(partial, target)
