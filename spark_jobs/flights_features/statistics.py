@@ -14,7 +14,7 @@ the same however Spark partitions the rows:
 - per categorical feature, its vocabulary by frequency.
 
 (Moments aggregated in Spark beside the counts, and the categorical counts apart, took three
-jobs over a cache of the raw features: the join-and-fit phase on x10 took 14.8 s, 6.5 s now.)
+jobs over a cache of the raw features: the join-and-fit phase on x10 took 14.8 s, 6.3 s now.)
 
 The encoding (:func:`.featurize.fit_encoding`: vocabularies, medians, mean and standard
 deviation after imputation) and the profile (:mod:`.profile`) are computed from these.

@@ -25,9 +25,23 @@ def test_the_archive_is_named_for_the_jvm_build_under_the_cache_dir(tmp_path, mo
     assert first is not None and first.parent == tmp_path / "cache" and first.suffix == ".jsa"
     assert class_archive.archive_path() == first  # the same JVM: the same archive
 
-    # Another build of the same Java version: another archive (the JVM would refuse this one).
-    monkeypatch.setenv("JAVA_HOME", str(fake_java_home(tmp_path, "17.0.16+8")))
+    # The same installation updated in place to another build: another archive (the JVM would
+    # refuse the first one).
+    java_home = tmp_path / "17.0.15+6"
+    (java_home / "release").write_text('JAVA_RUNTIME_VERSION="17.0.16+8"\n')
     assert class_archive.archive_path() not in (None, first)
+
+
+def test_a_session_starts_without_an_archive_where_none_can_be_located(tmp_path, monkeypatch):
+    monkeypatch.setenv("JAVA_HOME", str(fake_java_home(tmp_path, "17.0.15+6")))
+    monkeypatch.setenv(class_archive.CACHE_DIR_ENV, "")
+    monkeypatch.delenv("HOME", raising=False)
+
+    def no_home():
+        raise RuntimeError("Could not determine home directory.")  # as pathlib says it
+
+    monkeypatch.setattr("pathlib.Path.home", no_home)
+    assert class_archive.java_options() == ""
 
 
 def test_the_option_maps_the_archive_only_once_it_is_recorded(tmp_path, monkeypatch):
