@@ -436,3 +436,31 @@ def test_a_bad_window_fails_before_spark(tmp_path):
         )
     with pytest.raises(InvalidParameterError, match="window_end='Jan 5' is not a date"):
         FeatureJobConfig(output_uri="f", quarantine_uri="q", window_end="Jan 5")
+
+
+def test_every_valid_flight_is_drifted_and_split_by_its_changed_key_duplicates_too(spark, tmp_path):
+    """The synthetic drift and the split are given in the validation pass, to the cached rows and
+    to the re-tagged rows of the flights with duplicates alike: with a share of 1, every flight
+    kept departs three hours later, and its split is that of its changed key."""
+    from kfstack.spark_jobs.flights_features import job, synthetic_drift, validation
+    from tests.spark_jobs.conftest import flight, flights_frame
+
+    carriers = ["UA"]
+    frame = flights_frame(spark, [flight(), flight(), flight(flight="2"), flight(flight="3", carrier="ZZ")])
+    config = FeatureJobConfig(
+        output_uri=str(tmp_path / "features"),
+        quarantine_uri=str(tmp_path / "quarantine"),
+        synthetic_drift=1.0,
+    )
+    tagged = job._drifted_and_split(validation.tag_flights_by_rules(frame, carriers), config)
+    valid = job._without_duplicates(tagged, frame, carriers, config, cached=[]).collect()
+
+    later = (515 // 100 + synthetic_drift.DEPARTURE_SHIFT_HOURS) * 100 + 515 % 100
+    assert sorted(r["flight"] for r in valid) == [2.0, 1545.0]  # the duplicate and ZZ are out
+    assert [r["sched_dep_time"] for r in valid] == [later, later]
+    expected = featurize.with_split(spark.createDataFrame(valid).drop(featurize.SPLIT), config.seed)
+    assert sorted((r["flight"], r[featurize.SPLIT]) for r in valid) == sorted(
+        (r["flight"], r[featurize.SPLIT]) for r in expected.collect()
+    )
+    quarantined = pq.read_table(config.quarantine_uri).column("reason").to_pylist()
+    assert quarantined == ["duplicate"]
