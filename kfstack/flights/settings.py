@@ -17,33 +17,13 @@ from typing import Any
 from kfstack.errors import InvalidParameterError
 from kfstack.flights.features import CATEGORICAL_FEATURES, NUMERIC_FEATURES
 from kfstack.flights.scoring import DEFAULT_MAX_BATCH
-from kfstack.kubernetes import node_pools, training_apis
-from kfstack.kubernetes.placement import Placement
+from kfstack.kubernetes import node_pools
+from kfstack.kubernetes.placement import Placement, TrainingPlacement
 from kfstack.monitoring.drift import DriftThresholds, feature_names
 from kfstack.monitoring.gate import GateRule
 from kfstack.monitoring.window import resolve_window
 from kfstack.serving.model_registry import RegistryEndpoint
 from kfstack.settings import Settings, setting
-
-
-@dataclasses.dataclass(frozen=True)
-class TrainingPlacement(Placement):
-    """Where the training job's replicas run: the GPU node pool the run picks."""
-
-    concern = "training placement"
-
-    node_pool: str = setting("h100", parameter="gpu_pool")
-    timeout_seconds: int = setting(6 * 3600, gt=0, parameter="training_timeout_seconds")
-    # Which training operator's API runs the job, and the TrainJob's runtime
-    # (kfstack.kubernetes.training_apis).
-    training_api: str = setting(training_apis.AUTO, choices=training_apis.TRAINING_APIS)
-    trainer_runtime: str = training_apis.DEFAULT_TRAINER_RUNTIME
-
-    def check(self) -> list[str]:
-        problems = super().check()
-        if not self.trainer_runtime:
-            problems.append("trainer_runtime: name the ClusterTrainingRuntime TrainJobs run on")
-        return problems
 
 
 @dataclasses.dataclass(frozen=True)

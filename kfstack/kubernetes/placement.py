@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from kfstack.kubernetes import node_pools
+from kfstack.kubernetes import node_pools, training_apis
 from kfstack.kubernetes.pods import SecretRefs
 from kfstack.settings import Placeholder, Settings, setting
 
@@ -58,3 +58,24 @@ class Placement(Settings):
     @property
     def secrets(self) -> SecretRefs:
         return SecretRefs(object_store=self.object_store_secret, image_pull=self.image_pull_secret)
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainingPlacement(Placement):
+    """Where a training job's replicas run: the GPU node pool the run picks, and which
+    training operator's API runs the job."""
+
+    concern = "training placement"
+
+    node_pool: str = setting("h100", parameter="gpu_pool")
+    timeout_seconds: int = setting(6 * 3600, gt=0, parameter="training_timeout_seconds")
+    # Which training operator's API runs the job, and the TrainJob's runtime
+    # (kfstack.kubernetes.training_apis).
+    training_api: str = setting(training_apis.AUTO, choices=training_apis.TRAINING_APIS)
+    trainer_runtime: str = training_apis.DEFAULT_TRAINER_RUNTIME
+
+    def check(self) -> list[str]:
+        problems = super().check()
+        if not self.trainer_runtime:
+            problems.append("trainer_runtime: name the ClusterTrainingRuntime TrainJobs run on")
+        return problems

@@ -55,10 +55,13 @@ class SecretRefs:
             optionally ``AWS_ENDPOINT_URL``, ``AWS_DEFAULT_REGION``) for s3:// and MinIO URIs;
             empty: no reference at all.
         image_pull: Secret of type ``kubernetes.io/dockerconfigjson``; empty for public images.
+        env_from: Secrets a team's code needs (database or feature-store credentials), every key
+            of each becoming a variable of the container (``envFrom``); by name, never by value.
     """
 
     object_store: str = ""
     image_pull: str = ""
+    env_from: tuple[str, ...] = ()
 
     def env(self) -> list[client.V1EnvVar]:
         if not self.object_store:
@@ -72,6 +75,11 @@ class SecretRefs:
             )
             for key in OBJECT_STORE_KEYS
         ]
+
+    def env_from_sources(self) -> list[client.V1EnvFromSource] | None:
+        return [
+            client.V1EnvFromSource(secret_ref=client.V1SecretEnvSource(name=name)) for name in self.env_from
+        ] or None
 
     def image_pull_secrets(self) -> list[client.V1LocalObjectReference] | None:
         return [client.V1LocalObjectReference(name=self.image_pull)] if self.image_pull else None
@@ -152,6 +160,7 @@ def job_pod_template(
         image=image,
         command=command,
         env=base_env(secrets, env),
+        env_from=secrets.env_from_sources(),
         resources=client.V1ResourceRequirements(**profile.resources()),
         security_context=container_security_context(),
         volume_mounts=mounts,

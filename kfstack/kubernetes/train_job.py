@@ -115,6 +115,11 @@ def build_trainjob(request: TrainingJobRequest, runtime: str = DEFAULT_TRAINER_R
             substitutes trial parameters as text, which would make it a string.
     """
     validate_request(request)
+    if request.secrets.env_from:
+        raise InvalidParameterError(
+            f"env_secrets={list(request.secrets.env_from)}: a TrainJob (Trainer v2.3) takes no envFrom, "
+            f"so whole Secrets cannot become its nodes' environment; use training_api=v1 (PyTorchJob)"
+        )
     if isinstance(request.workers, Placeholder):
         raise InvalidParameterError(
             f"workers={request.workers}: the TrainJob's numNodes must be an integer, so the number "
@@ -126,7 +131,8 @@ def build_trainjob(request: TrainingJobRequest, runtime: str = DEFAULT_TRAINER_R
         command=trainer_command(request.module),
         args=[str(arg) for arg in request.args],
         env=[
-            models.IoK8sApiCoreV1EnvVar.from_dict(var) for var in pods.to_dict(pods.base_env(request.secrets))
+            models.IoK8sApiCoreV1EnvVar.from_dict(var)
+            for var in pods.to_dict(pods.base_env(request.secrets, request.env))
         ],
         numNodes=request.workers,
         numProcPerNode=1,

@@ -67,6 +67,8 @@ class TrainingJobRequest:
         elastic: PyTorch only: run elastic between min and max Worker replicas.
         topology: TF only: ``mwms`` or ``parameter_server``.
         parameter_servers: TF ``parameter_server`` only: PS replicas (>= 1).
+        env: Plain variables of every replica (where a team's code finds its data, model
+            directory and checkpoints: :mod:`kfstack.contracts`); never credentials.
     """
 
     name: str
@@ -85,6 +87,7 @@ class TrainingJobRequest:
     elastic: ElasticSettings | None = None
     topology: str = MWMS
     parameter_servers: int = 1
+    env: dict[str, str] = dataclasses.field(default_factory=dict)
 
     def with_elastic(self, elastic: ElasticSettings | None) -> TrainingJobRequest:
         return dataclasses.replace(self, elastic=elastic)
@@ -149,6 +152,7 @@ def _replica(
         profile=profile,
         secrets=request.secrets,
         labels=request.labels,
+        env=request.env or None,
     )
     return models.KubeflowOrgV1ReplicaSpec(
         replicas=replicas,

@@ -43,6 +43,8 @@ REPORTED_METRICS = (*VALIDATION_METRICS, *THROUGHPUT_METRICS, "world_size")
 # job's pods' price per hour and the cost of an epoch's training seconds at it.
 PRICE_PER_HOUR = "price_per_hour"
 COST_PER_EPOCH = "cost_per_epoch"
+# A team's code reports no epochs to kfstack: its step prices the whole job instead.
+JOB_COST = "job_cost"
 # The values each validation metric can take (a tuning goal outside them is never reached).
 METRIC_RANGES = {VAL_AUC: (0.0, 1.0), VAL_LOG_LOSS: (0.0, float("inf")), VAL_ACCURACY: (0.0, 1.0)}
 # The hyperparameters a tuning search space may set: the trainer arguments a trial template
@@ -51,32 +53,24 @@ TUNABLE_HYPERPARAMETERS = {"learning_rate": ("double", "discrete"), "batch_size"
 
 
 @dataclasses.dataclass(frozen=True)
-class TrainingSettings(Settings):
-    """What a training run is, whichever framework and platform runs it.
+class JobTopology(Settings):
+    """The shape of a distributed training job, whatever code it runs.
 
     Attributes:
         framework: ``pytorch`` (DDP; TrainJob or PyTorchJob) or ``tensorflow`` (TFJob).
         workers: Training processes: PyTorch Master + Workers; TF Workers (>= 1).
-        epochs: Passes over the training split (>= 1); a checkpoint after each.
-        batch_size: Global batch size, split evenly over the workers (>= workers).
-        learning_rate: Adam step size (> 0).
         max_restarts: Whole-group restarts from the latest checkpoint after a failure (>= 0).
-        seed: Seeds initialisation and data order.
         tf_topology: TensorFlow: ``mwms`` or ``parameter_server``.
         tf_parameter_servers: TensorFlow ``parameter_server``: PS replicas (>= 1).
         elastic_min_workers, elastic_max_workers: PyTorch on Kubernetes: an elastic job between
             these replica counts (torchrun, c10d); both 0: a fixed-size job.
     """
 
-    concern = "training settings"
+    concern = "training topology"
 
     framework: str = setting(PYTORCH, choices=FRAMEWORKS)
     workers: int = setting(2, ge=1)
-    epochs: int = setting(4, ge=1)
-    batch_size: int = setting(1024, ge=1)
-    learning_rate: float = setting(0.003, gt=0)
     max_restarts: int = setting(3, ge=0)
-    seed: int = 42
     tf_topology: str = setting(MWMS, choices=TF_TOPOLOGIES)
     tf_parameter_servers: int = setting(1, ge=1)
     elastic_min_workers: int = setting(0, ge=0)
@@ -84,11 +78,6 @@ class TrainingSettings(Settings):
 
     def check(self) -> list[str]:
         problems = []
-        if self.concrete("batch_size", "workers") and self.batch_size < self.workers:
-            problems.append(
-                f"batch_size={self.batch_size} must be >= workers={self.workers} "
-                f"(it is the global batch, split over the workers)"
-            )
         if self.elastic and self.concrete("elastic_min_workers", "elastic_max_workers", "workers"):
             if self.framework != PYTORCH:
                 problems.append(
@@ -105,6 +94,35 @@ class TrainingSettings(Settings):
     @property
     def elastic(self) -> bool:
         return bool(self.elastic_min_workers or self.elastic_max_workers)
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainingSettings(JobTopology):
+    """What a flights training run is, whichever framework and platform runs it: its job's
+    topology (:class:`JobTopology`) and the flights trainers' hyperparameters.
+
+    Attributes:
+        epochs: Passes over the training split (>= 1); a checkpoint after each.
+        batch_size: Global batch size, split evenly over the workers (>= workers).
+        learning_rate: Adam step size (> 0).
+        seed: Seeds initialisation and data order.
+    """
+
+    concern = "training settings"
+
+    epochs: int = setting(4, ge=1)
+    batch_size: int = setting(1024, ge=1)
+    learning_rate: float = setting(0.003, gt=0)
+    seed: int = 42
+
+    def check(self) -> list[str]:
+        problems = []
+        if self.concrete("batch_size", "workers") and self.batch_size < self.workers:
+            problems.append(
+                f"batch_size={self.batch_size} must be >= workers={self.workers} "
+                f"(it is the global batch, split over the workers)"
+            )
+        return problems + super().check()
 
     def trainer_argv(self, *, features_uri: str, model_uri: str, checkpoint_uri: str) -> list[str]:
         """The trainer's command line (the same for local processes, pods and Katib trials)."""

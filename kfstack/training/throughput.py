@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from kfstack.training.settings import (
     COST_PER_EPOCH,
+    JOB_COST,
     PRICE_PER_HOUR,
     SAMPLES_PER_SECOND,
     SAMPLES_PER_SECOND_PER_REPLICA,
@@ -56,6 +57,14 @@ def cost_metrics(seconds_per_epoch: float, price_per_hour: float | None) -> dict
         PRICE_PER_HOUR: price_per_hour,
         COST_PER_EPOCH: seconds_per_epoch * price_per_hour / SECONDS_PER_HOUR,
     }
+
+
+def job_cost(seconds: float, price_per_hour: float | None) -> dict[str, float]:
+    """What a whole job cost: its pods' price per hour and ``seconds`` of them at it (for code
+    that reports no epochs of its own); empty without a price, like :func:`cost_metrics`."""
+    if price_per_hour is None:
+        return {}
+    return {PRICE_PER_HOUR: price_per_hour, JOB_COST: seconds * price_per_hour / SECONDS_PER_HOUR}
 
 
 def scaling_efficiency(

@@ -15,12 +15,10 @@ by the stage (:mod:`kfstack.kubernetes.train_job`).
 
 from __future__ import annotations
 
-import sys
-
 from kfstack.kubernetes.training_apis import TRAINER_V2
 from kfstack.kubernetes.training_jobs import ElasticSettings, TrainingJobRequest, build_pytorchjob
-from kfstack.training.env_contract import MASTER, WORKER, pytorchjob_env, trainjob_env
-from kfstack.training.process_group import LOOPBACK, ReplicaProcess, ReplicaSet, free_port
+from kfstack.training import local_replicas as local_replicas_
+from kfstack.training.process_group import ReplicaSet
 from kfstack.training.settings import TrainingSettings
 
 TRAINER_MODULE = "kfstack.components.training.train_model.pytorch.trainer"
@@ -47,37 +45,9 @@ def job_pods(settings: TrainingSettings, world_size: int) -> int:
 
 
 def local_replicas(settings: TrainingSettings, trainer_argv: list[str], training_api: str) -> ReplicaSet:
-    """Per attempt: the PyTorchJob's Master and Workers, or the TrainJob's nodes.
-
-    The env is rebuilt per attempt with a new free port: the previous master's port can still be
-    in TIME_WAIT when the group restarts.
-    """
-    workers = settings.workers
+    """Per attempt: the PyTorchJob's Master and Workers, or the TrainJob's nodes
+    (:mod:`kfstack.training.local_replicas`)."""
+    command = [TRAINER_MODULE, *trainer_argv]
     if training_api == TRAINER_V2:
-        return _trainjob_nodes(workers, trainer_argv)
-
-    def build(attempt: int) -> list[ReplicaProcess]:
-        port = free_port()
-        argv = [sys.executable, "-m", TRAINER_MODULE, *trainer_argv]
-        # A one-replica PyTorchJob still gets WORLD_SIZE=1; the trainer then skips DDP.
-        replicas = [ReplicaProcess(0, argv, pytorchjob_env(LOOPBACK, MASTER, 0, workers, port), "master-0")]
-        for i in range(workers - 1):
-            env = pytorchjob_env(LOOPBACK, WORKER, i, workers, port)
-            replicas.append(ReplicaProcess(i + 1, argv, env, f"worker-{i}"))
-        return replicas
-
-    return ReplicaSet(build=build, details={"world_size": workers})
-
-
-def _trainjob_nodes(workers: int, trainer_argv: list[str]) -> ReplicaSet:
-    """Per attempt: ``workers`` TrainJob nodes, each torchrun under the runtime's ``PET_*`` env."""
-
-    def build(attempt: int) -> list[ReplicaProcess]:
-        port = free_port()
-        argv = [sys.executable, "-m", "torch.distributed.run", "-m", TRAINER_MODULE, *trainer_argv]
-        return [
-            ReplicaProcess(node, argv, trainjob_env(LOOPBACK, node, workers, port), f"node-{node}")
-            for node in range(workers)
-        ]
-
-    return ReplicaSet(build=build, details={"world_size": workers, "launcher": "torchrun"})
+        return local_replicas_.trainjob_nodes(settings.workers, command)
+    return local_replicas_.pytorchjob_replicas(settings.workers, command)

@@ -9,12 +9,13 @@ PS are then stopped. ``kubernetes``: that TFJob on the chosen node pool.
 
 from __future__ import annotations
 
-import sys
+import dataclasses
 
 from kfstack.kubernetes.training_jobs import TrainingJobRequest, build_tfjob
-from kfstack.training.process_group import LOOPBACK, ReplicaProcess, ReplicaSet, free_port
+from kfstack.training.local_replicas import tfjob_replicas
+from kfstack.training.process_group import ReplicaSet
 from kfstack.training.settings import PARAMETER_SERVER, TrainingSettings
-from kfstack.training.tf_config import CHIEF, PS, WORKER, tfjob_tf_config
+from kfstack.training.tf_config import CHIEF, PS, WORKER
 
 TRAINER_MODULE = "kfstack.components.training.train_model.tensorflow.trainer"
 IMAGE_ROLE = "tf-trainer"
@@ -40,28 +41,11 @@ def build_job(settings: TrainingSettings, request: TrainingJobRequest) -> dict:
 
 
 def local_replicas(settings: TrainingSettings, trainer_argv: list[str], training_api: str) -> ReplicaSet:
-    """Per attempt: one process per replica with the ``TF_CONFIG`` the operator would set.
+    """Per attempt: one process per replica with the ``TF_CONFIG`` the operator would set
+    (:func:`kfstack.training.local_replicas.tfjob_replicas`).
 
     ``training_api`` is always ``v1`` here: TensorFlow runs as a TFJob only
     (:mod:`kfstack.kubernetes.training_apis`).
     """
-    layout = replica_layout(settings)
-
-    def build(attempt: int) -> list[ReplicaProcess]:
-        cluster = {
-            rtype: [f"{LOOPBACK}:{free_port()}" for _ in range(count)] for rtype, count in layout.items()
-        }
-        argv = [sys.executable, "-m", TRAINER_MODULE, *trainer_argv]
-        replicas: list[ReplicaProcess] = []
-        for rtype, addresses in cluster.items():
-            for index in range(len(addresses)):
-                tf_config = tfjob_tf_config(cluster, rtype, index)
-                env = {"TF_CONFIG": tf_config} if tf_config else {}
-                replicas.append(ReplicaProcess(len(replicas), argv, env, f"{rtype}-{index}"))
-        return replicas
-
-    return ReplicaSet(
-        build=build,
-        done_when_exits=0 if settings.tf_topology == PARAMETER_SERVER else None,
-        details={"topology": settings.tf_topology, "replicas": layout},
-    )
+    replicas = tfjob_replicas(replica_layout(settings), [TRAINER_MODULE, *trainer_argv])
+    return dataclasses.replace(replicas, details={"topology": settings.tf_topology, **replicas.details})

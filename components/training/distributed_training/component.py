@@ -1,0 +1,99 @@
+"""KFP component: a team's own training code as a distributed PyTorch or TensorFlow job."""
+
+from kfp import dsl
+from kfp.dsl import Artifact, Dataset, Input, Metrics, Model, Output
+
+from kfstack.images import COMPONENT_IMAGE
+
+
+# Lists and dicts as defaults are KFP parameter defaults, compiled into the spec; the function
+# body never mutates them (B006).
+@dsl.component(base_image=COMPONENT_IMAGE, install_kfp_package=False)
+def distributed_training(
+    platform: str,
+    data: Input[Dataset],
+    training_code: str,
+    model: Output[Model],
+    training_metrics: Output[Metrics],
+    training_logs: Output[Artifact],
+    training_job: Output[Artifact],
+    hyperparameter_types: dict = {},  # noqa: B006
+    hyperparameters: dict = {},  # noqa: B006
+    metric_names: list = [],  # noqa: B006
+    model_format: str = "custom",
+    framework: str = "pytorch",
+    workers: int = 2,
+    max_restarts: int = 3,
+    tf_topology: str = "mwms",
+    tf_parameter_servers: int = 1,
+    elastic_min_workers: int = 0,
+    elastic_max_workers: int = 0,
+    trainer_image: str = "",
+    env_secrets: list = [],  # noqa: B006
+    gpu_pool: str = "h100",
+    object_store_secret: str = "kfstack-object-store",
+    image_pull_secret: str = "",
+    training_timeout_seconds: int = 21600,
+    training_api: str = "auto",
+    trainer_runtime: str = "torch-distributed",
+    run_id: str = "",
+    task_name: str = "",
+):
+    """Runs a team's training code over ``workers`` replicas under the operator's env contract.
+
+    The code reads its data from ``$KFSTACK_INPUT_URI``, writes its model to
+    ``$KFSTACK_MODEL_DIR`` (rank 0's is kept), checkpoints to ``$KFSTACK_CHECKPOINT_URI`` and
+    prints its metrics as ``name=value`` lines (docs/contracts.md).
+
+    Args:
+        platform: ``local`` starts the replicas as processes with the env their pods would get;
+            ``kubernetes`` creates a TrainJob, PyTorchJob or TFJob on the ``gpu_pool`` node pool
+            and waits.
+        data: The input dataset, handed to the code as ``KFSTACK_INPUT_URI``.
+        training_code: ``package.module`` (run as ``python -m``, hyperparameters on its argv as
+            ``--name=value``) or ``package.module:function`` (called with them as keyword
+            arguments of their declared types), importable in ``trainer_image``.
+        model: The model directory rank 0 wrote, as declared by ``model_format``.
+        training_metrics: The last value of each of ``metric_names`` the code printed, its
+            report (``report.<name>``), its seconds, the world size, local restarts and, where
+            the node pool has a price, ``price_per_hour`` and ``job_cost``.
+        training_logs: Checkpoints (``checkpoints/``), the chief replica's result and, locally,
+            one log file per replica and attempt.
+        training_job: What ran the training: the job's reference, or the local process group.
+        hyperparameter_types: Name -> ``int``, ``float``, ``str`` or ``bool``: every
+            hyperparameter the code takes (names ``[A-Za-z_][A-Za-z0-9_-]*``).
+        hyperparameters: Name -> value of this run, each declared in ``hyperparameter_types``
+            (values: letters, digits and ``. _ + -``; Katib passes them through a shell).
+        metric_names: The metrics the code prints as ``name=value`` lines (Katib's StdOut
+            format); every one must be printed by rank 0.
+        model_format: ``sklearn``, ``xgboost``, ``lightgbm``, ``onnx`` (the file KServe's runtime
+            for it loads must be there) or ``custom`` (any files; a team's own predictor).
+        framework: ``pytorch`` (TrainJob or PyTorchJob) or ``tensorflow`` (TFJob).
+        workers: Replicas (>= 1): PyTorch one Master and ``workers - 1`` Workers, or TrainJob
+            nodes; TF Workers (the ``parameter_server`` topology adds a Chief and the PS).
+        max_restarts: Restarts after a replica fails (>= 0; the job's backoffLimit).
+        tf_topology: TensorFlow: ``mwms`` (MultiWorkerMirroredStrategy) or ``parameter_server``.
+        tf_parameter_servers: TensorFlow ``parameter_server``: PS replicas (>= 1).
+        elastic_min_workers: PyTorch on Kubernetes: with ``elastic_max_workers``, an elastic
+            PyTorchJob between these replica counts (torchrun, c10d); 0 = fixed size.
+        elastic_max_workers: PyTorch on Kubernetes: upper replica count; 0 = fixed size.
+        trainer_image: Kubernetes: the image holding the code; empty: kfstack's trainer image
+            for the framework.
+        env_secrets: Kubernetes: Secrets whose keys become the replicas' environment
+            (credentials by name, never by value; not with a TrainJob). Locally the replicas
+            inherit this process's environment.
+        gpu_pool: Kubernetes: node-pool profile of the replicas (``node_pools.yaml``).
+        object_store_secret: Kubernetes: Secret with the object-store keys; empty: none.
+        image_pull_secret: Kubernetes: image pull Secret of the replicas; empty: none.
+        training_timeout_seconds: Kubernetes: the job's activeDeadlineSeconds and the longest
+            wait for it (seconds).
+        training_api: ``auto`` (what the cluster serves; Trainer v2 first), ``v1``
+            (PyTorchJob/TFJob) or ``trainer-v2`` (TrainJob; PyTorch, not elastic).
+        trainer_runtime: The TrainJob's ClusterTrainingRuntime (a torchrun runtime).
+        run_id: The pipeline run (``dsl.PIPELINE_JOB_ID_PLACEHOLDER``); names the job.
+        task_name: This task's name (``dsl.PIPELINE_TASK_NAME_PLACEHOLDER``).
+    """
+    from kfstack.components.training.distributed_training.stage import STAGE
+    from kfstack.platforms import run_stage
+
+    run_stage(STAGE, locals())

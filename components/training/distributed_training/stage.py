@@ -1,0 +1,357 @@
+"""A team's own training code as a distributed job, on either platform.
+
+The code is a module or ``module:function`` (:class:`kfstack.contracts.TrainingCode`) in the
+trainer image -- kfstack's for the framework by default, the team's own built on it otherwise. Each
+replica runs it through :mod:`kfstack.training.entrypoint` under the operator's env contract:
+
+- ``kubernetes``: a TrainJob (Trainer v2; torchrun sets ``PET_*``), a PyTorchJob (``MASTER_*``,
+  ``RANK``; elastic through torchrun) or a TFJob (``TF_CONFIG``, MWMS or parameter servers),
+  chosen by what the cluster serves (``training_api``), on the ``gpu_pool`` node pool, with
+  spot retries from ``KFSTACK_CHECKPOINT_URI`` and the pool's Kueue queue;
+- ``local``: the same replicas as processes with the env their pods would get
+  (:mod:`kfstack.training.local_replicas`), restarted from the checkpoints on a failure.
+
+Either way the chief replica leaves a result beside the logs (the last value of every declared
+metric, the code's report, its seconds, what the model directory lacks) and the model in the
+model artifact; :func:`judge` turns a broken contract into one clear error.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from collections.abc import Mapping
+from typing import Any
+
+import fsspec
+
+from kfstack import contracts, images
+from kfstack.errors import InvalidParameterError
+from kfstack.kubernetes.launcher import Cluster
+from kfstack.kubernetes.naming import RunContext
+from kfstack.kubernetes.placement import TrainingPlacement
+from kfstack.kubernetes.pods import SecretRefs
+from kfstack.kubernetes.train_job import build_trainjob
+from kfstack.kubernetes.training_apis import AUTO, TRAINER_V2, candidate_apis, job_kind
+from kfstack.kubernetes.training_jobs import (
+    ElasticSettings,
+    TrainingJobRequest,
+    build_pytorchjob,
+    build_tfjob,
+)
+from kfstack.platforms import StageResult, Variant
+from kfstack.training import entrypoint, local_replicas
+from kfstack.training.process_group import ReplicaSet, run_process_group
+from kfstack.training.settings import CHECKPOINT_DIR, PARAMETER_SERVER, PYTORCH, JobTopology
+from kfstack.training.tf_config import CHIEF, PS, WORKER
+from kfstack.training.throughput import job_cost
+from kfstack.uris import fsspec_uri, join
+from kfstack.version import __version__
+
+NAME_PREFIX = "kfs-train"
+IMAGE_ROLES = {PYTORCH: "torch-trainer", "tensorflow": "tf-trainer"}
+TRAINING_METRICS = "training_metrics"
+MODEL_OUTPUT = "model"
+
+
+@dataclasses.dataclass(frozen=True)
+class DistributedTrainingSettings:
+    """The step: whose code, with which hyperparameters, in what job shape, where.
+
+    Attributes:
+        code: The team's training code and what it declares.
+        hyperparameters: Name -> value, each declared by ``code`` and of its type.
+        topology: The job's framework, replicas and restarts.
+        model_format: What the model directory must hold (:data:`kfstack.contracts.MODEL_FORMATS`).
+        image: The trainer image (the team's, or kfstack's for the framework).
+        env_secrets: Secrets whose keys the replicas get as environment (cluster only).
+        data_uri: The input dataset (``KFSTACK_INPUT_URI``).
+        model_uri: The model artifact: rank 0's model directory is copied there.
+        logs_uri: Checkpoints (``<logs_uri>/checkpoints``), the chief's result and, locally, the
+            replicas' logs.
+        placement: Where the job's replicas run.
+    """
+
+    code: contracts.TrainingCode
+    hyperparameters: Mapping[str, Any]
+    topology: JobTopology
+    model_format: str
+    image: str
+    env_secrets: tuple[str, ...]
+    data_uri: str
+    model_uri: str
+    logs_uri: str
+    placement: TrainingPlacement
+
+    @property
+    def checkpoint_uri(self) -> str:
+        return join(self.logs_uri, CHECKPOINT_DIR)
+
+    @property
+    def result_uri(self) -> str:
+        return join(self.logs_uri, entrypoint.RESULT_FILE)
+
+    @property
+    def training_api(self) -> str:
+        """The concrete API of a variant's settings (``auto`` is resolved by :meth:`variants`)."""
+        if self.placement.training_api == AUTO:
+            raise ValueError("training_api=auto: build and run a variant's settings")
+        return self.placement.training_api
+
+    def with_training_api(self, api: str) -> DistributedTrainingSettings:
+        return dataclasses.replace(self, placement=dataclasses.replace(self.placement, training_api=api))
+
+    def argv(self) -> list[str]:
+        return self.code.argv(self.hyperparameters)
+
+    def env(self, remote: bool) -> dict[str, str]:
+        """What the replicas' entrypoint and the team's code are told; ``remote``: the URIs as
+        a cluster's pods open them."""
+        uri = fsspec_uri if remote else str
+        return {
+            **contracts.locations_env(input_uri=uri(self.data_uri), checkpoint_uri=uri(self.checkpoint_uri)),
+            **entrypoint.step_env(self.code, self.model_format, uri(self.model_uri), uri(self.result_uri)),
+        }
+
+    def layout(self) -> dict[str, int]:
+        """TensorFlow: replica type -> count, in launch order (the chief first when there is one)."""
+        topology = self.topology
+        if topology.tf_topology == PARAMETER_SERVER:
+            return {CHIEF: 1, WORKER: topology.workers, PS: topology.tf_parameter_servers}
+        return {WORKER: topology.workers}
+
+    def job_pods(self) -> int:
+        return self.topology.workers if self.topology.framework == PYTORCH else sum(self.layout().values())
+
+
+def _list(arguments: Mapping[str, Any], name: str) -> list[Any]:
+    value = arguments.get(name) or []
+    if not isinstance(value, list):
+        raise InvalidParameterError(f"{name} must be a list, got {value!r}")
+    return value
+
+
+def _dict(arguments: Mapping[str, Any], name: str) -> dict[str, Any]:
+    value = arguments.get(name) or {}
+    if not isinstance(value, dict):
+        raise InvalidParameterError(f"{name} must be a dict, got {value!r}")
+    return value
+
+
+def code_from_arguments(arguments: Mapping[str, Any]) -> contracts.TrainingCode:
+    """The declared training code of a component's (or pipeline's) arguments.
+
+    Raises:
+        InvalidParameterError: A malformed declaration.
+    """
+    return contracts.TrainingCode(
+        entry=arguments.get("training_code", ""),
+        hyperparameters=_dict(arguments, "hyperparameter_types"),
+        metrics=tuple(_list(arguments, "metric_names")),
+    )
+
+
+class DistributedTrainingStage:
+    component = "distributed-training"
+    reference_output = "training_job"
+
+    def settings(self, arguments: Mapping[str, Any]) -> DistributedTrainingSettings:
+        """The step's settings; the code's module (and function) must exist wherever this
+        process can import the team's package.
+
+        Raises:
+            InvalidParameterError: Whatever is wrong, before anything starts.
+        """
+        code = code_from_arguments(arguments)
+        problem = code.importable_problem()
+        if problem:
+            raise InvalidParameterError(f"training_code={code.entry!r}: {problem}")
+        hyperparameters = _dict(arguments, "hyperparameters")
+        code.argv(hyperparameters)  # declared, typed, safe in a shell command
+        topology = JobTopology.from_arguments(arguments)
+        return DistributedTrainingSettings(
+            code=code,
+            hyperparameters=hyperparameters,
+            topology=topology,
+            model_format=contracts.check_model_format(arguments.get("model_format", contracts.CUSTOM)),
+            image=arguments.get("trainer_image") or images.image_for(IMAGE_ROLES[topology.framework]),
+            env_secrets=contracts.check_secret_names(_list(arguments, "env_secrets"), "env_secrets"),
+            data_uri=arguments["data"],
+            model_uri=arguments[MODEL_OUTPUT],
+            logs_uri=arguments["training_logs"],
+            placement=TrainingPlacement.from_arguments(arguments),
+        )
+
+    def variants(self, settings: DistributedTrainingSettings) -> list[Variant[DistributedTrainingSettings]]:
+        """The framework's v1 job and, for PyTorch, a TrainJob, as ``training_api`` allows. A
+        TrainJob takes no whole Secrets as environment, so ``env_secrets`` leaves it out of
+        ``auto`` (and :func:`~kfstack.kubernetes.train_job.build_trainjob` refuses it)."""
+        topology = settings.topology
+        apis = candidate_apis(settings.placement.training_api, topology.framework, topology.elastic)
+        if settings.env_secrets and settings.placement.training_api == AUTO:
+            apis = tuple(api for api in apis if api != TRAINER_V2)
+        return [
+            Variant(
+                settings.with_training_api(api), (job_kind(api, topology.framework),), f"training_api={api}"
+            )
+            for api in apis
+        ]
+
+    def preflight(self, settings: DistributedTrainingSettings) -> None:
+        """The input dataset exists.
+
+        Raises:
+            InvalidParameterError: It does not.
+        """
+        fs, path = fsspec.core.url_to_fs(fsspec_uri(settings.data_uri))
+        if not fs.exists(path):
+            raise InvalidParameterError(f"data: no dataset at {settings.data_uri}")
+
+    def build(self, settings: DistributedTrainingSettings, context: RunContext) -> list[dict]:
+        """The TrainJob, PyTorchJob or TFJob of this run, running the entrypoint in ``image``."""
+        topology, placement = settings.topology, settings.placement
+        request = TrainingJobRequest(
+            name=context.name(NAME_PREFIX),
+            labels=context.labels(),
+            image=settings.image,
+            module=entrypoint.MODULE,
+            args=settings.argv(),
+            workers=topology.workers,
+            profile=placement.profile,
+            secrets=SecretRefs(
+                object_store=placement.object_store_secret,
+                image_pull=placement.image_pull_secret,
+                env_from=settings.env_secrets,
+            ),
+            checkpoint_uri=fsspec_uri(settings.checkpoint_uri),
+            max_restarts=topology.max_restarts,
+            active_deadline_seconds=placement.timeout_seconds,
+            env=settings.env(remote=True),
+        )
+        if settings.training_api == TRAINER_V2:
+            return [build_trainjob(request, runtime=placement.trainer_runtime)]
+        if topology.framework == PYTORCH:
+            elastic = None
+            if topology.elastic:
+                elastic = ElasticSettings(
+                    topology.elastic_min_workers, topology.elastic_max_workers, topology.max_restarts
+                )
+            return [build_pytorchjob(request.with_elastic(elastic))]
+        return [build_tfjob(request.with_topology(topology.tf_topology, topology.tf_parameter_servers))]
+
+    def replicas(self, settings: DistributedTrainingSettings) -> ReplicaSet:
+        """The job's replicas as local processes under the chosen API's env contract."""
+        command = [entrypoint.MODULE, *settings.argv()]
+        env = settings.env(remote=False)
+        workers = settings.topology.workers
+        if settings.topology.framework != PYTORCH:
+            return local_replicas.tfjob_replicas(settings.layout(), command, env)
+        if settings.training_api == TRAINER_V2:
+            return local_replicas.trainjob_nodes(workers, command, env)
+        return local_replicas.pytorchjob_replicas(workers, command, env)
+
+    def run_local(self, settings: DistributedTrainingSettings) -> StageResult:
+        """The replicas as local processes; the cost is the ``cpu`` profile's for this machine."""
+        from kfstack.kubernetes import node_pools
+
+        os.makedirs(settings.logs_uri, exist_ok=True)
+        replicas = self.replicas(settings)
+        group = run_process_group(
+            replicas.build,
+            logs_dir=settings.logs_uri,
+            max_restarts=settings.topology.max_restarts,
+            done_when_exits=replicas.done_when_exits,
+        )
+        price = node_pools.get_profile(node_pools.CPU_POOL).price_per_node_hour
+        metrics = judge(settings, read_result(settings.result_uri), price)
+        metrics["restarts"] = float(group.restarts)
+        reference = {
+            "kind": "LocalProcessGroup",
+            "framework": settings.topology.framework,
+            "training_api": settings.training_api,
+            **replicas.details,
+            "attempts": group.attempts,
+        }
+        return StageResult({TRAINING_METRICS: metrics}, reference, artifact_metadata=model_metadata(settings))
+
+    def collect(
+        self, settings: DistributedTrainingSettings, finished: list[dict], cluster: Cluster
+    ) -> StageResult:
+        price = settings.placement.profile.price_per_hour(settings.job_pods())
+        metrics = judge(settings, read_result(fsspec_uri(settings.result_uri)), price)
+        return StageResult(
+            {TRAINING_METRICS: metrics},
+            {"framework": settings.topology.framework, "training_api": settings.training_api},
+            artifact_metadata=model_metadata(settings),
+        )
+
+
+STAGE = DistributedTrainingStage()
+
+
+def read_result(uri: str) -> dict[str, Any]:
+    """The chief replica's result.
+
+    Raises:
+        ContractError: There is none: the job ended without its chief finishing the code.
+    """
+    try:
+        with fsspec.open(uri, "r") as f:
+            return json.load(f)
+    except FileNotFoundError as err:
+        raise contracts.ContractError(
+            f"training finished but its chief replica left no result at {uri}: the replicas must "
+            f"run the code through python -m {entrypoint.MODULE} (the step's job does so)"
+        ) from err
+
+
+def judge(
+    settings: DistributedTrainingSettings, result: Mapping[str, Any], price: float | None
+) -> dict[str, float]:
+    """The step's metrics from the chief's result, once it kept the contract.
+
+    Raises:
+        ContractError: The model directory lacks the declared format's files, the report is not
+            numbers, or a declared metric was never printed.
+    """
+    entry = settings.code.entry
+    problems = []
+    if result.get("model_problem"):
+        problems.append(
+            f"training finished but rank 0 left a model directory ({contracts.MODEL_DIR_ENV}) that "
+            f"does not hold a {settings.model_format} model: {result['model_problem']}"
+        )
+    if result.get("report_problem"):
+        problems.append(str(result["report_problem"]))
+    printed = result.get("metrics", {})
+    missing = [metric for metric in settings.code.metrics if metric not in printed]
+    if missing:
+        problems.append(
+            f"training finished but rank 0 never printed {', '.join(f'{m}=<value>' for m in missing)} "
+            f"(the code declares these metrics; print them as Katib metric lines)"
+        )
+    if problems:
+        raise contracts.ContractError(f"training code {entry}: " + "; ".join(problems))
+    seconds = float(result["training_seconds"])
+    return {
+        **{name: float(value) for name, value in printed.items()},
+        **{f"report.{name}": float(value) for name, value in result.get("report", {}).items()},
+        "training_seconds": seconds,
+        "world_size": float(settings.topology.workers),
+        **job_cost(seconds, price),
+    }
+
+
+def model_metadata(settings: DistributedTrainingSettings) -> dict[str, dict[str, Any]]:
+    """What the model artifact records of where it comes from (shown in the KFP UI)."""
+    return {
+        MODEL_OUTPUT: {
+            "model_format": settings.model_format,
+            "training_code": settings.code.entry,
+            "framework": settings.topology.framework,
+            "training_api": settings.training_api,
+            "hyperparameters": dict(settings.hyperparameters),
+            "kfstack_version": __version__,
+        }
+    }

@@ -1,0 +1,443 @@
+"""The public contracts between kfstack's generic components and a team's own code.
+
+One module, so that a team reads one page (``docs/contracts.md``) and kfstack checks one set of
+rules at every edge. A team's code never needs to import kfstack (STYLE 18): it learns where
+things are from environment variables, takes its hyperparameters as ``--name=value`` arguments,
+prints its metrics as Katib's StdOut collector reads them (``name=value``), and writes plain
+files. kfstack's wrappers (:mod:`kfstack.spark.driver`, :mod:`kfstack.training.entrypoint`) set
+the variables up, run the code, then move what it wrote to where the pipeline's artifacts live.
+
+**Where things are** (environment variables, the way Vertex AI hands ``AIP_MODEL_DIR`` over):
+
+===========================  =============================================================
+``KFSTACK_INPUT_URI``        the step's input dataset, a URI the code opens itself (a local
+                             path on the embedded platform, ``s3://`` on a cluster, ``s3a://``
+                             for a Spark job); unset when the step has none
+``KFSTACK_OUTPUT_URI``       Spark job: where the application writes its dataset (a URI as
+                             Spark opens it)
+``KFSTACK_MODEL_DIR``        training: a local directory; rank 0 writes the model there and
+                             the wrapper moves it to the model artifact once the code returns
+``KFSTACK_CHECKPOINT_URI``   training: a URI that outlives a replica (checkpoints; a restarted
+                             or preempted job resumes from it)
+``KFSTACK_REPORT_PATH``      a local file the code may write a small JSON object of numbers
+                             to (rows read, written, quarantined...): it becomes the step's
+                             Metrics
+===========================  =============================================================
+
+Secrets (database or feature-store credentials) are passed by *name*: Secrets whose keys
+become the pods' environment on a cluster; on the embedded platform the processes inherit the
+launching process's environment. Never a value in a parameter.
+
+**Training code**: ``package.module`` (run as ``python -m``) or ``package.module:function`` (called
+with the hyperparameters as keyword arguments converted to its declared types). The pipeline
+declares the hyperparameters (name and type) and the metric names the code prints as data,
+:class:`TrainingCode`, readable without importing the code.
+
+**Models**: a directory plus a declared format (:data:`MODEL_FORMATS`);
+:func:`model_dir_problem` says what a format's directory must hold.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import json
+import math
+import os
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from kfstack.errors import InvalidParameterError, RunFailedError
+from kfstack.settings import Placeholder
+
+# --- where things are -------------------------------------------------------------------------
+
+INPUT_URI_ENV = "KFSTACK_INPUT_URI"
+OUTPUT_URI_ENV = "KFSTACK_OUTPUT_URI"
+MODEL_DIR_ENV = "KFSTACK_MODEL_DIR"
+CHECKPOINT_URI_ENV = "KFSTACK_CHECKPOINT_URI"
+REPORT_PATH_ENV = "KFSTACK_REPORT_PATH"
+LOCATION_ENV = (INPUT_URI_ENV, OUTPUT_URI_ENV, MODEL_DIR_ENV, CHECKPOINT_URI_ENV, REPORT_PATH_ENV)
+
+# Names: Katib joins a trial's arguments unquoted into ``sh -c`` (DESIGN §3), so a hyperparameter
+# name or categorical value that reaches argv must hold no space or shell metacharacter. Metric
+# names are what Katib's default filter reads as one name (``[\w|-]+``), less the ``|``.
+NAME_PATTERN = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*\Z")
+CATEGORICAL_VALUE_PATTERN = re.compile(r"[A-Za-z0-9._+-]+\Z")
+_MODULE_PATTERN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*\Z")
+_ENV_NAME_PATTERN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+# A Kubernetes object name (RFC 1123 subdomain): what a Secret's name must be.
+_SECRET_NAME_PATTERN = re.compile(r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?\Z")
+
+# The declared types a hyperparameter can have, and the Katib parameter types each can be
+# searched as (``discrete`` lists values of the declared type; ``categorical`` lists strings).
+INT, FLOAT, STR, BOOL = "int", "float", "str", "bool"
+HYPERPARAMETER_TYPES: dict[str, tuple[str, ...]] = {
+    INT: ("int", "discrete"),
+    FLOAT: ("double", "discrete"),
+    STR: ("categorical",),
+    BOOL: ("categorical",),
+}
+
+# Model formats: KServe's own runtimes serve the standard ones on a cluster (DESIGN §3); a
+# ``custom`` model is served by the team's own ``kserve.Model``.
+SKLEARN, XGBOOST, LIGHTGBM, ONNX, CUSTOM = "sklearn", "xgboost", "lightgbm", "onnx", "custom"
+MODEL_FORMATS = (SKLEARN, XGBOOST, LIGHTGBM, ONNX, CUSTOM)
+_MODEL_FILES: dict[str, tuple[str, ...]] = {
+    # kserve-sklearnserver: exactly one of these in the model directory.
+    SKLEARN: (".joblib", ".pkl", ".pickle"),
+    XGBOOST: (".bst", ".json", ".ubj"),
+    LIGHTGBM: (".bst",),
+    # Triton's layout (<name>/1/model.onnx) is what deployment lays out; training writes the file.
+    ONNX: (".onnx",),
+}
+
+
+class ContractError(RunFailedError):
+    """A team's code ran but did not keep its side of a contract (no model written, a report
+    that is not a JSON object of numbers); the message says what is missing and where."""
+
+
+def check_name(kind: str, name: str) -> None:
+    """Raises unless ``name`` is a safe hyperparameter or metric name.
+
+    Raises:
+        InvalidParameterError: naming ``kind`` (``hyperparameter``, ``metric``) and the rule.
+    """
+    if not isinstance(name, str) or not NAME_PATTERN.match(name):
+        raise InvalidParameterError(
+            f"{kind} name {name!r} must match [A-Za-z_][A-Za-z0-9_-]* (Katib passes it through "
+            f"an unquoted shell command and reads metrics as name=value)"
+        )
+
+
+def check_secret_names(names: Sequence[str], parameter: str) -> tuple[str, ...]:
+    """``names`` as Secret names (Kubernetes object names), checked.
+
+    Raises:
+        InvalidParameterError: A name is not a valid object name.
+    """
+    bad = [name for name in names if not isinstance(name, str) or not _SECRET_NAME_PATTERN.match(name)]
+    if bad:
+        raise InvalidParameterError(
+            f"{parameter}: {', '.join(map(repr, bad))} is not a Secret name (lowercase letters, "
+            f"digits, '-' and '.'); Secrets are passed by name, never by value"
+        )
+    return tuple(names)
+
+
+# --- Spark applications -----------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class SparkApplicationCode:
+    """A team's PySpark application, run as ``spark-submit`` runs it.
+
+    Attributes:
+        application: A ``.py`` file (a path on this machine, ``local:///...`` inside the Spark
+            image on a cluster) or a module name (``my_team.jobs.clean``), run as ``__main__``.
+        arguments: Its command line.
+    """
+
+    application: str
+    arguments: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.application, str) or not self.application.strip():
+            raise InvalidParameterError("spark_application: name a .py file or a module")
+        if not self.is_file and not _MODULE_PATTERN.match(self.application):
+            raise InvalidParameterError(
+                f"spark_application={self.application!r} is neither a .py file nor a module name"
+            )
+        bad = [arg for arg in self.arguments if not isinstance(arg, str)]
+        if bad:
+            raise InvalidParameterError(f"spark_arguments: every argument must be a string, got {bad!r}")
+
+    @property
+    def is_file(self) -> bool:
+        return self.application.endswith(".py")
+
+    def importable_problem(self) -> str | None:
+        """Where this machine can tell: the file or module is missing. A ``local://`` file lives
+        in an image and cannot be checked here (None)."""
+        if self.application.startswith("local://"):
+            return None
+        if self.is_file:
+            return None if os.path.isfile(self.application) else f"no such file: {self.application}"
+        return _module_problem(self.application)
+
+
+# --- training code ----------------------------------------------------------------------------
+
+
+def _module_problem(module: str) -> str | None:
+    """Why ``module`` cannot be imported here, or None (found, or not importable in this
+    process: its top package is absent, as in a launcher image without the team's package)."""
+    top = module.split(".")[0]
+    try:
+        if importlib.util.find_spec(top) is None:
+            return None  # the team's package is not installed here: its image will tell
+        return None if importlib.util.find_spec(module) is not None else f"no module named {module!r}"
+    except (ImportError, ValueError) as err:
+        return f"module {module!r} cannot be found: {err}"
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainingCode:
+    """A team's training code and what it declares, readable without importing it.
+
+    Attributes:
+        entry: ``package.module`` (run as ``python -m``, hyperparameters on its argv) or
+            ``package.module:function`` (called with them as keyword arguments).
+        hyperparameters: Name -> declared type (:data:`HYPERPARAMETER_TYPES`): what the step
+            and tuning may set, and how values are rendered on argv.
+        metrics: The metric names the code prints as ``name=value`` lines (Katib's StdOut
+            collector format); the last value of each becomes the step's Metrics and tuning
+            may optimise any of them.
+    """
+
+    entry: str
+    hyperparameters: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    metrics: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        module, _, function = self.entry.partition(":") if isinstance(self.entry, str) else ("", "", "")
+        if not _MODULE_PATTERN.match(module) or (function and not function.isidentifier()):
+            raise InvalidParameterError(
+                f"training_code={self.entry!r}: expected package.module or package.module:function"
+            )
+        for name, kind in self.hyperparameters.items():
+            check_name("hyperparameter", name)
+            if kind not in HYPERPARAMETER_TYPES:
+                raise InvalidParameterError(
+                    f"hyperparameter_types: {name}={kind!r} is not one of {', '.join(HYPERPARAMETER_TYPES)}"
+                )
+        for metric in self.metrics:
+            check_name("metric", metric)
+        object.__setattr__(self, "metrics", tuple(self.metrics))
+        object.__setattr__(self, "hyperparameters", dict(self.hyperparameters))
+
+    @property
+    def module(self) -> str:
+        return self.entry.partition(":")[0]
+
+    @property
+    def function(self) -> str:
+        """The function to call; ``""`` when the module runs as ``__main__``."""
+        return self.entry.partition(":")[2]
+
+    def importable_problem(self) -> str | None:
+        """Where this process can import the team's package: the module or function is missing."""
+        problem = _module_problem(self.module)
+        if problem or not self.function:
+            return problem
+        if importlib.util.find_spec(self.module.split(".")[0]) is None:
+            return None
+        try:
+            module = importlib.import_module(self.module)
+        except Exception as err:  # the team's module failed to import: say so, whatever it was
+            return f"module {self.module!r} failed to import: {type(err).__name__}: {err}"
+        if not callable(getattr(module, self.function, None)):
+            return f"module {self.module!r} has no function {self.function!r}"
+        return None
+
+    def check_metric(self, metric: str, parameter: str) -> None:
+        """Raises unless ``metric`` is one the code declares it prints.
+
+        Raises:
+            InvalidParameterError: naming ``parameter`` and the declared metrics.
+        """
+        if metric not in self.metrics:
+            declared = ", ".join(self.metrics) or "none"
+            raise InvalidParameterError(
+                f"{parameter}={metric!r} is not a metric the training code declares (declared: {declared})"
+            )
+
+    def render(self, name: str, value: Any) -> str:
+        """One hyperparameter's value as its declared type writes it on argv.
+
+        kfp.local 2.17 turns an ``int`` inside a ``dict`` into ``64.0``, and Katib substitutes
+        strings, so values are converted to the declared type first.
+
+        Raises:
+            InvalidParameterError: An undeclared name, or a value that is not of its type or
+                would be unsafe in an unquoted shell command.
+        """
+        if name not in self.hyperparameters:
+            declared = ", ".join(self.hyperparameters) or "none"
+            raise InvalidParameterError(
+                f"hyperparameter {name!r} is not declared by the training code (declared: {declared})"
+            )
+        return render_value(name, self.hyperparameters[name], value)
+
+    def argv(self, values: Mapping[str, Any]) -> list[str]:
+        """``--name=value`` for each of ``values``, in the declared order; a
+        :class:`~kfstack.settings.Placeholder` (a Katib trial parameter) goes in as it is."""
+        undeclared = sorted(set(values) - set(self.hyperparameters))
+        if undeclared:
+            declared = ", ".join(self.hyperparameters) or "none"
+            raise InvalidParameterError(
+                f"hyperparameters {', '.join(undeclared)}: not declared by the training code "
+                f"(declared: {declared})"
+            )
+        rendered = {
+            name: value if isinstance(value, Placeholder) else self.render(name, value)
+            for name, value in values.items()
+        }
+        return [f"--{name}={rendered[name]}" for name in self.hyperparameters if name in rendered]
+
+    def parse_argv(self, argv: Sequence[str]) -> dict[str, Any]:
+        """``--name=value`` arguments back to typed values (the entrypoint's edge).
+
+        Raises:
+            InvalidParameterError: An argument not of that form, undeclared, or mistyped.
+        """
+        values: dict[str, Any] = {}
+        for arg in argv:
+            name, sep, raw = arg[2:].partition("=") if arg.startswith("--") else ("", "", "")
+            if not sep:
+                raise InvalidParameterError(f"training argument {arg!r}: expected --name=value")
+            self.render(name, raw)  # declared and well typed
+            values[name] = convert(name, self.hyperparameters[name], raw)
+        return values
+
+
+def convert(name: str, kind: str, value: Any) -> Any:
+    """``value`` (typed, or text from argv or Katib) as declared type ``kind``.
+
+    Raises:
+        InvalidParameterError: It is not of that type.
+    """
+    try:
+        if kind == INT:
+            if isinstance(value, bool):
+                raise ValueError
+            if isinstance(value, int):
+                return value
+            number = float(value)  # "64", "64.0" and kfp.local's 64.0 all mean 64
+            if not number.is_integer():
+                raise ValueError
+            return int(number)
+        if kind == FLOAT:
+            if isinstance(value, bool):
+                raise ValueError
+            result = float(value)
+            if not math.isfinite(result):
+                raise ValueError
+            return result
+        if kind == BOOL:
+            if isinstance(value, bool):
+                return value
+            if str(value).lower() in ("true", "false"):
+                return str(value).lower() == "true"
+            raise ValueError
+        return str(value)
+    except (TypeError, ValueError, OverflowError):
+        raise InvalidParameterError(f"hyperparameter {name}={value!r} is not of type {kind}") from None
+
+
+def render_value(name: str, kind: str, value: Any) -> str:
+    """``value`` converted to ``kind`` and written as argv carries it (``true``/``false`` for a
+    bool, ``repr`` for a float so that it reads back exactly).
+
+    Raises:
+        InvalidParameterError: Mistyped, or unsafe for an unquoted shell command.
+    """
+    typed = convert(name, kind, value)
+    if kind == BOOL:
+        text = "true" if typed else "false"
+    elif kind == FLOAT:
+        text = repr(typed)
+    else:
+        text = str(typed)
+    if not CATEGORICAL_VALUE_PATTERN.match(text):
+        raise InvalidParameterError(
+            f"hyperparameter {name}={text!r}: values may hold only letters, digits and . _ + - "
+            f"(Katib joins a trial's arguments unquoted into a shell command)"
+        )
+    return text
+
+
+# --- reports and models -----------------------------------------------------------------------
+
+
+def read_report(path: str, who: str) -> dict[str, float]:
+    """The numbers a team's code wrote to its report (``KFSTACK_REPORT_PATH``); ``{}`` when it
+    wrote none (a report is optional).
+
+    Raises:
+        ContractError: The file is not a JSON object of numbers; names the offending keys.
+    """
+    if not os.path.exists(path):
+        return {}
+    try:
+        with open(path, encoding="utf-8") as f:
+            report = json.load(f)
+    except (OSError, ValueError) as err:
+        raise ContractError(f"{who} wrote a report ({path}) that is not JSON: {err}") from err
+    if not isinstance(report, dict):
+        raise ContractError(f"{who} wrote a report ({path}) that is not a JSON object of numbers")
+    bad = sorted(
+        str(key)
+        for key, value in report.items()
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value)
+    )
+    if bad:
+        raise ContractError(
+            f"{who} wrote a report ({path}) whose values must be finite numbers; not so: {', '.join(bad)}"
+        )
+    return {str(key): float(value) for key, value in report.items()}
+
+
+def check_model_format(model_format: str) -> str:
+    """Raises unless ``model_format`` is a format kfstack knows.
+
+    Raises:
+        InvalidParameterError: naming the known formats.
+    """
+    if model_format not in MODEL_FORMATS:
+        raise InvalidParameterError(f"model_format={model_format!r} is not one of {', '.join(MODEL_FORMATS)}")
+    return model_format
+
+
+def model_dir_problem(model_dir: str, model_format: str) -> str | None:
+    """What ``model_dir`` lacks for ``model_format``, or None when it holds a model of it."""
+    files = sorted(
+        os.path.relpath(os.path.join(root, name), model_dir)
+        for root, _, names in os.walk(model_dir)
+        for name in names
+    )
+    if not files:
+        return "nothing was written to the model directory"
+    suffixes = _MODEL_FILES.get(model_format)
+    if suffixes is None:
+        return None  # custom: the team's own predictor knows its files
+    matching = [name for name in files if name.endswith(suffixes)]
+    if model_format == SKLEARN and len(matching) != 1:
+        return (
+            f"a sklearn model directory holds exactly one {'/'.join(suffixes)} file "
+            f"(KServe's sklearnserver loads it); found {matching or 'none'} among {files}"
+        )
+    if not matching:
+        return f"no {'/'.join(suffixes)} file for format {model_format!r} among {files}"
+    return None
+
+
+def locations_env(
+    *,
+    input_uri: str = "",
+    output_uri: str = "",
+    model_dir: str = "",
+    checkpoint_uri: str = "",
+    report_path: str = "",
+) -> dict[str, str]:
+    """The location variables a step sets for a team's code (empty ones are left unset)."""
+    values = {
+        INPUT_URI_ENV: input_uri,
+        OUTPUT_URI_ENV: output_uri,
+        MODEL_DIR_ENV: model_dir,
+        CHECKPOINT_URI_ENV: checkpoint_uri,
+        REPORT_PATH_ENV: report_path,
+    }
+    return {name: value for name, value in values.items() if value}
