@@ -202,8 +202,8 @@ class TrainingCode:
     metrics: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
-        module, _, function = self.entry.partition(":") if isinstance(self.entry, str) else ("", "", "")
-        if not _MODULE_PATTERN.match(module) or (function and not function.isidentifier()):
+        module, colon, function = self.entry.partition(":") if isinstance(self.entry, str) else ("", "", "")
+        if not _MODULE_PATTERN.match(module) or (colon and not function.isidentifier()):
             raise InvalidParameterError(
                 f"training_code={self.entry!r}: expected package.module or package.module:function"
             )
@@ -236,7 +236,7 @@ class TrainingCode:
             return None
         try:
             module = importlib.import_module(self.module)
-        except Exception as err:  # the team's module failed to import: say so, whatever it was
+        except (Exception, SystemExit) as err:  # the team's module failed to import, whatever the way
             return f"module {self.module!r} failed to import: {type(err).__name__}: {err}"
         if not callable(getattr(module, self.function, None)):
             return f"module {self.module!r} has no function {self.function!r}"
