@@ -33,6 +33,11 @@ def image_for(role: str, registry: str | None = None) -> str:
 # spark_jobs/flights_features/__main__.py there); a SparkApplication's mainApplicationFile.
 SPARK_MAIN_FILE = "local:///opt/kfstack/jobs/flights_features.py"
 
+# Where the Spark image puts the driver wrapper of a team's own PySpark application (the spark
+# target copies kfstack/spark/driver.py there): the generic Spark job's mainApplicationFile, which
+# runs the team's file or module as ``__main__`` (:mod:`kfstack.spark.driver`).
+SPARK_DRIVER_FILE = "local:///opt/kfstack/jobs/kfstack_driver.py"
+
 # Lightweight components run in the launcher image: it has kfp and this package installed,
 # which is why components set install_kfp_package=False.
 COMPONENT_IMAGE = image_for("launcher")

@@ -15,11 +15,25 @@ import posixpath
 from kfstack.settings import Placeholder
 
 _ALIASES = {"minio://": "s3://"}
+# How Spark (Hadoop's filesystems) names the same object-store locations: ``s3://`` is the
+# S3A connector's ``s3a://`` there.
+_SPARK_ALIASES = {"minio://": "s3a://", "s3://": "s3a://"}
 
 
 def fsspec_uri(uri: str) -> str:
     """``uri`` with a scheme fsspec can open (``minio://`` -> ``s3://``); others unchanged."""
     for alias, scheme in _ALIASES.items():
+        if uri.startswith(alias):
+            return scheme + uri[len(alias) :]
+    return uri
+
+
+def spark_uri(uri: str) -> str:
+    """``uri`` as a Spark job opens it (``s3://`` and ``minio://`` -> ``s3a://``); a local path,
+    another scheme or a :class:`~kfstack.settings.Placeholder` unchanged."""
+    if isinstance(uri, Placeholder):
+        return uri
+    for alias, scheme in _SPARK_ALIASES.items():
         if uri.startswith(alias):
             return scheme + uri[len(alias) :]
     return uri

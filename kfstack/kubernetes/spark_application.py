@@ -1,8 +1,11 @@
 """SparkApplication manifests (spark-operator v2, ``sparkoperator.k8s.io/v1beta2``).
 
-The driver runs the same ``main(argv)`` the embedded platform calls in-process
-(:mod:`kfstack.spark_jobs.flights_features.job`), from the file the Spark image puts at
-:data:`kfstack.images.SPARK_MAIN_FILE`. The object is built with the pydantic models of the
+The driver runs a main file of the Spark image: the feature job's (the same ``main(argv)`` the
+embedded platform calls in-process, at :data:`kfstack.images.SPARK_MAIN_FILE`), or the wrapper
+that runs a team's own application (:mod:`kfstack.spark.driver`, at
+:data:`kfstack.images.SPARK_DRIVER_FILE`), which learns where its data is from plain ``env``
+and gets a team's Secrets as ``envFrom`` -- both set on the pods by the operator's mutating
+webhook, on by default in its chart. The object is built with the pydantic models of the
 ``kubeflow-spark-api`` package (``SparkV1beta2SparkApplication`` and its spec, driver and executor
 models, and that package's own copies of the core Kubernetes types) and serialised by their
 ``to_dict()``. The core types start out as the Kubernetes SDK objects of :mod:`.pods` (env,
@@ -30,6 +33,7 @@ import dataclasses
 from typing import Any
 
 from kubeflow_spark_api.models import (
+    IoK8sApiCoreV1EnvFromSource,
     IoK8sApiCoreV1EnvVar,
     IoK8sApiCoreV1PodSecurityContext,
     IoK8sApiCoreV1SecurityContext,
@@ -45,8 +49,9 @@ from kubeflow_spark_api.models import (
 )
 
 from kfstack.errors import InvalidParameterError
-from kfstack.kubernetes import pods
+from kfstack.kubernetes import node_pools, pods
 from kfstack.kubernetes.node_pools import NodePoolProfile
+from kfstack.kubernetes.placement import Placement
 from kfstack.settings import Placeholder, Settings, setting
 
 API_VERSION = "sparkoperator.k8s.io/v1beta2"
@@ -81,6 +86,28 @@ class SparkResources(Settings):
 
 
 @dataclasses.dataclass(frozen=True)
+class SparkJobPlacement(Placement):
+    """Where a Spark job's driver and executors run, read from the ``spark_*`` placement
+    arguments of a Spark stage: a CPU pool by default, and a driver service account that may
+    create executor pods."""
+
+    concern = "spark placement"
+
+    node_pool: str = setting(node_pools.CPU_POOL, parameter="spark_node_pool")
+    service_account: str = setting("kfstack-spark", parameter="spark_service_account")
+    timeout_seconds: int = setting(2 * 3600, gt=0, parameter="spark_timeout_seconds")
+
+    def check(self) -> list[str]:
+        problems = super().check()
+        if not self.service_account:
+            problems.append(
+                "spark_service_account: the Spark driver needs a service account that may "
+                "create executor pods"
+            )
+        return problems
+
+
+@dataclasses.dataclass(frozen=True)
 class SparkApplicationRequest:
     """Everything a SparkApplication manifest depends on.
 
@@ -91,12 +118,15 @@ class SparkApplicationRequest:
         main_file: ``local://`` path of the driver's main file inside the image.
         arguments: The job's argv (URIs and parameters).
         profile: Node pool of driver and executors.
-        secrets: Credential and image-pull Secret names.
+        secrets: Credential and image-pull Secret names, and the Secrets whose keys become
+            the driver's and executors' environment (``envFrom``).
         service_account: The driver's service account (it creates the executor pods).
         resources: Driver and executor sizes.
         spark_conf: Spark settings the job needs (``sparkConf``; beside the scratch directory).
         time_to_live_seconds: When the finished application is deleted.
         namespace: Set on the object when given.
+        env: Plain variables of driver and executors (a team's job learns where its data is
+            from them, :mod:`kfstack.contracts`); never credentials.
     """
 
     name: str
@@ -111,6 +141,7 @@ class SparkApplicationRequest:
     spark_conf: dict[str, str] = dataclasses.field(default_factory=dict)
     time_to_live_seconds: int = 86_400
     namespace: str | None = None
+    env: dict[str, str] = dataclasses.field(default_factory=dict)
 
 
 def _memory_problem(name: str, value: str) -> str | None:
@@ -173,7 +204,12 @@ def _role(request: SparkApplicationRequest, cores: int, memory: str) -> dict[str
         "cores": _integer(cores),
         "memory": memory,
         "labels": dict(request.labels) or None,
-        "env": [_core(IoK8sApiCoreV1EnvVar, var) for var in pods.base_env(request.secrets)] or None,
+        "env": [_core(IoK8sApiCoreV1EnvVar, var) for var in pods.base_env(request.secrets, request.env)]
+        or None,
+        "env_from": [
+            _core(IoK8sApiCoreV1EnvFromSource, source) for source in request.secrets.env_from_sources() or []
+        ]
+        or None,
         "volume_mounts": [_core(IoK8sApiCoreV1VolumeMount, mount) for mount in mounts] or None,
         "security_context": _core(
             IoK8sApiCoreV1SecurityContext, pods.container_security_context(read_only_root=False)

@@ -13,88 +13,34 @@ session (:func:`.job.local_spark_session`) then maps it (:func:`java_options`) i
 
 An archive fits one JVM build and one Spark installation (the JVM checks the class path and
 refuses a mismatch, running as if there were none), so its file name carries both
-(:func:`archive_path`), under ``$KFSTACK_CACHE_DIR`` (default ``~/.cache/kfstack``); about
-180 MB. A SparkApplication's image could record one at build time the same way; that is not
-done: the class path of a driver pod, and so the archive's fit, cannot be checked here.
+(:func:`kfstack.spark.class_archive.archive_path`, where every local driver looks it up, this
+job's and a team's own under the generic Spark job), under ``$KFSTACK_CACHE_DIR`` (default
+``~/.cache/kfstack``); about 180 MB. A SparkApplication's image could record one at build time
+the same way; that is not done: the class path of a driver pod, and so the archive's fit,
+cannot be checked here.
 """
 
 from __future__ import annotations
 
-import hashlib
-import importlib.metadata
-import importlib.util
 import logging
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
+# Where an archive lives and the option that maps it are every local driver's business
+# (kfstack.spark.class_archive); they stay importable from here, where the feature job and its
+# benchmark have always found them.
+from kfstack.spark.class_archive import CACHE_DIR_ENV, archive_path, cache_dir, java_options
+
+__all__ = ["CACHE_DIR_ENV", "RECORDING_SAMPLE", "archive_path", "cache_dir", "java_options", "main", "record"]
+
 logger = logging.getLogger(__name__)
 
-CACHE_DIR_ENV = "KFSTACK_CACHE_DIR"
 # The share of the bundled flights the recording run reads: every class the job loads, in a
 # few seconds of work.
 RECORDING_SAMPLE = 0.05
-
-
-def cache_dir() -> Path:
-    """``$KFSTACK_CACHE_DIR``, else ``~/.cache/kfstack``."""
-    return Path(os.environ.get(CACHE_DIR_ENV) or Path.home() / ".cache" / "kfstack")
-
-
-def _java_home() -> Path | None:
-    """The Java installation Spark will start: ``$JAVA_HOME``, else the ``java`` on the path
-    (with its links followed), as Spark's launcher picks it."""
-    if os.environ.get("JAVA_HOME"):
-        return Path(os.environ["JAVA_HOME"]).resolve()
-    java = shutil.which("java")
-    return Path(java).resolve().parent.parent if java else None
-
-
-def _java_runtime(java_home: Path) -> str:
-    """The exact build of ``java_home`` from its ``release`` file (every JDK and JRE since 9
-    carries one), e.g. ``17.0.15+6-Debian-1deb12u1``; ``""`` where there is none (its path then
-    tells the archives apart alone)."""
-    try:
-        fields = dict(
-            line.split("=", 1) for line in (java_home / "release").read_text().splitlines() if "=" in line
-        )
-    except OSError:
-        return ""
-    return fields.get("JAVA_RUNTIME_VERSION", fields.get("JAVA_VERSION", "")).strip('"')
-
-
-def archive_path() -> Path | None:
-    """Where the archive for this JVM build and this Spark installation lives (whether or not
-    it exists); None when no Java is found."""
-    java_home = _java_home()
-    spec = importlib.util.find_spec("pyspark")
-    if java_home is None or spec is None or spec.origin is None:
-        return None
-    identity = "|".join(
-        (
-            str(java_home),
-            _java_runtime(java_home),
-            # The Spark installation whose jars are the class path, as pyspark's launcher finds it.
-            os.environ.get("SPARK_HOME") or os.path.dirname(spec.origin),
-            importlib.metadata.version("pyspark"),
-        )
-    )
-    return cache_dir() / f"spark-driver-{hashlib.sha256(identity.encode()).hexdigest()[:16]}.jsa"
-
-
-def java_options() -> str:
-    """The driver's Java option that maps the archive, or ``""`` when there is none -- or when
-    where it would be cannot be told (no home folder, pyspark not installed as a package, an
-    unreadable cache folder): the archive only speeds a session's start, so it never stops one."""
-    try:
-        path = archive_path()
-        return f"-XX:SharedArchiveFile={path}" if path is not None and path.is_file() else ""
-    except (OSError, RuntimeError, importlib.metadata.PackageNotFoundError) as err:
-        logger.debug("no class archive: %s", err)
-        return ""
 
 
 def _run_and_exit_jvm(archive: Path) -> None:

@@ -1,0 +1,162 @@
+"""The driver wrapper: runs a team's PySpark application as ``spark-submit`` would, then hands
+its report back to the step.
+
+Both platforms make this file the main file of the Spark job -- ``spark-submit ... driver.py
+<application> [args...]`` on this machine (:mod:`kfstack.spark.local`), a SparkApplication's
+``mainApplicationFile`` on a cluster (:data:`kfstack.images.SPARK_DRIVER_FILE`) -- so the team's
+code starts the same way everywhere:
+
+1. ``KFSTACK_REPORT_PATH`` is set to a file in a fresh local folder (the team's code may write a
+   JSON object of numbers there, :mod:`kfstack.contracts`);
+2. the application (a ``.py`` file, ``local://`` allowed, or a module name) runs as
+   ``__main__`` with ``sys.argv == [application, *args]`` and its own folder (a file) or the
+   working directory (a module, as ``python -m``) first on ``sys.path``: what it would see as
+   spark-submit's main file;
+3. once it returns -- or exits with status 0 -- the report, if it wrote one, is checked and
+   copied to the URI in ``KFSTACK_REPORT_UPLOAD_URI`` (any fsspec URI; a local path on the
+   embedded platform), where the step reads it back. A non-zero exit or an exception of the
+   application propagates unchanged: spark-submit and the operator then report the failure
+   with the application's own exit status and traceback.
+
+The upload variable is kfstack's own wiring between the step and this wrapper, not a contract a
+team's code reads. The report is the driver's alone: executors never see the variable.
+
+Run as a file by spark-submit, so it imports kfstack absolutely (the package is installed in
+every image that runs Spark) and keeps its own folder off ``sys.path``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import runpy
+import sys
+import tempfile
+from collections.abc import Iterator, Sequence
+
+import fsspec
+
+from kfstack.contracts import REPORT_PATH_ENV, SparkApplicationCode, read_report
+
+# Where the wrapper copies the team's report once the application returned; set by the step.
+REPORT_UPLOAD_URI_ENV = "KFSTACK_REPORT_UPLOAD_URI"
+# A file application may be named as spark-submit names files inside the image.
+_LOCAL_SCHEME = "local://"
+
+logger = logging.getLogger("kfstack.spark.driver")
+
+
+def local_path(application: str) -> str:
+    """A file application's path on the machine the driver runs on (``local://`` removed)."""
+    return application[len(_LOCAL_SCHEME) :] if application.startswith(_LOCAL_SCHEME) else application
+
+
+@contextlib.contextmanager
+def _as_main(path_entry: str, argv: list[str]) -> Iterator[None]:
+    """``sys.argv`` and ``sys.path[0]`` as the application's own process would have them, for
+    the duration of the block (restored after, so the wrapper can also run in-process)."""
+    saved_argv, saved_path = sys.argv, list(sys.path)
+    sys.argv = argv
+    sys.path.insert(0, path_entry)
+    try:
+        yield
+    finally:
+        sys.argv = saved_argv
+        sys.path[:] = saved_path
+
+
+def run_application(code: SparkApplicationCode) -> None:
+    """Runs ``code`` as ``__main__``; returns when it returns or exits with status 0.
+
+    Raises:
+        SystemExit: The application exited with a non-zero status (or a message).
+        Exception: Whatever the application raised, unchanged.
+    """
+    try:
+        if code.is_file:
+            path = local_path(code.application)
+            with _as_main(os.path.dirname(os.path.abspath(path)), [path, *code.arguments]):
+                runpy.run_path(path, run_name="__main__")
+        else:
+            # run_module(alter_sys=True) sets argv[0] to the module's file, as ``python -m`` does.
+            with _as_main(os.getcwd(), [code.application, *code.arguments]):
+                runpy.run_module(code.application, run_name="__main__", alter_sys=True)
+    except SystemExit as exit_:
+        if exit_.code not in (None, 0):
+            raise
+
+
+def upload_report(report_path: str, upload_uri: str, who: str) -> dict[str, float]:
+    """Checks the report at ``report_path`` and copies it to ``upload_uri``; ``{}`` and nothing
+    copied when the application wrote none.
+
+    Raises:
+        ContractError: The report is not a JSON object of finite numbers (nothing is copied:
+            the step fails here, in the driver's log, not later in a reader).
+    """
+    report = read_report(report_path, who)
+    if not os.path.exists(report_path):
+        return report
+    fs, target = fsspec.core.url_to_fs(upload_uri)
+    if "file" in fs.protocol:  # a local target's folder may not exist yet; an object store has none
+        os.makedirs(os.path.dirname(target) or ".", exist_ok=True)
+    fs.put_file(report_path, target)
+    logger.info("report of %s (%d values) copied to %s", who, len(report), upload_uri)
+    return report
+
+
+def run(code: SparkApplicationCode, upload_uri: str = "") -> dict[str, float]:
+    """The whole wrapper: report file set up, application run, report copied.
+
+    Args:
+        code: The team's application and its arguments.
+        upload_uri: Where the report goes; empty: it is checked but kept nowhere.
+
+    Returns:
+        The numbers of the report (``{}`` when none was written).
+
+    Raises:
+        SystemExit, Exception: From the application (see :func:`run_application`).
+        ContractError: A report that is not a JSON object of numbers.
+    """
+    who = f"spark application {code.application}"
+    with tempfile.TemporaryDirectory(prefix="kfstack-report-") as folder:
+        report_path = os.path.join(folder, "report.json")
+        saved = os.environ.get(REPORT_PATH_ENV)
+        os.environ[REPORT_PATH_ENV] = report_path
+        try:
+            run_application(code)
+        finally:
+            if saved is None:
+                os.environ.pop(REPORT_PATH_ENV, None)
+            else:
+                os.environ[REPORT_PATH_ENV] = saved
+        if not upload_uri:
+            return read_report(report_path, who)
+        return upload_report(report_path, upload_uri, who)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``driver.py <application> [args...]``: exit 0 once the application succeeded and its
+    report was copied; the application's own status otherwise."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if not args:
+        print("usage: driver.py <application .py file or module> [arguments...]", file=sys.stderr)
+        return 2
+    # The wrapper's own messages, without configuring the root logger the application may set up.
+    if not logger.handlers:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        logger.addHandler(handler)
+        logger.setLevel(logging.INFO)
+        logger.propagate = False
+    run(SparkApplicationCode(args[0], tuple(args[1:])), os.environ.get(REPORT_UPLOAD_URI_ENV, ""))
+    return 0
+
+
+if __name__ == "__main__":
+    # Run as a file, this folder is sys.path[0]; the application gets its own in its place.
+    if sys.path and os.path.abspath(sys.path[0] or ".") == os.path.dirname(os.path.abspath(__file__)):
+        del sys.path[0]
+    sys.exit(main())

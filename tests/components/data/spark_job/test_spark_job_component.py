@@ -1,0 +1,55 @@
+"""The spark_job component under kfp.local: the team's application runs through KFP's own
+executor, its Parquet becomes the Dataset and its report the Metrics."""
+
+from __future__ import annotations
+
+import json
+import pathlib
+
+import pyarrow.parquet as pq
+import pytest
+
+SAMPLE_APP = str(pathlib.Path(__file__).with_name("sample_app.py"))
+
+
+# kfp.local warns that the component's image is not plain Python; this process has its packages.
+@pytest.mark.filterwarnings("ignore:You may be attemping to run a task:RuntimeWarning")
+def test_the_component_runs_a_teams_application_through_kfp_local(tmp_path):
+    from kfp import local
+    from kfp.local import config
+
+    from kfstack.components.data.spark_job.component import spark_job
+
+    raw = tmp_path / "raw.csv"
+    raw.write_text("id,amount\n1,10.5\n2,3\n,4\n")
+    previous = config.LocalExecutionConfig.instance
+    local.init(runner=local.SubprocessRunner(use_venv=False), pipeline_root=str(tmp_path / "root"))
+    try:
+        task = spark_job(
+            platform="local",
+            spark_application=SAMPLE_APP,
+            spark_arguments=["--label", "kfp"],
+            input_uri=str(raw),
+            spark_conf={"spark.sql.shuffle.partitions": 2},
+            local_cores=1,
+            run_id="run-1",
+            task_name="spark-job",
+        )
+    finally:
+        config.LocalExecutionConfig.instance = previous
+
+    rows = pq.read_table(task.outputs["output"].path).to_pylist()
+    assert sorted((row["id"], row["amount"], row["label"]) for row in rows) == [
+        ("1", 10.5, "kfp"),
+        ("2", 3.0, "kfp"),
+    ]
+    metrics = task.outputs["report"].metadata
+    assert (metrics["rows_read"], metrics["rows_written"], metrics["quarantined.missing_id"]) == (3, 2, 1)
+    # The Metrics artifact's file is the report the application wrote.
+    assert json.loads(pathlib.Path(task.outputs["report"].path).read_text())["rows_read"] == 3
+    reference = task.outputs["spark_job"].metadata
+    assert (reference["platform"], reference["kind"], reference["master"]) == (
+        "local",
+        "spark-submit",
+        "local[1]",
+    )
