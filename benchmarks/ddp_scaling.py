@@ -164,7 +164,7 @@ def check_device(layout: str, device: str) -> None:
 
 def gpu_pool() -> str:
     """The training step's default GPU node pool (its ``gpu_pool`` parameter)."""
-    from kfstack.flights.settings import TrainingPlacement
+    from kfstack.kubernetes.placement import TrainingPlacement
 
     return TrainingPlacement().node_pool
 

@@ -111,6 +111,9 @@ def _type_problem(name: str, value: Any, expected: Any) -> str | None:
             return None
         if kind in (str, bool) and isinstance(value, kind):
             return None
+        # A value object of its own (a declaration such as kfstack.contracts.TrainingCode).
+        if isinstance(kind, type) and kind not in (int, float, str, bool) and isinstance(value, kind):
+            return None
     names = " or ".join(getattr(k, "__name__", str(k)) for k in allowed)
     return f"{name}={value!r} must be {names}"
 

@@ -24,11 +24,9 @@ from kfstack.flights.settings import (
     CanaryReplay,
     ServingPlacement,
     SparkPlacement,
-    TrainingPlacement,
-    TuningPlacement,
 )
 from kfstack.kubernetes import inference_service
-from kfstack.kubernetes.placement import Placement
+from kfstack.kubernetes.placement import Placement, TrainingPlacement, TuningPlacement
 from kfstack.kubernetes.spark_application import SparkResources
 from kfstack.monitoring.drift import DriftThresholds
 from kfstack.monitoring.gate import PASS, GateRule

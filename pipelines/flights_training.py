@@ -17,11 +17,9 @@ from kfstack.flights.settings import (
     CanaryReplay,
     ServingPlacement,
     SparkPlacement,
-    TrainingPlacement,
-    TuningPlacement,
 )
 from kfstack.kubernetes import inference_service
-from kfstack.kubernetes.placement import Placement
+from kfstack.kubernetes.placement import Placement, TrainingPlacement, TuningPlacement
 from kfstack.kubernetes.spark_application import SparkResources
 from kfstack.pipelines import steps
 from kfstack.pipelines.parameters import documented

@@ -18,22 +18,12 @@ from kfstack.errors import InvalidParameterError
 from kfstack.flights.features import CATEGORICAL_FEATURES, NUMERIC_FEATURES
 from kfstack.flights.scoring import DEFAULT_MAX_BATCH
 from kfstack.kubernetes import node_pools
-from kfstack.kubernetes.placement import Placement, TrainingPlacement
+from kfstack.kubernetes.placement import Placement
 from kfstack.monitoring.drift import DriftThresholds, feature_names
 from kfstack.monitoring.gate import GateRule
 from kfstack.monitoring.window import resolve_window
 from kfstack.serving.model_registry import RegistryEndpoint
 from kfstack.settings import Settings, setting
-
-
-@dataclasses.dataclass(frozen=True)
-class TuningPlacement(TrainingPlacement):
-    """Where a Katib Experiment's trials run (the training pool) and how long it may take: the
-    wait for the whole Experiment (each trial's job keeps ``training_timeout_seconds``)."""
-
-    concern = "tuning placement"
-
-    timeout_seconds: int = setting(24 * 3600, gt=0, parameter="tuning_timeout_seconds")
 
 
 @dataclasses.dataclass(frozen=True)

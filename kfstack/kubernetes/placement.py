@@ -79,3 +79,13 @@ class TrainingPlacement(Placement):
         if not self.trainer_runtime:
             problems.append("trainer_runtime: name the ClusterTrainingRuntime TrainJobs run on")
         return problems
+
+
+@dataclasses.dataclass(frozen=True)
+class TuningPlacement(TrainingPlacement):
+    """Where a Katib Experiment's trials run (the training pool) and how long it may take: the
+    wait for the whole Experiment (each trial's job keeps ``training_timeout_seconds``)."""
+
+    concern = "tuning placement"
+
+    timeout_seconds: int = setting(24 * 3600, gt=0, parameter="tuning_timeout_seconds")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 
+from kfstack.contracts import FLOAT, INT, TrainingCode
 from kfstack.settings import Settings, setting
 
 PYTORCH = "pytorch"
@@ -26,7 +27,7 @@ CHECKPOINT_DIR = "checkpoints"
 
 # The metric vocabulary: validation metrics as the trainers print them on their Katib metric
 # lines (``epoch=3 val_auc=0.7120 val_log_loss=0.5100 val_accuracy=0.7800``) and as the
-# training step reports them. A tuning objective must be one of VALIDATION_METRICS.
+# training step reports them.
 VAL_AUC = "val_auc"
 VAL_LOG_LOSS = "val_log_loss"
 VAL_ACCURACY = "val_accuracy"
@@ -47,9 +48,15 @@ COST_PER_EPOCH = "cost_per_epoch"
 JOB_COST = "job_cost"
 # The values each validation metric can take (a tuning goal outside them is never reached).
 METRIC_RANGES = {VAL_AUC: (0.0, 1.0), VAL_LOG_LOSS: (0.0, float("inf")), VAL_ACCURACY: (0.0, 1.0)}
-# The hyperparameters a tuning search space may set: the trainer arguments a trial template
-# can carry as ``${trialParameters.<name>}``, with the parameter types that fit each.
-TUNABLE_HYPERPARAMETERS = {"learning_rate": ("double", "discrete"), "batch_size": ("int", "discrete")}
+# The flights trainers as a tuning spec sees any team's code (kfstack.contracts.TrainingCode):
+# the hyperparameters a search space may set -- the trainer arguments a trial template carries
+# as ``${trialParameters.<name>}`` -- and the metrics their metric lines print.
+TRAINER_CODE = TrainingCode(
+    entry="kfstack.components.training.train_model.pytorch.trainer",
+    hyperparameters={"learning_rate": FLOAT, "batch_size": INT},
+    metrics=VALIDATION_METRICS,
+)
+TUNABLE_HYPERPARAMETERS = tuple(TRAINER_CODE.hyperparameters)
 
 
 @dataclasses.dataclass(frozen=True)

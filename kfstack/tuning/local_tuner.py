@@ -322,7 +322,8 @@ class LocalTuner:
             CancelledError: SIGTERM; the running trials were stopped first.
         """
         tuning = self.tuning
-        finished, cut_short = self.journal.begin(dataclasses.asdict(tuning))
+        # As the journal reads it back (JSON: the declaration's tuples are lists there).
+        finished, cut_short = self.journal.begin(json.loads(json.dumps(dataclasses.asdict(tuning))))
         if finished or cut_short:
             logger.info("resuming: %d trial(s) finished, %d to run again", len(finished), len(cut_short))
         study = self._study(finished)

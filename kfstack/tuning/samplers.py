@@ -110,6 +110,16 @@ def optuna_value(parameter: SearchParameter, text: str) -> Any:
     return text
 
 
+class _KatibGridSampler(optuna.samplers.GridSampler):
+    """Optuna's grid, without its own stop: once a trial takes the grid's last point it calls
+    ``Study.stop()``, which only works inside ``Study.optimize``. The tuner asks and tells
+    trials itself and stops at ``max_trials``, which a grid spec never lets exceed the grid
+    (:class:`~kfstack.tuning.spec.TuningSettings`), as Katib's own grid does."""
+
+    def after_trial(self, study, trial, state, values) -> None:
+        return None
+
+
 def make_sampler(tuning: TuningSettings) -> optuna.samplers.BaseSampler:
     """The sampler of ``tuning.algorithm`` with its settings (see the module docstring).
 
@@ -163,7 +173,7 @@ def _sampler(tuning: TuningSettings) -> optuna.samplers.BaseSampler:
             p.name: [katib_value(p, v) if p.type in (CATEGORICAL, DISCRETE) else v for v in p.grid()]
             for p in tuning.parameters
         }
-        return optuna.samplers.GridSampler(grid, seed=seed)
+        return _KatibGridSampler(grid, seed=seed)
     assert name == "sobol"
     return optuna.samplers.QMCSampler(qmc_type="sobol", scramble=False, seed=seed)
 

@@ -14,8 +14,12 @@ The search space (``tuning_search_space``), one entry per tuned trainer argument
 
 ``type``: ``double`` or ``int`` (``min`` < ``max``, optional ``step``, ``scale`` ``linear`` or
 ``log``) or ``categorical`` / ``discrete`` (``values``, a non-empty list; discrete values are
-numbers). The names are the trainer's tunable hyperparameters
-(:data:`kfstack.training.settings.TUNABLE_HYPERPARAMETERS`).
+numbers). The names are hyperparameters the training code declares
+(:class:`kfstack.contracts.TrainingCode`, ``code``), each searched as its declared type allows
+(:data:`kfstack.contracts.HYPERPARAMETER_TYPES`): an ``int`` by an ``int`` range or whole
+``discrete`` values, a ``float`` by a ``double`` range or ``discrete`` values, a ``str`` or
+``bool`` by ``categorical`` values (a bool's are ``true`` and ``false``). The objective is one
+of the metrics it declares; the others are recorded beside it.
 
 Algorithms and their settings are Katib v0.19's, with the setting names of the suggestion
 service its default ``katib-config`` runs each algorithm on (hyperopt for ``random`` and
@@ -33,13 +37,10 @@ import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from kfstack import contracts
+from kfstack.contracts import TrainingCode
 from kfstack.settings import Settings, setting
-from kfstack.training.settings import (
-    METRIC_RANGES,
-    TUNABLE_HYPERPARAMETERS,
-    VAL_AUC,
-    VALIDATION_METRICS,
-)
+from kfstack.training.settings import METRIC_RANGES, TRAINER_CODE, VAL_AUC
 
 DOUBLE, INT, CATEGORICAL, DISCRETE = "double", "int", "categorical", "discrete"
 PARAMETER_TYPES = (DOUBLE, INT, CATEGORICAL, DISCRETE)
@@ -183,7 +184,9 @@ def _number(value: Any) -> float | None:
     return float(value)
 
 
-def parse_search_space(text: str, parameter: str = "tuning_search_space") -> tuple[SearchParameter, ...]:
+def parse_search_space(
+    text: str, code: TrainingCode = TRAINER_CODE, parameter: str = "tuning_search_space"
+) -> tuple[SearchParameter, ...]:
     """The search space of a JSON string (see the module docstring).
 
     Raises:
@@ -196,43 +199,53 @@ def parse_search_space(text: str, parameter: str = "tuning_search_space") -> tup
         raise ValueError(f"{parameter}: not valid JSON ({err.msg} at character {err.pos})") from None
     if not isinstance(raw, dict) or not raw:
         raise ValueError(f"{parameter}: must be a non-empty JSON object of name -> feasible space")
-    return tuple(_parse_parameter(f"{parameter}.{name}", name, entry) for name, entry in raw.items())
+    return tuple(_parse_parameter(f"{parameter}.{name}", name, entry, code) for name, entry in raw.items())
 
 
-def _parse_parameter(where: str, name: str, entry: Any) -> SearchParameter:
-    if name not in TUNABLE_HYPERPARAMETERS:
+def _parse_parameter(where: str, name: str, entry: Any, code: TrainingCode) -> SearchParameter:
+    if name not in code.hyperparameters:
         raise ValueError(
-            f"{where}: the trainer takes no tunable argument {name!r}; "
-            f"tunable: {', '.join(TUNABLE_HYPERPARAMETERS)}"
+            f"{where}: the training code declares no hyperparameter {name!r}; "
+            f"declared: {', '.join(code.hyperparameters) or 'none'}"
         )
+    declared = code.hyperparameters[name]
+    allowed = contracts.HYPERPARAMETER_TYPES[declared]
     if not isinstance(entry, dict):
         raise ValueError(f"{where}: must be an object with a type")
     kind = entry.get("type")
     if kind not in PARAMETER_TYPES:
         raise ValueError(f"{where}.type={kind!r}: must be one of {', '.join(PARAMETER_TYPES)}")
-    if kind not in TUNABLE_HYPERPARAMETERS[name]:
-        raise ValueError(f"{where}.type={kind!r}: {name} takes {' or '.join(TUNABLE_HYPERPARAMETERS[name])}")
+    if kind not in allowed:
+        raise ValueError(
+            f"{where}.type={kind!r}: {name} is declared {declared}, searched as {' or '.join(allowed)}"
+        )
     keys = {"type", "min", "max", "step", "scale"} if kind in (DOUBLE, INT) else {"type", "values"}
     unknown = sorted(set(entry) - keys)
     if unknown:
-        allowed = ", ".join(sorted(keys))
-        raise ValueError(f"{where}: unknown key(s) {', '.join(unknown)} for a {kind}; allowed: {allowed}")
+        raise ValueError(
+            f"{where}: unknown key(s) {', '.join(unknown)} for a {kind}; allowed: {', '.join(sorted(keys))}"
+        )
     if kind in (CATEGORICAL, DISCRETE):
-        return _parse_choices(where, name, kind, entry.get("values"))
+        return _parse_choices(where, name, kind, entry.get("values"), declared)
     return _parse_range(where, name, kind, entry)
 
 
-def _parse_choices(where: str, name: str, kind: str, values: Any) -> SearchParameter:
+def _parse_choices(where: str, name: str, kind: str, values: Any, declared: str) -> SearchParameter:
     if not isinstance(values, list) or not values:
         raise ValueError(f"{where}.values: a {kind} needs a non-empty list of values")
     if kind == DISCRETE and any(_number(v) is None for v in values):
         raise ValueError(f"{where}.values: discrete values must be finite numbers")
     # Katib passes every value as a string; an int-valued argument needs whole numbers.
-    texts = tuple(str(v) for v in values)
+    if declared == contracts.INT and any(not float(v).is_integer() for v in values):
+        raise ValueError(f"{where}.values: {name} is declared int, so its values are whole numbers")
+    texts = tuple(str(v).lower() if isinstance(v, bool) else str(v) for v in values)
     if len(set(texts)) != len(texts):
         raise ValueError(f"{where}.values: a value appears twice")
-    if name == "batch_size" and any(not (isinstance(v, int) and v >= 1) for v in values):
-        raise ValueError(f"{where}.values: batch sizes are whole numbers >= 1")
+    for text in texts:
+        try:
+            contracts.render_value(name, declared, text)
+        except contracts.InvalidParameterError as err:
+            raise ValueError(f"{where}.values: {err}") from None
     return SearchParameter(name=name, type=kind, values=texts)
 
 
@@ -258,10 +271,6 @@ def _parse_range(where: str, name: str, kind: str, entry: dict) -> SearchParamet
         if scale == LOG:
             raise ValueError(f"{where}: a step applies to a linear scale only")
         step = step_value
-    if name == "learning_rate" and low <= 0:
-        raise ValueError(f"{where}: learning rates are > 0 (min={entry['min']})")
-    if name == "batch_size" and low < 1:
-        raise ValueError(f"{where}: batch sizes are >= 1 (min={entry['min']})")
     return SearchParameter(name=name, type=kind, min=low, max=high, step=step, scale=scale)
 
 
@@ -328,7 +337,7 @@ class TuningSettings(Settings):
     algorithm: str = setting("tpe", choices=ALGORITHMS, parameter="tuning_algorithm")
     algorithm_settings: str = setting("{}", parameter="tuning_algorithm_settings")
     search_space: str = setting(DEFAULT_SEARCH_SPACE, parameter="tuning_search_space")
-    objective: str = setting(VAL_AUC, choices=VALIDATION_METRICS, parameter="tuning_objective")
+    objective: str = setting(VAL_AUC, parameter="tuning_objective")
     direction: str = setting(MAXIMIZE, choices=DIRECTIONS, parameter="tuning_direction")
     goal: float = setting(0.0, parameter="tuning_goal")
     require_goal: bool = setting(False, parameter="tuning_require_goal")
@@ -341,9 +350,17 @@ class TuningSettings(Settings):
     max_trials: int = setting(12, ge=1, parameter="tuning_max_trials")
     max_failed_trials: int = setting(3, ge=0, parameter="tuning_max_failed_trials")
     resume_policy: str = setting(NEVER, choices=RESUME_POLICIES, parameter="tuning_resume_policy")
+    # What the trials run: the hyperparameters a search space may set, the metrics an objective
+    # may name (the flights trainers' by default).
+    code: TrainingCode = TRAINER_CODE
 
     def check(self) -> list[str]:
         problems = []
+        if self.objective not in self.code.metrics:
+            problems.append(
+                f"tuning_objective={self.objective!r} is not a metric the training code declares "
+                f"(declared: {', '.join(self.code.metrics) or 'none'})"
+            )
         for parse in (lambda: self.parameters, lambda: self.algorithm_config):
             try:
                 parse()
@@ -372,10 +389,14 @@ class TuningSettings(Settings):
         return problems
 
     def _goal_problems(self) -> list[str]:
+        if not math.isfinite(self.goal):
+            return [f"tuning_goal={self.goal} must be a finite number (0 means none)"]
         if not self.has_goal:
             return (
                 ["tuning_require_goal=true needs a tuning_goal (0 means none)"] if self.require_goal else []
             )
+        if self.objective not in METRIC_RANGES:
+            return []  # a team's metric: any finite goal
         low, high = METRIC_RANGES[self.objective]
         reachable = low < self.goal <= high if self.direction == MAXIMIZE else low <= self.goal < high
         if reachable:
@@ -401,13 +422,16 @@ class TuningSettings(Settings):
                     f"(Katib refuses it): lower it or widen the search space"
                 ]
         if self.algorithm == "hyperband":
-            return ["tuning_algorithm=hyperband needs a resource parameter kfstack's trainer does not expose"]
+            return [
+                "tuning_algorithm=hyperband is not supported: its brackets re-run trials with a growing "
+                "resource, which neither kfstack's trials nor its embedded tuner do"
+            ]
         return []
 
     @functools.cached_property
     def parameters(self) -> tuple[SearchParameter, ...]:
         """The parsed search space."""
-        return parse_search_space(self.search_space)
+        return parse_search_space(self.search_space, self.code)
 
     @functools.cached_property
     def algorithm_config(self) -> dict[str, str]:
@@ -435,8 +459,8 @@ class TuningSettings(Settings):
 
     @property
     def additional_metrics(self) -> tuple[str, ...]:
-        """The trainer's other validation metrics: recorded per trial, not optimised."""
-        return tuple(m for m in VALIDATION_METRICS if m != self.objective)
+        """The code's other declared metrics: recorded per trial, not optimised."""
+        return tuple(m for m in self.code.metrics if m != self.objective)
 
     def better(self, a: float, b: float) -> bool:
         """Whether objective value ``a`` is strictly better than ``b``."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from kfstack.components.training.train_model.stage import STAGE, TrainModelSettings, model_metadata
-from kfstack.flights.settings import TrainingPlacement
+from kfstack.kubernetes.placement import TrainingPlacement
 from kfstack.platforms import StageResult, publish
 from kfstack.training.settings import TrainingSettings
 from kfstack.version import VERSION_ENV, __version__, pipeline_version

@@ -6,8 +6,8 @@ import json
 import pytest
 
 from kfstack.components.training.train_model.stage import STAGE, TrainModelSettings, local_price_per_hour
-from kfstack.flights.settings import TrainingPlacement
 from kfstack.kubernetes import node_pools
+from kfstack.kubernetes.placement import TrainingPlacement
 from kfstack.training.metrics import katib_line
 from kfstack.training.settings import TrainingSettings
 from kfstack.training.throughput import cost_metrics, scaling_efficiency, throughput

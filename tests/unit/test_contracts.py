@@ -134,8 +134,13 @@ def test_model_directories_are_checked_against_their_format(tmp_path):
     )
     (tmp_path / "notes.txt").write_text("x")
     assert contracts.model_dir_problem(str(tmp_path), "custom") is None
-    assert "no .onnx file for format 'onnx'" in contracts.model_dir_problem(str(tmp_path), "onnx")
+    assert "exactly one .onnx file at its top" in contracts.model_dir_problem(str(tmp_path), "onnx")
     assert "exactly one .joblib/.pkl/.pickle file" in contracts.model_dir_problem(str(tmp_path), "sklearn")
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "model.onnx").write_bytes(b"m")  # KServe looks at the top only
+    assert "found none among ['notes.txt', 'sub/model.onnx']" in contracts.model_dir_problem(
+        str(tmp_path), "onnx"
+    )
     (tmp_path / "model.joblib").write_bytes(b"m")
     assert contracts.model_dir_problem(str(tmp_path), "sklearn") is None
     (tmp_path / "old.pkl").write_bytes(b"m")

@@ -5,8 +5,9 @@ import pytest
 from kfstack.components.training.train_model.stage import STAGE as TRAINING
 from kfstack.components.training.train_model.stage import TrainModelSettings
 from kfstack.errors import InvalidParameterError
-from kfstack.flights.settings import SparkPlacement, TrainingPlacement, check_run
+from kfstack.flights.settings import SparkPlacement, check_run
 from kfstack.kubernetes.naming import RunContext
+from kfstack.kubernetes.placement import TrainingPlacement
 from kfstack.kubernetes.spark_application import SparkResources
 from kfstack.settings import Placeholder, katib_parameter
 from kfstack.spark_jobs.flights_features.config import FeatureJobConfig

@@ -32,10 +32,10 @@ from kfstack import images
 from kfstack.components.training.train_model.pytorch import backend as pytorch_backend
 from kfstack.components.training.train_model.tensorflow import backend as tensorflow_backend
 from kfstack.features import FEATURE_SPEC_FILE, JOB_REPORT_FILE
-from kfstack.flights.settings import TrainingPlacement
 from kfstack.kubernetes import node_pools
 from kfstack.kubernetes.launcher import Cluster
 from kfstack.kubernetes.naming import RunContext
+from kfstack.kubernetes.placement import TrainingPlacement
 from kfstack.kubernetes.train_job import build_trainjob
 from kfstack.kubernetes.training_apis import AUTO, TRAINER_V2, candidate_apis, job_kind
 from kfstack.kubernetes.training_jobs import TrainingJobRequest

@@ -26,7 +26,6 @@ from kfstack import progress
 from kfstack.components.training.train_model.stage import BACKENDS, TrainModelSettings
 from kfstack.components.training.train_model.stage import STAGE as TRAIN_STAGE
 from kfstack.errors import TuningFailedError
-from kfstack.flights.settings import TrainingPlacement, TuningPlacement
 from kfstack.kubernetes.katib_experiment import (
     TRIAL_NAME,
     ExperimentRequest,
@@ -37,6 +36,7 @@ from kfstack.kubernetes.katib_experiment import (
 )
 from kfstack.kubernetes.launcher import Cluster
 from kfstack.kubernetes.naming import RunContext
+from kfstack.kubernetes.placement import TrainingPlacement, TuningPlacement
 from kfstack.kubernetes.resources import EXPERIMENT
 from kfstack.kubernetes.training_apis import job_kind
 from kfstack.platforms import RUN_DIR_ENV, StageResult, Variant

@@ -1,0 +1,268 @@
+"""Tuning a team's own training code: a Katib Experiment, or the embedded tuner with its semantics.
+
+Each trial is the generic training step (:mod:`..training.distributed_training.stage`) with every
+tuned hyperparameter set to ``${trialParameters.<name>}`` and its model and logs under the
+trial's name (``${trialSpec.Name}``, so parallel trials never resume from each other's
+checkpoints). On Kubernetes that step's TrainJob, PyTorchJob or TFJob is the Experiment's trial
+template (same image, node pool, Kueue queue, spot tolerations); locally the same replicas run
+with Katib's substitution done here, and rank 0's lines are read as Katib's StdOut collector
+reads them (:mod:`kfstack.tuning.local_tuner`).
+
+The search space may name only hyperparameters the code declares, each searched as its declared
+type allows, and the objective must be a metric it declares (:class:`kfstack.tuning.spec.
+TuningSettings` with the declaration); a trial that never prints the objective is
+``MetricsUnavailable`` and named so. The best assignment, merged into the run's own
+hyperparameters and typed by the declaration, is the step's one output, which the training step
+takes as its ``hyperparameters``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import shutil
+import threading
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from kfstack import contracts, progress
+from kfstack.components.training.distributed_training.stage import STAGE as TRAIN_STAGE
+from kfstack.components.training.distributed_training.stage import (
+    DistributedTrainingSettings,
+    code_from_arguments,
+)
+from kfstack.errors import TuningFailedError
+from kfstack.kubernetes.katib_experiment import (
+    TRIAL_NAME,
+    ExperimentRequest,
+    build_experiment,
+    read_trials,
+    trial_parameters,
+    tuning_result,
+)
+from kfstack.kubernetes.launcher import Cluster
+from kfstack.kubernetes.naming import RunContext
+from kfstack.kubernetes.placement import TuningPlacement
+from kfstack.kubernetes.resources import EXPERIMENT
+from kfstack.kubernetes.training_apis import job_kind
+from kfstack.platforms import RUN_DIR_ENV, StageResult, Variant
+from kfstack.settings import Placeholder, katib_parameter, substitute_katib_parameters
+from kfstack.training.process_group import run_process_group
+from kfstack.tuning.local_tuner import LocalTuner, TrialRun, TrialRunner
+from kfstack.tuning.report import optimisation_plot_html, trials_markdown
+from kfstack.tuning.spec import TuningSettings
+from kfstack.tuning.trials import TuningResult
+from kfstack.uris import join
+
+TUNING_METRICS = "tuning_metrics"
+TRIALS_REPORT = "tuning_report"
+OPTIMISATION_PLOT = "optimisation_plot"
+BEST = "best_hyperparameters"
+# The hyperparameter that receives tuning_trial_epochs, when the code declares it.
+EPOCHS = "epochs"
+STATE_DIR = "state"
+
+
+@dataclasses.dataclass(frozen=True)
+class HyperparameterTuningSettings:
+    """The tuning step.
+
+    Attributes:
+        tuning: The tuning spec, checked against the code's declaration.
+        base: The run's own hyperparameters (handed on as they are when tuning is off).
+        trial: The training step's settings for one trial, tuned values as Katib references.
+        trials_uri: Each trial's model and logs, under ``<trials_uri>/<trial name>/``.
+        state_dir: Local: the tuner's journal (resume).
+        placement: Where the trials run and how long the Experiment may take.
+    """
+
+    tuning: TuningSettings
+    base: Mapping[str, Any]
+    trial: DistributedTrainingSettings
+    trials_uri: str
+    state_dir: str
+    placement: TuningPlacement
+
+    @property
+    def code(self) -> contracts.TrainingCode:
+        return self.trial.code
+
+    def with_training_api(self, api: str) -> HyperparameterTuningSettings:
+        return dataclasses.replace(self, trial=self.trial.with_training_api(api))
+
+    def best(self, assignments: Mapping[str, str] | None = None) -> dict[str, Any]:
+        """The run's hyperparameters with the best trial's assignment over them, each typed by
+        its declaration (Katib reports assignments as strings)."""
+        values = {**self.base, **(assignments or {})}
+        declared = self.code.hyperparameters
+        return {name: contracts.convert(name, declared[name], value) for name, value in values.items()}
+
+    def concrete_trial(self, run: TrialRun) -> DistributedTrainingSettings:
+        """One trial's training settings with its assignment and its own directory."""
+        trial_dir = join(self.trials_uri, run.name)
+        assigned = {
+            name: substitute_katib_parameters(value, run.assignments)
+            if isinstance(value, Placeholder)
+            else value
+            for name, value in self.trial.hyperparameters.items()
+        }
+        return dataclasses.replace(
+            self.trial,
+            hyperparameters={
+                name: contracts.convert(name, self.code.hyperparameters[name], value)
+                for name, value in assigned.items()
+            },
+            model_uri=join(trial_dir, "model"),
+            logs_uri=join(trial_dir, "logs"),
+        )
+
+
+class HyperparameterTuningStage:
+    component = "hyperparameter-tuning"
+    reference_output = "tuning_job"
+
+    def settings(self, arguments: Mapping[str, Any]) -> HyperparameterTuningSettings:
+        """The tuning spec against the declaration, and the trial as the training step's.
+
+        Raises:
+            InvalidParameterError: Whatever is wrong (an undeclared hyperparameter in the search
+                space, an objective that is not a declared metric, ...), before anything runs.
+        """
+        code = code_from_arguments(arguments)
+        tuning = TuningSettings.from_arguments(arguments, code=code)
+        base = dict(arguments.get("hyperparameters") or {})
+        tuned = {p.name: katib_parameter(p.name) for p in tuning.parameters} if tuning.enabled else {}
+        trial_values = {**base, **tuned}
+        if EPOCHS in code.hyperparameters and tuning.enabled and EPOCHS not in tuned:
+            trial_values[EPOCHS] = tuning.trial_epochs
+        trials_uri = arguments["tuning_trials"]
+        trial_dir = join(trials_uri, katib_parameter(TRIAL_NAME))
+        trial = TRAIN_STAGE.settings(
+            {
+                **arguments,
+                "hyperparameters": trial_values,
+                "model": join(trial_dir, "model"),
+                "training_logs": join(trial_dir, "logs"),
+            }
+        )
+        run_dir = os.environ.get(RUN_DIR_ENV)
+        state_dir = (
+            os.path.join(run_dir, STATE_DIR, self.component) if run_dir else join(trials_uri, STATE_DIR)
+        )
+        settings = HyperparameterTuningSettings(
+            tuning=tuning,
+            base=base,
+            trial=trial,
+            trials_uri=trials_uri,
+            state_dir=state_dir,
+            placement=TuningPlacement.from_arguments(arguments),
+        )
+        settings.best()  # the run's own values are declared and typed, tuned or not
+        return settings
+
+    def variants(self, settings: HyperparameterTuningSettings) -> list[Variant[HyperparameterTuningSettings]]:
+        """Katib with the training step's trial kinds; with tuning off, nothing to run."""
+        if not settings.tuning.enabled:
+            return [Variant(settings, requires=())]
+        return [
+            Variant(
+                settings.with_training_api(variant.settings.training_api),
+                (EXPERIMENT, *variant.requires),
+                variant.choice,
+            )
+            for variant in TRAIN_STAGE.variants(settings.trial)
+        ]
+
+    def build(self, settings: HyperparameterTuningSettings, context: RunContext) -> list[dict]:
+        """The Katib Experiment whose trial template is the training step's job."""
+        if not settings.tuning.enabled:
+            return []
+        trial = settings.trial
+        (trial_job,) = TRAIN_STAGE.build(trial, context)
+        request = ExperimentRequest(
+            name=context.name("kfs-tune"),
+            labels=context.labels(),
+            tuning=settings.tuning,
+            trial_job=trial_job,
+            trial_kind=job_kind(trial.training_api, trial.topology.framework),
+            trial_parameters=trial_parameters(settings.tuning),
+        )
+        return [build_experiment(request)]
+
+    def preflight(self, settings: HyperparameterTuningSettings) -> None:
+        if settings.tuning.enabled:
+            TRAIN_STAGE.preflight(settings.trial)
+
+    def run_local(self, settings: HyperparameterTuningSettings) -> StageResult:
+        if not settings.tuning.enabled:
+            return self._skipped(settings)
+        processes = len(TRAIN_STAGE.replicas(settings.trial).build(0))
+        tuner = LocalTuner(settings.tuning, _trial_runner(settings), settings.state_dir, processes)
+        return self._result(settings, tuner.run(), {"kind": "LocalTuner", "state_dir": settings.state_dir})
+
+    def collect(
+        self, settings: HyperparameterTuningSettings, finished: list[dict], cluster: Cluster
+    ) -> StageResult:
+        if not settings.tuning.enabled:
+            return self._skipped(settings)
+        (experiment,) = finished
+        trials = read_trials(cluster, experiment, settings.tuning)
+        result = tuning_result(experiment, trials, settings.tuning)
+        if settings.tuning.require_goal and not result.goal_reached:
+            raise TuningFailedError(
+                f"Experiment {experiment['metadata']['name']} ended ({result.reason}) without reaching "
+                f"tuning_goal={settings.tuning.goal} and tuning_require_goal is set",
+                result=result,
+            )
+        return self._result(settings, result, {})
+
+    def _result(
+        self, settings: HyperparameterTuningSettings, result: TuningResult, reference: dict
+    ) -> StageResult:
+        assert result.best is not None  # the tuner and the Experiment's success both ensure one
+        names = [p.name for p in settings.tuning.parameters]
+        return StageResult(
+            metrics={TUNING_METRICS: result.metrics()},
+            reference={**reference, "best_trial": result.best.name, "reason": result.reason},
+            outputs={BEST: settings.best(result.best.parameters)},
+            documents={
+                TRIALS_REPORT: trials_markdown(result, names),
+                OPTIMISATION_PLOT: optimisation_plot_html(result),
+            },
+        )
+
+    def _skipped(self, settings: HyperparameterTuningSettings) -> StageResult:
+        note = "# Tuning skipped\n\n`tune=false`: training takes the run's own hyperparameters.\n"
+        return StageResult(
+            metrics={TUNING_METRICS: {"trials_run": 0.0}},
+            reference={"kind": "none", "tune": False},
+            outputs={BEST: settings.best()},
+            documents={
+                TRIALS_REPORT: note,
+                OPTIMISATION_PLOT: "<html><body><p>Tuning skipped (tune=false).</p></body></html>",
+            },
+        )
+
+
+STAGE = HyperparameterTuningStage()
+
+
+def _trial_runner(settings: HyperparameterTuningSettings) -> TrialRunner:
+    """One trial on this machine: the training step's replicas with the trial's assignment;
+    rank 0 (the replica Katib's primaryPodLabels select) is the one whose lines are read."""
+
+    def run(run: TrialRun, line: Callable[[str], None], stop: threading.Event) -> None:
+        trial = settings.concrete_trial(run)
+        shutil.rmtree(join(settings.trials_uri, run.name), ignore_errors=True)  # a rerun starts afresh
+        replicas = TRAIN_STAGE.replicas(trial)
+        progress.report("trial", int(run.name.rsplit("-", 1)[1]), settings.tuning.max_trials)
+        run_process_group(
+            replicas.build,
+            logs_dir=trial.logs_uri,
+            max_restarts=trial.topology.max_restarts,
+            done_when_exits=replicas.done_when_exits,
+            on_output=lambda rank, text: line(text) if rank == 0 else None,
+            stop=stop,
+        )
+
+    return run

@@ -1,0 +1,159 @@
+"""The generic tuning step: any declared hyperparameters and metric, Katib's semantics locally.
+
+Unit: the spec checked against the code's declaration before anything runs, the Experiment
+whose trial is the training step's job. Local: real trials of a team's function through the
+training step's replicas, and the component under kfp.local handing typed values to training.
+"""
+
+import json
+
+import pytest
+
+from kfstack.components.tuning.hyperparameter_tuning.stage import BEST, STAGE
+from kfstack.errors import InvalidParameterError, TuningFailedError
+from kfstack.kubernetes.naming import RunContext
+from tests.kubernetes.test_builders import validate_with_crds
+
+TEAM = {
+    "training_code": "plain_tunable:fit",
+    "hyperparameter_types": {"depth": "int", "learning_rate": "float", "optimizer": "str", "epochs": "int"},
+    "hyperparameters": {"depth": 2, "learning_rate": 0.1},
+    "metric_names": ["score", "loss"],
+}
+SPACE = {
+    "depth": {"type": "int", "min": 4, "max": 7},
+    "optimizer": {"type": "categorical", "values": ["sgd", "adam"]},
+}
+
+
+def arguments(tmp_path, dataset, **overrides):
+    return {
+        "platform": "local",
+        "data": dataset,
+        "tuning_trials": str(tmp_path / "trials"),
+        **TEAM,
+        "tuning_search_space": json.dumps(SPACE),
+        "tuning_objective": "score",
+        "tuning_direction": "maximize",
+        "tuning_algorithm": "grid",
+        "tuning_max_trials": 8,
+        "tuning_parallel_trials": 1,
+        "tuning_trial_epochs": 3,
+        "tuning_early_stopping": "none",
+        "workers": 1,
+        "max_restarts": 0,
+        **overrides,
+    }
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        ({"tuning_objective": "auc"}, r"tuning_objective='auc' is not a metric the training code declares"),
+        (
+            {"tuning_search_space": json.dumps({"width": {"type": "int", "min": 1, "max": 3}})},
+            r"declares no hyperparameter 'width'; declared: depth, learning_rate, optimizer, epochs",
+        ),
+        (
+            {"tuning_search_space": json.dumps({"depth": {"type": "double", "min": 1, "max": 3}})},
+            r"depth is declared int, searched as int or discrete",
+        ),
+        (
+            {"tuning_search_space": json.dumps({"depth": {"type": "discrete", "values": [2, 2.5]}})},
+            r"depth is declared int, so its values are whole numbers",
+        ),
+        (
+            {"tuning_search_space": json.dumps({"optimizer": {"type": "categorical", "values": ["a b"]}})},
+            r"unquoted into a shell command",
+        ),
+        ({"tuning_goal": float("inf")}, r"tuning_goal=inf must be a finite number"),
+        ({"hyperparameters": {"depth": "two"}}, r"depth='two' is not of type int"),
+    ],
+)
+def test_a_spec_the_code_cannot_run_is_refused_before_anything_starts(
+    team_code, tmp_path, dataset, overrides, message
+):
+    with pytest.raises(InvalidParameterError, match=message):
+        STAGE.settings(arguments(tmp_path, dataset, **overrides))
+
+
+def test_the_experiments_trial_is_the_training_steps_job(team_code, tmp_path):
+    settings = STAGE.settings(
+        arguments(
+            tmp_path,
+            "minio://bucket/data",
+            platform="kubernetes",
+            tuning_trials="minio://bucket/run/tune/tuning_trials",
+            training_api="v1",
+            tuning_algorithm="tpe",
+            tuning_early_stopping="medianstop",
+        )
+    )
+    [variant] = STAGE.variants(settings)
+    [experiment] = STAGE.build(variant.settings, RunContext("run-1", "hyperparameter-tuning"))
+    spec = experiment["spec"]
+    assert spec["objective"]["objectiveMetricName"] == "score"
+    assert spec["objective"]["additionalMetricNames"] == ["loss"]
+    assert {p["name"] for p in spec["parameters"]} == {"depth", "optimizer"}
+    job = spec["trialTemplate"]["trialSpec"]
+    assert job["kind"] == "PyTorchJob"
+    master = job["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]["containers"][0]
+    # Tuned values are Katib references; the rest are the run's; epochs is the trial's.
+    assert (
+        master["args"]
+        if "args" in master
+        else master["command"][-4:]
+        == [
+            "--depth=${trialParameters.depth}",
+            "--learning_rate=0.1",
+            "--optimizer=${trialParameters.optimizer}",
+            "--epochs=3",
+        ]
+    )
+    env = {var["name"]: var.get("value") for var in master["env"]}
+    assert (
+        env["KFSTACK_MODEL_URI"] == "s3://bucket/run/tune/tuning_trials/${trialParameters.trial_name}/model"
+    )
+    # Katib names the trial's job (the trial's name); its CRD wants one.
+    validate_with_crds(
+        tmp_path, [{**job, "metadata": {**job["metadata"], "name": "kfs-tune-trial-abcdefgh"}}]
+    )
+
+
+def test_grid_tuning_of_a_team_function_finds_its_best(team_code, tmp_path, dataset):
+    settings = STAGE.settings(arguments(tmp_path, dataset))
+    result = STAGE.run_local(STAGE.variants(settings)[0].settings)
+    # The grid visits all 8 combinations; the score peaks at depth 6 with adam.
+    assert result.outputs[BEST] == {"depth": 6, "learning_rate": 0.1, "optimizer": "adam"}
+    assert isinstance(result.outputs[BEST]["depth"], int)
+    metrics = result.metrics["tuning_metrics"]
+    assert metrics["trials_run"] == 8 and metrics["trials_succeeded"] == 8
+    assert metrics["best_score"] == pytest.approx(1.0)
+    assert "depth" in result.documents["tuning_report"]
+
+
+def test_a_trial_that_never_prints_the_objective_is_named(team_code, tmp_path, dataset):
+    team = {**TEAM, "metric_names": ["score", "val_auc"]}
+    settings = STAGE.settings(
+        arguments(
+            tmp_path,
+            dataset,
+            **team,
+            tuning_objective="val_auc",
+            tuning_max_trials=2,
+            tuning_max_failed_trials=1,
+        )
+    )
+    with pytest.raises(TuningFailedError) as failed:
+        STAGE.run_local(STAGE.variants(settings)[0].settings)
+    [trial, *_] = failed.value.result.trials
+    assert trial.status == "MetricsUnavailable" and "never printed val_auc=<value>" in trial.message
+
+
+def test_tuning_off_hands_the_runs_values_on_typed(team_code, tmp_path, dataset):
+    settings = STAGE.settings(
+        arguments(tmp_path, dataset, tune=False, hyperparameters={"depth": 4.0, "learning_rate": 1})
+    )
+    result = STAGE.run_local(STAGE.variants(settings)[0].settings)
+    assert result.outputs[BEST] == {"depth": 4, "learning_rate": 1.0}
+    assert not (tmp_path / "trials").exists()
