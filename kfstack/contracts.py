@@ -84,12 +84,13 @@ HYPERPARAMETER_TYPES: dict[str, tuple[str, ...]] = {
 # ``custom`` model is served by the team's own ``kserve.Model``.
 SKLEARN, XGBOOST, LIGHTGBM, ONNX, CUSTOM = "sklearn", "xgboost", "lightgbm", "onnx", "custom"
 MODEL_FORMATS = (SKLEARN, XGBOOST, LIGHTGBM, ONNX, CUSTOM)
-_MODEL_FILES: dict[str, tuple[str, ...]] = {
-    # kserve-sklearnserver: exactly one of these in the model directory.
+# The model file of each standard format: exactly one of these at the top of the model
+# directory, as KServe 0.20's sklearn, xgboost and lightgbm servers load it. For onnx, training
+# writes the file and serving lays it out as Triton's repository (<name>/1/model.onnx).
+MODEL_FILE_SUFFIXES: dict[str, tuple[str, ...]] = {
     SKLEARN: (".joblib", ".pkl", ".pickle"),
     XGBOOST: (".bst", ".json", ".ubj"),
     LIGHTGBM: (".bst",),
-    # Triton's layout (<name>/1/model.onnx) is what deployment lays out; training writes the file.
     ONNX: (".onnx",),
 }
 
@@ -410,17 +411,15 @@ def model_dir_problem(model_dir: str, model_format: str) -> str | None:
     )
     if not files:
         return "nothing was written to the model directory"
-    suffixes = _MODEL_FILES.get(model_format)
+    suffixes = MODEL_FILE_SUFFIXES.get(model_format)
     if suffixes is None:
         return None  # custom: the team's own predictor knows its files
-    matching = [name for name in files if name.endswith(suffixes)]
-    if model_format == SKLEARN and len(matching) != 1:
+    top = [name for name in files if os.sep not in name and name.endswith(suffixes)]
+    if len(top) != 1:
         return (
-            f"a sklearn model directory holds exactly one {'/'.join(suffixes)} file "
-            f"(KServe's sklearnserver loads it); found {matching or 'none'} among {files}"
+            f"a {model_format} model directory holds exactly one {'/'.join(suffixes)} file at its top "
+            f"(KServe's runtime for the format loads it); found {top or 'none'} among {files}"
         )
-    if not matching:
-        return f"no {'/'.join(suffixes)} file for format {model_format!r} among {files}"
     return None
 
 
