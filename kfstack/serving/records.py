@@ -116,6 +116,12 @@ class Schema:
                 f"{where}: {n} records, more than the {self.max_batch} one request may carry"
             )
 
+    def v2_inputs(self) -> list[dict[str, Any]]:
+        """The V2 model metadata of the inputs: one columnar tensor per field, shape ``[-1]``,
+        with the datatype a client should send (``BYTES``, ``INT64``, ``FP64``)."""
+        datatypes = {STRING: "BYTES", INT: "INT64", FLOAT: "FP64"}
+        return [{"name": f.name, "datatype": datatypes[f.kind], "shape": [-1]} for f in self.fields]
+
     def from_v1(self, payload: Any) -> list[dict[str, Any]]:
         """Records of a V1 body (``{"instances": [...]}``), checked.
 

@@ -33,15 +33,11 @@ from __future__ import annotations
 
 import argparse
 import logging
-import re
 import uuid
 from typing import Any
 
 import kserve
 import orjson
-from fastapi import FastAPI
-from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
 from kserve import InferOutput, InferRequest, InferResponse
 from kserve.errors import InvalidInput
 from prometheus_client import Counter, Histogram
@@ -54,20 +50,11 @@ from kfstack.flights.scoring import (
     check_flights,
 )
 from kfstack.serving.local_services import exit_with_owner
+from kfstack.serving.model_server import DEFAULT_MAX_BODY_BYTES, install_request_hooks
 from kfstack.serving.records import BadRecordError, Schema
 
 logger = logging.getLogger("kfstack.predictor")
 
-# 10,000 records of ~25 fields is about 4 MiB of JSON; four times that is refused unread.
-DEFAULT_MAX_BODY_BYTES = 16 * 2**20
-OK, BAD_REQUEST, ERROR = "ok", "bad_request", "error"
-UNKNOWN_MODEL = "unknown"
-
-REQUESTS = Counter(
-    "kfstack_predictor_requests",
-    "Prediction requests by protocol and outcome (ok: 2xx, bad_request: 4xx, error: 5xx)",
-    ["model_name", "protocol", "outcome"],
-)
 RECORDS = Counter("kfstack_predictor_records", "Flight records scored", ["model_name"])
 DELAY_PROBABILITY = Histogram(
     "kfstack_predictor_delay_probability",
@@ -75,8 +62,6 @@ DELAY_PROBABILITY = Histogram(
     ["model_name"],
     buckets=[i / 20 for i in range(1, 21)],
 )
-_PREDICT_PATH = re.compile(r"^/(?P<protocol>v1)/models/(?P<model>[^/:]+):predict$")
-_INFER_PATH = re.compile(r"^/(?P<protocol>v2)/models/(?P<model>[^/]+)(/versions/[^/]+)?/infer$")
 
 
 class FlightDelayModel(kserve.Model):
@@ -121,6 +106,13 @@ class FlightDelayModel(kserve.Model):
             )
         return {"predictions": values}
 
+    def get_input_types(self) -> list[dict]:
+        """One V2 input per request field, columnar (``GET /v2/models/<name>``)."""
+        return self.schema.v2_inputs()
+
+    def get_output_types(self) -> list[dict]:
+        return [{"name": OUTPUT_NAME, "datatype": "FP32", "shape": [-1]}]
+
 
 def _json_body(payload: Any) -> Any:
     """The V1 body: KServe hands over raw bytes when the content type is not exactly a JSON one
@@ -131,76 +123,6 @@ def _json_body(payload: Any) -> Any:
         except orjson.JSONDecodeError as err:
             raise BadRecordError(f"body: not JSON ({err})") from None
     return payload
-
-
-class RequestAccounting:
-    """ASGI middleware around the predict and infer routes: counts each request by outcome and
-    refuses a body whose ``Content-Length`` exceeds the limit with a 413, unread. (A chunked
-    body carries no length; the batch limit still bounds what is scored.)"""
-
-    def __init__(self, app: Any, model_name: str, max_body_bytes: int) -> None:
-        self.app = app
-        self.model_name = model_name
-        self.max_body_bytes = max_body_bytes
-
-    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
-        match = (
-            (_PREDICT_PATH.match(scope["path"]) or _INFER_PATH.match(scope["path"]))
-            if scope["type"] == "http"
-            else None
-        )
-        if match is None:
-            await self.app(scope, receive, send)
-            return
-        # Only the served model's name becomes a label value: a fuzzed path must not mint series.
-        model = self.model_name if match["model"] == self.model_name else UNKNOWN_MODEL
-        outcome = ERROR
-        length = dict(scope.get("headers") or []).get(b"content-length", b"0")
-        if length.isdigit() and int(length) > self.max_body_bytes:
-            response = JSONResponse(
-                status_code=413,
-                content={"error": f"body: {int(length)} bytes, more than the {self.max_body_bytes} allowed"},
-            )
-            await response(scope, receive, send)
-            REQUESTS.labels(model, match["protocol"], BAD_REQUEST).inc()
-            return
-
-        async def send_and_note(message: dict) -> None:
-            nonlocal outcome
-            if message["type"] == "http.response.start":
-                status = message["status"]
-                outcome = OK if status < 400 else BAD_REQUEST if status < 500 else ERROR
-            await send(message)
-
-        try:
-            await self.app(scope, receive, send_and_note)
-        finally:
-            REQUESTS.labels(model, match["protocol"], outcome).inc()
-
-
-async def _request_validation_error(_request: Any, exc: Exception) -> JSONResponse:
-    """FastAPI's 422 for a body that is not a V2 inference request, as the 400 every other
-    malformed request gets, naming the first place that is wrong."""
-    assert isinstance(exc, RequestValidationError)
-    errors = exc.errors()
-    first = errors[0] if errors else {}
-    location = [str(part) for part in first.get("loc", ()) if part != "body"]
-    if first.get("type") == "json_invalid":  # its location is a character offset
-        offset = location[-1] if location else "?"
-        return JSONResponse(
-            status_code=400, content={"error": f"body: not JSON ({first.get('msg')} at character {offset})"}
-        )
-    where = ".".join(location) or "body"
-    message = first.get("msg", "not a valid request")
-    return JSONResponse(status_code=400, content={"error": f"{where}: {message}"})
-
-
-def install_request_hooks(
-    app: FastAPI, model_name: str, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
-) -> None:
-    """Adds the accounting middleware and the 400 for invalid V2 bodies to KServe's app."""
-    app.add_middleware(RequestAccounting, model_name=model_name, max_body_bytes=max_body_bytes)
-    app.add_exception_handler(RequestValidationError, _request_validation_error)
 
 
 def parser() -> argparse.ArgumentParser:

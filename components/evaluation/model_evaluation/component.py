@@ -1,0 +1,70 @@
+"""KFP component: a model of any format scored on a labelled dataset through its own server."""
+
+from kfp import dsl
+from kfp.dsl import ClassificationMetrics, Dataset, Input, Markdown, Metrics, Model, Output
+
+from kfstack.images import COMPONENT_IMAGE
+
+
+# A list as a default is a KFP parameter default, compiled into the spec; the body never
+# mutates it (B006).
+@dsl.component(base_image=COMPONENT_IMAGE, install_kfp_package=False)
+def model_evaluation(
+    model: Input[Model],
+    dataset: Input[Dataset],
+    task: str,
+    label_column: str,
+    metrics: Output[Metrics],
+    classification: Output[ClassificationMetrics],
+    report: Output[Markdown],
+    model_format: str = "",
+    feature_columns: list = [],  # noqa: B006
+    request_format: str = "tensor",
+    custom_predictor: str = "",
+    threshold: float = 0.5,
+    batch_size: int = 512,
+):
+    """Scores the labelled rows through the server that will serve the model, by task.
+
+    A standard format goes through kfstack's stand-in for KServe's runtime for it; a custom
+    model through the team's own ``kserve.Model`` (on a cluster run this task in the
+    predictor's image, ``task.set_container_image``), so evaluation is the serving parity check.
+
+    Args:
+        model: The model directory (its metadata's ``model_format`` when the parameter is empty).
+        dataset: Labelled rows, Parquet (a file or a folder of them).
+        task: ``binary`` (AUC, log loss, accuracy, precision, recall, ROC, confusion matrix),
+            ``multiclass`` (accuracy, macro-F1, confusion matrix) or ``regression`` (RMSE, MAE,
+            R²).
+        label_column: The dataset's label column.
+        metrics: The task's figures (``undefined`` where this data leaves one undefined) and
+            ``rows``.
+        classification: Confusion matrix and, for a binary task, the ROC curve.
+        report: The figures and the confusion matrix as Markdown.
+        model_format: ``sklearn``, ``xgboost``, ``onnx`` or ``custom``; empty: the model's own.
+        feature_columns: The columns a request carries, in order; empty: all but the label.
+        request_format: ``tensor`` (rows as a numeric matrix) or ``records`` (rows as objects).
+        custom_predictor: ``package.module:Class``: the team's ``kserve.Model``, built as
+            ``Class(name, model_dir)`` (the runtimes' ``--model_name``/``--model_dir``).
+        threshold: Binary: a row is predicted positive at a probability >= it.
+        batch_size: Rows per request.
+    """
+    from kfstack.components.evaluation.model_evaluation.core import (
+        evaluate_model_dir,
+        model_format_of,
+        publish,
+    )
+
+    result = evaluate_model_dir(
+        model_dir=model.path,
+        model_format=model_format_of(model_format, model.metadata),
+        dataset_uri=dataset.path,
+        task=task,
+        label_column=label_column,
+        feature_columns=feature_columns,
+        request_format=request_format,
+        custom_predictor=custom_predictor,
+        threshold=threshold,
+        batch_size=batch_size,
+    )
+    publish(result, metrics=metrics, classification=classification, report=report)

@@ -1,0 +1,79 @@
+"""Evaluates a model on a labelled dataset through its own server, and publishes what the KFP UI shows."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from kfstack import contracts
+from kfstack.errors import InvalidParameterError
+from kfstack.evaluation import scoring
+from kfstack.evaluation.task_metrics import BINARY, TaskEvaluation, check_task, evaluate
+from kfstack.training.metrics import UNDEFINED
+
+FORMAT_METADATA = "model_format"
+
+
+def model_format_of(model_format: str, metadata: Mapping[str, Any]) -> str:
+    """The format to score with: the parameter, else what the training step recorded on the
+    model artifact.
+
+    Raises:
+        InvalidParameterError: Neither names one.
+    """
+    chosen = model_format or str(metadata.get(FORMAT_METADATA, ""))
+    if not chosen:
+        raise InvalidParameterError(
+            "model_format: the model artifact records none (it was not trained by distributed_training); "
+            "name the format"
+        )
+    return contracts.check_model_format(chosen)
+
+
+def evaluate_model_dir(
+    *,
+    model_dir: str,
+    model_format: str,
+    dataset_uri: str,
+    task: str,
+    label_column: str,
+    feature_columns: Sequence[str] = (),
+    request_format: str = scoring.TENSOR,
+    custom_predictor: str = "",
+    threshold: float = 0.5,
+    batch_size: int = scoring.DEFAULT_BATCH,
+) -> TaskEvaluation:
+    """Scores ``dataset_uri`` through the model's server and computes the task's metrics.
+
+    Raises:
+        InvalidParameterError: A bad parameter or dataset, before the model is loaded where it
+            can be told.
+    """
+    check_task(task)
+    if batch_size < 1:
+        raise InvalidParameterError(f"batch_size={batch_size} must be >= 1")
+    labels, predictions = scoring.score_dataset(
+        model_dir=model_dir,
+        model_format=model_format,
+        dataset_uri=dataset_uri,
+        label_column=label_column,
+        feature_columns=feature_columns,
+        request_format=request_format,
+        custom_predictor=custom_predictor,
+        batch_size=batch_size,
+    )
+    return evaluate(task, labels, predictions, threshold)
+
+
+def publish(result: TaskEvaluation, *, metrics: Any, classification: Any, report: Any) -> None:
+    """Logs the figures (an undefined one as ``"undefined"``), the confusion matrix and the ROC
+    curve on the UI's artifacts, and writes the report."""
+    for name, value in result.metrics.items():
+        metrics.log_metric(name, value if value is not None else UNDEFINED)
+    metrics.log_metric("rows", result.rows)
+    if result.confusion:
+        classification.log_confusion_matrix(result.categories, result.confusion)
+    if result.task == BINARY and result.roc is not None:
+        classification.log_roc_curve(*result.roc)
+    with open(report.path, "w", encoding="utf-8") as f:
+        f.write(result.markdown("Model evaluation"))

@@ -1,0 +1,193 @@
+"""Scores a labelled dataset through the model server that will serve the model.
+
+A standard format is scored by its stand-in (:mod:`kfstack.serving.standard_formats`), a custom
+model by the team's own ``kserve.Model`` -- constructed as KServe's runtimes are, with the model's
+name and directory (``Class(name, model_dir)``), loaded, and called with the requests a client
+would send. Evaluation therefore goes through the code that serves: the team's predictor's
+parity with its training is what the metrics measure.
+
+Requests (:data:`REQUEST_FORMATS`):
+
+- ``tensor``: each row the feature columns' values in order, a numeric matrix -- V1
+  ``{"instances": [[...], ...]}`` for sklearn, xgboost and a custom model, one V2 input tensor
+  (FP32, ``[n, width]``) for onnx as Triton takes it;
+- ``records``: each row an object of its feature columns (``{"instances": [{...}, ...]}``),
+  what a predictor of raw records (the flights one) takes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import os
+import tempfile
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from kfstack import contracts
+from kfstack.errors import InvalidParameterError
+from kfstack.serving.model_server import call_predict
+
+TENSOR, RECORDS = "tensor", "records"
+REQUEST_FORMATS = (TENSOR, RECORDS)
+DEFAULT_BATCH = 512
+MODEL_NAME = "model"
+
+
+@dataclasses.dataclass
+class LabelledRows:
+    """A labelled dataset as requests will carry it."""
+
+    features: Any  # a float matrix (tensor) or a list of dicts (records)
+    labels: np.ndarray
+    columns: list[str]
+
+    def __len__(self) -> int:
+        return len(self.labels)
+
+    def batches(self, size: int) -> Any:
+        for start in range(0, len(self), size):
+            yield self.features[start : start + size]
+
+
+def read_labelled(
+    uri: str, label_column: str, feature_columns: Sequence[str], request_format: str
+) -> LabelledRows:
+    """The rows of the Parquet dataset at ``uri`` (a file or a folder of them).
+
+    Raises:
+        InvalidParameterError: No such column, no rows, or a tensor column that is not numeric.
+    """
+    import pyarrow.dataset as ds
+
+    if request_format not in REQUEST_FORMATS:
+        raise InvalidParameterError(
+            f"request_format={request_format!r} is not one of {', '.join(REQUEST_FORMATS)}"
+        )
+    table = ds.dataset(uri, format="parquet").to_table()
+    names = list(table.column_names)
+    if label_column not in names:
+        raise InvalidParameterError(
+            f"label_column={label_column!r} is not a column of the dataset ({', '.join(names)})"
+        )
+    columns = list(feature_columns) or [name for name in names if name != label_column]
+    missing = [name for name in columns if name not in names]
+    if missing:
+        raise InvalidParameterError(f"feature_columns: no column {', '.join(missing)} in the dataset")
+    if table.num_rows == 0:
+        raise InvalidParameterError(f"the dataset at {uri} has no rows")
+    labels = table.column(label_column).to_numpy(zero_copy_only=False)
+    if request_format == RECORDS:
+        return LabelledRows(table.select(columns).to_pylist(), labels, columns)
+    try:
+        matrix = np.column_stack(
+            [table.column(name).to_numpy(zero_copy_only=False).astype(np.float64) for name in columns]
+        )
+    except (TypeError, ValueError) as err:
+        raise InvalidParameterError(f"request_format=tensor needs numeric feature columns: {err}") from None
+    return LabelledRows(matrix, labels, columns)
+
+
+def predictor_class(custom_predictor: str) -> Any:
+    """The team's ``kserve.Model`` subclass named ``package.module:Class``.
+
+    Raises:
+        InvalidParameterError: Malformed, not importable here, or not a class.
+    """
+    module, _, name = custom_predictor.partition(":")
+    if not module or not name.isidentifier():
+        raise InvalidParameterError(f"custom_predictor={custom_predictor!r}: expected package.module:Class")
+    try:
+        found = getattr(importlib.import_module(module), name, None)
+    except ImportError as err:
+        raise InvalidParameterError(f"custom_predictor={custom_predictor!r}: {err}") from err
+    if not isinstance(found, type):
+        raise InvalidParameterError(f"custom_predictor={custom_predictor!r}: no class {name!r} in {module}")
+    return found
+
+
+def check_model(model_format: str, custom_predictor: str = "") -> None:
+    """What can be told of the model before any data is read or any file loaded.
+
+    Raises:
+        InvalidParameterError: An unknown format, a custom format without ``custom_predictor``,
+            or one that cannot be imported here.
+    """
+    contracts.check_model_format(model_format)
+    if model_format == contracts.CUSTOM:
+        if not custom_predictor:
+            raise InvalidParameterError(
+                "model_format=custom: name the team's kserve.Model as custom_predictor"
+            )
+        predictor_class(custom_predictor)
+
+
+def load_model(model_format: str, model_dir: str, custom_predictor: str = "", scratch: str = "") -> Any:
+    """The loaded model server's model for ``model_dir``.
+
+    Raises:
+        InvalidParameterError: See :func:`check_model`.
+    """
+    check_model(model_format, custom_predictor)
+    if model_format == contracts.CUSTOM:
+        model = predictor_class(custom_predictor)(MODEL_NAME, model_dir)
+    else:
+        from kfstack.serving import standard_formats
+
+        if model_format == contracts.ONNX:
+            model_dir = standard_formats.triton_layout(
+                model_dir, MODEL_NAME, scratch or tempfile.mkdtemp(prefix="kfstack-triton-")
+            )
+        model = standard_formats.model_for(model_format, MODEL_NAME, model_dir)
+    model.load()
+    return model
+
+
+def _onnx_request(model: Any, batch: np.ndarray) -> Any:
+    from kserve import InferInput, InferRequest
+
+    [spec] = model.get_input_types()
+    tensor = InferInput(spec["name"], list(batch.shape), spec["datatype"])
+    dtype = np.float64 if spec["datatype"] == "FP64" else np.float32
+    tensor.set_data_from_numpy(batch.astype(dtype), binary_data=False)
+    return InferRequest(model_name=MODEL_NAME, infer_inputs=[tensor])
+
+
+def predict(
+    model: Any, model_format: str, rows: LabelledRows, batch_size: int = DEFAULT_BATCH, output: int = 0
+) -> np.ndarray:
+    """Every row's prediction, batch by batch, through ``model.predict`` as a request.
+
+    Args:
+        output: onnx: which of the graph's outputs is the prediction (0: the first).
+    """
+    parts = []
+    for batch in rows.batches(batch_size):
+        if model_format == contracts.ONNX:
+            response = call_predict(model, _onnx_request(model, batch))
+            parts.append(response.outputs[output].as_numpy())
+        else:
+            instances = batch.tolist() if isinstance(batch, np.ndarray) else batch
+            parts.append(np.asarray(call_predict(model, {"instances": instances})["predictions"]))
+    return np.concatenate(parts)
+
+
+def score_dataset(
+    *,
+    model_dir: str,
+    model_format: str,
+    dataset_uri: str,
+    label_column: str,
+    feature_columns: Sequence[str] = (),
+    request_format: str = TENSOR,
+    custom_predictor: str = "",
+    batch_size: int = DEFAULT_BATCH,
+) -> tuple[np.ndarray, np.ndarray]:
+    """(labels, predictions) of the dataset, scored through the model's server."""
+    check_model(model_format, custom_predictor)
+    rows = read_labelled(dataset_uri, label_column, feature_columns, request_format)
+    with tempfile.TemporaryDirectory(prefix="kfstack-eval-") as scratch:
+        model = load_model(model_format, model_dir, custom_predictor, os.path.join(scratch, "repository"))
+        return rows.labels, predict(model, model_format, rows, batch_size)

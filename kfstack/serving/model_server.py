@@ -1,0 +1,139 @@
+"""What every kfstack model server adds to KServe's ``ModelServer``, whatever model it serves.
+
+kfstack's servers -- a team's own ``kserve.Model``, the flights predictor, the stand-ins for
+KServe's format runtimes (:mod:`kfstack.serving.standard_formats`) -- run on KServe's Python
+``ModelServer`` (V1 and V2 HTTP). On top of it (:func:`install_request_hooks`):
+
+- **Open Inference Protocol clients as they are**: Triton's ``tritonclient.http`` sends a V2
+  JSON body with no ``Content-Type`` header; KServe 0.21 then treats the body as binary and
+  answers 400 "inference-header-content-length missing". A V2 infer request with neither header
+  is read as the JSON it is (a binary request carries ``inference-header-content-length`` and
+  is left alone).
+- **A 400 for every malformed request**: FastAPI's 422 for a body that is not a V2 inference
+  request becomes a 400 naming the first place that is wrong, as every other bad request gets.
+- **Bounded bodies**: a ``Content-Length`` above ``max_body_bytes`` is refused with a 413 unread.
+- **Requests counted by outcome** on ``/metrics``: ``kfstack_predictor_requests_total{model_name,
+  protocol, outcome}`` with ``outcome`` ``ok`` (2xx), ``bad_request`` (4xx), ``error`` (5xx).
+
+Importing ``kserve`` parses ``sys.argv`` for its own flags: a server runs as its own process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import re
+from typing import Any
+
+from fastapi import FastAPI
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from prometheus_client import Counter
+
+# 10,000 records of ~25 fields is about 4 MiB of JSON; four times that is refused unread.
+DEFAULT_MAX_BODY_BYTES = 16 * 2**20
+OK, BAD_REQUEST, ERROR = "ok", "bad_request", "error"
+UNKNOWN_MODEL = "unknown"
+# KServe's header for a binary V2 body (the JSON part's length); its absence means plain JSON.
+BINARY_HEADER = b"inference-header-content-length"
+
+REQUESTS = Counter(
+    "kfstack_predictor_requests",
+    "Prediction requests by protocol and outcome (ok: 2xx, bad_request: 4xx, error: 5xx)",
+    ["model_name", "protocol", "outcome"],
+)
+_PREDICT_PATH = re.compile(r"^/(?P<protocol>v1)/models/(?P<model>[^/:]+):predict$")
+_INFER_PATH = re.compile(r"^/(?P<protocol>v2)/models/(?P<model>[^/]+)(/versions/[^/]+)?/infer$")
+
+
+def _with_json_content_type(scope: dict) -> dict:
+    """A V2 infer request's scope with ``Content-Type: application/json`` when it carries neither
+    that header nor the binary one (Triton's HTTP client in JSON mode sends none)."""
+    headers = list(scope.get("headers") or [])
+    names = {name.lower() for name, _ in headers}
+    if b"content-type" in names or BINARY_HEADER in names:
+        return scope
+    return {**scope, "headers": [*headers, (b"content-type", b"application/json")]}
+
+
+class RequestAccounting:
+    """ASGI middleware around the predict and infer routes (see the module docstring)."""
+
+    def __init__(self, app: Any, model_name: str, max_body_bytes: int) -> None:
+        self.app = app
+        self.model_name = model_name
+        self.max_body_bytes = max_body_bytes
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        match = (
+            (_PREDICT_PATH.match(scope["path"]) or _INFER_PATH.match(scope["path"]))
+            if scope["type"] == "http"
+            else None
+        )
+        if match is None:
+            await self.app(scope, receive, send)
+            return
+        if match["protocol"] == "v2" and scope.get("method") == "POST":
+            scope = _with_json_content_type(scope)
+        # Only the served model's name becomes a label value: a fuzzed path must not mint series.
+        model = self.model_name if match["model"] == self.model_name else UNKNOWN_MODEL
+        outcome = ERROR
+        length = dict(scope.get("headers") or []).get(b"content-length", b"0")
+        if length.isdigit() and int(length) > self.max_body_bytes:
+            response = JSONResponse(
+                status_code=413,
+                content={"error": f"body: {int(length)} bytes, more than the {self.max_body_bytes} allowed"},
+            )
+            await response(scope, receive, send)
+            REQUESTS.labels(model, match["protocol"], BAD_REQUEST).inc()
+            return
+
+        async def send_and_note(message: dict) -> None:
+            nonlocal outcome
+            if message["type"] == "http.response.start":
+                status = message["status"]
+                outcome = OK if status < 400 else BAD_REQUEST if status < 500 else ERROR
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_and_note)
+        finally:
+            REQUESTS.labels(model, match["protocol"], outcome).inc()
+
+
+async def _request_validation_error(_request: Any, exc: Exception) -> JSONResponse:
+    """FastAPI's 422 for a body that is not a V2 inference request, as the 400 every other
+    malformed request gets, naming the first place that is wrong."""
+    assert isinstance(exc, RequestValidationError)
+    errors = exc.errors()
+    first = errors[0] if errors else {}
+    location = [str(part) for part in first.get("loc", ()) if part != "body"]
+    if first.get("type") == "json_invalid":  # its location is a character offset
+        offset = location[-1] if location else "?"
+        return JSONResponse(
+            status_code=400, content={"error": f"body: not JSON ({first.get('msg')} at character {offset})"}
+        )
+    where = ".".join(location) or "body"
+    message = first.get("msg", "not a valid request")
+    return JSONResponse(status_code=400, content={"error": f"{where}: {message}"})
+
+
+def install_request_hooks(
+    app: FastAPI, model_name: str, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+) -> None:
+    """Adds the accounting middleware and the 400 for invalid V2 bodies to KServe's app."""
+    app.add_middleware(RequestAccounting, model_name=model_name, max_body_bytes=max_body_bytes)
+    app.add_exception_handler(RequestValidationError, _request_validation_error)
+
+
+def call_predict(model: Any, payload: Any) -> Any:
+    """``model.predict(payload)`` in-process, whether the model's ``predict`` is a coroutine or
+    not (KServe allows both): how evaluation scores through a server's own model class."""
+    result = model.predict(payload)
+    if inspect.isawaitable(result):
+        return asyncio.run(_awaited(result))
+    return result
+
+
+async def _awaited(result: Any) -> Any:
+    return await result
