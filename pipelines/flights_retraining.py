@@ -128,7 +128,7 @@ def flights_retraining(
     canary_latency_slack_ms: float = CanaryThresholds.latency_slack_ms,
     # Not checked: see the parameter's description (the gate compared the models already).
     canary_max_psi: float = 0.0,
-    canary_max_auc_drop: float = CanaryThresholds.max_auc_drop,
+    canary_max_auc_drop: float = CanaryThresholds.max_quality_drop,
     model_registry_url: str = "",
     model_registry_author: str = model_registry.DEFAULT_AUTHOR,
 ):

@@ -110,7 +110,7 @@ def flights_training(
     canary_max_latency_ratio: float = CanaryThresholds.max_latency_ratio,
     canary_latency_slack_ms: float = CanaryThresholds.latency_slack_ms,
     canary_max_psi: float = CanaryThresholds.max_psi,
-    canary_max_auc_drop: float = CanaryThresholds.max_auc_drop,
+    canary_max_auc_drop: float = CanaryThresholds.max_quality_drop,
     model_registry_url: str = "",
     model_registry_author: str = model_registry.DEFAULT_AUTHOR,
 ):

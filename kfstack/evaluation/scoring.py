@@ -1,10 +1,9 @@
 """Scores a labelled dataset through the model server that will serve the model.
 
 A standard format is scored by its stand-in (:mod:`kfstack.serving.standard_formats`), a custom
-model by the team's own ``kserve.Model`` -- constructed as KServe's runtimes are, with the model's
-name and directory (``Class(name, model_dir)``), loaded, and called with the requests a client
-would send. Evaluation therefore goes through the code that serves: the team's predictor's
-parity with its training is what the metrics measure.
+model by the team's own ``kserve.Model`` (:mod:`kfstack.serving.served_models`), each loaded and
+called with the requests a client would send. Evaluation therefore goes through the code that
+serves: the team's predictor's parity with its training is what the metrics measure.
 
 Requests (:data:`REQUEST_FORMATS`):
 
@@ -18,7 +17,6 @@ Requests (:data:`REQUEST_FORMATS`):
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import os
 import tempfile
 from collections.abc import Sequence
@@ -29,11 +27,11 @@ import numpy as np
 from kfstack import contracts
 from kfstack.errors import InvalidParameterError
 from kfstack.serving.model_server import call_predict
+from kfstack.serving.served_models import MODEL_NAME, check_model, load_model
 
 TENSOR, RECORDS = "tensor", "records"
 REQUEST_FORMATS = (TENSOR, RECORDS)
 DEFAULT_BATCH = 512
-MODEL_NAME = "model"
 
 
 @dataclasses.dataclass
@@ -88,61 +86,6 @@ def read_labelled(
     except (TypeError, ValueError) as err:
         raise InvalidParameterError(f"request_format=tensor needs numeric feature columns: {err}") from None
     return LabelledRows(matrix, labels, columns)
-
-
-def predictor_class(custom_predictor: str) -> Any:
-    """The team's ``kserve.Model`` subclass named ``package.module:Class``.
-
-    Raises:
-        InvalidParameterError: Malformed, not importable here, or not a class.
-    """
-    module, _, name = custom_predictor.partition(":")
-    if not module or not name.isidentifier():
-        raise InvalidParameterError(f"custom_predictor={custom_predictor!r}: expected package.module:Class")
-    try:
-        found = getattr(importlib.import_module(module), name, None)
-    except ImportError as err:
-        raise InvalidParameterError(f"custom_predictor={custom_predictor!r}: {err}") from err
-    if not isinstance(found, type):
-        raise InvalidParameterError(f"custom_predictor={custom_predictor!r}: no class {name!r} in {module}")
-    return found
-
-
-def check_model(model_format: str, custom_predictor: str = "") -> None:
-    """What can be told of the model before any data is read or any file loaded.
-
-    Raises:
-        InvalidParameterError: An unknown format, a custom format without ``custom_predictor``,
-            or one that cannot be imported here.
-    """
-    contracts.check_model_format(model_format)
-    if model_format == contracts.CUSTOM:
-        if not custom_predictor:
-            raise InvalidParameterError(
-                "model_format=custom: name the team's kserve.Model as custom_predictor"
-            )
-        predictor_class(custom_predictor)
-
-
-def load_model(model_format: str, model_dir: str, custom_predictor: str = "", scratch: str = "") -> Any:
-    """The loaded model server's model for ``model_dir``.
-
-    Raises:
-        InvalidParameterError: See :func:`check_model`.
-    """
-    check_model(model_format, custom_predictor)
-    if model_format == contracts.CUSTOM:
-        model = predictor_class(custom_predictor)(MODEL_NAME, model_dir)
-    else:
-        from kfstack.serving import standard_formats
-
-        if model_format == contracts.ONNX:
-            model_dir = standard_formats.triton_layout(
-                model_dir, MODEL_NAME, scratch or tempfile.mkdtemp(prefix="kfstack-triton-")
-            )
-        model = standard_formats.model_for(model_format, MODEL_NAME, model_dir)
-    model.load()
-    return model
 
 
 def _onnx_request(model: Any, batch: np.ndarray) -> Any:

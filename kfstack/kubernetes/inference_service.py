@@ -63,7 +63,8 @@ SCALE_METRICS = {
     SERVERLESS: {"concurrency": 8, "rps": 50},
     STANDARD: {"cpu": 80, "memory": 80},
 }
-# The project's ServingRuntime and the model format it declares (manifests/base/namespaced).
+# The flights predictor's ServingRuntime and the model format it declares
+# (manifests/base/namespaced): a request's defaults, which a team's deployment replaces.
 RUNTIME = "kfstack-flights-predictor"
 MODEL_FORMAT = "kfstack-flights"
 MODEL_FORMAT_VERSION = "1"
@@ -125,6 +126,13 @@ class ServingRequest:
             utilisation percent); empty / 0: the mode's default (:attr:`scaling`).
         canary_traffic_percent: The canary's share of traffic while it is analysed.
         labels: Labels of the InferenceService (run id, pipeline...).
+        model_format, model_format_version: ``predictor.model.modelFormat``: a standard format
+            (``sklearn``, ``xgboost``, ``onnx``...) that KServe's own runtime for it serves, or
+            the format a team's ServingRuntime declares.
+        runtime: The ServingRuntime (or ClusterServingRuntime); empty: KServe picks the one that
+            declares the format (``autoSelect``).
+        protocol_version: ``predictor.model.protocolVersion`` (``v2`` for Triton, which speaks no
+            V1); empty: the runtime's default.
     """
 
     name: str
@@ -139,6 +147,10 @@ class ServingRequest:
     scale_target: int = 0
     canary_traffic_percent: int = 10
     labels: dict[str, str] = dataclasses.field(default_factory=dict)
+    model_format: str = MODEL_FORMAT
+    model_format_version: str = MODEL_FORMAT_VERSION
+    runtime: str = RUNTIME
+    protocol_version: str = ""
 
     def __post_init__(self) -> None:
         problems = []
@@ -196,8 +208,11 @@ def _model(request: ServingRequest) -> Any:
         # What KServe's defaulting names it anyway; explicit, because the CRD requires a name on a
         # canary's model (and the SDK would otherwise write "").
         name=CONTAINER_NAME,
-        model_format=kserve.V1beta1ModelFormat(name=MODEL_FORMAT, version=MODEL_FORMAT_VERSION),
-        runtime=RUNTIME,
+        model_format=kserve.V1beta1ModelFormat(
+            name=request.model_format, version=request.model_format_version or None
+        ),
+        runtime=request.runtime or None,
+        protocol_version=request.protocol_version or None,
         storage_uri=request.storage_uri,
         resources={"requests": resources["requests"], "limits": resources["limits"]},
     )

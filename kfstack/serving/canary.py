@@ -4,14 +4,18 @@ KServe splits traffic but judges nothing; this is the judgement. The same code r
 platforms: on a cluster against the stable and canary predictors' in-cluster addresses, on the
 embedded platform against two model servers on loopback.
 
-**Replay.** The same records go to both endpoints in the same batches (V1 ``:predict``, one
-persistent connection each), alternating which endpoint is asked first so neither always meets a
-warmer machine. Every request is timed; a request that fails (transport error, non-200, an answer
-that is not one finite probability per record) is an error and its records have no prediction.
+**Replay.** The same records go to both endpoints in the same batches (in the server's protocol,
+:mod:`kfstack.serving.protocols`: V1 ``:predict`` or a V2 tensor; one persistent connection
+each), alternating which endpoint is asked first so neither always meets a warmer machine. Every
+request is timed; a request that fails (transport error, non-200, an answer that is not one
+finite prediction per record) is an error and its records have no prediction.
 
-**Figures** per endpoint: requests, errors, error rate, p50/p95 latency, AUC on the records'
-labels (of the records it answered), and the PSI of the canary's prediction distribution against
-the stable's (10 bins at the stable predictions' deciles; empty bins count as 1e-4).
+**Figures** per endpoint: requests, errors, error rate, p50/p95 latency, the task's quality
+metric on the records' labels (:data:`kfstack.evaluation.task_metrics.QUALITY_METRIC`: AUC for a
+binary model, accuracy for a multiclass one, RMSE for a regression; on the records both sides
+answered), and the PSI of the canary's predictions against the stable's: of the score (a binary
+model's probability, a regression's value; 10 bins at the stable's deciles) or of the predicted
+class's shares (multiclass); empty bins count as 1e-4.
 
 **Decision rule** (:class:`CanaryThresholds`, each a pipeline parameter): the canary is promoted
 only when every check holds, otherwise rolled back:
@@ -21,16 +25,16 @@ only when every check holds, otherwise rolled back:
    slack keeps millisecond jitter on a fast service from reading as a regression);
 3. ``prediction shift``: PSI <= ``max_psi`` (0.2 is the customary "significant shift" line; 0:
    not checked, for a model retrained because the data drifted);
-4. ``AUC``: canary AUC >= stable AUC - ``max_auc_drop``, both on the records both sides
-   answered, so on the same labels (not applicable, and passed, when those hold one class;
-   failed when either side answered nothing: there is nothing to compare).
+4. ``quality`` (named for the metric: ``AUC``, ``accuracy``, ``RMSE``): the canary's is at most
+   ``max_quality_drop`` worse than the stable's, both on the records both sides answered, so on
+   the same labels (not applicable, and passed, when the metric is undefined there -- AUC of one
+   class; failed when either side answered nothing: there is nothing to compare).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import http.client
-import json
 import math
 import time
 import urllib.parse
@@ -40,13 +44,20 @@ from typing import Any
 import numpy as np
 
 from kfstack.errors import DeploymentFailedError, InvalidParameterError
+from kfstack.evaluation.task_metrics import BINARY, HIGHER_IS_BETTER, MULTICLASS, QUALITY_METRIC, evaluate
 from kfstack.monitoring.drift import SHARE_FLOOR, population_stability
-from kfstack.training import metrics
+from kfstack.serving.protocols import V1_PROBABILITIES, ServingProtocol
 
 PROMOTE = "promote"
 ROLLBACK = "rollback"
 PSI_BINS = 10
 PSI_FLOOR = SHARE_FLOOR
+# How a report names each quality metric (the flights reports have always said "AUC").
+DISPLAY_NAMES = {"auc": "AUC", "rmse": "RMSE"}
+
+
+def display_name(metric: str) -> str:
+    return DISPLAY_NAMES.get(metric, metric)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -57,7 +68,7 @@ class CanaryThresholds:
     max_latency_ratio: float = 2.0
     latency_slack_ms: float = 5.0
     max_psi: float = 0.2
-    max_auc_drop: float = 0.01
+    max_quality_drop: float = 0.01
 
     def __post_init__(self) -> None:
         problems = []
@@ -69,20 +80,22 @@ class CanaryThresholds:
             problems.append(f"canary_latency_slack_ms={self.latency_slack_ms} must not be negative")
         if self.max_psi < 0:
             problems.append(f"canary_max_psi={self.max_psi} must not be negative (0: not checked)")
-        if not 0.0 <= self.max_auc_drop <= 1.0:
-            problems.append(f"canary_max_auc_drop={self.max_auc_drop} must be in [0, 1]")
+        if self.max_quality_drop < 0:
+            problems.append(f"canary_max_quality_drop={self.max_quality_drop} must not be negative")
         if problems:
             raise InvalidParameterError("; ".join(problems))
 
 
 @dataclasses.dataclass(frozen=True)
 class Endpoint:
-    """A V1 predict URL (``http://host:port/v1/models/<name>:predict``) and the headers every
-    request carries (a ``Host`` for an ingress, an ``Authorization`` for an auth proxy)."""
+    """A prediction URL (``http://host:port/v1/models/<name>:predict``, or the V2 ``infer`` one),
+    the protocol spoken there, and the headers every request carries (a ``Host`` for an ingress,
+    an ``Authorization`` for an auth proxy)."""
 
     name: str
     url: str
     headers: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    protocol: ServingProtocol = V1_PROBABILITIES
 
 
 @dataclasses.dataclass
@@ -94,8 +107,8 @@ class EndpointFigures:
     errors: int
     p50_ms: float
     p95_ms: float
-    auc: float | None  # on the records both endpoints answered (the same labels for both)
-    predictions: np.ndarray  # per record; NaN where its request failed
+    quality: float | None  # the task's metric on the records both endpoints answered
+    predictions: np.ndarray  # per record (a number or a vector); NaN where its request failed
     first_error: str = ""
 
     @property
@@ -103,8 +116,13 @@ class EndpointFigures:
         return self.errors / self.requests if self.requests else 0.0
 
     @property
+    def answered_mask(self) -> np.ndarray:
+        values = self.predictions.reshape(len(self.predictions), -1)
+        return ~np.isnan(values).any(axis=1)
+
+    @property
     def answered(self) -> np.ndarray:
-        return self.predictions[~np.isnan(self.predictions)]
+        return self.predictions[self.answered_mask]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -124,13 +142,14 @@ class CanaryReport:
     psi: float
     checks: list[Check]
     thresholds: CanaryThresholds
+    quality_metric: str = "auc"
 
     @property
     def decision(self) -> str:
         return PROMOTE if all(check.passed for check in self.checks) else ROLLBACK
 
     def metrics(self) -> dict[str, float]:
-        """Scalars for a KFP ``Metrics`` artifact (undefined AUCs left out)."""
+        """Scalars for a KFP ``Metrics`` artifact (an undefined quality left out)."""
         values: dict[str, float] = {"promoted": float(self.decision == PROMOTE)}
         if math.isfinite(self.psi):  # infinite when a side answered nothing: left out, as AUCs
             values["psi"] = round(self.psi, 6)
@@ -140,8 +159,8 @@ class CanaryReport:
             values[f"{prefix}_error_rate"] = round(figures.error_rate, 6)
             values[f"{prefix}_p50_ms"] = round(figures.p50_ms, 3)
             values[f"{prefix}_p95_ms"] = round(figures.p95_ms, 3)
-            if figures.auc is not None:
-                values[f"{prefix}_auc"] = round(figures.auc, 6)
+            if figures.quality is not None:
+                values[f"{prefix}_{self.quality_metric}"] = round(figures.quality, 6)
         return values
 
     def summary(self) -> dict[str, Any]:
@@ -153,8 +172,10 @@ class CanaryReport:
         }
 
     def markdown(self) -> str:
-        def auc(figures: EndpointFigures) -> str:
-            return "undefined" if figures.auc is None else f"{figures.auc:.4f}"
+        def quality(figures: EndpointFigures) -> str:
+            return "undefined" if figures.quality is None else f"{figures.quality:.4f}"
+
+        name = display_name(self.quality_metric)
 
         lines = [
             f"# Canary analysis: **{self.decision}**",
@@ -166,7 +187,7 @@ class CanaryReport:
             f"| error rate | {self.stable.error_rate:.4f} | {self.canary.error_rate:.4f} |",
             f"| p50 latency (ms) | {self.stable.p50_ms:.2f} | {self.canary.p50_ms:.2f} |",
             f"| p95 latency (ms) | {self.stable.p95_ms:.2f} | {self.canary.p95_ms:.2f} |",
-            f"| AUC on the records both answered | {auc(self.stable)} | {auc(self.canary)} |",
+            f"| {name} on the records both answered | {quality(self.stable)} | {quality(self.canary)} |",
             f"| mean prediction | {_mean(self.stable.answered):.4f} | {_mean(self.canary.answered):.4f} |",
             "",
             f"Prediction shift (PSI, canary against stable): {self.psi:.4f}",
@@ -208,9 +229,10 @@ class _Client:
             self._connection = factory(self._host, self._port, timeout=self._timeout)
         return self._connection
 
-    def predict(self, records: Sequence[Mapping[str, Any]]) -> tuple[list[float] | None, float, str]:
+    def predict(self, records: Sequence[Any]) -> tuple[np.ndarray | None, float, str]:
         """``(predictions or None, seconds, error message)`` for one request."""
-        body = json.dumps({"instances": list(records)}).encode()
+        protocol = self.endpoint.protocol
+        body = protocol.body(records)
         headers = {"content-type": "application/json", **self.endpoint.headers}
         started = time.perf_counter()
         # A kept-alive connection the server has since closed fails before any answer: that is
@@ -234,13 +256,9 @@ class _Client:
             self.close()
             return None, seconds, f"HTTP {response.status}: {payload[:200].decode(errors='replace')}"
         try:
-            predictions = json.loads(payload)["predictions"]
-            values = [float(p) for p in predictions]
-        except (ValueError, KeyError, TypeError) as err:
-            return None, seconds, f"not a V1 prediction response ({err})"
-        if len(values) != len(records) or not all(math.isfinite(v) and 0.0 <= v <= 1.0 for v in values):
-            return None, seconds, f"{len(values)} answers for {len(records)} records, or not probabilities"
-        return values, seconds, ""
+            return protocol.parse(payload, len(records)), seconds, ""
+        except ValueError as err:
+            return None, seconds, str(err)
 
     def close(self) -> None:
         if self._connection is not None:
@@ -264,13 +282,11 @@ def answers(url: str, headers: Mapping[str, str] | None = None, timeout_seconds:
         connection.close()
 
 
-def probe(
-    endpoint: Endpoint, records: Sequence[Mapping[str, Any]], timeout_seconds: float = 30.0
-) -> list[float]:
+def probe(endpoint: Endpoint, records: Sequence[Any], timeout_seconds: float = 30.0) -> np.ndarray:
     """One request of ``records`` to ``endpoint``: a deployment's smoke test.
 
     Raises:
-        DeploymentFailedError: It did not answer with one probability per record.
+        DeploymentFailedError: It did not answer with one prediction per record.
     """
     client = _Client(endpoint, timeout_seconds)
     try:
@@ -285,10 +301,11 @@ def probe(
 def replay(
     stable: Endpoint,
     canary: Endpoint,
-    records: Sequence[Mapping[str, Any]],
-    labels: Sequence[int],
+    records: Sequence[Any],
+    labels: Sequence[Any],
     batch_size: int = 20,
     timeout_seconds: float = 30.0,
+    task: str = BINARY,
 ) -> tuple[EndpointFigures, EndpointFigures]:
     """Sends ``records`` to both endpoints in batches; returns what each did.
 
@@ -302,7 +319,7 @@ def replay(
     if batch_size < 1:
         raise InvalidParameterError(f"canary_batch_size={batch_size} must be at least 1")
     clients = [_Client(stable, timeout_seconds), _Client(canary, timeout_seconds)]
-    predictions = [np.full(len(records), np.nan), np.full(len(records), np.nan)]
+    answers_by_side: list[list[tuple[int, np.ndarray]]] = [[], []]
     latencies: list[list[float]] = [[], []]
     errors = [0, 0]
     first_error = ["", ""]
@@ -317,14 +334,15 @@ def replay(
                     errors[side] += 1
                     first_error[side] = first_error[side] or error
                 else:
-                    predictions[side][start : start + len(chunk)] = values
+                    answers_by_side[side].append((start, values))
     finally:
         for client in clients:
             client.close()
-    y = np.asarray(labels, dtype=np.int64)
-    # Both AUCs on the same records: those both sides answered. A canary failing a fifth of its
+    predictions = [_assemble(len(records), answers) for answers in answers_by_side]
+    y = np.asarray(labels)
+    # Both sides scored on the same records: those both answered. A canary failing a fifth of its
     # requests would otherwise be scored on a different sample than the stable one.
-    both = ~np.isnan(predictions[0]) & ~np.isnan(predictions[1])
+    both = _answered(predictions[0]) & _answered(predictions[1])
     return tuple(  # type: ignore[return-value]
         EndpointFigures(
             name=name,
@@ -332,7 +350,7 @@ def replay(
             errors=errors[side],
             p50_ms=float(np.percentile(latencies[side], 50)),
             p95_ms=float(np.percentile(latencies[side], 95)),
-            auc=_auc(y[both], predictions[side][both]),
+            quality=quality(task, y[both], predictions[side][both]),
             predictions=predictions[side],
             first_error=first_error[side],
         )
@@ -340,10 +358,29 @@ def replay(
     )
 
 
-def _auc(labels: np.ndarray, predictions: np.ndarray) -> float | None:
-    if len(labels) == 0 or not metrics.has_both_classes(labels):
+def _assemble(rows: int, answers: list[tuple[int, np.ndarray]]) -> np.ndarray:
+    """Every record's prediction from the batches answered; NaN where a batch failed."""
+    tail = answers[0][1].shape[1:] if answers else ()
+    values = np.full((rows, *tail), np.nan)
+    for start, batch in answers:
+        if batch.shape[1:] == tail:  # a batch of another shape is not comparable: left NaN
+            values[start : start + len(batch)] = batch
+    return values
+
+
+def _answered(predictions: np.ndarray) -> np.ndarray:
+    return ~np.isnan(predictions.reshape(len(predictions), -1)).any(axis=1)
+
+
+def quality(task: str, labels: np.ndarray, predictions: np.ndarray) -> float | None:
+    """The task's quality metric of ``predictions``; None where it is undefined (no records, or
+    AUC of one class) or the predictions do not fit the task."""
+    if len(labels) == 0:
         return None
-    return metrics.roc_auc(labels, predictions)
+    try:
+        return evaluate(task, labels, predictions).metrics.get(QUALITY_METRIC[task])
+    except InvalidParameterError:
+        return None
 
 
 def psi(expected: np.ndarray, actual: np.ndarray, bins: int = PSI_BINS) -> float:
@@ -359,10 +396,31 @@ def psi(expected: np.ndarray, actual: np.ndarray, bins: int = PSI_BINS) -> float
     )
 
 
-def judge(stable: EndpointFigures, canary: EndpointFigures, thresholds: CanaryThresholds) -> CanaryReport:
+def class_psi(expected: np.ndarray, actual: np.ndarray) -> float:
+    """PSI of the predicted classes' shares (every class either side predicted)."""
+    if len(expected) == 0 or len(actual) == 0:
+        return math.inf
+    classes = sorted({*expected.tolist(), *actual.tolist()})
+    shares = [[float(np.mean(side == c)) for c in classes] for side in (expected, actual)]
+    return population_stability(shares[0], shares[1], PSI_FLOOR)
+
+
+def prediction_shift(task: str, stable: np.ndarray, canary: np.ndarray) -> float:
+    """The canary's prediction shift against the stable's, by task (see the module docstring)."""
+    if task == MULTICLASS:
+        classes = [v.argmax(axis=1) if v.ndim == 2 else v for v in (stable, canary)]
+        return class_psi(classes[0], classes[1])
+    # A probability per class of a binary model: the positive class's column is its score.
+    scores = [v[:, -1] if v.ndim == 2 else v for v in (stable, canary)]
+    return psi(scores[0], scores[1])
+
+
+def judge(
+    stable: EndpointFigures, canary: EndpointFigures, thresholds: CanaryThresholds, task: str = BINARY
+) -> CanaryReport:
     """The decision rule of the module docstring on two endpoints' figures."""
     t = thresholds
-    shift = psi(stable.answered, canary.answered)
+    shift = prediction_shift(task, stable.answered, canary.answered)
     latency_limit = t.max_latency_ratio * stable.p95_ms + t.latency_slack_ms
     checks = [
         Check(
@@ -384,28 +442,48 @@ def judge(stable: EndpointFigures, canary: EndpointFigures, thresholds: CanaryTh
             f"<= {t.max_psi}" if t.max_psi else "not checked (canary_max_psi=0)",
         ),
     ]
+    metric = QUALITY_METRIC[task]
+    name = display_name(metric)
     if len(stable.answered) == 0:
-        checks.append(Check("AUC", False, "the stable predictor answered nothing", "a comparison"))
+        checks.append(Check(name, False, "the stable predictor answered nothing", "a comparison"))
     elif len(canary.answered) == 0:
-        checks.append(Check("AUC", False, "no predictions", "a comparison"))
-    elif stable.auc is None or canary.auc is None:
-        checks.append(Check("AUC", True, "not applicable", "the replayed labels hold one class"))
-    else:
-        floor = stable.auc - t.max_auc_drop
+        checks.append(Check(name, False, "no predictions", "a comparison"))
+    elif stable.quality is None or canary.quality is None:
+        checks.append(Check(name, True, "not applicable", f"{name} is undefined on the replayed labels"))
+    elif HIGHER_IS_BETTER[metric]:
+        floor = stable.quality - t.max_quality_drop
         checks.append(
-            Check("AUC", canary.auc >= floor, f"{canary.auc:.4f}", f">= {stable.auc:.4f} - {t.max_auc_drop}")
+            Check(
+                name,
+                canary.quality >= floor,
+                f"{canary.quality:.4f}",
+                f">= {stable.quality:.4f} - {t.max_quality_drop}",
+            )
         )
-    return CanaryReport(stable=stable, canary=canary, psi=shift, checks=checks, thresholds=thresholds)
+    else:
+        ceiling = stable.quality + t.max_quality_drop
+        checks.append(
+            Check(
+                name,
+                canary.quality <= ceiling,
+                f"{canary.quality:.4f}",
+                f"<= {stable.quality:.4f} + {t.max_quality_drop}",
+            )
+        )
+    return CanaryReport(
+        stable=stable, canary=canary, psi=shift, checks=checks, thresholds=thresholds, quality_metric=metric
+    )
 
 
 def analyse(
     stable: Endpoint,
     canary: Endpoint,
-    records: Sequence[Mapping[str, Any]],
-    labels: Sequence[int],
+    records: Sequence[Any],
+    labels: Sequence[Any],
     thresholds: CanaryThresholds,
     batch_size: int = 20,
+    task: str = BINARY,
 ) -> CanaryReport:
     """:func:`replay` then :func:`judge`."""
-    stable_figures, canary_figures = replay(stable, canary, records, labels, batch_size)
-    return judge(stable_figures, canary_figures, thresholds)
+    stable_figures, canary_figures = replay(stable, canary, records, labels, batch_size, task=task)
+    return judge(stable_figures, canary_figures, thresholds, task)

@@ -1,11 +1,14 @@
-"""Serves a model of a standard format on loopback, as KServe's runtime for it would on a cluster.
+"""Serves a model directory on KServe's ``ModelServer``, as a cluster's runtime for it would.
 
 ``python -m kfstack.serving.format_server --model_format=sklearn --model_name=m --model_dir=DIR
---http_port=8080`` loads the stand-in of :mod:`kfstack.serving.standard_formats` and serves it on
-KServe's ``ModelServer`` with kfstack's request hooks (:mod:`kfstack.serving.model_server`). The
-flags are KServe's runtimes' own (``--model_name``, ``--model_dir``, ``--http_port``), so the
-embedded deployment starts it the way a ServingRuntime's container starts. For ``onnx``,
-``--model_dir`` is Triton's model repository (``<dir>/<name>/1/model.onnx``).
+--http_port=8080`` serves a standard format through its stand-in
+(:mod:`kfstack.serving.standard_formats`; for ``onnx`` ``--model_dir`` is Triton's model
+repository, ``<dir>/<name>/1/model.onnx``). ``--model_format=custom
+--custom_predictor=package.module:Class`` serves a team's own ``kserve.Model``, built as
+``Class(name, model_dir)``: on the embedded platform, and as the container command of the
+team's own ServingRuntime on a cluster (``--model_name={{.Name}} --model_dir=/mnt/models
+--http_port=8080``), so the team writes a model class and no server. Either way kfstack's request
+hooks are on (:mod:`kfstack.serving.model_server`). The flags are KServe's runtimes' own.
 """
 
 from __future__ import annotations
@@ -23,13 +26,14 @@ def parser() -> argparse.ArgumentParser:
 
     p = argparse.ArgumentParser(
         prog="python -m kfstack.serving.format_server",
-        description="Serve a model directory of a standard format as KServe's runtime for it does.",
+        description="Serve a model directory as KServe's runtime for its format (or the team's own) does.",
         parents=[kserve.model_server.parser],
     )
-    p.add_argument(
-        "--model_format", required=True, choices=[f for f in contracts.MODEL_FORMATS if f != "custom"]
-    )
+    p.add_argument("--model_format", required=True, choices=contracts.MODEL_FORMATS)
     p.add_argument("--model_dir", required=True, help="the model directory (onnx: Triton's model repository)")
+    p.add_argument(
+        "--custom_predictor", default="", help="custom: the team's kserve.Model, package.module:Class"
+    )
     return p
 
 
@@ -40,11 +44,16 @@ def main(argv: list[str] | None = None) -> int:
 
     from kfstack.serving.local_services import exit_with_owner
     from kfstack.serving.model_server import install_request_hooks
+    from kfstack.serving.served_models import check_model, predictor_class
     from kfstack.serving.standard_formats import model_for
 
     args = parser().parse_args(argv)
-    model = model_for(args.model_format, args.model_name, args.model_dir)
     try:
+        check_model(args.model_format, args.custom_predictor)
+        if args.model_format == contracts.CUSTOM:
+            model = predictor_class(args.custom_predictor)(args.model_name, args.model_dir)
+        else:
+            model = model_for(args.model_format, args.model_name, args.model_dir)
         model.load()
     except (FileNotFoundError, ValueError) as err:
         logger.error("cannot serve %s: %s", args.model_dir, err)

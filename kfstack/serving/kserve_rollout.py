@@ -26,6 +26,7 @@ from kfstack.kubernetes.launcher import Cluster, launch, resource_reference
 from kfstack.kubernetes.placement import Placement
 from kfstack.kubernetes.resources import INFERENCE_SERVICE, Phase
 from kfstack.serving.canary import Endpoint, answers
+from kfstack.serving.protocols import V1_PROBABILITIES, ServingProtocol
 
 
 class KServeRollout:
@@ -38,6 +39,7 @@ class KServeRollout:
         reach: Maps an in-cluster base URL to the one this process calls (identity on a
             cluster; tests point it at predictors on loopback).
         headers: Sent with every analysis request (e.g. an ``Authorization`` an auth proxy needs).
+        protocol: How the analysis asks the predictors for predictions.
     """
 
     def __init__(
@@ -47,12 +49,14 @@ class KServeRollout:
         placement: Placement,
         reach: Callable[[str], str] = lambda url: url,
         headers: Mapping[str, str] | None = None,
+        protocol: ServingProtocol = V1_PROBABILITIES,
     ) -> None:
         self.request = request
         self.cluster = cluster
         self.placement = placement
         self.reach = reach
         self.headers = dict(headers or {})
+        self.protocol = protocol
         self.mode = request.mode
         self._launcher = cluster.launcher(INFERENCE_SERVICE)
         self._last: dict | None = None
@@ -71,8 +75,8 @@ class KServeRollout:
         return f"{self.reach(stable)}/v2/models/{self.request.name}/ready"
 
     def _endpoint(self, role: str, base: str) -> Endpoint:
-        url = f"{self.reach(base)}/v1/models/{self.request.name}:predict"
-        return Endpoint(role, url, self.headers)
+        url = f"{self.reach(base)}{self.protocol.path(self.request.name)}"
+        return Endpoint(role, url, self.headers, self.protocol)
 
     def production_version(self) -> str | None:
         live = self._live()

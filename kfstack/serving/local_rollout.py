@@ -15,6 +15,7 @@ from typing import Any
 from kfstack.errors import DeploymentFailedError, RunFailedError
 from kfstack.serving import local_services
 from kfstack.serving.canary import Endpoint
+from kfstack.serving.protocols import V1_PROBABILITIES, ServingProtocol
 from kfstack.serving.registry import LocalRegistry
 
 MODE = "local"
@@ -35,6 +36,7 @@ class LocalRollout:
         run_id: The run, for the registry's history.
         command: How a model server starts.
         ready_timeout_seconds: Longest wait for a server to load its model.
+        protocol: How the analysis asks the servers for predictions.
     """
 
     mode = MODE
@@ -48,6 +50,7 @@ class LocalRollout:
         run_id: str,
         command: ServerCommand,
         ready_timeout_seconds: float = 120.0,
+        protocol: ServingProtocol = V1_PROBABILITIES,
     ) -> None:
         self.registry = registry
         self.run_dir = run_dir
@@ -56,6 +59,7 @@ class LocalRollout:
         self.run_id = run_id
         self.command = command
         self.ready_timeout_seconds = ready_timeout_seconds
+        self.protocol = protocol
         self._serving: dict[str, local_services.LocalService] = {}
         self._compared_with: str | None = None
 
@@ -77,7 +81,7 @@ class LocalRollout:
                 f"the {role} model server ({model_dir}) did not start: {err}"
             ) from err
         self._serving[role] = service
-        return Endpoint(role, f"{service.url}/v1/models/{name}:predict")
+        return Endpoint(role, f"{service.url}{self.protocol.path(name)}", protocol=self.protocol)
 
     def _stop(self, role: str) -> None:
         local_services.stop_service(self.run_dir, self._service_name(role))

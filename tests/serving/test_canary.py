@@ -32,7 +32,9 @@ FAULTY_MODULE = "tests.serving.faulty_predictor"
 def figures(name="canary", errors=0, requests=100, p95=3.0, auc=0.75, predictions=None) -> EndpointFigures:
     rng = np.random.default_rng(0)
     values = rng.beta(2, 6, 2000) if predictions is None else predictions
-    return EndpointFigures(name, requests, errors, p50_ms=p95 / 2, p95_ms=p95, auc=auc, predictions=values)
+    return EndpointFigures(
+        name, requests, errors, p50_ms=p95 / 2, p95_ms=p95, quality=auc, predictions=values
+    )
 
 
 def test_psi_is_zero_for_the_same_distribution_and_large_for_a_constant():
@@ -148,14 +150,14 @@ def test_a_healthy_canary_is_promoted(predictor, canary_of, labelled_records):
     report = _analyse(predictor, canary_of(), labelled_records)
     assert report.decision == PROMOTE, report.markdown()
     assert report.psi == pytest.approx(0.0, abs=1e-9)  # the same model: the same predictions
-    assert report.canary.auc == pytest.approx(report.stable.auc)
+    assert report.canary.quality == pytest.approx(report.stable.quality)
 
 
 def test_a_canary_answering_a_constant_is_rolled_back(predictor, canary_of, labelled_records):
     report = _analyse(predictor, canary_of("constant"), labelled_records)
     assert report.decision == ROLLBACK
     assert {c.name for c in report.checks if not c.passed} == {"prediction shift", "AUC"}
-    assert report.canary.auc == pytest.approx(0.5)
+    assert report.canary.quality == pytest.approx(0.5)
 
 
 @pytest.mark.slow

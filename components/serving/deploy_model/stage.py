@@ -104,7 +104,7 @@ class DeployModelStage:
             max_latency_ratio=arguments["canary_max_latency_ratio"],
             latency_slack_ms=arguments["canary_latency_slack_ms"],
             max_psi=arguments["canary_max_psi"],
-            max_auc_drop=arguments["canary_max_auc_drop"],
+            max_quality_drop=arguments["canary_max_auc_drop"],
         )
         return DeployModelSettings(
             deploy=arguments["deploy"],
