@@ -22,11 +22,10 @@ from kfstack.components.serving.production_model.component import production_mod
 from kfstack.flights.features import CALENDAR_FEATURES
 from kfstack.flights.settings import (
     CanaryReplay,
-    ServingPlacement,
     SparkPlacement,
 )
 from kfstack.kubernetes import inference_service
-from kfstack.kubernetes.placement import Placement, TrainingPlacement, TuningPlacement
+from kfstack.kubernetes.placement import Placement, ServingPlacement, TrainingPlacement, TuningPlacement
 from kfstack.kubernetes.spark_application import SparkResources
 from kfstack.monitoring.drift import DriftThresholds
 from kfstack.monitoring.gate import PASS, GateRule

@@ -15,11 +15,10 @@ from kfp import dsl
 from kfstack.components.serving.predictor import DEFAULT_MODEL_NAME
 from kfstack.flights.settings import (
     CanaryReplay,
-    ServingPlacement,
     SparkPlacement,
 )
 from kfstack.kubernetes import inference_service
-from kfstack.kubernetes.placement import Placement, TrainingPlacement, TuningPlacement
+from kfstack.kubernetes.placement import Placement, ServingPlacement, TrainingPlacement, TuningPlacement
 from kfstack.kubernetes.spark_application import SparkResources
 from kfstack.pipelines import steps
 from kfstack.pipelines.parameters import documented

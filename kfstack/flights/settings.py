@@ -101,20 +101,6 @@ def check_retraining_run(parameters: Mapping[str, Any]) -> None:
 
 
 @dataclasses.dataclass(frozen=True)
-class ServingPlacement(Placement):
-    """Where the InferenceService's predictor pods run, and how long a rollout step may take to
-    become Ready (the predictor's service account is what KServe's storage initializer reads
-    the model with)."""
-
-    concern = "serving placement"
-
-    node_pool: str = setting(node_pools.SERVING_POOL, parameter="serving_pool")
-    service_account: str = setting("", parameter="serving_service_account")
-    timeout_seconds: int = setting(30 * 60, gt=0, parameter="serving_timeout_seconds")
-    poll_interval_seconds: int = setting(5, gt=0)
-
-
-@dataclasses.dataclass(frozen=True)
 class CanaryReplay(Settings):
     """How much of the feature job's labelled holdout a canary analysis replays, and in what
     batches (each batch is one request to each side)."""

@@ -89,3 +89,17 @@ class TuningPlacement(TrainingPlacement):
     concern = "tuning placement"
 
     timeout_seconds: int = setting(24 * 3600, gt=0, parameter="tuning_timeout_seconds")
+
+
+@dataclasses.dataclass(frozen=True)
+class ServingPlacement(Placement):
+    """Where the InferenceService's predictor pods run, and how long a rollout step may take to
+    become Ready (the predictor's service account is what KServe's storage initializer reads
+    the model with)."""
+
+    concern = "serving placement"
+
+    node_pool: str = setting(node_pools.SERVING_POOL, parameter="serving_pool")
+    service_account: str = setting("", parameter="serving_service_account")
+    timeout_seconds: int = setting(30 * 60, gt=0, parameter="serving_timeout_seconds")
+    poll_interval_seconds: int = setting(5, gt=0)

@@ -36,6 +36,7 @@ import pyarrow.parquet as pq
 from kfstack import progress
 from kfstack.cancellation import sigterm_raises
 from kfstack.errors import InvalidParameterError
+from kfstack.evaluation.task_metrics import BINARY
 from kfstack.features import LABEL_COLUMN
 from kfstack.serving.canary import PROMOTE, ROLLBACK, CanaryReport, CanaryThresholds, Endpoint, analyse, probe
 from kfstack.uris import fsspec_uri
@@ -145,8 +146,8 @@ class RolloutOutcome:
 class Holdout:
     """The labelled records a rollout replays (the feature job's holdout requests)."""
 
-    records: Sequence[Mapping[str, Any]]
-    labels: Sequence[int]
+    records: Sequence[Any]  # what one request carries per row: a record, or a row of numbers
+    labels: Sequence[Any]
 
     @classmethod
     def read(cls, uri: str, limit: int) -> Holdout:
@@ -170,8 +171,10 @@ def roll_out(
     holdout: Holdout,
     thresholds: CanaryThresholds,
     batch_size: int,
+    task: str = BINARY,
 ) -> RolloutOutcome:
-    """Deploys ``version`` through ``rollout`` as the module docstring describes.
+    """Deploys ``version`` through ``rollout`` as the module docstring describes; ``task`` says
+    how the canary's predictions are judged (:mod:`kfstack.serving.canary`).
 
     Raises:
         DeploymentFailedError: A first deployment did not serve.
@@ -197,7 +200,7 @@ def roll_out(
             progress.report(f"deploy: canary beside {previous}", 1, 3)
             stable, canary = rollout.deploy_canary()
             progress.report(f"deploy: analysing ({len(holdout.records)} records)", 2, 3)
-            report = analyse(stable, canary, holdout.records, holdout.labels, thresholds, batch_size)
+            report = analyse(stable, canary, holdout.records, holdout.labels, thresholds, batch_size, task)
         except BaseException as err:
             _roll_back_after(rollout, err)
             raise

@@ -26,10 +26,11 @@ from kfstack.components.serving.predictor import command
 from kfstack.errors import InvalidParameterError
 from kfstack.features import HOLDOUT_FILE
 from kfstack.flights.scoring import MODEL_DIR_FILES
-from kfstack.flights.settings import CanaryReplay, ServingPlacement
+from kfstack.flights.settings import CanaryReplay
 from kfstack.kubernetes import inference_service as isvc
 from kfstack.kubernetes.launcher import Cluster
 from kfstack.kubernetes.naming import RunContext
+from kfstack.kubernetes.placement import ServingPlacement
 from kfstack.kubernetes.resources import INFERENCE_SERVICE
 from kfstack.lineage import model_version
 from kfstack.platforms import RUN_DIR_ENV, StageResult, Variant

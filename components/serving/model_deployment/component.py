@@ -1,0 +1,108 @@
+"""KFP component: any model rolled out to KServe (or loopback servers) with canary analysis."""
+
+from typing import NamedTuple
+
+from kfp import dsl
+from kfp.dsl import Artifact, Dataset, Input, Markdown, Metrics, Model, Output
+
+from kfstack.images import COMPONENT_IMAGE
+
+
+# A list as a default is a KFP parameter default, compiled into the spec; the body never
+# mutates it (B006).
+@dsl.component(base_image=COMPONENT_IMAGE, install_kfp_package=False)
+def model_deployment(
+    platform: str,
+    model: Input[Model],
+    holdout: Input[Dataset],
+    model_format: str,
+    task: str,
+    label_column: str,
+    serving_name: str,
+    serving_model: Output[Model],
+    serving_metrics: Output[Metrics],
+    deployment_report: Output[Markdown],
+    deployment: Output[Artifact],
+    run_id: str,
+    task_name: str,
+    deploy: bool = True,
+    feature_columns: list = [],  # noqa: B006
+    request_format: str = "tensor",
+    custom_predictor: str = "",
+    serving_runtime: str = "",
+    serving_model_format: str = "",
+    serving_mode: str = "serverless",
+    serving_min_replicas: int = 1,
+    serving_max_replicas: int = 3,
+    serving_scale_metric: str = "",
+    serving_scale_target: int = 0,
+    serving_pool: str = "serving",
+    serving_service_account: str = "",
+    serving_timeout_seconds: int = 1800,
+    canary_traffic_percent: int = 10,
+    canary_records: int = 2000,
+    canary_batch_size: int = 20,
+    canary_max_error_rate: float = 0.01,
+    canary_max_latency_ratio: float = 2.0,
+    canary_latency_slack_ms: float = 5.0,
+    canary_max_psi: float = 0.2,
+    canary_max_quality_drop: float = 0.01,
+) -> NamedTuple("Deployment", [("decision", str), ("production_version", str), ("serving_summary", str)]):
+    """Deploys the model: first at 100%, later as a canary judged on the labelled holdout.
+
+    Args:
+        platform: ``kubernetes``: a KServe InferenceService (its canary, promotion or rollback);
+            ``local``: model servers on loopback and the local registry.
+        model: The trained model directory.
+        holdout: Labelled rows (Parquet) the canary analysis replays to both sides.
+        model_format: ``sklearn``, ``xgboost``, ``onnx`` (served as Triton would, V2 only) or
+            ``custom`` (the team's own ``kserve.Model``).
+        task: ``binary``, ``multiclass`` or ``regression``: how the canary's quality is judged
+            (AUC, accuracy, RMSE).
+        label_column: The holdout's label column.
+        serving_name: The InferenceService (a DNS label); locally the registry's model name.
+        serving_model: What the servers load: the model directory, or for ``onnx`` Triton's
+            repository (``<serving_name>/1/model.onnx``).
+        serving_metrics: The decision as flags and the compared figures.
+        deployment_report: Markdown: the decision and the canary analysis.
+        deployment: What serves: the InferenceService's coordinates, or the local servers.
+        run_id: The pipeline run: versions the model.
+        task_name: This task's name.
+        deploy: ``false``: nothing is deployed; the outputs say ``skipped``.
+        feature_columns: The holdout columns a request carries, in order; empty: all but the label.
+        request_format: ``tensor`` (rows of numbers) or ``records`` (one object per row).
+        custom_predictor: ``custom``, embedded: ``package.module:Class`` of the team's
+            ``kserve.Model``, served by kfstack's format server.
+        serving_runtime: The ServingRuntime; empty: KServe picks its runtime for the format.
+            ``custom``: the team's, running its predictor image.
+        serving_model_format: The ``modelFormat`` the InferenceService declares; empty: the
+            model's format. ``custom``: one the team's runtime lists.
+        serving_mode: ``serverless`` (Knative; ``canaryTrafficPercent``) or ``standard``
+            (RawDeployment; ``spec.canary``).
+        serving_min_replicas: Autoscaling lower bound (0: scale to zero, serverless only).
+        serving_max_replicas: Autoscaling upper bound.
+        serving_scale_metric: Serverless ``concurrency``/``rps``, standard ``cpu``/``memory``;
+            empty: the mode's default.
+        serving_scale_target: Target per replica; 0: the default.
+        serving_pool: Node-pool profile of the predictor pods.
+        serving_service_account: The predictor's service account (reads the model); empty: default.
+        serving_timeout_seconds: Longest wait for a rollout step to be Ready.
+        canary_traffic_percent: The canary's share of traffic while it is analysed (1-99).
+        canary_records: Holdout rows replayed.
+        canary_batch_size: Rows per request.
+        canary_max_error_rate: Roll back above this canary error rate.
+        canary_max_latency_ratio: Roll back when canary p95 > this x stable p95 + slack.
+        canary_latency_slack_ms: The slack (ms).
+        canary_max_psi: Roll back above this prediction shift (PSI); 0: not checked.
+        canary_max_quality_drop: Roll back when the canary's quality metric is worse than the
+            stable's by more than this.
+
+    Returns:
+        ``decision`` (first, unchanged, promote, rollback, skipped), ``production_version`` and
+        ``serving_summary`` (JSON).
+    """
+    from kfstack.components.serving.model_deployment.stage import STAGE
+    from kfstack.platforms import run_stage
+
+    outputs = run_stage(STAGE, locals()).outputs
+    return (outputs["decision"], outputs["production_version"], outputs["serving_summary"])

@@ -1,0 +1,353 @@
+"""Deploying any model with canary analysis, on either platform.
+
+The rollout and its decision are :func:`kfstack.serving.rollout.roll_out`'s, the same as the
+flights deployment's; what this stage adds is *any* model:
+
+- **what serves it**: a standard format on KServe's own runtime for it on a cluster (the
+  InferenceService's ``predictor.model.modelFormat``; ``runtime`` empty lets KServe pick, and
+  ``onnx`` runs on Triton with ``protocolVersion: v2``), or a team's ``kserve.Model`` behind the
+  team's ServingRuntime (``serving_runtime``); on the embedded platform kfstack's format server
+  (:mod:`kfstack.serving.format_server`: the stand-in, or the team's class) on loopback;
+- **what it is served from**: the model directory, or for ``onnx`` Triton's model repository
+  laid out from it (``<serving_model>/<serving_name>/1/model.onnx``: Triton serves a model by its
+  folder's name, which must be the InferenceService's);
+- **what is replayed**: the labelled holdout ``Dataset`` (Parquet), each row's feature columns
+  as a request carries them (:mod:`kfstack.evaluation.scoring`: ``tensor`` or ``records``), in
+  the server's protocol (:mod:`kfstack.serving.protocols`: V1, or a V2 tensor for Triton);
+- **how it is judged**: the task's quality metric (AUC, accuracy, RMSE) beside error rate, p95
+  latency and prediction shift (:mod:`kfstack.serving.canary`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from collections.abc import Mapping
+from typing import Any
+
+import fsspec
+
+from kfstack import contracts
+from kfstack.errors import InvalidParameterError
+from kfstack.evaluation.scoring import REQUEST_FORMATS, read_labelled
+from kfstack.evaluation.task_metrics import check_task
+from kfstack.kubernetes import inference_service as isvc
+from kfstack.kubernetes.launcher import Cluster
+from kfstack.kubernetes.naming import RunContext
+from kfstack.kubernetes.placement import ServingPlacement
+from kfstack.kubernetes.resources import INFERENCE_SERVICE
+from kfstack.lineage import model_version
+from kfstack.platforms import RUN_DIR_ENV, StageResult, Variant
+from kfstack.serving.canary import CanaryThresholds
+from kfstack.serving.kserve_rollout import KServeRollout
+from kfstack.serving.local_rollout import LocalRollout
+from kfstack.serving.protocols import ServingProtocol, V1Predict, V2Tensor
+from kfstack.serving.registry import REGISTRY_DIR_ENV, LocalRegistry
+from kfstack.serving.rollout import SKIPPED, Holdout, Rollout, roll_out
+from kfstack.serving.standard_formats import TRITON_MODEL_FILE, TRITON_VERSION, single_model_file
+from kfstack.uris import fsspec_uri, join, storage_uri
+
+SERVING_METRICS = "serving_metrics"
+DEPLOYMENT_REPORT = "deployment_report"
+FORMAT_SERVER = "kfstack.serving.format_server"
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelDeploymentSettings:
+    """The deployment step.
+
+    Attributes:
+        deploy: False: nothing runs.
+        request: The rollout on Kubernetes (its checks hold for local runs too).
+        placement: Predictor pods' pool and service account; how long a rollout step may take.
+        thresholds: The canary decision rule's limits.
+        model_format: What serves the model.
+        custom_predictor: ``custom``: the team's ``kserve.Model`` (embedded platform).
+        task: How the canary's predictions are judged.
+        label_column, feature_columns, request_format: How holdout rows become requests.
+        canary_records, canary_batch_size: How much of the holdout is replayed, in what batches.
+        model_uri: The trained model directory.
+        serving_uri: What the servers load (``onnx``: Triton's repository laid out there).
+        holdout_uri: The labelled holdout rows.
+    """
+
+    deploy: bool
+    request: isvc.ServingRequest
+    placement: ServingPlacement
+    thresholds: CanaryThresholds
+    model_format: str
+    custom_predictor: str
+    task: str
+    label_column: str
+    feature_columns: tuple[str, ...]
+    request_format: str
+    canary_records: int
+    canary_batch_size: int
+    model_uri: str
+    serving_uri: str
+    holdout_uri: str
+    run_id: str
+    run_dir: str
+    registry_dir: str
+
+
+class ModelDeploymentStage:
+    component = "model-deployment"
+    reference_output = "deployment"
+
+    def settings(self, arguments: Mapping[str, Any]) -> ModelDeploymentSettings:
+        """Everything checked before anything is deployed (the format, the predictor where it
+        can be imported, the task, the request format, the InferenceService's rules).
+
+        Raises:
+            InvalidParameterError: Naming the parameter.
+        """
+        from kfstack.serving.served_models import check_model
+
+        model_format = contracts.check_model_format(arguments.get("model_format", ""))
+        custom_predictor = arguments.get("custom_predictor", "")
+        runtime = arguments.get("serving_runtime", "")
+        serving_format = arguments.get("serving_model_format") or model_format
+        if model_format == contracts.CUSTOM:
+            if not (runtime and arguments.get("serving_model_format")):
+                raise InvalidParameterError(
+                    "model_format=custom: name serving_runtime (the team's ServingRuntime, which runs its "
+                    "predictor image) and serving_model_format (a format its supportedModelFormats lists)"
+                )
+            if arguments.get("platform") == "local":
+                check_model(model_format, custom_predictor)
+        request_format = arguments.get("request_format", "tensor")
+        if request_format not in REQUEST_FORMATS:
+            raise InvalidParameterError(
+                f"request_format={request_format!r} is not one of {', '.join(REQUEST_FORMATS)}"
+            )
+        if model_format == contracts.ONNX and request_format != "tensor":
+            raise InvalidParameterError(
+                "model_format=onnx takes request_format=tensor (one input tensor, as Triton)"
+            )
+        placement = ServingPlacement.from_arguments(arguments)
+        run_dir = os.environ.get(RUN_DIR_ENV, "")
+        run = model_version(arguments["run_id"], run_dir)
+        model_uri = arguments["model"]
+        serving_uri = arguments["serving_model"] if model_format == contracts.ONNX else model_uri
+        request = isvc.ServingRequest(
+            name=arguments["serving_name"],
+            mode=arguments["serving_mode"],
+            storage_uri=storage_uri(serving_uri),
+            model_version=run,
+            profile=placement.profile,
+            service_account=placement.service_account,
+            min_replicas=arguments["serving_min_replicas"],
+            max_replicas=arguments["serving_max_replicas"],
+            scale_metric=arguments["serving_scale_metric"],
+            scale_target=arguments["serving_scale_target"],
+            canary_traffic_percent=arguments["canary_traffic_percent"],
+            model_format=serving_format,
+            model_format_version="",
+            runtime=runtime,
+            protocol_version="v2" if model_format == contracts.ONNX else "",
+        )
+        thresholds = CanaryThresholds(
+            max_error_rate=arguments["canary_max_error_rate"],
+            max_latency_ratio=arguments["canary_max_latency_ratio"],
+            latency_slack_ms=arguments["canary_latency_slack_ms"],
+            max_psi=arguments["canary_max_psi"],
+            max_quality_drop=arguments["canary_max_quality_drop"],
+        )
+        for name in ("canary_records", "canary_batch_size"):
+            if arguments[name] < 1:
+                raise InvalidParameterError(f"{name}={arguments[name]} must be at least 1")
+        return ModelDeploymentSettings(
+            deploy=arguments["deploy"],
+            request=request,
+            placement=placement,
+            thresholds=thresholds,
+            model_format=model_format,
+            custom_predictor=custom_predictor,
+            task=check_task(arguments["task"]),
+            label_column=arguments["label_column"],
+            feature_columns=tuple(arguments.get("feature_columns") or ()),
+            request_format=request_format,
+            canary_records=arguments["canary_records"],
+            canary_batch_size=arguments["canary_batch_size"],
+            model_uri=model_uri,
+            serving_uri=serving_uri,
+            holdout_uri=arguments["holdout"],
+            run_id=run,
+            run_dir=run_dir,
+            registry_dir=os.environ.get(REGISTRY_DIR_ENV, ""),
+        )
+
+    def variants(self, settings: ModelDeploymentSettings) -> list[Variant[ModelDeploymentSettings]]:
+        return [Variant(settings, requires=(INFERENCE_SERVICE,) if settings.deploy else ())]
+
+    def build(self, settings: ModelDeploymentSettings, context: RunContext) -> list[dict]:
+        """The InferenceService of a first deployment (a later run turns it into a canary)."""
+        if not settings.deploy:
+            return []
+        return [isvc.first_rollout(_labelled(settings.request, context))]
+
+    def preflight(self, settings: ModelDeploymentSettings) -> None:
+        """The holdout is there, before anything is deployed."""
+        if not settings.deploy:
+            return
+        fs, holdout = fsspec.core.url_to_fs(fsspec_uri(settings.holdout_uri))
+        if not fs.exists(holdout):
+            raise InvalidParameterError(f"holdout: no dataset at {settings.holdout_uri}")
+
+    def run_local(self, settings: ModelDeploymentSettings) -> StageResult:
+        if not settings.deploy:
+            return _skipped()
+        if not (settings.run_dir and settings.registry_dir):
+            raise InvalidParameterError(
+                f"deploy on the embedded platform needs {RUN_DIR_ENV} and {REGISTRY_DIR_ENV} (set by "
+                f"`kfstack run --local`); run it through that, or deploy=false"
+            )
+        _lay_out(settings)
+        format_flags = [f"--model_format={settings.model_format}"]
+        if settings.custom_predictor:
+            format_flags.append(f"--custom_predictor={settings.custom_predictor}")
+        rollout = LocalRollout(
+            LocalRegistry(settings.registry_dir, settings.request.name),
+            settings.run_dir,
+            settings.serving_uri,
+            settings.request.model_version,
+            settings.run_id,
+            command=lambda model_dir, name, port: server_command(model_dir, name, port, format_flags),
+            protocol=protocol_for(settings),
+        )
+        return _deploy(rollout, settings)
+
+    def run_kubernetes(
+        self, settings: ModelDeploymentSettings, context: RunContext, cluster: Cluster
+    ) -> StageResult:
+        if not settings.deploy:
+            return _skipped()
+        _lay_out(settings)
+        rollout = KServeRollout(
+            _labelled(settings.request, context), cluster, settings.placement, protocol=protocol_for(settings)
+        )
+        return _deploy(rollout, settings)
+
+
+STAGE = ModelDeploymentStage()
+
+
+def server_command(model_dir: str, name: str, port: int, format_flags: list[str]) -> list[str]:
+    """The embedded platform's model server: kfstack's format server, gRPC off."""
+    import sys
+
+    return [
+        sys.executable,
+        "-m",
+        FORMAT_SERVER,
+        f"--model_name={name}",
+        f"--model_dir={model_dir}",
+        f"--http_port={port}",
+        "--enable_grpc=false",
+        "--enable_latency_logging=false",
+        *format_flags,
+    ]
+
+
+def _lay_out(settings: ModelDeploymentSettings) -> None:
+    """``onnx``: the model's ``.onnx`` file as Triton's repository at the serving URI
+    (``<serving>/<serving_name>/1/model.onnx``); other formats serve the model directory as it is.
+
+    Raises:
+        InvalidParameterError: The model directory holds no single ``.onnx`` file.
+    """
+    if settings.model_format != contracts.ONNX:
+        return
+    model_fs, model_dir = fsspec.core.url_to_fs(fsspec_uri(settings.model_uri))
+    onnx_files = [p for p in model_fs.ls(model_dir, detail=False) if str(p).endswith(".onnx")]
+    if len(onnx_files) != 1:
+        raise InvalidParameterError(
+            f"model {settings.model_uri}: an onnx model directory holds exactly one .onnx file; "
+            f"found {onnx_files}"
+        )
+    target = join(fsspec_uri(settings.serving_uri), settings.request.name, TRITON_VERSION, TRITON_MODEL_FILE)
+    serving_fs, target_path = fsspec.core.url_to_fs(target)
+    serving_fs.makedirs(os.path.dirname(target_path), exist_ok=True)
+    with model_fs.open(onnx_files[0], "rb") as source, serving_fs.open(target_path, "wb") as sink:
+        sink.write(source.read())
+
+
+def protocol_for(settings: ModelDeploymentSettings) -> ServingProtocol:
+    """How the analysis asks this model's servers: V1, or for ``onnx`` a V2 tensor of the
+    graph's one input (read from the model file)."""
+    if settings.model_format != contracts.ONNX:
+        return V1Predict()
+    import onnxruntime
+
+    with fsspec.open(fsspec_uri(_onnx_file(settings)), "rb") as f:
+        inputs = onnxruntime.InferenceSession(f.read(), providers=["CPUExecutionProvider"]).get_inputs()
+    if len(inputs) != 1:
+        raise InvalidParameterError(
+            f"model {settings.model_uri}: the canary replays one input tensor; the graph takes "
+            f"{', '.join(i.name for i in inputs)}"
+        )
+    datatype = "FP64" if inputs[0].type == "tensor(double)" else "FP32"
+    return V2Tensor(inputs[0].name, datatype)
+
+
+def _onnx_file(settings: ModelDeploymentSettings) -> str:
+    if "://" not in settings.model_uri:
+        return single_model_file(settings.model_uri, contracts.ONNX)
+    fs, model_dir = fsspec.core.url_to_fs(fsspec_uri(settings.model_uri))
+    [found] = [p for p in fs.ls(model_dir, detail=False) if str(p).endswith(".onnx")]
+    return f"{fsspec_uri(settings.model_uri).split('://')[0]}://{found}"
+
+
+def _labelled(request: isvc.ServingRequest, context: RunContext) -> isvc.ServingRequest:
+    """The request labelled with the run (the exit handler finds the run's canary by it)."""
+    return dataclasses.replace(request, labels={**request.labels, **context.labels()})
+
+
+def read_holdout(settings: ModelDeploymentSettings) -> Holdout:
+    """The first ``canary_records`` labelled rows, as requests carry them."""
+    rows = read_labelled(
+        fsspec_uri(settings.holdout_uri),
+        settings.label_column,
+        settings.feature_columns,
+        settings.request_format,
+    )
+    count = min(settings.canary_records, len(rows))
+    features = rows.features[:count]
+    records = features.tolist() if hasattr(features, "tolist") else list(features)
+    return Holdout(records=records, labels=rows.labels[:count].tolist())
+
+
+def _deploy(rollout: Rollout, settings: ModelDeploymentSettings) -> StageResult:
+    outcome = roll_out(
+        rollout,
+        settings.request.model_version,
+        read_holdout(settings),
+        settings.thresholds,
+        settings.canary_batch_size,
+        settings.task,
+    )
+    summary = outcome.summary()
+    return StageResult(
+        metrics={SERVING_METRICS: outcome.metrics()},
+        reference={**rollout.reference(), "model_version": outcome.model_version},
+        outputs={
+            "decision": outcome.decision,
+            "production_version": outcome.production_version,
+            "serving_summary": json.dumps(summary),
+        },
+        documents={DEPLOYMENT_REPORT: outcome.markdown()},
+    )
+
+
+def _skipped() -> StageResult:
+    summary = {"mode": None, "decision": SKIPPED}
+    return StageResult(
+        metrics={SERVING_METRICS: {}},
+        reference={"kind": "none", "deploy": False},
+        outputs={"decision": SKIPPED, "production_version": "", "serving_summary": json.dumps(summary)},
+        documents={
+            DEPLOYMENT_REPORT: "# Deployment skipped\n\n`deploy=false`: the model was not deployed.\n"
+        },
+    )

@@ -1,0 +1,212 @@
+"""Generic deployment with canary analysis: any format, any task.
+
+Unit: bad parameters refused before anything is deployed; the InferenceService of a standard
+format (KServe's own runtime picks it up) and of an ONNX model on Triton (protocol v2, the
+repository laid out), validated against the upstream CRD. Real: a digits classifier deployed on
+loopback twice -- first at 100%, then a worse model as a canary that the accuracy check rolls
+back -- and an ONNX model's first deployment through the component under kfp.local.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from kfstack.components.serving.model_deployment.stage import STAGE
+from kfstack.errors import InvalidParameterError
+from kfstack.kubernetes.naming import RunContext
+from kfstack.platforms import RUN_DIR_ENV
+from kfstack.serving import local_services
+from kfstack.serving.registry import REGISTRY_DIR_ENV
+from tests.kubernetes.test_builders import validate_with_crds
+from tests.serving import standard_models
+
+
+@pytest.fixture(scope="module")
+def digits(tmp_path_factory):
+    root = tmp_path_factory.mktemp("digits")
+    model = standard_models.sklearn_digits(str(root / "good"))
+    standard_models.onnx_digits(str(root / "onnx"), model)
+    x, y = standard_models.digits()
+    rows = standard_models.DIGITS_TEST_ROWS
+    pq.write_table(
+        pa.table({**{f"p{i}": x[-rows:, i] for i in range(64)}, "digit": y[-rows:]}), root / "holdout.parquet"
+    )
+    return root
+
+
+def arguments(digits, tmp_path, **overrides):
+    return {
+        "platform": "local",
+        "model": str(digits / "good"),
+        "holdout": str(digits / "holdout.parquet"),
+        "serving_model": str(tmp_path / "serving"),
+        "model_format": "sklearn",
+        "task": "multiclass",
+        "label_column": "digit",
+        "serving_name": "digits",
+        "run_id": "run-1",
+        "deploy": True,
+        "serving_mode": "serverless",
+        "serving_min_replicas": 1,
+        "serving_max_replicas": 3,
+        "serving_scale_metric": "",
+        "serving_scale_target": 0,
+        "canary_traffic_percent": 10,
+        "canary_records": 200,
+        "canary_batch_size": 50,
+        "canary_max_error_rate": 0.01,
+        "canary_max_latency_ratio": 2.0,
+        "canary_latency_slack_ms": 50.0,
+        "canary_max_psi": 0.0,
+        "canary_max_quality_drop": 0.02,
+        **overrides,
+    }
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        ({"model_format": "pmml"}, "model_format='pmml' is not one of"),
+        ({"model_format": "custom"}, "name serving_runtime"),
+        (
+            {"model_format": "custom", "serving_runtime": "team-rt", "serving_model_format": "team"},
+            "name the team's kserve.Model as custom_predictor",
+        ),
+        (
+            {"model_format": "onnx", "request_format": "records"},
+            "model_format=onnx takes request_format=tensor",
+        ),
+        ({"task": "ranking"}, "task='ranking' is not one of"),
+        ({"canary_records": 0}, "canary_records=0 must be at least 1"),
+        ({"canary_max_quality_drop": -1.0}, "canary_max_quality_drop=-1.0 must not be negative"),
+        ({"serving_name": "Digits_1"}, "serving_name='Digits_1'"),
+    ],
+)
+def test_bad_parameters_fail_before_anything_is_deployed(digits, tmp_path, overrides, message):
+    with pytest.raises(InvalidParameterError, match=message):
+        STAGE.settings(arguments(digits, tmp_path, **overrides))
+
+
+def test_inference_services_name_the_format_kserves_runtimes_serve(digits, tmp_path):
+    context = RunContext("run-1", "model-deployment")
+    cluster = {
+        "platform": "kubernetes",
+        "serving_model": "minio://bucket/run-1/model-deployment/serving_model",
+    }
+    sklearn = STAGE.build(
+        STAGE.settings(arguments(digits, tmp_path, **cluster, model="s3://bucket/m")), context
+    )
+    onnx = STAGE.build(
+        STAGE.settings(arguments(digits, tmp_path, **cluster, model="s3://bucket/m", model_format="onnx")),
+        context,
+    )
+    custom = STAGE.build(
+        STAGE.settings(
+            arguments(
+                digits,
+                tmp_path,
+                **cluster,
+                model="s3://bucket/m",
+                model_format="custom",
+                serving_runtime="team-predictor",
+                serving_model_format="team-lines",
+            )
+        ),
+        context,
+    )
+    model = sklearn[0]["spec"]["predictor"]["model"]
+    assert model["modelFormat"] == {"name": "sklearn"} and "runtime" not in model
+    assert model["storageUri"] == "s3://bucket/m"
+    triton = onnx[0]["spec"]["predictor"]["model"]
+    assert triton["modelFormat"] == {"name": "onnx"} and triton["protocolVersion"] == "v2"
+    # Triton serves the repository laid out in the serving_model artifact.
+    assert triton["storageUri"] == "s3://bucket/run-1/model-deployment/serving_model"
+    team = custom[0]["spec"]["predictor"]["model"]
+    assert team["runtime"] == "team-predictor" and team["modelFormat"] == {"name": "team-lines"}
+    validate_with_crds(tmp_path, [*sklearn, *onnx, *custom])
+
+
+def run_local(args):
+    settings = STAGE.settings(args)
+    STAGE.preflight(settings)
+    return STAGE.run_local(STAGE.variants(settings)[0].settings)
+
+
+def test_a_worse_canary_is_rolled_back_on_accuracy(digits, tmp_path, monkeypatch):
+    from sklearn.dummy import DummyClassifier
+
+    # Two embedded runs (a run's directory names its model's version) sharing one registry.
+    monkeypatch.setenv(REGISTRY_DIR_ENV, str(tmp_path / "registry"))
+    monkeypatch.setenv(RUN_DIR_ENV, str(tmp_path / "run-1"))
+    try:
+        first = run_local(arguments(digits, tmp_path, run_id="run-1"))
+        assert first.outputs["decision"] == "first"
+        local_services.stop_services(str(tmp_path / "run-1"))  # the first run ends
+        monkeypatch.setenv(RUN_DIR_ENV, str(tmp_path / "run-2"))
+        # A model that always answers the most frequent digit: it serves, but badly.
+        import joblib
+
+        x, y = standard_models.digits()
+        (tmp_path / "bad").mkdir()
+        joblib.dump(DummyClassifier(strategy="most_frequent").fit(x, y), tmp_path / "bad" / "model.joblib")
+        second = run_local(arguments(digits, tmp_path, run_id="run-2", model=str(tmp_path / "bad")))
+    finally:
+        for run in ("run-1", "run-2"):
+            local_services.stop_services(str(tmp_path / run))
+    assert second.outputs["decision"] == "rollback"
+    figures = second.metrics["serving_metrics"]
+    assert figures["stable_accuracy"] > 0.85 and figures["canary_accuracy"] < 0.2
+    summary = json.loads(second.outputs["serving_summary"])
+    assert (
+        summary["failed_checks"] == ["accuracy"]
+        and summary["production_version"] == first.outputs["production_version"]
+    )
+    assert (
+        "| accuracy |" in second.documents["deployment_report"]
+        or "accuracy" in second.documents["deployment_report"]
+    )
+
+
+# kfp.local warns that the component's image is not plain Python; this process has its packages.
+@pytest.mark.filterwarnings("ignore:You may be attemping to run a task:RuntimeWarning")
+def test_an_onnx_model_is_deployed_as_triton_would_serve_it(digits, tmp_path, monkeypatch):
+    from kfp import dsl, local
+    from kfp.local import config
+
+    from kfstack.components.serving.model_deployment.component import model_deployment
+
+    monkeypatch.setenv(RUN_DIR_ENV, str(tmp_path / "run"))
+    monkeypatch.setenv(REGISTRY_DIR_ENV, str(tmp_path / "registry"))
+
+    @dsl.pipeline(name="team-deployment")
+    def team_deployment():
+        model = dsl.importer(artifact_uri=str(digits / "onnx"), artifact_class=dsl.Model)
+        holdout = dsl.importer(artifact_uri=str(digits / "holdout.parquet"), artifact_class=dsl.Dataset)
+        model_deployment(
+            platform="local",
+            model=model.output,
+            holdout=holdout.output,
+            model_format="onnx",
+            task="multiclass",
+            label_column="digit",
+            serving_name="digits",
+            run_id="run-1",
+            task_name="model-deployment",
+            canary_records=100,
+        )
+
+    previous = config.LocalExecutionConfig.instance
+    local.init(runner=local.SubprocessRunner(use_venv=False), pipeline_root=str(tmp_path / "root"))
+    try:
+        team_deployment()
+    finally:
+        config.LocalExecutionConfig.instance = previous
+        local_services.stop_services(str(tmp_path / "run"))
+    [step] = (tmp_path / "root").glob("team-deployment-*/model-deployment")
+    assert (step / "serving_model" / "digits" / "1" / "model.onnx").is_file()
+    outputs = json.loads((step / "executor_output.json").read_text())
+    assert outputs["parameterValues"]["decision"] == "first"
