@@ -1,0 +1,138 @@
+"""Generic drift: any Parquet dataset profiled by declared columns and compared with a reference
+profile (or its data), PSI per column and the label rate; the component under kfp.local."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from kfstack.components.monitoring.data_drift.core import check_drift
+from kfstack.errors import InvalidParameterError
+from kfstack.monitoring.drift import DriftThresholds
+from kfstack.monitoring.profiling import profile_dataset, write_profile
+
+
+def write(path, rows: int, seed: int, shift: float = 0.0, new_colour: bool = False, positive: float = 0.3):
+    rng = np.random.default_rng(seed)
+    colours = np.where(rng.random(rows) < 0.6, "red", "blue").astype(object)
+    if new_colour:
+        colours[: rows // 3] = "green"
+    amount = rng.normal(10 + shift, 2, rows)
+    amount[:5] = np.nan  # a few missing values
+    pq.write_table(
+        pa.table(
+            {"amount": amount, "colour": colours, "label": (rng.random(rows) < positive).astype(np.int64)}
+        ),
+        path,
+    )
+    return str(path)
+
+
+def test_a_profile_holds_histograms_top_values_and_the_label_rate(tmp_path):
+    profile = profile_dataset(write(tmp_path / "a.parquet", 1000, 0), ["amount"], ["colour"], "label")
+    amount = profile["numeric"]["amount"]
+    assert amount["count"] == 995 and amount["missing_fraction"] == pytest.approx(0.005)
+    assert sum(amount["histogram"]["counts"]) == 995 and len(amount["histogram"]["edges"]) == 11
+    assert set(profile["categorical"]["colour"]["top_values"]) == {"red", "blue"}
+    assert profile["splits"]["train"]["label_rate"] == pytest.approx(0.3, abs=0.05)
+    # Binned on another profile's edges, values beyond them count in the end bins.
+    shifted = profile_dataset(
+        write(tmp_path / "b.parquet", 1000, 1, shift=50), ["amount"], [], reference=profile
+    )
+    assert shifted["numeric"]["amount"]["histogram"]["edges"] == amount["histogram"]["edges"]
+    assert shifted["numeric"]["amount"]["histogram"]["counts"][-1] == 995
+
+
+@pytest.mark.parametrize(
+    ("current", "drifted", "columns"),
+    [
+        ({"seed": 1}, False, []),
+        ({"seed": 1, "shift": 3.0}, True, ["amount"]),
+        ({"seed": 1, "new_colour": True}, True, ["colour"]),
+        ({"seed": 1, "positive": 0.6}, True, []),  # the label rate alone
+    ],
+)
+def test_drift_by_column_and_label_against_a_reference_dataset(tmp_path, current, drifted, columns):
+    reference = write(tmp_path / "reference.parquet", 4000, 0)
+    new = write(tmp_path / "current.parquet", 4000, **current)
+    report, _ = check_drift(
+        reference_uri=reference,
+        current_uri=new,
+        numeric=["amount"],
+        categorical=["colour"],
+        label="label",
+        thresholds=DriftThresholds(),
+    )
+    assert report.drifted is drifted and report.drifted_features == columns
+
+
+def test_a_reference_profile_is_used_as_it_is(tmp_path):
+    reference = profile_dataset(
+        write(tmp_path / "reference.parquet", 2000, 0), ["amount"], ["colour"], "label"
+    )
+    write_profile(reference, str(tmp_path / "profile"))
+    report, current = check_drift(
+        reference_uri=str(tmp_path / "profile"),
+        current_uri=write(tmp_path / "current.parquet", 2000, 2),
+        numeric=["amount"],
+        categorical=["colour"],
+        label="label",
+        thresholds=DriftThresholds(),
+    )
+    assert not report.drifted
+    assert (
+        current["numeric"]["amount"]["histogram"]["edges"]
+        == reference["numeric"]["amount"]["histogram"]["edges"]
+    )
+
+
+@pytest.mark.parametrize(
+    ("numeric", "categorical", "message"),
+    [
+        (["weight"], [], "has no column weight"),
+        ([], [], "needs numeric_columns or categorical_columns"),
+        (["colour"], [], "colour is not numeric"),
+    ],
+)
+def test_declared_columns_are_checked(tmp_path, numeric, categorical, message):
+    with pytest.raises(InvalidParameterError, match=message):
+        profile_dataset(write(tmp_path / "a.parquet", 100, 0), numeric, categorical)
+
+
+# kfp.local warns that the component's image is not plain Python; this process has its packages.
+@pytest.mark.filterwarnings("ignore:You may be attemping to run a task:RuntimeWarning")
+def test_the_component_runs_under_kfp_local(tmp_path):
+    from kfp import dsl, local
+    from kfp.local import config
+
+    from kfstack.components.monitoring.data_drift.component import data_drift
+
+    reference = write(tmp_path / "reference.parquet", 2000, 0)
+    current = write(tmp_path / "current.parquet", 2000, 1, shift=3.0)
+
+    @dsl.pipeline(name="team-drift")
+    def team_drift():
+        old = dsl.importer(artifact_uri=reference, artifact_class=dsl.Artifact)
+        new = dsl.importer(artifact_uri=current, artifact_class=dsl.Dataset)
+        data_drift(
+            reference=old.output,
+            current=new.output,
+            numeric_columns=["amount"],
+            categorical_columns=["colour"],
+            label_column="label",
+        )
+
+    previous = config.LocalExecutionConfig.instance
+    local.init(runner=local.SubprocessRunner(use_venv=False), pipeline_root=str(tmp_path / "root"))
+    try:
+        team_drift()
+    finally:
+        config.LocalExecutionConfig.instance = previous
+    [step] = (tmp_path / "root").glob("team-drift-*/data-drift")
+    assert json.loads((step / "current_profile" / "profile.json").read_text())["rows"] == 2000
+    assert "amount" in (step / "drift_report").read_text()
+    assert json.loads((step / "executor_output.json").read_text())["parameterValues"]["drifted"] is True
