@@ -26,6 +26,7 @@ is deployed first again by the next rollout.
 from __future__ import annotations
 
 import dataclasses
+import json
 import logging
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
@@ -38,6 +39,7 @@ from kfstack.cancellation import sigterm_raises
 from kfstack.errors import InvalidParameterError
 from kfstack.evaluation.task_metrics import BINARY
 from kfstack.features import LABEL_COLUMN
+from kfstack.platforms import StageResult
 from kfstack.serving.canary import PROMOTE, ROLLBACK, CanaryReport, CanaryThresholds, Endpoint, analyse, probe
 from kfstack.uris import fsspec_uri
 
@@ -221,3 +223,34 @@ def _roll_back_after(rollout: Rollout, err: BaseException) -> None:
         rollout.roll_back({"decision": ROLLBACK, "reason": reason}, settle=False)
     except Exception:
         logger.exception("rolling the canary back failed too")
+
+
+SERVING_METRICS = "serving_metrics"
+DEPLOYMENT_REPORT = "deployment_report"
+
+
+def deployment_result(rollout: Rollout, outcome: RolloutOutcome) -> StageResult:
+    """What a deployment step reports: the decision and figures, where it serves, the report."""
+    return StageResult(
+        metrics={SERVING_METRICS: outcome.metrics()},
+        reference={**rollout.reference(), "model_version": outcome.model_version},
+        outputs={
+            "decision": outcome.decision,
+            "production_version": outcome.production_version,
+            "serving_summary": json.dumps(outcome.summary()),
+        },
+        documents={DEPLOYMENT_REPORT: outcome.markdown()},
+    )
+
+
+def skipped_deployment() -> StageResult:
+    """What a deployment step reports with ``deploy=false``."""
+    summary = {"mode": None, "decision": SKIPPED}
+    return StageResult(
+        metrics={SERVING_METRICS: {}},
+        reference={"kind": "none", "deploy": False},
+        outputs={"decision": SKIPPED, "production_version": "", "serving_summary": json.dumps(summary)},
+        documents={
+            DEPLOYMENT_REPORT: "# Deployment skipped\n\n`deploy=false`: the model was not deployed.\n"
+        },
+    )

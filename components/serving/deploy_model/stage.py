@@ -15,7 +15,6 @@ runs and the outputs say ``skipped``.
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 from collections.abc import Mapping
 from typing import Any
@@ -38,11 +37,8 @@ from kfstack.serving.canary import CanaryThresholds
 from kfstack.serving.kserve_rollout import KServeRollout
 from kfstack.serving.local_rollout import LocalRollout
 from kfstack.serving.registry import REGISTRY_DIR_ENV, LocalRegistry
-from kfstack.serving.rollout import SKIPPED, Holdout, Rollout, roll_out
+from kfstack.serving.rollout import Holdout, Rollout, deployment_result, roll_out, skipped_deployment
 from kfstack.uris import fsspec_uri, join, storage_uri
-
-SERVING_METRICS = "serving_metrics"
-DEPLOYMENT_REPORT = "deployment_report"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -148,7 +144,7 @@ class DeployModelStage:
 
     def run_local(self, settings: DeployModelSettings) -> StageResult:
         if not settings.deploy:
-            return _skipped()
+            return skipped_deployment()
         if not (settings.run_dir and settings.registry_dir):
             raise InvalidParameterError(
                 f"deploy on the embedded platform needs {RUN_DIR_ENV} and {REGISTRY_DIR_ENV} (set by "
@@ -168,7 +164,7 @@ class DeployModelStage:
         self, settings: DeployModelSettings, context: RunContext, cluster: Cluster
     ) -> StageResult:
         if not settings.deploy:
-            return _skipped()
+            return skipped_deployment()
         request = _labelled(settings.request, context)
         return _deploy(KServeRollout(request, cluster, settings.placement), settings)
 
@@ -186,26 +182,4 @@ def _deploy(rollout: Rollout, settings: DeployModelSettings) -> StageResult:
     outcome = roll_out(
         rollout, settings.request.model_version, holdout, settings.thresholds, settings.replay.batch_size
     )
-    summary = outcome.summary()
-    return StageResult(
-        metrics={SERVING_METRICS: outcome.metrics()},
-        reference={**rollout.reference(), "model_version": outcome.model_version},
-        outputs={
-            "decision": outcome.decision,
-            "production_version": outcome.production_version,
-            "serving_summary": json.dumps(summary),
-        },
-        documents={DEPLOYMENT_REPORT: outcome.markdown()},
-    )
-
-
-def _skipped() -> StageResult:
-    summary = {"mode": None, "decision": SKIPPED}
-    return StageResult(
-        metrics={SERVING_METRICS: {}},
-        reference={"kind": "none", "deploy": False},
-        outputs={"decision": SKIPPED, "production_version": "", "serving_summary": json.dumps(summary)},
-        documents={
-            DEPLOYMENT_REPORT: "# Deployment skipped\n\n`deploy=false`: the model was not deployed.\n"
-        },
-    )
+    return deployment_result(rollout, outcome)

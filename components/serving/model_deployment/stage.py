@@ -21,7 +21,6 @@ flights deployment's; what this stage adds is *any* model:
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 from collections.abc import Mapping
 from typing import Any
@@ -44,12 +43,10 @@ from kfstack.serving.kserve_rollout import KServeRollout
 from kfstack.serving.local_rollout import LocalRollout
 from kfstack.serving.protocols import ServingProtocol, V1Predict, V2Tensor
 from kfstack.serving.registry import REGISTRY_DIR_ENV, LocalRegistry
-from kfstack.serving.rollout import SKIPPED, Holdout, Rollout, roll_out
+from kfstack.serving.rollout import Holdout, Rollout, deployment_result, roll_out, skipped_deployment
 from kfstack.serving.standard_formats import TRITON_MODEL_FILE, TRITON_VERSION, single_model_file
 from kfstack.uris import fsspec_uri, join, storage_uri
 
-SERVING_METRICS = "serving_metrics"
-DEPLOYMENT_REPORT = "deployment_report"
 FORMAT_SERVER = "kfstack.serving.format_server"
 
 
@@ -198,7 +195,7 @@ class ModelDeploymentStage:
 
     def run_local(self, settings: ModelDeploymentSettings) -> StageResult:
         if not settings.deploy:
-            return _skipped()
+            return skipped_deployment()
         if not (settings.run_dir and settings.registry_dir):
             raise InvalidParameterError(
                 f"deploy on the embedded platform needs {RUN_DIR_ENV} and {REGISTRY_DIR_ENV} (set by "
@@ -223,7 +220,7 @@ class ModelDeploymentStage:
         self, settings: ModelDeploymentSettings, context: RunContext, cluster: Cluster
     ) -> StageResult:
         if not settings.deploy:
-            return _skipped()
+            return skipped_deployment()
         _lay_out(settings)
         rollout = KServeRollout(
             _labelled(settings.request, context), cluster, settings.placement, protocol=protocol_for(settings)
@@ -328,26 +325,4 @@ def _deploy(rollout: Rollout, settings: ModelDeploymentSettings) -> StageResult:
         settings.canary_batch_size,
         settings.task,
     )
-    summary = outcome.summary()
-    return StageResult(
-        metrics={SERVING_METRICS: outcome.metrics()},
-        reference={**rollout.reference(), "model_version": outcome.model_version},
-        outputs={
-            "decision": outcome.decision,
-            "production_version": outcome.production_version,
-            "serving_summary": json.dumps(summary),
-        },
-        documents={DEPLOYMENT_REPORT: outcome.markdown()},
-    )
-
-
-def _skipped() -> StageResult:
-    summary = {"mode": None, "decision": SKIPPED}
-    return StageResult(
-        metrics={SERVING_METRICS: {}},
-        reference={"kind": "none", "deploy": False},
-        outputs={"decision": SKIPPED, "production_version": "", "serving_summary": json.dumps(summary)},
-        documents={
-            DEPLOYMENT_REPORT: "# Deployment skipped\n\n`deploy=false`: the model was not deployed.\n"
-        },
-    )
+    return deployment_result(rollout, outcome)

@@ -25,14 +25,11 @@ from typing import Any
 from kfstack import progress
 from kfstack.components.training.train_model.stage import BACKENDS, TrainModelSettings
 from kfstack.components.training.train_model.stage import STAGE as TRAIN_STAGE
-from kfstack.errors import TuningFailedError
 from kfstack.kubernetes.katib_experiment import (
     TRIAL_NAME,
     ExperimentRequest,
     build_experiment,
-    read_trials,
     trial_parameters,
-    tuning_result,
 )
 from kfstack.kubernetes.launcher import Cluster
 from kfstack.kubernetes.naming import RunContext
@@ -44,14 +41,11 @@ from kfstack.settings import katib_parameter, substitute_katib_parameters
 from kfstack.training.process_group import run_process_group
 from kfstack.training.settings import TUNABLE_HYPERPARAMETERS, TrainingSettings
 from kfstack.tuning.local_tuner import LocalTuner, TrialRun, TrialRunner
-from kfstack.tuning.report import optimisation_plot_html, trials_markdown
+from kfstack.tuning.outcome import experiment_result, not_tuned, tuned
 from kfstack.tuning.spec import TuningSettings
 from kfstack.tuning.trials import TuningResult
 from kfstack.uris import join
 
-TUNING_METRICS = "tuning_metrics"
-TRIALS_REPORT = "tuning_report"
-OPTIMISATION_PLOT = "optimisation_plot"
 # Under the embedded run's directory (RUN_DIR_ENV), where the tuner keeps its journal so that
 # `kfstack run --local --resume RUN_DIR` finds it.
 STATE_DIR = "state"
@@ -172,40 +166,15 @@ class TuneModelStage:
         if not settings.tuning.enabled:
             return self._skipped(settings)
         (experiment,) = finished
-        trials = read_trials(cluster, experiment, settings.tuning)
-        result = tuning_result(experiment, trials, settings.tuning)
-        if settings.tuning.require_goal and not result.goal_reached:
-            raise TuningFailedError(
-                f"Experiment {experiment['metadata']['name']} ended ({result.reason}) without reaching "
-                f"tuning_goal={settings.tuning.goal} and tuning_require_goal is set",
-                result=result,
-            )
-        return self._result(settings, result, {})
+        return self._result(settings, experiment_result(experiment, cluster, settings.tuning), {})
 
     def _result(self, settings: TuneModelSettings, result: TuningResult, reference: dict) -> StageResult:
         assert result.best is not None  # the tuner and the Experiment's success both ensure one
         names = [p.name for p in settings.tuning.parameters]
-        return StageResult(
-            metrics={TUNING_METRICS: result.metrics()},
-            reference={**reference, "best_trial": result.best.name, "reason": result.reason},
-            outputs=settings.hyperparameters(result.best.parameters),
-            documents={
-                TRIALS_REPORT: trials_markdown(result, names),
-                OPTIMISATION_PLOT: optimisation_plot_html(result),
-            },
-        )
+        return tuned(result, names, reference, settings.hyperparameters(result.best.parameters))
 
     def _skipped(self, settings: TuneModelSettings) -> StageResult:
-        note = "# Tuning skipped\n\n`tune=false`: training takes the pipeline's own hyperparameters.\n"
-        return StageResult(
-            metrics={TUNING_METRICS: {"trials_run": 0.0}},
-            reference={"kind": "none", "tune": False},
-            outputs=settings.hyperparameters(),
-            documents={
-                TRIALS_REPORT: note,
-                OPTIMISATION_PLOT: "<html><body><p>Tuning skipped (tune=false).</p></body></html>",
-            },
-        )
+        return not_tuned(settings.hyperparameters(), "the pipeline's own hyperparameters")
 
 
 STAGE = TuneModelStage()
