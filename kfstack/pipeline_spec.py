@@ -100,13 +100,20 @@ class _Walker:
     ) -> Iterator[LaunchingTask]:
         component = self.spec["components"][task["componentRef"]["name"]]
         inputs = task.get("inputs", {})
-        types = {
-            key: d.get("parameterType")
-            for key, d in component.get("inputDefinitions", {}).get("parameters", {}).items()
+        definitions = component.get("inputDefinitions", {}).get("parameters", {})
+        types = {key: d.get("parameterType") for key, d in definitions.items()}
+        # A component's own defaults for the inputs the task leaves unset, as KFP fills them in.
+        defaults = {
+            key: _typed(d["defaultValue"], d.get("parameterType"))
+            for key, d in definitions.items()
+            if "defaultValue" in d and key not in inputs.get("parameters", {})
         }
         parameters = {
-            key: _typed(self.parameter(value, scope, name), types.get(key))
-            for key, value in inputs.get("parameters", {}).items()
+            **defaults,
+            **{
+                key: _typed(self.parameter(value, scope, name), types.get(key))
+                for key, value in inputs.get("parameters", {}).items()
+            },
         }
         artifacts = {key: self.artifact(value, scope) for key, value in inputs.get("artifacts", {}).items()}
         condition = task.get("triggerPolicy", {}).get("condition")

@@ -45,6 +45,7 @@ PIPELINES: dict[str, PipelineEntry] = {
         function="kfstack.pipelines.flights_retraining:flights_retraining",
         check="kfstack.flights.settings:check_retraining_run",
     ),
+    "digits-training": PipelineEntry(function="kfstack.pipelines.digits_training:digits_training"),
 }
 DEFAULT_PIPELINE = "flights-training"
 

@@ -18,6 +18,7 @@ def model_evaluation(
     classification: Output[ClassificationMetrics],
     report: Output[Markdown],
     model_format: str = "",
+    dataset_split: str = "",
     feature_columns: list = [],  # noqa: B006
     request_format: str = "tensor",
     custom_predictor: str = "",
@@ -42,6 +43,8 @@ def model_evaluation(
         classification: Confusion matrix and, for a binary task, the ROC curve.
         report: The figures and the confusion matrix as Markdown.
         model_format: ``sklearn``, ``xgboost``, ``onnx`` or ``custom``; empty: the model's own.
+        dataset_split: A folder of the dataset to score (``test`` of a job that writes its
+            splits as folders); empty: the whole dataset.
         feature_columns: The columns a request carries, in order; empty: all but the label.
         request_format: ``tensor`` (rows as a numeric matrix) or ``records`` (rows as objects).
         custom_predictor: ``package.module:Class``: the team's ``kserve.Model``, built as
@@ -49,6 +52,8 @@ def model_evaluation(
         threshold: Binary: a row is predicted positive at a probability >= it.
         batch_size: Rows per request.
     """
+    import os
+
     from kfstack.components.evaluation.model_evaluation.core import (
         evaluate_model_dir,
         model_format_of,
@@ -58,7 +63,7 @@ def model_evaluation(
     result = evaluate_model_dir(
         model_dir=model.path,
         model_format=model_format_of(model_format, model.metadata),
-        dataset_uri=dataset.path,
+        dataset_uri=os.path.join(dataset.path, dataset_split) if dataset_split else dataset.path,
         task=task,
         label_column=label_column,
         feature_columns=feature_columns,

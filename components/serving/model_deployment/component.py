@@ -26,6 +26,7 @@ def model_deployment(
     run_id: str,
     task_name: str,
     deploy: bool = True,
+    holdout_split: str = "",
     feature_columns: list = [],  # noqa: B006
     request_format: str = "tensor",
     custom_predictor: str = "",
@@ -69,6 +70,7 @@ def model_deployment(
         run_id: The pipeline run: versions the model.
         task_name: This task's name.
         deploy: ``false``: nothing is deployed; the outputs say ``skipped``.
+        holdout_split: A folder of the holdout dataset to replay (``test``); empty: all of it.
         feature_columns: The holdout columns a request carries, in order; empty: all but the label.
         request_format: ``tensor`` (rows of numbers) or ``records`` (one object per row).
         custom_predictor: ``custom``, embedded: ``package.module:Class`` of the team's

@@ -170,7 +170,9 @@ class ModelDeploymentStage:
             canary_batch_size=arguments["canary_batch_size"],
             model_uri=model_uri,
             serving_uri=serving_uri,
-            holdout_uri=arguments["holdout"],
+            holdout_uri=join(arguments["holdout"], split)
+            if (split := arguments.get("holdout_split"))
+            else arguments["holdout"],
             run_id=run,
             run_dir=run_dir,
             registry_dir=os.environ.get(REGISTRY_DIR_ENV, ""),

@@ -41,6 +41,7 @@ from kfstack.kubernetes.training_jobs import (
     build_tfjob,
 )
 from kfstack.platforms import StageResult, Variant
+from kfstack.settings import Placeholder
 from kfstack.training import entrypoint, local_replicas
 from kfstack.training.process_group import ReplicaSet, run_process_group
 from kfstack.training.settings import CHECKPOINT_DIR, PARAMETER_SERVER, PYTORCH, JobTopology
@@ -167,7 +168,15 @@ class DistributedTrainingStage:
         problem = code.importable_problem()
         if problem:
             raise InvalidParameterError(f"training_code={code.entry!r}: {problem}")
-        hyperparameters = _dict(arguments, "hyperparameters")
+        value = arguments.get("hyperparameters")
+        if isinstance(value, Placeholder):
+            # Rendering a run before it happens: an upstream step's dict (tuning's best values),
+            # each declared hyperparameter a placeholder of its own.
+            hyperparameters: dict[str, Any] = {
+                name: Placeholder(f"{value}.{name}") for name in code.hyperparameters
+            }
+        else:
+            hyperparameters = _dict(arguments, "hyperparameters")
         code.argv(hyperparameters)  # declared, typed, safe in a shell command
         topology = JobTopology.from_arguments(arguments)
         return DistributedTrainingSettings(
