@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup run test test-slow lint compile bench clean
+.PHONY: setup run run-digits test test-slow lint compile bench clean
 
 # Re-installs when pyproject.toml or setup.py change.
 $(STAMP): pyproject.toml setup.py
@@ -21,6 +21,11 @@ setup: $(STAMP)
 # The main job: the flights-training pipeline, embedded, on the full default data.
 run: $(STAMP)
 	$(BIN)/kfstack run --local flights-training --summary-json runs/summary.json
+
+# The second example, whole and embedded: a team's Spark job, TensorFlow code tuned by Katib's
+# rules, evaluation, and an ONNX model served as Triton would (a second run deploys a canary).
+run-digits: $(STAMP)
+	$(BIN)/kfstack run --local digits-training --summary-json runs/digits-summary.json
 
 # The default test suite (CI runs this).
 test: $(STAMP)

@@ -1,0 +1,141 @@
+"""digits-training, the second example: built on the public components only.
+
+Default suite: the pipeline compiles and renders cluster objects that validate against the
+upstream CRDs (SparkApplication, Katib Experiment with a TFJob trial, TFJob, an InferenceService
+on Triton); its Spark job, TensorFlow training under MultiWorkerMirroredStrategy and evaluation
+run under kfp.local on a sample. ``slow``: the whole pipeline through the CLI twice -- tuning,
+the first deployment, and the second run's canary.
+"""
+
+from __future__ import annotations
+
+import json
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+from tests.kubernetes.test_builders import validate_with_crds
+
+
+def test_the_render_is_valid_cluster_objects(tmp_path):
+    import yaml
+
+    from kfstack.pipelines.rendering import render, write_objects
+
+    written = write_objects(render("digits-training", {}, run_id="run-1"), str(tmp_path / "render"))
+    objects = [yaml.safe_load(pathlib.Path(path).read_text(encoding="utf-8")) for path in written]
+    assert sorted(o["kind"] for o in objects) == [
+        "Experiment",
+        "InferenceService",
+        "SparkApplication",
+        "TFJob",
+    ]
+    [tfjob] = [o for o in objects if o["kind"] == "TFJob"]
+    command = tfjob["spec"]["tfReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]["command"]
+    assert command[:3] == ["python", "-m", "kfstack.training.entrypoint"]
+    [isvc] = [o for o in objects if o["kind"] == "InferenceService"]
+    assert isvc["spec"]["predictor"]["model"]["modelFormat"] == {"name": "onnx"}
+    [experiment] = [o for o in objects if o["kind"] == "Experiment"]
+    assert {p["name"] for p in experiment["spec"]["parameters"]} == {"hidden_units", "dropout", "activation"}
+    assert experiment["spec"]["objective"]["objectiveMetricName"] == "val_accuracy"
+    trial = experiment["spec"]["trialTemplate"]["trialSpec"]
+    named = {**trial, "metadata": {**trial["metadata"], "name": "kfs-tune-trial-abcdefgh"}}
+    validate_with_crds(tmp_path, [o for o in objects if o["kind"] != "Experiment"] + [named])
+
+
+# kfp.local warns that the component's image is not plain Python; this process has its packages.
+@pytest.mark.filterwarnings("ignore:You may be attemping to run a task:RuntimeWarning")
+def test_its_spark_job_training_and_evaluation_run_under_kfp_local(tmp_path):
+    from kfp import dsl, local
+    from kfp.local import config
+
+    from kfstack.components.data.spark_job.component import spark_job
+    from kfstack.components.evaluation.model_evaluation.component import model_evaluation
+    from kfstack.components.training.distributed_training.component import distributed_training
+    from kfstack.pipelines.digits_training import LABEL, SPARK_APPLICATION, TRAINING_CODE
+
+    @dsl.pipeline(name="digits-sample")
+    def digits_sample():
+        data = spark_job(
+            platform="local",
+            spark_application=SPARK_APPLICATION,
+            spark_arguments=["--sample-percent=60"],
+            run_id="run-1",
+            task_name="spark-job",
+        )
+        training = distributed_training(
+            platform="local",
+            data=data.outputs["output"],
+            **TRAINING_CODE,
+            hyperparameters={"hidden_units": 64, "epochs": 10},
+            framework="tensorflow",
+            workers=2,
+            max_restarts=0,
+        )
+        model_evaluation(
+            model=training.outputs["model"],
+            dataset=data.outputs["output"],
+            dataset_split="test",
+            task="multiclass",
+            label_column=LABEL,
+        )
+
+    previous = config.LocalExecutionConfig.instance
+    local.init(runner=local.SubprocessRunner(use_venv=False), pipeline_root=str(tmp_path / "root"))
+    try:
+        digits_sample()
+    finally:
+        config.LocalExecutionConfig.instance = previous
+    [run] = (tmp_path / "root").glob("digits-sample-*")
+
+    def logged(task: str, output: str) -> dict:
+        outputs = json.loads((run / task / "executor_output.json").read_text())["artifacts"]
+        return outputs[output]["artifacts"][0]["metadata"]
+
+    report = logged("spark-job", "report")
+    assert report["rows_quarantined"] == 0 and 900 < report["rows_read"] < 1300
+    assert report["rows.train"] + report["rows.validation"] + report["rows.test"] == report["rows_read"]
+    trained = logged("distributed-training", "training_metrics")
+    assert trained["world_size"] == 2 and trained["val_accuracy"] > 0.85
+    assert (run / "distributed-training" / "model" / "model.onnx").is_file()
+    evaluated = logged("model-evaluation", "metrics")
+    assert evaluated["accuracy"] > 0.85 and evaluated["macro_f1"] > 0.85
+
+
+@pytest.mark.slow
+def test_the_whole_pipeline_twice_first_then_a_canary(tmp_path):
+    """``make run-digits`` twice: tuning, training, evaluation, a first deployment; then the
+    same again, whose model goes in as a canary judged on accuracy beside the first."""
+
+    def run() -> dict:
+        summary = tmp_path / "summary.json"
+        proc = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "kfstack.app.cli",
+                "run",
+                "--local",
+                "digits-training",
+                "--pipeline-root",
+                str(tmp_path / "runs"),
+                "--summary-json",
+                str(summary),
+            ],
+            capture_output=True,
+            text=True,
+        )
+        assert proc.returncode == 0, proc.stdout[-5000:] + proc.stderr[-5000:]
+        return json.loads(summary.read_text())
+
+    first, second = run(), run()
+    for summary in (first, second):
+        assert summary["status"] == "SUCCEEDED"
+        metrics = summary["metrics"]
+        assert metrics["tuning_metrics.trials_run"] == 4
+        assert metrics["metrics.accuracy"] > 0.9 and metrics["metrics.macro_f1"] > 0.9
+    assert first["metrics"]["serving_metrics.decision_first"] == 1
+    assert second["metrics"]["serving_metrics.decision_promote"] == 1
+    assert second["metrics"]["serving_metrics.canary_accuracy"] > 0.9
