@@ -11,7 +11,7 @@ Requests (:data:`REQUEST_FORMATS`):
   ``{"instances": [[...], ...]}`` for sklearn, xgboost and a custom model, one V2 input tensor
   (FP32, ``[n, width]``) for onnx as Triton takes it;
 - ``records``: each row an object of its feature columns (``{"instances": [{...}, ...]}``),
-  what a predictor of raw records (the flights one) takes.
+  what a predictor of raw records takes.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 (:func:`kfstack.monitoring.drift.compare_profiles`).
 
 A team declares which columns are numeric, which categorical, and the label; :func:`profile_dataset`
-then computes what the flights feature job writes as ``profile.json``: per numeric column the
+then computes the profile the drift check compares (``profile.json``): per numeric column the
 count, missing share, mean and a 10-bin histogram (equal width between the extremes, or a
 reference profile's edges, so that two profiles compare bin by bin; values beyond the edges
 count in the end bins), per categorical column the distinct count and its most frequent values'

@@ -52,7 +52,7 @@ PROMOTE = "promote"
 ROLLBACK = "rollback"
 PSI_BINS = 10
 PSI_FLOOR = SHARE_FLOOR
-# How a report names each quality metric (the flights reports have always said "AUC").
+# How a report names each quality metric.
 DISPLAY_NAMES = {"auc": "AUC", "rmse": "RMSE"}
 
 

@@ -1,6 +1,6 @@
 """What every kfstack model server adds to KServe's ``ModelServer``, whatever model it serves.
 
-kfstack's servers -- a team's own ``kserve.Model``, the flights predictor, the stand-ins for
+kfstack's servers -- a team's own ``kserve.Model``, the example predictors, the stand-ins for
 KServe's format runtimes (:mod:`kfstack.serving.standard_formats`) -- run on KServe's Python
 ``ModelServer`` (V1 and V2 HTTP). On top of it (:func:`install_request_hooks`):
 

@@ -2,9 +2,9 @@
 the body of a batch, and the predictions read back -- for every kind of server kfstack deploys.
 
 - :class:`V1Predict`: ``POST /v1/models/<m>:predict`` with ``{"instances": [...]}`` (records or
-  rows of numbers), predictions read from ``{"predictions": [...]}``: what the flights predictor,
+  rows of numbers), predictions read from ``{"predictions": [...]}``: what a custom predictor,
   a team's ``kserve.Model`` and KServe's sklearn and xgboost runtimes answer. ``probabilities``
-  holds a binary model to one probability per row (the flights predictor's contract).
+  holds a binary model to one probability per row.
 - :class:`V2Tensor`: ``POST /v2/models/<m>/infer`` with one tensor of the rows (the Open
   Inference Protocol, as Triton takes an ONNX model's input), predictions read from one of the
   response's outputs, shaped as it says.
@@ -114,5 +114,5 @@ class V2Tensor:
         return _finite(values, rows)
 
 
-# The flights predictor's contract, and every binary model served through V1.
+# A binary model's predictions through V1: one probability per row.
 V1_PROBABILITIES = V1Predict(probabilities=True)

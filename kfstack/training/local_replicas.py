@@ -2,7 +2,7 @@
 
 The embedded platform replays the operators' contracts (:mod:`.env_contract`, :mod:`.tf_config`)
 on loopback addresses, for any Python module a job runs (``python -m <module> <args>``): the
-flights trainers and a team's own code (through :mod:`kfstack.training.entrypoint`) alike.
+example trainers and a team's own code (through :mod:`kfstack.training.entrypoint`) alike.
 
 - PyTorchJob (training-operator v1): one Master and ``workers - 1`` Workers with ``MASTER_*``,
   ``WORLD_SIZE``, ``RANK`` and their ``PET_*`` twins;

@@ -48,7 +48,7 @@ COST_PER_EPOCH = "cost_per_epoch"
 JOB_COST = "job_cost"
 # The values each validation metric can take (a tuning goal outside them is never reached).
 METRIC_RANGES = {VAL_AUC: (0.0, 1.0), VAL_LOG_LOSS: (0.0, float("inf")), VAL_ACCURACY: (0.0, 1.0)}
-# The flights trainers as a tuning spec sees any team's code (kfstack.contracts.TrainingCode):
+# The example trainers (train_model) as a tuning spec sees any team's code (kfstack.contracts.TrainingCode):
 # the hyperparameters a search space may set -- the trainer arguments a trial template carries
 # as ``${trialParameters.<name>}`` -- and the metrics their metric lines print.
 TRAINER_CODE = TrainingCode(
@@ -105,8 +105,8 @@ class JobTopology(Settings):
 
 @dataclasses.dataclass(frozen=True)
 class TrainingSettings(JobTopology):
-    """What a flights training run is, whichever framework and platform runs it: its job's
-    topology (:class:`JobTopology`) and the flights trainers' hyperparameters.
+    """What a train_model run is, whichever framework and platform runs it: its job's
+    topology (:class:`JobTopology`) and its trainers' hyperparameters.
 
     Attributes:
         epochs: Passes over the training split (>= 1); a checkpoint after each.

@@ -1,4 +1,4 @@
-"""What a tuning step reports, whichever trials it tuned (a team's code or the flights trainers):
+"""What a tuning step reports, whichever trials it tuned (a team's code or an example's):
 the finished Experiment read back, the best trial's figures, the report and the plot, or the
 note of a step that did not tune."""
 

@@ -1,7 +1,7 @@
 """Deploying any model with canary analysis, on either platform.
 
-The rollout and its decision are :func:`kfstack.serving.rollout.roll_out`'s, the same as the
-flights deployment's; what this stage adds is *any* model:
+The rollout and its decision are :func:`kfstack.serving.rollout.roll_out`'s; what this stage
+adds is *any* model:
 
 - **what serves it**: a standard format on KServe's own runtime for it on a cluster (the
   InferenceService's ``predictor.model.modelFormat``; ``runtime`` empty lets KServe pick, and
