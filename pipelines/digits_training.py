@@ -18,7 +18,7 @@ from kfstack.components.evaluation.model_evaluation.component import model_evalu
 from kfstack.components.serving.model_deployment.component import model_deployment
 from kfstack.components.training.distributed_training.component import distributed_training
 from kfstack.components.tuning.hyperparameter_tuning.component import hyperparameter_tuning
-from kfstack.pipelines import steps
+from kfstack.pipelines import wiring
 from kfstack.pipelines.digits.trainer import HYPERPARAMETERS, METRICS
 
 PIPELINE_NAME = "digits-training"
@@ -107,16 +107,16 @@ def digits_training(
         object_store_secret: Secret with the object-store keys of the pods.
     """
     parameters = dict(locals())
-    with steps.guarded(PIPELINE_NAME, parameters) as checked:
-        job = {"run_id": steps.RUN_ID, "task_name": steps.TASK_NAME}
-        data = steps.call(
+    with wiring.guarded(PIPELINE_NAME, parameters) as checked:
+        job = {"run_id": wiring.RUN_ID, "task_name": wiring.TASK_NAME}
+        data = wiring.call(
             spark_job,
             parameters,
             **job,
             spark_application=SPARK_APPLICATION,
             spark_arguments=[f"--sample-percent={sample_percent}"],
         )
-        data = steps.on_cluster(data.after(checked), parameters, "spark-digits")
+        data = wiring.on_cluster(data.after(checked), parameters, "spark-digits")
         chosen = {
             "hidden_units": hidden_units,
             "dropout": dropout,
@@ -124,7 +124,7 @@ def digits_training(
             "epochs": epochs,
         }
         common = {**job, **TRAINING_CODE, "data": data.outputs["output"], "framework": "tensorflow"}
-        tuning = steps.call(
+        tuning = wiring.call(
             hyperparameter_tuning,
             parameters,
             **common,
@@ -132,17 +132,17 @@ def digits_training(
             tuning_objective="val_accuracy",
             tuning_direction="maximize",
         )
-        tuning = steps.on_cluster(tuning, parameters, "tuning")
-        training = steps.call(
+        tuning = wiring.on_cluster(tuning, parameters, "tuning")
+        training = wiring.call(
             distributed_training, parameters, **common, hyperparameters=tuning.outputs["best_hyperparameters"]
         )
-        training = steps.on_cluster(training, parameters, "training")
+        training = wiring.on_cluster(training, parameters, "training")
         holdout = {"label_column": LABEL, "task": "multiclass"}
         evaluation = model_evaluation(
             model=training.outputs["model"], dataset=data.outputs["output"], dataset_split="test", **holdout
         )
-        evaluation = steps.on_cluster(evaluation, parameters, "evaluation")
-        deployment = steps.call(
+        evaluation = wiring.on_cluster(evaluation, parameters, "evaluation")
+        deployment = wiring.call(
             model_deployment,
             parameters,
             **job,
@@ -152,4 +152,4 @@ def digits_training(
             holdout_split="test",
             model_format="onnx",
         )
-        steps.on_cluster(steps.uncached(deployment.after(evaluation)), parameters, "deployment")
+        wiring.on_cluster(wiring.uncached(deployment.after(evaluation)), parameters, "deployment")

@@ -1,0 +1,73 @@
+"""How any kfstack pipeline wires its steps: the frame of a run, a task's inputs from the pipeline's
+parameters of the same name, the pod settings of a cluster run.
+
+A step's inputs take the pipeline parameter of the same name (:func:`call`): component arguments
+and pipeline parameters share their names on purpose, so a parameter added to a component and to
+a pipeline reaches the step without a line of wiring. What is not a parameter (an upstream
+output, a placeholder) is given. The examples' pipelines and a team's use these the same way.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from kfp import dsl, kubernetes
+
+from kfstack.components.common.cleanup_run.component import cleanup_run
+from kfstack.kubernetes import node_pools
+from kfstack.kubernetes.naming import NAMESPACE_ENV
+from kfstack.kubernetes.pods import OBJECT_STORE_KEYS
+from kfstack.pipelines.validate_run import validate_run
+
+RUN_ID = dsl.PIPELINE_JOB_ID_PLACEHOLDER
+TASK_NAME = dsl.PIPELINE_TASK_NAME_PLACEHOLDER
+# The namespace a launcher creates its jobs in is its own pod's (never a literal, STYLE 8).
+NAMESPACE_FIELD = "metadata.namespace"
+# The pipeline's JSON parameters go to the validate task on their own (see validate_run).
+JSON_PARAMETERS = ("tuning_search_space", "tuning_algorithm_settings")
+
+
+def call(component: Any, parameters: Mapping[str, Any], **given: Any) -> dsl.PipelineTask:
+    """``component`` as a task whose every input is the pipeline parameter of the same name,
+    unless ``given`` (upstream outputs, placeholders, constants)."""
+    inputs = component.component_spec.inputs or {}
+    taken = {name: parameters[name] for name in inputs if name in parameters and name not in given}
+    return component(**taken, **given)
+
+
+def on_cluster(task: dsl.PipelineTask, parameters: Mapping[str, Any], name: str) -> dsl.PipelineTask:
+    """The task named ``name`` in the UI, with its pod settings for kubernetes runs (kfp.local
+    ignores them): the CPU pool, the pod's namespace as KFSTACK_NAMESPACE, the object-store keys
+    (to read the jobs' reports and the models)."""
+    task.set_display_name(name)
+    node_pools.apply_to_task(task, node_pools.get_profile(node_pools.CPU_POOL))
+    kubernetes.use_field_path_as_env(task, env_name=NAMESPACE_ENV, field_path=NAMESPACE_FIELD)
+    kubernetes.use_secret_as_env(
+        task,
+        secret_name=parameters["object_store_secret"],
+        secret_key_to_env={key: key for key in OBJECT_STORE_KEYS},
+        optional=True,
+    )
+    return task
+
+
+def uncached(task: dsl.PipelineTask) -> dsl.PipelineTask:
+    """A step whose result changes between runs with the same inputs (what serves, the run's
+    time): never answered from KFP's cache."""
+    return task.set_caching_options(False)
+
+
+@contextlib.contextmanager
+def guarded(pipeline: str, parameters: Mapping[str, Any]) -> Iterator[dsl.PipelineTask]:
+    """The run's frame: an exit handler that cleans up whatever the run left on the cluster
+    (unfinished batch jobs, an undecided canary), around a first task that checks every
+    parameter. Yields that task; the body's first steps go ``.after`` it."""
+    cleanup = cleanup_run(platform=parameters["platform"], run_id=RUN_ID)
+    on_cluster(uncached(cleanup), parameters, "cleanup")
+    checked_values = {name: value for name, value in parameters.items() if name not in JSON_PARAMETERS}
+    json_values = {name: parameters[name] for name in JSON_PARAMETERS if name in parameters}
+    with dsl.ExitHandler(cleanup, name=f"{pipeline}-run"):
+        checked = validate_run(pipeline=pipeline, parameters=checked_values, run_id=RUN_ID, **json_values)
+        yield on_cluster(uncached(checked), parameters, "validate-parameters")
