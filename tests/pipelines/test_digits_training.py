@@ -16,6 +16,7 @@ import sys
 
 import pytest
 
+from tests.kfp_local import logged, run_pipeline
 from tests.kubernetes.test_builders import validate_with_crds
 
 
@@ -48,8 +49,7 @@ def test_the_render_is_valid_cluster_objects(tmp_path):
 # kfp.local warns that the component's image is not plain Python; this process has its packages.
 @pytest.mark.filterwarnings("ignore:You may be attemping to run a task:RuntimeWarning")
 def test_its_spark_job_training_and_evaluation_run_under_kfp_local(tmp_path):
-    from kfp import dsl, local
-    from kfp.local import config
+    from kfp import dsl
 
     from kfstack.components.data.spark_job.component import spark_job
     from kfstack.components.evaluation.model_evaluation.component import model_evaluation
@@ -82,25 +82,15 @@ def test_its_spark_job_training_and_evaluation_run_under_kfp_local(tmp_path):
             label_column=LABEL,
         )
 
-    previous = config.LocalExecutionConfig.instance
-    local.init(runner=local.SubprocessRunner(use_venv=False), pipeline_root=str(tmp_path / "root"))
-    try:
-        digits_sample()
-    finally:
-        config.LocalExecutionConfig.instance = previous
-    [run] = (tmp_path / "root").glob("digits-sample-*")
+    run = run_pipeline(digits_sample, tmp_path / "root")
 
-    def logged(task: str, output: str) -> dict:
-        outputs = json.loads((run / task / "executor_output.json").read_text())["artifacts"]
-        return outputs[output]["artifacts"][0]["metadata"]
-
-    report = logged("spark-job", "report")
+    report = logged(run, "spark-job", "report")
     assert report["rows_quarantined"] == 0 and 900 < report["rows_read"] < 1300
     assert report["rows.train"] + report["rows.validation"] + report["rows.test"] == report["rows_read"]
-    trained = logged("distributed-training", "training_metrics")
+    trained = logged(run, "distributed-training", "training_metrics")
     assert trained["world_size"] == 2 and trained["val_accuracy"] > 0.85
     assert (run / "distributed-training" / "model" / "model.onnx").is_file()
-    evaluated = logged("model-evaluation", "metrics")
+    evaluated = logged(run, "model-evaluation", "metrics")
     assert evaluated["accuracy"] > 0.85 and evaluated["macro_f1"] > 0.85
 
 

@@ -18,9 +18,10 @@ import pytest
 from kfstack.components.evaluation.model_evaluation.core import evaluate_model_dir, model_format_of
 from kfstack.errors import InvalidParameterError
 from kfstack.evaluation.task_metrics import evaluate
-from tests.serving import standard_models
 
 # --- metrics by task --------------------------------------------------------------------------
+from tests.kfp_local import run_pipeline
+from tests.serving import standard_models
 
 
 def test_binary_from_probabilities_labels_or_predict_proba():
@@ -167,8 +168,7 @@ def test_the_format_comes_from_the_training_steps_metadata():
 # kfp.local warns that the component's image is not plain Python; this process has its packages.
 @pytest.mark.filterwarnings("ignore:You may be attemping to run a task:RuntimeWarning")
 def test_the_component_runs_under_kfp_local(digits, tmp_path):
-    from kfp import dsl, local
-    from kfp.local import config
+    from kfp import dsl
 
     from kfstack.components.evaluation.model_evaluation.component import model_evaluation
 
@@ -182,13 +182,8 @@ def test_the_component_runs_under_kfp_local(digits, tmp_path):
         data = dsl.importer(artifact_uri=digits["holdout"], artifact_class=dsl.Dataset)
         model_evaluation(model=model.output, dataset=data.output, task="multiclass", label_column="digit")
 
-    previous = config.LocalExecutionConfig.instance
-    local.init(runner=local.SubprocessRunner(use_venv=False), pipeline_root=str(tmp_path / "root"))
-    try:
-        team_evaluation()
-    finally:
-        config.LocalExecutionConfig.instance = previous
-    [step] = (tmp_path / "root").glob("team-evaluation-*/model-evaluation")
+    run = run_pipeline(team_evaluation, tmp_path / "root")
+    step = run / "model-evaluation"
     outputs = json.loads((step / "executor_output.json").read_text())["artifacts"]
     logged = outputs["metrics"]["artifacts"][0]["metadata"]
     assert logged["accuracy"] == pytest.approx(digits["accuracy"]) and logged["rows"] == 297

@@ -14,6 +14,7 @@ from kfstack.components.monitoring.data_drift.core import check_drift
 from kfstack.errors import InvalidParameterError
 from kfstack.monitoring.drift import DriftThresholds
 from kfstack.monitoring.profiling import profile_dataset, write_profile
+from tests.kfp_local import run_pipeline
 
 
 def write(path, rows: int, seed: int, shift: float = 0.0, new_colour: bool = False, positive: float = 0.3):
@@ -106,8 +107,7 @@ def test_declared_columns_are_checked(tmp_path, numeric, categorical, message):
 # kfp.local warns that the component's image is not plain Python; this process has its packages.
 @pytest.mark.filterwarnings("ignore:You may be attemping to run a task:RuntimeWarning")
 def test_the_component_runs_under_kfp_local(tmp_path):
-    from kfp import dsl, local
-    from kfp.local import config
+    from kfp import dsl
 
     from kfstack.components.monitoring.data_drift.component import data_drift
 
@@ -126,13 +126,8 @@ def test_the_component_runs_under_kfp_local(tmp_path):
             label_column="label",
         )
 
-    previous = config.LocalExecutionConfig.instance
-    local.init(runner=local.SubprocessRunner(use_venv=False), pipeline_root=str(tmp_path / "root"))
-    try:
-        team_drift()
-    finally:
-        config.LocalExecutionConfig.instance = previous
-    [step] = (tmp_path / "root").glob("team-drift-*/data-drift")
+    run = run_pipeline(team_drift, tmp_path / "root")
+    step = run / "data-drift"
     assert json.loads((step / "current_profile" / "profile.json").read_text())["rows"] == 2000
     assert "amount" in (step / "drift_report").read_text()
     assert json.loads((step / "executor_output.json").read_text())["parameterValues"]["drifted"] is True

@@ -21,6 +21,7 @@ from kfstack.kubernetes.naming import RunContext
 from kfstack.platforms import RUN_DIR_ENV
 from kfstack.serving import local_services
 from kfstack.serving.registry import REGISTRY_DIR_ENV
+from tests.kfp_local import run_pipeline
 from tests.kubernetes.test_builders import validate_with_crds
 from tests.serving import standard_models
 
@@ -174,8 +175,7 @@ def test_a_worse_canary_is_rolled_back_on_accuracy(digits, tmp_path, monkeypatch
 # kfp.local warns that the component's image is not plain Python; this process has its packages.
 @pytest.mark.filterwarnings("ignore:You may be attemping to run a task:RuntimeWarning")
 def test_an_onnx_model_is_deployed_as_triton_would_serve_it(digits, tmp_path, monkeypatch):
-    from kfp import dsl, local
-    from kfp.local import config
+    from kfp import dsl
 
     from kfstack.components.serving.model_deployment.component import model_deployment
 
@@ -199,14 +199,11 @@ def test_an_onnx_model_is_deployed_as_triton_would_serve_it(digits, tmp_path, mo
             canary_records=100,
         )
 
-    previous = config.LocalExecutionConfig.instance
-    local.init(runner=local.SubprocessRunner(use_venv=False), pipeline_root=str(tmp_path / "root"))
     try:
-        team_deployment()
+        run = run_pipeline(team_deployment, tmp_path / "root")
     finally:
-        config.LocalExecutionConfig.instance = previous
         local_services.stop_services(str(tmp_path / "run"))
-    [step] = (tmp_path / "root").glob("team-deployment-*/model-deployment")
+    step = run / "model-deployment"
     assert (step / "serving_model" / "digits" / "1" / "model.onnx").is_file()
     outputs = json.loads((step / "executor_output.json").read_text())
     assert outputs["parameterValues"]["decision"] == "first"

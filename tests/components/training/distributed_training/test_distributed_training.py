@@ -16,6 +16,7 @@ from kfstack.components.training.distributed_training.stage import STAGE
 from kfstack.errors import InvalidParameterError, TrainingFailedError
 from kfstack.kubernetes.naming import RunContext
 from kfstack.training import entrypoint
+from tests.kfp_local import run_pipeline
 from tests.kubernetes.test_builders import validate_with_crds
 
 TORCH_TEAM = {
@@ -263,8 +264,7 @@ def test_a_crash_fails_with_the_replicas_log_tail(team_code, tmp_path, dataset):
 # kfp.local warns that the component's image is not plain Python; this process has its packages.
 @pytest.mark.filterwarnings("ignore:You may be attemping to run a task:RuntimeWarning")
 def test_the_component_runs_under_kfp_local(team_code, tmp_path, dataset):
-    from kfp import dsl, local
-    from kfp.local import config
+    from kfp import dsl
 
     from kfstack.components.training.distributed_training.component import distributed_training
 
@@ -275,13 +275,8 @@ def test_the_component_runs_under_kfp_local(team_code, tmp_path, dataset):
             platform="local", data=data.output, workers=2, training_api="v1", max_restarts=0, **PLAIN_TEAM
         )
 
-    previous = config.LocalExecutionConfig.instance
-    local.init(runner=local.SubprocessRunner(use_venv=False), pipeline_root=str(tmp_path / "root"))
-    try:
-        team_training()
-    finally:
-        config.LocalExecutionConfig.instance = previous
-    [step] = (tmp_path / "root").glob("team-training-*/distributed-training")
+    run = run_pipeline(team_training, tmp_path / "root")
+    step = run / "distributed-training"
     assert (step / "model" / "model.joblib").read_bytes() == b"weights"
     outputs = json.loads((step / "executor_output.json").read_text())["artifacts"]
     logged = outputs["training_metrics"]["artifacts"][0]["metadata"]
