@@ -22,11 +22,10 @@ from kfstack.components.serving.production_model.component import production_mod
 from kfstack.flights.features import CALENDAR_FEATURES
 from kfstack.flights.settings import (
     CanaryReplay,
-    SparkPlacement,
 )
 from kfstack.kubernetes import inference_service
 from kfstack.kubernetes.placement import Placement, ServingPlacement, TrainingPlacement, TuningPlacement
-from kfstack.kubernetes.spark_application import SparkResources
+from kfstack.kubernetes.spark_application import SparkJobPlacement, SparkResources
 from kfstack.monitoring.drift import DriftThresholds
 from kfstack.monitoring.gate import PASS, GateRule
 from kfstack.pipelines import steps
@@ -84,10 +83,10 @@ def flights_retraining(
     spark_executor_cores: int = SparkResources.executor_cores,
     spark_executor_memory: str = SparkResources.executor_memory,
     spark_driver_memory: str = SparkResources.driver_memory,
-    spark_service_account: str = SparkPlacement.service_account,
+    spark_service_account: str = SparkJobPlacement.service_account,
     object_store_secret: str = Placement.object_store_secret,
     image_pull_secret: str = Placement.image_pull_secret,
-    spark_timeout_seconds: int = SparkPlacement.timeout_seconds,
+    spark_timeout_seconds: int = SparkJobPlacement.timeout_seconds,
     training_timeout_seconds: int = TrainingPlacement.timeout_seconds,
     training_api: str = TrainingPlacement.training_api,
     trainer_runtime: str = TrainingPlacement.trainer_runtime,

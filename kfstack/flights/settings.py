@@ -17,33 +17,11 @@ from typing import Any
 from kfstack.errors import InvalidParameterError
 from kfstack.flights.features import CATEGORICAL_FEATURES, NUMERIC_FEATURES
 from kfstack.flights.scoring import DEFAULT_MAX_BATCH
-from kfstack.kubernetes import node_pools
-from kfstack.kubernetes.placement import Placement
 from kfstack.monitoring.drift import DriftThresholds, feature_names
 from kfstack.monitoring.gate import GateRule
 from kfstack.monitoring.window import resolve_window
 from kfstack.serving.model_registry import RegistryEndpoint
 from kfstack.settings import Settings, setting
-
-
-@dataclasses.dataclass(frozen=True)
-class SparkPlacement(Placement):
-    """Where the SparkApplication runs: the CPU pool, whatever pool the training uses."""
-
-    concern = "spark placement"
-
-    node_pool: str = setting(node_pools.CPU_POOL, parameter="spark_node_pool")
-    service_account: str = setting("kfstack-spark", parameter="spark_service_account")
-    timeout_seconds: int = setting(2 * 3600, gt=0, parameter="spark_timeout_seconds")
-
-    def check(self) -> list[str]:
-        problems = super().check()
-        if not self.service_account:
-            problems.append(
-                "spark_service_account: the Spark driver needs a service account that "
-                "may create executor pods"
-            )
-        return problems
 
 
 def check_run(parameters: Mapping[str, Any]) -> None:

@@ -5,10 +5,10 @@ import pytest
 from kfstack.components.training.train_model.stage import STAGE as TRAINING
 from kfstack.components.training.train_model.stage import TrainModelSettings
 from kfstack.errors import InvalidParameterError
-from kfstack.flights.settings import SparkPlacement, check_run
+from kfstack.flights.settings import check_run
 from kfstack.kubernetes.naming import RunContext
 from kfstack.kubernetes.placement import TrainingPlacement
-from kfstack.kubernetes.spark_application import SparkResources
+from kfstack.kubernetes.spark_application import SparkJobPlacement, SparkResources
 from kfstack.settings import Placeholder, katib_parameter
 from kfstack.spark_jobs.flights_features.config import FeatureJobConfig
 from kfstack.training.settings import TrainingSettings
@@ -31,7 +31,7 @@ def test_errors_name_the_pipeline_parameter_not_the_field():
     with pytest.raises(InvalidParameterError, match="gpu_pool='h200' is not a node pool"):
         TrainingPlacement.from_arguments({"gpu_pool": "h200"})
     with pytest.raises(InvalidParameterError, match="spark_timeout_seconds=0 must be > 0"):
-        SparkPlacement.from_arguments({"spark_timeout_seconds": 0})
+        SparkJobPlacement.from_arguments({"spark_timeout_seconds": 0})
     with pytest.raises(InvalidParameterError, match="spark_executors=0 must be >= 1"):
         SparkResources.from_arguments({"spark_executors": 0})
 

@@ -16,12 +16,12 @@ import fsspec
 
 from kfstack import images
 from kfstack.features import JOB_REPORT_FILE
-from kfstack.flights.settings import SparkPlacement
 from kfstack.kubernetes.launcher import Cluster
 from kfstack.kubernetes.naming import RunContext
 from kfstack.kubernetes.resources import SPARK_APPLICATION
 from kfstack.kubernetes.spark_application import (
     SparkApplicationRequest,
+    SparkJobPlacement,
     SparkResources,
     build_spark_application,
 )
@@ -39,7 +39,7 @@ class FeatureStageSettings:
 
     job: FeatureJobConfig
     resources: SparkResources
-    placement: SparkPlacement
+    placement: SparkJobPlacement
 
 
 class FlightsFeaturesStage:
@@ -50,7 +50,7 @@ class FlightsFeaturesStage:
         return FeatureStageSettings(
             job=FeatureJobConfig.from_arguments(arguments),
             resources=SparkResources.from_arguments(arguments),
-            placement=SparkPlacement.from_arguments(arguments),
+            placement=SparkJobPlacement.from_arguments(arguments),
         )
 
     def variants(self, settings: FeatureStageSettings) -> list[Variant[FeatureStageSettings]]:
