@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import sys
 from collections.abc import Mapping
 from typing import Any
 
@@ -235,8 +236,6 @@ STAGE = ModelDeploymentStage()
 
 def server_command(model_dir: str, name: str, port: int, format_flags: list[str]) -> list[str]:
     """The embedded platform's model server: kfstack's format server, gRPC off."""
-    import sys
-
     return [
         sys.executable,
         "-m",

@@ -28,6 +28,7 @@ import fsspec
 
 from kfstack import contracts, images
 from kfstack.errors import InvalidParameterError
+from kfstack.kubernetes import node_pools
 from kfstack.kubernetes.launcher import Cluster
 from kfstack.kubernetes.naming import RunContext
 from kfstack.kubernetes.placement import TrainingPlacement
@@ -262,8 +263,6 @@ class DistributedTrainingStage:
 
     def run_local(self, settings: DistributedTrainingSettings) -> StageResult:
         """The replicas as local processes; the cost is the ``cpu`` profile's for this machine."""
-        from kfstack.kubernetes import node_pools
-
         os.makedirs(settings.logs_uri, exist_ok=True)
         replicas = self.replicas(settings)
         group = run_process_group(
