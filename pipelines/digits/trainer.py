@@ -3,7 +3,8 @@
 ``training_code="kfstack.pipelines.digits.trainer:train"``. It never imports kfstack: it reads
 the splits at ``$KFSTACK_INPUT_URI``, trains an MLP over the 64 pixels under
 ``MultiWorkerMirroredStrategy`` when the TFJob's ``TF_CONFIG`` says it is one of several workers,
-resumes from ``$KFSTACK_CHECKPOINT_URI`` after a restart, prints ``epoch=N val_accuracy=...
+resumes from ``$KFSTACK_CHECKPOINT_URI`` after a restart (where it is a path: TensorFlow reads no
+object store without tensorflow-io), prints ``epoch=N val_accuracy=...
 val_loss=...`` (Katib's StdOut format) every epoch, and on the chief (worker 0) exports the
 trained network to ``$KFSTACK_MODEL_DIR/model.onnx``: the ``onnx`` format, which Triton serves.
 """
@@ -106,7 +107,13 @@ def train(
     # Checkpoints: the chief writes where the step said (it outlives a replica); the other workers
     # must save too (the save is collective) and write to a scratch folder.
     checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer, done=done)
-    shared = os.environ.get("KFSTACK_CHECKPOINT_URI", "") or tempfile.mkdtemp()
+    shared = os.environ.get("KFSTACK_CHECKPOINT_URI", "")
+    if "://" in shared:
+        # TensorFlow 2.21 has no object-store file system without tensorflow-io: a restarted job
+        # on a cluster starts from scratch. Said on the output, so that nobody counts on it.
+        print(f"checkpoints: {shared} is not a path this trainer can write; not resuming", flush=True)
+        shared = ""
+    shared = shared or tempfile.mkdtemp()
     directory = shared if _is_chief() else tempfile.mkdtemp()
     manager = tf.train.CheckpointManager(checkpoint, directory, max_to_keep=2)
     latest = tf.train.latest_checkpoint(shared)

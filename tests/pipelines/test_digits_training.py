@@ -129,3 +129,54 @@ def test_the_whole_pipeline_twice_first_then_a_canary(tmp_path):
     assert first["metrics"]["serving_metrics.decision_first"] == 1
     assert second["metrics"]["serving_metrics.decision_promote"] == 1
     assert second["metrics"]["serving_metrics.canary_accuracy"] > 0.9
+
+
+@pytest.mark.slow
+def test_its_trainer_resumes_from_its_checkpoints(tmp_path):
+    """A second training into the same logs (a restarted job) goes on from the last epoch."""
+    from kfstack.components.data.spark_job.stage import STAGE as SPARK
+    from kfstack.components.training.distributed_training.stage import STAGE as TRAIN
+    from kfstack.pipelines.digits_training import SPARK_APPLICATION, TRAINING_CODE
+
+    def run(stage, arguments):
+        settings = stage.settings(arguments)
+        return stage.run_local(stage.variants(settings)[0].settings)
+
+    data = str(tmp_path / "data")
+    run(
+        SPARK,
+        {
+            "platform": "local",
+            "spark_application": SPARK_APPLICATION,
+            "spark_arguments": ["--sample-percent=50"],
+            "output": data,
+            "report": str(tmp_path / "report"),
+            "spark_job": str(tmp_path / "spark_job"),
+            "run_id": "run-1",
+            "task_name": "spark-job",
+        },
+    )
+    logs = tmp_path / "logs"
+
+    def train(epochs: int) -> None:
+        run(
+            TRAIN,
+            {
+                "platform": "local",
+                "data": data,
+                "model": str(tmp_path / f"model-{epochs}"),
+                "training_logs": str(logs),
+                **TRAINING_CODE,
+                "hyperparameters": {"epochs": epochs},
+                "framework": "tensorflow",
+                "workers": 2,
+                "max_restarts": 0,
+            },
+        )
+
+    train(2)
+    first = (logs / "attempt-1" / "rank-0.log").read_text()
+    assert "epoch=2 " in first and "epoch=3 " not in first
+    train(4)  # the same logs and checkpoints: it resumes after epoch 2
+    second = (logs / "attempt-1" / "rank-0.log").read_text()
+    assert "epoch=1 " not in second and "epoch=3 " in second and "epoch=4 " in second
