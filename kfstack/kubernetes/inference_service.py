@@ -195,6 +195,10 @@ class ServingRequest:
         metric = self.scale_metric or next(iter(metrics))
         return metric, self.scale_target or metrics.get(metric, 0)
 
+    def labelled(self, labels: dict[str, str]) -> ServingRequest:
+        """The request with ``labels`` added (a run's: its exit handler finds the run's canary by them)."""
+        return dataclasses.replace(self, labels={**self.labels, **labels})
+
     @property
     def predictor_name(self) -> str:
         """A DNS label for the model version (Standard mode's predictor and canary names)."""

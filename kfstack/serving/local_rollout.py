@@ -12,11 +12,12 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from kfstack.errors import DeploymentFailedError, RunFailedError
+from kfstack.errors import DeploymentFailedError, InvalidParameterError, RunFailedError
+from kfstack.platforms import RUN_DIR_ENV
 from kfstack.serving import local_services
 from kfstack.serving.canary import Endpoint
 from kfstack.serving.protocols import V1_PROBABILITIES, ServingProtocol
-from kfstack.serving.registry import LocalRegistry
+from kfstack.serving.registry import REGISTRY_DIR_ENV, LocalRegistry
 
 MODE = "local"
 STABLE = "stable"
@@ -119,3 +120,30 @@ class LocalRollout:
             "registry": self.registry.path,
             "servers": {role: service.url for role, service in self._serving.items()},
         }
+
+
+def embedded_rollout(
+    *,
+    run_dir: str,
+    registry_dir: str,
+    name: str,
+    model_dir: str,
+    version: str,
+    run_id: str,
+    command: ServerCommand,
+    protocol: ServingProtocol = V1_PROBABILITIES,
+) -> LocalRollout:
+    """A deployment step's rollout on this machine: the run's servers, the registry of ``name``.
+
+    Raises:
+        InvalidParameterError: The step does not run inside ``kfstack run --local`` (which sets
+            the run's and the registry's directories); nothing was started.
+    """
+    if not (run_dir and registry_dir):
+        raise InvalidParameterError(
+            f"deploy on the embedded platform needs {RUN_DIR_ENV} and {REGISTRY_DIR_ENV} (set by "
+            f"`kfstack run --local`); run it through that, or deploy=false"
+        )
+    return LocalRollout(
+        LocalRegistry(registry_dir, name), run_dir, model_dir, version, run_id, command, protocol=protocol
+    )

@@ -35,8 +35,8 @@ from kfstack.lineage import model_version
 from kfstack.platforms import RUN_DIR_ENV, StageResult, Variant
 from kfstack.serving.canary import CanaryThresholds
 from kfstack.serving.kserve_rollout import KServeRollout
-from kfstack.serving.local_rollout import LocalRollout
-from kfstack.serving.registry import REGISTRY_DIR_ENV, LocalRegistry
+from kfstack.serving.local_rollout import embedded_rollout
+from kfstack.serving.registry import REGISTRY_DIR_ENV
 from kfstack.serving.rollout import Holdout, Rollout, deployment_result, roll_out, skipped_deployment
 from kfstack.uris import fsspec_uri, join, storage_uri
 
@@ -123,7 +123,7 @@ class DeployModelStage:
         """The InferenceService of a first deployment (a later run turns it into a canary)."""
         if not settings.deploy:
             return []
-        return [isvc.first_rollout(_labelled(settings.request, context))]
+        return [isvc.first_rollout(settings.request.labelled(context.labels()))]
 
     def preflight(self, settings: DeployModelSettings) -> None:
         """The model directory is complete and the holdout is there, before anything is deployed."""
@@ -145,17 +145,13 @@ class DeployModelStage:
     def run_local(self, settings: DeployModelSettings) -> StageResult:
         if not settings.deploy:
             return skipped_deployment()
-        if not (settings.run_dir and settings.registry_dir):
-            raise InvalidParameterError(
-                f"deploy on the embedded platform needs {RUN_DIR_ENV} and {REGISTRY_DIR_ENV} (set by "
-                f"`kfstack run --local`); run it through that, or deploy=false"
-            )
-        rollout = LocalRollout(
-            LocalRegistry(settings.registry_dir, settings.request.name),
-            settings.run_dir,
-            settings.model_uri,
-            settings.request.model_version,
-            settings.run_id,
+        rollout = embedded_rollout(
+            run_dir=settings.run_dir,
+            registry_dir=settings.registry_dir,
+            name=settings.request.name,
+            model_dir=settings.model_uri,
+            version=settings.request.model_version,
+            run_id=settings.run_id,
             command=lambda model_dir, name, port: command(model_dir, name, port),
         )
         return _deploy(rollout, settings)
@@ -165,16 +161,11 @@ class DeployModelStage:
     ) -> StageResult:
         if not settings.deploy:
             return skipped_deployment()
-        request = _labelled(settings.request, context)
+        request = settings.request.labelled(context.labels())
         return _deploy(KServeRollout(request, cluster, settings.placement), settings)
 
 
 STAGE = DeployModelStage()
-
-
-def _labelled(request: isvc.ServingRequest, context: RunContext) -> isvc.ServingRequest:
-    """The request labelled with the run (the exit handler finds the run's canary by it)."""
-    return dataclasses.replace(request, labels={**request.labels, **context.labels()})
 
 
 def _deploy(rollout: Rollout, settings: DeployModelSettings) -> StageResult:

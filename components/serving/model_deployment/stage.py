@@ -41,9 +41,9 @@ from kfstack.lineage import model_version
 from kfstack.platforms import RUN_DIR_ENV, StageResult, Variant
 from kfstack.serving.canary import CanaryThresholds
 from kfstack.serving.kserve_rollout import KServeRollout
-from kfstack.serving.local_rollout import LocalRollout
+from kfstack.serving.local_rollout import embedded_rollout
 from kfstack.serving.protocols import ServingProtocol, V1Predict, V2Tensor
-from kfstack.serving.registry import REGISTRY_DIR_ENV, LocalRegistry
+from kfstack.serving.registry import REGISTRY_DIR_ENV
 from kfstack.serving.rollout import Holdout, Rollout, deployment_result, roll_out, skipped_deployment
 from kfstack.serving.standard_formats import TRITON_MODEL_FILE, TRITON_VERSION, single_model_file
 from kfstack.uris import fsspec_uri, join, storage_uri
@@ -186,7 +186,7 @@ class ModelDeploymentStage:
         """The InferenceService of a first deployment (a later run turns it into a canary)."""
         if not settings.deploy:
             return []
-        return [isvc.first_rollout(_labelled(settings.request, context))]
+        return [isvc.first_rollout(settings.request.labelled(context.labels()))]
 
     def preflight(self, settings: ModelDeploymentSettings) -> None:
         """The holdout is there, before anything is deployed."""
@@ -199,21 +199,17 @@ class ModelDeploymentStage:
     def run_local(self, settings: ModelDeploymentSettings) -> StageResult:
         if not settings.deploy:
             return skipped_deployment()
-        if not (settings.run_dir and settings.registry_dir):
-            raise InvalidParameterError(
-                f"deploy on the embedded platform needs {RUN_DIR_ENV} and {REGISTRY_DIR_ENV} (set by "
-                f"`kfstack run --local`); run it through that, or deploy=false"
-            )
         _lay_out(settings)
         format_flags = [f"--model_format={settings.model_format}"]
         if settings.custom_predictor:
             format_flags.append(f"--custom_predictor={settings.custom_predictor}")
-        rollout = LocalRollout(
-            LocalRegistry(settings.registry_dir, settings.request.name),
-            settings.run_dir,
-            settings.serving_uri,
-            settings.request.model_version,
-            settings.run_id,
+        rollout = embedded_rollout(
+            run_dir=settings.run_dir,
+            registry_dir=settings.registry_dir,
+            name=settings.request.name,
+            model_dir=settings.serving_uri,
+            version=settings.request.model_version,
+            run_id=settings.run_id,
             command=lambda model_dir, name, port: server_command(model_dir, name, port, format_flags),
             protocol=protocol_for(settings),
         )
@@ -226,7 +222,10 @@ class ModelDeploymentStage:
             return skipped_deployment()
         _lay_out(settings)
         rollout = KServeRollout(
-            _labelled(settings.request, context), cluster, settings.placement, protocol=protocol_for(settings)
+            settings.request.labelled(context.labels()),
+            cluster,
+            settings.placement,
+            protocol=protocol_for(settings),
         )
         return _deploy(rollout, settings)
 
@@ -296,11 +295,6 @@ def _onnx_file(settings: ModelDeploymentSettings) -> str:
     fs, model_dir = fsspec.core.url_to_fs(fsspec_uri(settings.model_uri))
     [found] = [p for p in fs.ls(model_dir, detail=False) if str(p).endswith(".onnx")]
     return f"{fsspec_uri(settings.model_uri).split('://')[0]}://{found}"
-
-
-def _labelled(request: isvc.ServingRequest, context: RunContext) -> isvc.ServingRequest:
-    """The request labelled with the run (the exit handler finds the run's canary by it)."""
-    return dataclasses.replace(request, labels={**request.labels, **context.labels()})
 
 
 def read_holdout(settings: ModelDeploymentSettings) -> Holdout:

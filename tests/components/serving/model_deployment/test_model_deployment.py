@@ -207,3 +207,10 @@ def test_an_onnx_model_is_deployed_as_triton_would_serve_it(digits, tmp_path, mo
     assert (step / "serving_model" / "digits" / "1" / "model.onnx").is_file()
     outputs = json.loads((step / "executor_output.json").read_text())
     assert outputs["parameterValues"]["decision"] == "first"
+
+
+def test_deploying_embedded_needs_the_runs_directories(digits, tmp_path, monkeypatch):
+    monkeypatch.delenv(RUN_DIR_ENV, raising=False)
+    monkeypatch.delenv(REGISTRY_DIR_ENV, raising=False)
+    with pytest.raises(InvalidParameterError, match="needs KFSTACK_RUN_DIR and KFSTACK_REGISTRY_DIR"):
+        run_local(arguments(digits, tmp_path))
