@@ -27,21 +27,17 @@ from kfstack.components.training.train_model.stage import BACKENDS, TrainModelSe
 from kfstack.components.training.train_model.stage import STAGE as TRAIN_STAGE
 from kfstack.kubernetes.katib_experiment import (
     TRIAL_NAME,
-    ExperimentRequest,
-    build_experiment,
-    trial_parameters,
 )
 from kfstack.kubernetes.launcher import Cluster
 from kfstack.kubernetes.naming import RunContext
 from kfstack.kubernetes.placement import TrainingPlacement, TuningPlacement
-from kfstack.kubernetes.resources import EXPERIMENT
 from kfstack.kubernetes.training_apis import job_kind
 from kfstack.platforms import RUN_DIR_ENV, StageResult, Variant
 from kfstack.settings import katib_parameter, substitute_katib_parameters
 from kfstack.training.process_group import run_process_group
 from kfstack.training.settings import TUNABLE_HYPERPARAMETERS, TrainingSettings
 from kfstack.tuning.local_tuner import LocalTuner, TrialRun, TrialRunner
-from kfstack.tuning.outcome import experiment_result, not_tuned, tuned
+from kfstack.tuning.outcome import experiment_result, experiment_variants, not_tuned, trial_experiment, tuned
 from kfstack.tuning.spec import TuningSettings
 from kfstack.tuning.trials import TuningResult
 from kfstack.uris import join
@@ -118,16 +114,7 @@ class TuneModelStage:
     def variants(self, settings: TuneModelSettings) -> list[Variant[TuneModelSettings]]:
         """Katib with the training step's trial kinds (``training_api`` chooses as there);
         with tuning off, one variant that needs nothing."""
-        if not settings.tuning.enabled:
-            return [Variant(settings, requires=())]
-        return [
-            Variant(
-                settings.with_training_api(variant.settings.training_api),
-                (EXPERIMENT, *variant.requires),
-                variant.choice,
-            )
-            for variant in TRAIN_STAGE.variants(settings.trial)
-        ]
+        return experiment_variants(settings, TRAIN_STAGE.variants(settings.trial))
 
     def build(self, settings: TuneModelSettings, context: RunContext) -> list[dict]:
         """The Katib Experiment whose trial template is the training step's job."""
@@ -135,15 +122,11 @@ class TuneModelStage:
             return []
         trial = settings.trial
         (trial_job,) = TRAIN_STAGE.build(trial, context)
-        request = ExperimentRequest(
-            name=context.name("kfs-tune"),
-            labels=context.labels(),
-            tuning=settings.tuning,
-            trial_job=trial_job,
-            trial_kind=job_kind(trial.training_api, trial.training.framework),
-            trial_parameters=trial_parameters(settings.tuning),
-        )
-        return [build_experiment(request)]
+        return [
+            trial_experiment(
+                context, settings.tuning, trial_job, job_kind(trial.training_api, trial.training.framework)
+            )
+        ]
 
     def preflight(self, settings: TuneModelSettings) -> None:
         if settings.tuning.enabled:
