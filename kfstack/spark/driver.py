@@ -27,64 +27,32 @@ every image that runs Spark) and keeps its own folder off ``sys.path``.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
-import runpy
 import sys
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 
 import fsspec
 
 from kfstack.contracts import REPORT_PATH_ENV, SparkApplicationCode, read_report
+from kfstack.team_code import run_as_main
 
 # Where the wrapper copies the team's report once the application returned; set by the step.
 REPORT_UPLOAD_URI_ENV = "KFSTACK_REPORT_UPLOAD_URI"
-# A file application may be named as spark-submit names files inside the image.
-_LOCAL_SCHEME = "local://"
 
 logger = logging.getLogger("kfstack.spark.driver")
 
 
-def local_path(application: str) -> str:
-    """A file application's path on the machine the driver runs on (``local://`` removed)."""
-    return application[len(_LOCAL_SCHEME) :] if application.startswith(_LOCAL_SCHEME) else application
-
-
-@contextlib.contextmanager
-def _as_main(path_entry: str, argv: list[str]) -> Iterator[None]:
-    """``sys.argv`` and ``sys.path[0]`` as the application's own process would have them, for
-    the duration of the block (restored after, so the wrapper can also run in-process)."""
-    saved_argv, saved_path = sys.argv, list(sys.path)
-    sys.argv = argv
-    sys.path.insert(0, path_entry)
-    try:
-        yield
-    finally:
-        sys.argv = saved_argv
-        sys.path[:] = saved_path
-
-
 def run_application(code: SparkApplicationCode) -> None:
-    """Runs ``code`` as ``__main__``; returns when it returns or exits with status 0.
+    """Runs ``code`` as ``__main__``, as spark-submit runs its main file
+    (:func:`kfstack.team_code.run_as_main`).
 
     Raises:
         SystemExit: The application exited with a non-zero status (or a message).
         Exception: Whatever the application raised, unchanged.
     """
-    try:
-        if code.is_file:
-            path = local_path(code.application)
-            with _as_main(os.path.dirname(os.path.abspath(path)), [path, *code.arguments]):
-                runpy.run_path(path, run_name="__main__")
-        else:
-            # run_module(alter_sys=True) sets argv[0] to the module's file, as ``python -m`` does.
-            with _as_main(os.getcwd(), [code.application, *code.arguments]):
-                runpy.run_module(code.application, run_name="__main__", alter_sys=True)
-    except SystemExit as exit_:
-        if exit_.code not in (None, 0):
-            raise
+    run_as_main(code.application, code.arguments)
 
 
 def upload_report(report_path: str, upload_uri: str, who: str) -> dict[str, float]:

@@ -47,6 +47,7 @@ from kfstack.cancellation import sigterm_raises
 from kfstack.contracts import SparkApplicationCode
 from kfstack.errors import PlatformNotAvailableError, RunFailedError
 from kfstack.spark import class_archive, driver
+from kfstack.team_code import local_path
 
 logger = logging.getLogger(__name__)
 
@@ -94,7 +95,7 @@ class LocalSparkJob:
         """What Spark calls the application (its log lines, a history server) unless the code
         names it: the file's or module's name, not the wrapper's."""
         if self.code.is_file:
-            return os.path.splitext(os.path.basename(driver.local_path(self.code.application)))[0]
+            return os.path.splitext(os.path.basename(local_path(self.code.application)))[0]
         return self.code.application
 
 

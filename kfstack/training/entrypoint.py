@@ -29,7 +29,6 @@ import io
 import json
 import logging
 import os
-import runpy
 import sys
 import tempfile
 import time
@@ -40,6 +39,7 @@ import fsspec
 
 from kfstack import contracts
 from kfstack.errors import InvalidParameterError
+from kfstack.team_code import run_as_main
 from kfstack.tuning.metric_lines import parse_line
 from kfstack.uris import join
 
@@ -159,15 +159,7 @@ def run_code(code: contracts.TrainingCode, argv: Sequence[str]) -> None:
         function: Callable[..., Any] = getattr(importlib.import_module(code.module), code.function)
         function(**values)
         return
-    saved = sys.argv
-    sys.argv = [code.module, *argv]
-    try:
-        runpy.run_module(code.module, run_name="__main__", alter_sys=True)
-    except SystemExit as exit_:
-        if exit_.code not in (None, 0):
-            raise
-    finally:
-        sys.argv = saved
+    run_as_main(code.module, argv)
 
 
 def _copy_dir(local_dir: str, uri: str) -> None:

@@ -40,8 +40,9 @@ from kfstack.kubernetes.spark_application import (
 )
 from kfstack.platforms import KUBERNETES, LOCAL, PLATFORM_ARGUMENT, StageResult, Variant
 from kfstack.settings import Settings, setting
-from kfstack.spark.driver import REPORT_UPLOAD_URI_ENV, local_path
+from kfstack.spark.driver import REPORT_UPLOAD_URI_ENV
 from kfstack.spark.local import LocalSparkJob, run_local_job
+from kfstack.team_code import local_path
 from kfstack.uris import fsspec_uri, spark_uri
 
 NAME_PREFIX = "kfs-spark"

@@ -1,0 +1,61 @@
+"""Runs a team's file or module as its own process would run it: as ``__main__``, with
+``sys.argv`` and ``sys.path[0]`` as ``python FILE`` or ``python -m MODULE`` would set them.
+
+The Spark driver wrapper (:mod:`kfstack.spark.driver`) runs a PySpark application this way, as
+``spark-submit`` would; the training entrypoint (:mod:`kfstack.training.entrypoint`) runs a
+training module this way, as ``python -m`` would. An exit with status 0 (or none) counts as
+returning; any other exit, and any exception, goes on unchanged.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import runpy
+import sys
+from collections.abc import Iterator, Sequence
+
+# A file may be named as spark-submit names files inside an image.
+LOCAL_SCHEME = "local://"
+
+
+def local_path(application: str) -> str:
+    """A file's path on this machine (``local://`` removed)."""
+    return application[len(LOCAL_SCHEME) :] if application.startswith(LOCAL_SCHEME) else application
+
+
+@contextlib.contextmanager
+def _as_main(path_entry: str, argv: list[str]) -> Iterator[None]:
+    """``sys.argv`` and ``sys.path[0]`` as the code's own process would have them, for the
+    duration of the block (restored after, so the caller goes on as before)."""
+    saved_argv, saved_path = sys.argv, list(sys.path)
+    sys.argv = argv
+    sys.path.insert(0, path_entry)
+    try:
+        yield
+    finally:
+        sys.argv = saved_argv
+        sys.path[:] = saved_path
+
+
+def run_as_main(target: str, arguments: Sequence[str]) -> None:
+    """Runs ``target`` -- a ``.py`` file (``local://`` allowed) or a module name -- as
+    ``__main__`` with ``arguments`` after its name in ``sys.argv``; returns when it returns or
+    exits with status 0.
+
+    Raises:
+        SystemExit: The code exited with a non-zero status (or a message).
+        Exception: Whatever the code raised, unchanged.
+    """
+    try:
+        if target.endswith(".py"):
+            path = local_path(target)
+            with _as_main(os.path.dirname(os.path.abspath(path)), [path, *arguments]):
+                runpy.run_path(path, run_name="__main__")
+        else:
+            # run_module(alter_sys=True) sets argv[0] to the module's file, as ``python -m`` does.
+            with _as_main(os.getcwd(), [target, *arguments]):
+                runpy.run_module(target, run_name="__main__", alter_sys=True)
+    except SystemExit as exit_:
+        if exit_.code not in (None, 0):
+            raise
