@@ -402,6 +402,12 @@ def check_model_format(model_format: str) -> str:
     return model_format
 
 
+def model_files(names: Sequence[str], model_format: str) -> list[str]:
+    """Those of ``names`` (the files at the top of a model directory) that are a model file of
+    ``model_format``, sorted: exactly one is what a standard format's runtime loads."""
+    return sorted(name for name in names if name.endswith(MODEL_FILE_SUFFIXES[model_format]))
+
+
 def model_dir_problem(model_dir: str, model_format: str) -> str | None:
     """What ``model_dir`` lacks for ``model_format``, or None when it holds a model of it."""
     files = sorted(
@@ -411,10 +417,10 @@ def model_dir_problem(model_dir: str, model_format: str) -> str | None:
     )
     if not files:
         return "nothing was written to the model directory"
-    suffixes = MODEL_FILE_SUFFIXES.get(model_format)
-    if suffixes is None:
+    if model_format not in MODEL_FILE_SUFFIXES:
         return None  # custom: the team's own predictor knows its files
-    top = [name for name in files if os.sep not in name and name.endswith(suffixes)]
+    suffixes = MODEL_FILE_SUFFIXES[model_format]
+    top = model_files([name for name in files if os.sep not in name], model_format)
     if len(top) != 1:
         return (
             f"a {model_format} model directory holds exactly one {'/'.join(suffixes)} file at its top "

@@ -63,9 +63,9 @@ def load_model(model_format: str, model_dir: str, custom_predictor: str = "", sc
         from kfstack.serving import standard_formats
 
         if model_format == contracts.ONNX:
-            model_dir = standard_formats.triton_layout(
-                model_dir, MODEL_NAME, scratch or tempfile.mkdtemp(prefix="kfstack-triton-")
-            )
+            repository = scratch or tempfile.mkdtemp(prefix="kfstack-triton-")
+            standard_formats.triton_layout(model_dir, MODEL_NAME, repository)
+            model_dir = repository
         model = standard_formats.model_for(model_format, MODEL_NAME, model_dir)
     model.load()
     return model

@@ -28,9 +28,11 @@ model records (KServe's own answer empty lists).
 from __future__ import annotations
 
 import os
+import posixpath
 import shutil
 from typing import Any
 
+import fsspec
 import kserve
 import numpy as np
 from kserve import InferOutput, InferRequest, InferResponse
@@ -58,38 +60,43 @@ _ONNX_TO_TRITON = {
 
 
 def single_model_file(model_dir: str, model_format: str) -> str:
-    """The one model file of ``model_format`` at the top of ``model_dir``, as KServe's sklearn and
-    xgboost servers find it.
+    """The one model file of ``model_format`` at the top of ``model_dir`` (a path or any fsspec
+    URI), as KServe's sklearn and xgboost servers find it; a path for a local directory, else a
+    URI.
 
     Raises:
         FileNotFoundError: There is none.
         ValueError: There is more than one.
     """
-    suffixes = contracts.MODEL_FILE_SUFFIXES[model_format]
-    files = sorted(
-        name
-        for name in os.listdir(model_dir)
-        if os.path.isfile(os.path.join(model_dir, name)) and name.endswith(suffixes)
-    )
+    fs, root = fsspec.core.url_to_fs(model_dir)
+    names = [
+        posixpath.basename(entry["name"]) for entry in fs.ls(root, detail=True) if entry["type"] == "file"
+    ]
+    files = contracts.model_files(names, model_format)
     if not files:
-        raise FileNotFoundError(f"no {'/'.join(suffixes)} file in {model_dir} for format {model_format!r}")
+        suffixes = "/".join(contracts.MODEL_FILE_SUFFIXES[model_format])
+        raise FileNotFoundError(f"no {suffixes} file in {model_dir} for format {model_format!r}")
     if len(files) > 1:
         raise ValueError(f"more than one {model_format} model file in {model_dir}: {files}; one is allowed")
-    return os.path.join(model_dir, files[0])
+    path = posixpath.join(root, files[0])
+    return path if "file" in fs.protocol else fs.unstrip_protocol(path)
 
 
 def triton_layout(model_dir: str, name: str, repository: str) -> str:
     """Lays ``model_dir``'s ``.onnx`` file out as Triton's model repository under ``repository``
-    (``<repository>/<name>/1/model.onnx``); returns ``repository``.
+    (``<repository>/<name>/1/model.onnx``; either a path or any fsspec URI); returns the file
+    laid out.
 
     Raises:
         FileNotFoundError / ValueError: Not exactly one ``.onnx`` file at the top of ``model_dir``.
     """
     source = single_model_file(model_dir, contracts.ONNX)
-    version_dir = os.path.join(repository, name, TRITON_VERSION)
-    os.makedirs(version_dir, exist_ok=True)
-    shutil.copyfile(source, os.path.join(version_dir, TRITON_MODEL_FILE))
-    return repository
+    target = posixpath.join(repository.rstrip("/"), name, TRITON_VERSION, TRITON_MODEL_FILE)
+    fs, path = fsspec.core.url_to_fs(target)
+    fs.makedirs(posixpath.dirname(path), exist_ok=True)
+    with fsspec.open(source, "rb") as source_file, fs.open(path, "wb") as target_file:
+        shutil.copyfileobj(source_file, target_file)
+    return target
 
 
 def _matrix(instances: Any, width: int | None) -> Any:

@@ -24,7 +24,8 @@ def digits_models(tmp_path_factory):
     root = tmp_path_factory.mktemp("formats")
     sklearn_model = standard_models.sklearn_digits(str(root / "sklearn"))
     standard_models.onnx_digits(str(root / "onnx"), sklearn_model)
-    repository = standard_formats.triton_layout(str(root / "onnx"), "digits", str(root / "repository"))
+    standard_formats.triton_layout(str(root / "onnx"), "digits", str(root / "repository"))
+    repository = str(root / "repository")
     x, y = standard_models.digits()
     held_out = x[-standard_models.DIGITS_TEST_ROWS :], y[-standard_models.DIGITS_TEST_ROWS :]
     return {

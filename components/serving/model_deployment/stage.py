@@ -45,7 +45,7 @@ from kfstack.serving.local_rollout import embedded_rollout
 from kfstack.serving.protocols import ServingProtocol, V1Predict, V2Tensor
 from kfstack.serving.registry import REGISTRY_DIR_ENV
 from kfstack.serving.rollout import Holdout, Rollout, deployment_result, roll_out, skipped_deployment
-from kfstack.serving.standard_formats import TRITON_MODEL_FILE, TRITON_VERSION, single_model_file
+from kfstack.serving.standard_formats import triton_layout
 from kfstack.uris import fsspec_uri, join, storage_uri
 
 FORMAT_SERVER = "kfstack.serving.format_server"
@@ -199,7 +199,6 @@ class ModelDeploymentStage:
     def run_local(self, settings: ModelDeploymentSettings) -> StageResult:
         if not settings.deploy:
             return skipped_deployment()
-        _lay_out(settings)
         format_flags = [f"--model_format={settings.model_format}"]
         if settings.custom_predictor:
             format_flags.append(f"--custom_predictor={settings.custom_predictor}")
@@ -211,7 +210,7 @@ class ModelDeploymentStage:
             version=settings.request.model_version,
             run_id=settings.run_id,
             command=lambda model_dir, name, port: server_command(model_dir, name, port, format_flags),
-            protocol=protocol_for(settings),
+            protocol=prepare_serving(settings),
         )
         return _deploy(rollout, settings)
 
@@ -220,12 +219,11 @@ class ModelDeploymentStage:
     ) -> StageResult:
         if not settings.deploy:
             return skipped_deployment()
-        _lay_out(settings)
         rollout = KServeRollout(
             settings.request.labelled(context.labels()),
             cluster,
             settings.placement,
-            protocol=protocol_for(settings),
+            protocol=prepare_serving(settings),
         )
         return _deploy(rollout, settings)
 
@@ -248,37 +246,26 @@ def server_command(model_dir: str, name: str, port: int, format_flags: list[str]
     ]
 
 
-def _lay_out(settings: ModelDeploymentSettings) -> None:
-    """``onnx``: the model's ``.onnx`` file as Triton's repository at the serving URI
-    (``<serving>/<serving_name>/1/model.onnx``); other formats serve the model directory as it is.
+def prepare_serving(settings: ModelDeploymentSettings) -> ServingProtocol:
+    """What the servers load and how the analysis asks them: for ``onnx`` the model laid out as
+    Triton's repository at the serving URI (``<serving>/<serving_name>/1/model.onnx``) and a V2
+    tensor of the graph's one input; other formats serve the model directory as it is, over V1.
 
     Raises:
-        InvalidParameterError: The model directory holds no single ``.onnx`` file.
+        InvalidParameterError: The model directory holds no single ``.onnx`` file, or the graph
+            takes more than one input.
     """
-    if settings.model_format != contracts.ONNX:
-        return
-    model_fs, model_dir = fsspec.core.url_to_fs(fsspec_uri(settings.model_uri))
-    onnx_files = [p for p in model_fs.ls(model_dir, detail=False) if str(p).endswith(".onnx")]
-    if len(onnx_files) != 1:
-        raise InvalidParameterError(
-            f"model {settings.model_uri}: an onnx model directory holds exactly one .onnx file; "
-            f"found {onnx_files}"
-        )
-    target = join(fsspec_uri(settings.serving_uri), settings.request.name, TRITON_VERSION, TRITON_MODEL_FILE)
-    serving_fs, target_path = fsspec.core.url_to_fs(target)
-    serving_fs.makedirs(os.path.dirname(target_path), exist_ok=True)
-    with model_fs.open(onnx_files[0], "rb") as source, serving_fs.open(target_path, "wb") as sink:
-        sink.write(source.read())
-
-
-def protocol_for(settings: ModelDeploymentSettings) -> ServingProtocol:
-    """How the analysis asks this model's servers: V1, or for ``onnx`` a V2 tensor of the
-    graph's one input (read from the model file)."""
     if settings.model_format != contracts.ONNX:
         return V1Predict()
     import onnxruntime
 
-    with fsspec.open(fsspec_uri(_onnx_file(settings)), "rb") as f:
+    try:
+        laid_out = triton_layout(
+            fsspec_uri(settings.model_uri), settings.request.name, fsspec_uri(settings.serving_uri)
+        )
+    except (FileNotFoundError, ValueError) as err:
+        raise InvalidParameterError(f"model {settings.model_uri}: {err}") from err
+    with fsspec.open(laid_out, "rb") as f:
         inputs = onnxruntime.InferenceSession(f.read(), providers=["CPUExecutionProvider"]).get_inputs()
     if len(inputs) != 1:
         raise InvalidParameterError(
@@ -287,14 +274,6 @@ def protocol_for(settings: ModelDeploymentSettings) -> ServingProtocol:
         )
     datatype = "FP64" if inputs[0].type == "tensor(double)" else "FP32"
     return V2Tensor(inputs[0].name, datatype)
-
-
-def _onnx_file(settings: ModelDeploymentSettings) -> str:
-    if "://" not in settings.model_uri:
-        return single_model_file(settings.model_uri, contracts.ONNX)
-    fs, model_dir = fsspec.core.url_to_fs(fsspec_uri(settings.model_uri))
-    [found] = [p for p in fs.ls(model_dir, detail=False) if str(p).endswith(".onnx")]
-    return f"{fsspec_uri(settings.model_uri).split('://')[0]}://{found}"
 
 
 def read_holdout(settings: ModelDeploymentSettings) -> Holdout:
