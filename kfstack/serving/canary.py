@@ -116,13 +116,8 @@ class EndpointFigures:
         return self.errors / self.requests if self.requests else 0.0
 
     @property
-    def answered_mask(self) -> np.ndarray:
-        values = self.predictions.reshape(len(self.predictions), -1)
-        return ~np.isnan(values).any(axis=1)
-
-    @property
     def answered(self) -> np.ndarray:
-        return self.predictions[self.answered_mask]
+        return self.predictions[_answered(self.predictions)]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -369,6 +364,7 @@ def _assemble(rows: int, answers: list[tuple[int, np.ndarray]]) -> np.ndarray:
 
 
 def _answered(predictions: np.ndarray) -> np.ndarray:
+    """Which records have a prediction (a number, or a vector with no NaN)."""
     return ~np.isnan(predictions.reshape(len(predictions), -1)).any(axis=1)
 
 
