@@ -44,16 +44,11 @@ def main(argv: list[str] | None = None) -> int:
 
     from kfstack.serving.local_services import exit_with_owner
     from kfstack.serving.model_server import install_request_hooks
-    from kfstack.serving.served_models import check_model, predictor_class
-    from kfstack.serving.standard_formats import model_for
+    from kfstack.serving.served_models import build_model
 
     args = parser().parse_args(argv)
     try:
-        check_model(args.model_format, args.custom_predictor)
-        if args.model_format == contracts.CUSTOM:
-            model = predictor_class(args.custom_predictor)(args.model_name, args.model_dir)
-        else:
-            model = model_for(args.model_format, args.model_name, args.model_dir)
+        model = build_model(args.model_format, args.model_name, args.model_dir, args.custom_predictor)
         model.load()
     except (FileNotFoundError, ValueError) as err:
         logger.error("cannot serve %s: %s", args.model_dir, err)

@@ -50,22 +50,35 @@ def check_model(model_format: str, custom_predictor: str = "") -> None:
         predictor_class(custom_predictor)
 
 
-def load_model(model_format: str, model_dir: str, custom_predictor: str = "", scratch: str = "") -> Any:
-    """The loaded model server's model for ``model_dir``.
+def build_model(model_format: str, name: str, model_dir: str, custom_predictor: str = "") -> Any:
+    """The model a server serves as ``name`` from ``model_dir`` (for ``onnx``: Triton's model
+    repository), not loaded yet: a standard format's stand-in, or the team's class.
 
     Raises:
         InvalidParameterError: See :func:`check_model`.
     """
     check_model(model_format, custom_predictor)
     if model_format == contracts.CUSTOM:
-        model = predictor_class(custom_predictor)(MODEL_NAME, model_dir)
-    else:
+        return predictor_class(custom_predictor)(name, model_dir)
+    from kfstack.serving import standard_formats
+
+    return standard_formats.model_for(model_format, name, model_dir)
+
+
+def load_model(model_format: str, model_dir: str, custom_predictor: str = "", scratch: str = "") -> Any:
+    """The loaded model for a trained model directory (an ``onnx`` one laid out as Triton's
+    repository under ``scratch`` first).
+
+    Raises:
+        InvalidParameterError: See :func:`check_model`.
+    """
+    check_model(model_format, custom_predictor)
+    if model_format == contracts.ONNX:
         from kfstack.serving import standard_formats
 
-        if model_format == contracts.ONNX:
-            repository = scratch or tempfile.mkdtemp(prefix="kfstack-triton-")
-            standard_formats.triton_layout(model_dir, MODEL_NAME, repository)
-            model_dir = repository
-        model = standard_formats.model_for(model_format, MODEL_NAME, model_dir)
+        repository = scratch or tempfile.mkdtemp(prefix="kfstack-triton-")
+        standard_formats.triton_layout(model_dir, MODEL_NAME, repository)
+        model_dir = repository
+    model = build_model(model_format, MODEL_NAME, model_dir, custom_predictor)
     model.load()
     return model
