@@ -50,6 +50,7 @@ from typing import Any
 
 from kfstack.errors import InvalidParameterError, RunFailedError
 from kfstack.settings import Placeholder
+from kfstack.team_code import LOCAL_SCHEME, local_path
 
 # --- where things are -------------------------------------------------------------------------
 
@@ -159,27 +160,35 @@ class SparkApplicationCode:
     def is_file(self) -> bool:
         return self.application.endswith(".py")
 
-    def importable_problem(self) -> str | None:
-        """Where this machine can tell: the file or module is missing. A ``local://`` file lives
-        in an image and cannot be checked here (None)."""
-        if self.application.startswith("local://"):
-            return None
+    def importable_problem(self, required: bool = False) -> str | None:
+        """Where this machine can tell: the file or module is missing.
+
+        Args:
+            required: This interpreter will run it (the embedded platform), so a file must be
+                here (``local://`` too) and a module's package installed. Otherwise a
+                ``local://`` file and an absent package live in an image: not checked here.
+        """
         if self.is_file:
-            return None if os.path.isfile(self.application) else f"no such file: {self.application}"
-        return _module_problem(self.application)
+            path = local_path(self.application)
+            if self.application.startswith(LOCAL_SCHEME) and not required:
+                return None
+            return None if os.path.isfile(path) else f"no such file: {path}"
+        return _module_problem(self.application, required)
 
 
 # --- training code ----------------------------------------------------------------------------
 
 
-def _module_problem(module: str) -> str | None:
-    """Why ``module`` cannot be imported here, or None (found, or not importable in this
-    process: its top package is absent, as in a launcher image without the team's package)."""
+def _module_problem(module: str, required: bool = False) -> str | None:
+    """Why ``module`` cannot be imported here, or None: found, or not ``required`` here and its
+    top package absent (a launcher image without the team's package: its own image will tell)."""
     top = module.split(".")[0]
     try:
-        if importlib.util.find_spec(top) is None:
-            return None  # the team's package is not installed here: its image will tell
-        return None if importlib.util.find_spec(module) is not None else f"no module named {module!r}"
+        if not required and importlib.util.find_spec(top) is None:
+            return None
+        if importlib.util.find_spec(module) is not None:
+            return None
+        return f"no module named {module!r}" + (" here" if required else "")
     except (ImportError, ValueError) as err:
         return f"module {module!r} cannot be found: {err}"
 
@@ -228,9 +237,14 @@ class TrainingCode:
         """The function to call; ``""`` when the module runs as ``__main__``."""
         return self.entry.partition(":")[2]
 
-    def importable_problem(self) -> str | None:
-        """Where this process can import the team's package: the module or function is missing."""
-        problem = _module_problem(self.module)
+    def importable_problem(self, required: bool = False) -> str | None:
+        """Where this process can import the team's package: the module or function is missing.
+
+        Args:
+            required: This interpreter's processes will run it (the embedded platform), so the
+                package must be installed here.
+        """
+        problem = _module_problem(self.module, required)
         if problem or not self.function:
             return problem
         if importlib.util.find_spec(self.module.split(".")[0]) is None:

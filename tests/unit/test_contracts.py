@@ -85,8 +85,13 @@ def test_a_module_that_is_not_there_is_named(tmp_path, monkeypatch):
         == "no module named 'json.no_such_part'"
     )
     assert "has no function 'nope'" in contracts.TrainingCode(entry="json:nope").importable_problem()
-    # A team package this process does not have: its image will tell, nothing to say here.
+    # A team package this process does not have: its image will tell, nothing to say here --
+    # unless this interpreter is the one to run it (the embedded platform).
     assert contracts.TrainingCode(entry="no_team_package_here.train").importable_problem() is None
+    assert (
+        contracts.TrainingCode(entry="no_team_package_here").importable_problem(required=True)
+        == "no module named 'no_team_package_here' here"
+    )
     (tmp_path / "broken_team_module.py").write_text("raise RuntimeError('no GPU library')\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     problem = contracts.TrainingCode(entry="broken_team_module:fit").importable_problem()

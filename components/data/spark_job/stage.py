@@ -18,7 +18,6 @@ kfstack's files.
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
 import os
 import tempfile
 from collections.abc import Mapping
@@ -42,7 +41,6 @@ from kfstack.platforms import KUBERNETES, LOCAL, PLATFORM_ARGUMENT, StageResult,
 from kfstack.settings import Settings, setting
 from kfstack.spark.driver import REPORT_UPLOAD_URI_ENV
 from kfstack.spark.local import LocalSparkJob, run_local_job
-from kfstack.team_code import local_path
 from kfstack.uris import fsspec_uri, spark_uri
 
 NAME_PREFIX = "kfs-spark"
@@ -105,23 +103,12 @@ def application_problem(code: SparkApplicationCode, platform: str) -> str | None
     driver); here it must exist. A module is looked up where its package is installed; locally
     it must be, as spark-submit's Python child runs with this interpreter.
     """
-    if code.is_file:
-        if platform == KUBERNETES and not code.application.startswith("local://"):
-            return (
-                f"spark_application={code.application!r}: on Kubernetes a .py application is a file "
-                f"inside the Spark image, named local:///path/in/the/image.py"
-            )
-        if platform == LOCAL:
-            path = local_path(code.application)
-            return None if os.path.isfile(path) else f"spark_application: no such file: {path}"
-        return None
-    if platform == LOCAL:
-        try:
-            found = importlib.util.find_spec(code.application) is not None
-        except (ImportError, ValueError) as err:
-            return f"spark_application: module {code.application!r} cannot be found: {err}"
-        return None if found else f"spark_application: no module named {code.application!r} here"
-    problem = code.importable_problem()
+    if code.is_file and platform == KUBERNETES and not code.application.startswith("local://"):
+        return (
+            f"spark_application={code.application!r}: on Kubernetes a .py application is a file "
+            f"inside the Spark image, named local:///path/in/the/image.py"
+        )
+    problem = code.importable_problem(required=platform == LOCAL)
     return f"spark_application: {problem}" if problem else None
 
 

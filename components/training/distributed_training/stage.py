@@ -41,7 +41,7 @@ from kfstack.kubernetes.training_jobs import (
     build_pytorchjob,
     build_tfjob,
 )
-from kfstack.platforms import StageResult, Variant
+from kfstack.platforms import LOCAL, StageResult, Variant
 from kfstack.settings import Placeholder
 from kfstack.training import entrypoint, local_replicas
 from kfstack.training.process_group import ReplicaSet, run_process_group
@@ -166,7 +166,8 @@ class DistributedTrainingStage:
             InvalidParameterError: Whatever is wrong, before anything starts.
         """
         code = code_from_arguments(arguments)
-        problem = code.importable_problem()
+        # The embedded platform's replicas run with this interpreter: the package must be here.
+        problem = code.importable_problem(required=arguments.get("platform") == LOCAL)
         if problem:
             raise InvalidParameterError(f"training_code={code.entry!r}: {problem}")
         value = arguments.get("hyperparameters")

@@ -140,6 +140,7 @@ def test_the_entrypoint_runs_a_module_and_leaves_the_result(team_code, tmp_path,
         ({"training_code": "plain_team_module:fit"}, "failed to import"),  # argparse exits
         ({"training_code": "tiny_torch_team:fit"}, "has no function 'fit'"),
         ({"training_code": "json.team_trainer"}, "no module named 'json.team_trainer'"),
+        ({"training_code": "no_team_package_installed"}, "no module named 'no_team_package_installed' here"),
         ({"model_format": "pmml"}, "model_format='pmml'"),
         ({"env_secrets": ["db password"]}, "is not a Secret name"),
         ({"gpu_pool": "tpu"}, "gpu_pool='tpu' is not a node pool"),
