@@ -16,10 +16,13 @@ from kfp import dsl
 
 from kfstack.components.data.flights_features.component import flights_features
 from kfstack.components.evaluation.evaluate_model.component import evaluate_model
-from kfstack.components.serving.deploy_model.component import deploy_model
+from kfstack.components.serving import predictor
+from kfstack.components.serving.model_deployment.component import model_deployment
 from kfstack.components.serving.register_model.component import register_model
 from kfstack.components.training.train_model.component import train_model
 from kfstack.components.tuning.tune_model.component import tune_model
+from kfstack.evaluation.task_metrics import BINARY
+from kfstack.features import HOLDOUT_FILE, LABEL_COLUMN
 from kfstack.pipelines.wiring import (
     JSON_PARAMETERS,
     NAMESPACE_FIELD,
@@ -82,12 +85,24 @@ def train_and_evaluate(
 def deploy(
     parameters: Mapping[str, Any], training: dsl.PipelineTask, features_task: dsl.PipelineTask
 ) -> dsl.PipelineTask:
-    """The rollout of the trained model: first at 100%, later as an analysed canary."""
+    """The rollout of the trained model: first at 100%, later as an analysed canary.
+
+    The generic deployment with the flights predictor as its custom predictor, replaying the
+    feature job's labelled holdout as raw flight records and judging the canary by its AUC."""
     task = call(
-        deploy_model,
+        model_deployment,
         parameters,
         model=training.outputs["model"],
-        features=features_task.outputs["features"],
+        holdout=features_task.outputs["features"],
+        holdout_split=HOLDOUT_FILE,
+        model_format="custom",
+        custom_predictor=predictor.MODEL_CLASS,
+        serving_runtime=predictor.RUNTIME,
+        serving_model_format=predictor.MODEL_FORMAT,
+        task=BINARY,
+        label_column=LABEL_COLUMN,
+        request_format="records",
+        canary_max_quality_drop=parameters["canary_max_auc_drop"],
         run_id=RUN_ID,
         task_name=TASK_NAME,
     )

@@ -63,11 +63,6 @@ SCALE_METRICS = {
     SERVERLESS: {"concurrency": 8, "rps": 50},
     STANDARD: {"cpu": 80, "memory": 80},
 }
-# The flights predictor's ServingRuntime and the model format it declares
-# (manifests/base/namespaced): a request's defaults, which a team's deployment replaces.
-RUNTIME = "kfstack-flights-predictor"
-MODEL_FORMAT = "kfstack-flights"
-MODEL_FORMAT_VERSION = "1"
 # The predictor container, in the ServingRuntime and in every InferenceService's model spec.
 CONTAINER_NAME = "kserve-container"
 # Which model version serves (confirmed: a first deployment that answered, a promoted canary),
@@ -147,9 +142,9 @@ class ServingRequest:
     scale_target: int = 0
     canary_traffic_percent: int = 10
     labels: dict[str, str] = dataclasses.field(default_factory=dict)
-    model_format: str = MODEL_FORMAT
-    model_format_version: str = MODEL_FORMAT_VERSION
-    runtime: str = RUNTIME
+    model_format: str = ""
+    model_format_version: str = ""
+    runtime: str = ""
     protocol_version: str = ""
 
     def __post_init__(self) -> None:
@@ -180,6 +175,8 @@ class ServingRequest:
                 f"serving_scale_target={self.scale_target}: a target per replica, at least 1 "
                 f"(serving_mode=standard: a utilisation percent, at most 100); 0: the default"
             )
+        if not self.model_format:
+            problems.append("the model format the InferenceService declares (modelFormat.name) is empty")
         if not 0 < self.canary_traffic_percent < 100:
             problems.append(f"canary_traffic_percent={self.canary_traffic_percent} must be between 1 and 99")
         if "://" not in self.storage_uri and not isinstance(self.storage_uri, Placeholder):

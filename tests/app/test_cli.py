@@ -624,7 +624,7 @@ def test_compile_stamps_the_pipeline_version_everywhere_a_run_sees_it(capsys, tm
     loaded = components.load_component_from_file(str(path))
     assert loaded.name == DEFAULT_PIPELINE
     stamped = json_format.MessageToDict(loaded.platform_spec)["platforms"]["kubernetes"]["deploymentSpec"]
-    assert stamped["executors"]["exec-deploy-model"]["podMetadata"]["labels"]
+    assert stamped["executors"]["exec-model-deployment"]["podMetadata"]["labels"]
 
 
 def test_compile_refuses_a_version_no_label_can_hold(capsys, tmp_path):

@@ -32,6 +32,10 @@ def request(mode: str, version: str = "0.1.0+run1", **overrides) -> isvc.Serving
         "profile": get_profile("serving"),
         "service_account": "kfstack-predictor",
         "labels": {"pipelines.kubeflow.org/run-id": "run1"},
+        # A team's own runtime and the format it declares.
+        "model_format": "team-format",
+        "model_format_version": "1",
+        "runtime": "team-runtime",
     }
     fields.update(overrides)
     return isvc.ServingRequest(**fields)
@@ -95,8 +99,8 @@ def test_serverless_canary_promotion_and_rollback():
     assert "canaryTrafficPercent" not in predictor
     assert predictor["model"] == {
         "name": "kserve-container",
-        "modelFormat": {"name": "kfstack-flights", "version": "1"},
-        "runtime": "kfstack-flights-predictor",
+        "modelFormat": {"name": "team-format", "version": "1"},
+        "runtime": "team-runtime",
         "storageUri": "s3://models/flights/0.1.0+run1",
         "resources": {"requests": {"cpu": "1", "memory": "2Gi"}, "limits": {"memory": "2Gi"}},
     }
@@ -206,6 +210,9 @@ def test_refusals_name_the_parameter():
         request(isvc.STANDARD, min_replicas=0)
     with pytest.raises(InvalidParameterError, match="canary_traffic_percent=100"):
         request(isvc.SERVERLESS, canary_traffic_percent=100)
+    # No default format: every deployment says what it serves.
+    with pytest.raises(InvalidParameterError, match=r"modelFormat\.name\) is empty"):
+        request(isvc.SERVERLESS, model_format="")
     # Each mode's autoscaler has its own metrics (Knative's KPA; Standard mode's HPA).
     with pytest.raises(InvalidParameterError, match="serving_scale_metric='cpu': serving_mode=serverless"):
         request(isvc.SERVERLESS, scale_metric="cpu")

@@ -336,21 +336,24 @@ def test_render_refuses_bad_parameters(tmp_path, capsys):
 def test_the_deployment_serves_a_kfp_artifact_from_its_s3_uri():
     """KFP's default artifact store is MinIO (minio://...); KServe's storage initializer reads it
     as S3."""
-    from kfstack.components.serving.deploy_model.stage import STAGE as DEPLOY
+    from kfstack.components.serving.model_deployment.component import model_deployment
+    from kfstack.components.serving.model_deployment.stage import STAGE as DEPLOY
 
-    arguments = {
-        name: parameter.default
-        for name, parameter in rendering.load_pipeline("flights-training").component_spec.inputs.items()
-    }
+    defaults = {name: spec.default for name, spec in model_deployment.component_spec.inputs.items()}
     settings = DEPLOY.settings(
         {
-            **arguments,
-            "model": "minio://mlpipeline/v2/artifacts/run/train-model/model",
-            "features": "minio://f",
+            **defaults,
+            "platform": "kubernetes",
+            "model": "minio://mlpipeline/v2/artifacts/run/distributed-training/model",
+            "holdout": "minio://f",
+            "model_format": "sklearn",
+            "task": "binary",
+            "label_column": "label",
+            "serving_name": "m",
             "run_id": RUN_ID,
         }
     )
-    assert settings.request.storage_uri == "s3://mlpipeline/v2/artifacts/run/train-model/model"
+    assert settings.request.storage_uri == "s3://mlpipeline/v2/artifacts/run/distributed-training/model"
 
 
 def test_no_credential_value_reaches_compiled_pipelines_or_rendered_objects(tmp_path, monkeypatch):

@@ -142,7 +142,8 @@ def test_the_parameter_check_finds_an_unserved_api_before_the_first_step(fake_ap
         rendering.check_run_parameters("flights-training", {"platform": "kubernetes"}, RUN_ID)
     # Without KServe the run cannot deploy: refused up front, unless deploy is off.
     fake_api.serve_only(*V1_ONLY, resources.SPARK_APPLICATION, resources.EXPERIMENT)
-    with pytest.raises(PlatformNotAvailableError, match=r"deploy-model: .*InferenceService \(KServe 0\.20"):
+    refused = r"model-deployment: .*InferenceService \(KServe 0\.20"
+    with pytest.raises(PlatformNotAvailableError, match=refused):
         rendering.check_run_parameters("flights-training", {"platform": "kubernetes"}, RUN_ID)
     rendering.check_run_parameters("flights-training", {"platform": "kubernetes", "deploy": False}, RUN_ID)
     assert fake_api.count("POST") == 0

@@ -72,7 +72,7 @@ def test_flights_training_task_graph(flights_spec):
         "tune-model",
         "train-model",
         "evaluate-model",
-        "deploy-model",
+        "model-deployment",
         "register-model",
     }
     # Parameters are checked before the feature job starts.
@@ -102,17 +102,29 @@ def test_flights_training_task_graph(flights_spec):
     }
     # The evaluated model is deployed after its evaluation, never from cache, and its canary
     # replays the feature job's holdout.
-    deploy = tasks["deploy-model"]
+    deploy = tasks["model-deployment"]
     assert deploy["dependentTasks"] == ["evaluate-model", "flights-features", "train-model"]
     assert deploy["cachingOptions"] == {}
     assert deploy["inputs"]["artifacts"] == {
         "model": {"taskOutputArtifact": {"outputArtifactKey": "model", "producerTask": "train-model"}},
-        "features": {
+        "holdout": {
             "taskOutputArtifact": {"outputArtifactKey": "features", "producerTask": "flights-features"}
         },
     }
+    # The generic deployment, with the flights predictor as its custom predictor.
+    constants = {
+        name: value["runtimeValue"]["constant"]
+        for name, value in deploy["inputs"]["parameters"].items()
+        if "runtimeValue" in value
+    }
+    assert constants["model_format"] == "custom"
+    assert constants["custom_predictor"] == "kfstack.components.serving.predictor.server:FlightDelayModel"
+    assert constants["holdout_split"] == "holdout_requests.parquet"
+    assert deploy["inputs"]["parameters"]["canary_max_quality_drop"] == {
+        "componentInputParameter": "pipelinechannel--canary_max_auc_drop"
+    }
     # Deterministic job names: the run id and task name reach the launching stages.
-    for launching in ("flights-features", "tune-model", "train-model", "deploy-model"):
+    for launching in ("flights-features", "tune-model", "train-model", "model-deployment"):
         parameters = tasks[launching]["inputs"]["parameters"]
         assert parameters["run_id"]["runtimeValue"]["constant"] == "{{$.pipeline_job_uuid}}"
         assert parameters["task_name"]["runtimeValue"]["constant"] == "{{$.pipeline_task_name}}"
@@ -146,7 +158,7 @@ def test_task_pods_carry_the_cpu_pool_namespace_and_secret_refs(executor_configs
         "exec-tune-model",
         "exec-train-model",
         "exec-evaluate-model",
-        "exec-deploy-model",
+        "exec-model-deployment",
         "exec-register-model",
         "exec-cleanup-run",
     }
@@ -263,7 +275,7 @@ def test_flights_retraining_task_graph(retraining):
     assert drifted["condition-3"]["triggerPolicy"]["condition"] == (
         "inputs.parameter_values['pipelinechannel--gate-model-Output'] == 'challenger'"
     )
-    assert set(components["comp-condition-3"]["dag"]["tasks"]) == {"deploy-model", "register-model"}
+    assert set(components["comp-condition-3"]["dag"]["tasks"]) == {"model-deployment", "register-model"}
     assert drifted["gate-model"]["inputs"]["artifacts"]["champion"] == {
         "componentInputArtifact": "pipelinechannel--production-model-model"
     }

@@ -45,7 +45,7 @@ COMMON = {
 }
 FIRST_WINDOW = {"window_start": "2013-01-01", "window_end": "2013-06-30"}
 WEEK_LATER = {"window_start": "2013-01-08", "window_end": "2013-07-07"}
-TRAINING_STEPS = {"tune-model", "train-model", "evaluate-model", "gate-model", "deploy-model"}
+TRAINING_STEPS = {"tune-model", "train-model", "evaluate-model", "gate-model", "model-deployment"}
 
 
 @pytest.fixture(scope="module")
@@ -119,7 +119,7 @@ def test_a_worse_challenger_is_never_promoted(runs):
     assert worse.drift["decision"] == "retrain" and worse.drift["forced"] is True
     assert worse.gate["decision"] == "champion", worse.gate
     assert worse.gate["challenger"]["auc"] < worse.gate["champion"]["auc"]
-    assert "deploy-model" not in worse.stages and worse.serving is None
+    assert "model-deployment" not in worse.stages and worse.serving is None
     production = registry.production()
     assert production is not None and production.version == drifted.serving["model_version"]
     assert len(registry.history()) == 2  # first, promoted: nothing since

@@ -18,6 +18,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from kfstack.app.local_run import run_pipeline_locally
+from kfstack.components.serving.model_deployment.stage import FORMAT_SERVER
 from kfstack.features import FEATURE_SPEC_FILE, FeatureSpec
 
 STAGES = [
@@ -26,7 +27,7 @@ STAGES = [
     "tune-model",
     "train-model",
     "evaluate-model",
-    "deploy-model",
+    "model-deployment",
     "register-model",
     "cleanup-run",
 ]
@@ -398,8 +399,8 @@ def test_ctrl_c_mid_analysis_rolls_back_and_leaves_no_server(tmp_path):
     servers = [
         p
         for p in psutil.process_iter(["cmdline"])
-        if "kfstack.components.serving.predictor" in " ".join(p.info["cmdline"] or [])
-        and str(root) in " ".join(p.info["cmdline"] or [])
+        if (p.info["cmdline"] or [])[1:3] == ["-m", FORMAT_SERVER]
+        and str(root) in " ".join(p.info["cmdline"])
     ]
     assert len(servers) == 2  # stable and canary
     time.sleep(1.0)
@@ -410,7 +411,7 @@ def test_ctrl_c_mid_analysis_rolls_back_and_leaves_no_server(tmp_path):
     first_dir, second_dir = run_dirs(root)
     summary = json.loads((second_dir / "summary.json").read_text())
     assert summary["status"] == "CANCELLED"
-    assert summary["stages"]["deploy-model"]["status"] == "CANCELLED"
+    assert summary["stages"]["model-deployment"]["status"] == "CANCELLED"
     registry = root / "registry" / "flights-delay"
     production = json.loads((registry / "production.json").read_text())
     assert production["version"] == first_dir.name

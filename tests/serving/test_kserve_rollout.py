@@ -14,6 +14,7 @@ import pytest
 from kubernetes.client.rest import ApiException
 
 from kfstack.components.common.cleanup_run.core import cleanup_run_resources
+from kfstack.components.serving import predictor
 from kfstack.components.serving.predictor import DEFAULT_MODEL_NAME
 from kfstack.errors import DeploymentFailedError
 from kfstack.features import HOLDOUT_FILE
@@ -77,7 +78,9 @@ def request(mode: str, run: str, model: str) -> isvc.ServingRequest:
         storage_uri=MODELS[model],
         model_version=run,
         profile=node_pools.get_profile("serving"),
-        labels=naming.run_labels(run, "deploy-model"),
+        labels=naming.run_labels(run, "model-deployment"),
+        model_format=predictor.MODEL_FORMAT,
+        runtime=predictor.RUNTIME,
     )
 
 
