@@ -58,7 +58,7 @@ def run(params: list[str], tmp: str, pipeline: str = "flights-training") -> dict
         "stages": {name: stage["seconds"] for name, stage in summary["stages"].items()},
         "peak_rss_gib": round(summary["peak_rss_bytes"] / 2**30, 2),
         "data": summary["data"],
-        "test_auc": summary["metrics"].get("test_metrics.auc"),
+        "test_auc": summary["metrics"].get("evaluation_metrics.auc"),
         "serving": summary.get("serving"),
         "drift": summary.get("drift"),
         "gate": summary.get("gate"),

@@ -16,6 +16,7 @@ Shard layout (one directory, the ``features`` Dataset)::
     <features>/job_report.json             rows read / written / quarantined (per reason, split)
     <features>/profile.json                per-feature quantiles/histograms, label rate
     <features>/holdout_requests.parquet    labelled test-split flights as requests (canary analysis)
+    <features>/test_requests.parquet       every test-split flight as a labelled request (evaluation)
 
 Shard columns: ``label`` (int, 0/1), one ``cat__<name>`` int column per categorical feature
 (index into its vocabulary; ``len(vocabulary)`` is the out-of-vocabulary bucket) and one
@@ -41,6 +42,7 @@ PROFILE_FILE = "profile.json"
 # The profile binned on a reference profile's edges (a drift check's input; only with a reference).
 DRIFT_PROFILE_FILE = "drift_profile.json"
 HOLDOUT_FILE = "holdout_requests.parquet"
+TEST_REQUESTS_FILE = "test_requests.parquet"
 SPLITS = ("train", "validation", "test")
 # What a trained model's directory carries beside ``model.onnx`` so that it serves on its own
 # (the spec and the lookups of the request transform) and its training data's profile travels

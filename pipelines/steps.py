@@ -15,14 +15,15 @@ from typing import Any
 from kfp import dsl
 
 from kfstack.components.data.flights_features.component import flights_features
-from kfstack.components.evaluation.evaluate_model.component import evaluate_model
+from kfstack.components.evaluation.model_evaluation.component import model_evaluation
 from kfstack.components.serving import predictor
 from kfstack.components.serving.model_deployment.component import model_deployment
 from kfstack.components.serving.register_model.component import register_model
 from kfstack.components.training.train_model.component import train_model
 from kfstack.components.tuning.tune_model.component import tune_model
 from kfstack.evaluation.task_metrics import BINARY
-from kfstack.features import HOLDOUT_FILE, LABEL_COLUMN
+from kfstack.features import HOLDOUT_FILE, LABEL_COLUMN, TEST_REQUESTS_FILE
+from kfstack.flights.features import CLASS_NAMES
 from kfstack.pipelines.wiring import (
     JSON_PARAMETERS,
     NAMESPACE_FIELD,
@@ -74,10 +75,19 @@ def train_and_evaluate(
         learning_rate=tuning.outputs["learning_rate"],
     )
     on_cluster(training, parameters, "training")
-    evaluation = evaluate_model(
+    # The generic evaluation, scoring every test-split flight as a request through the flights
+    # predictor: the figures are those of the model as it serves.
+    evaluation = model_evaluation(
         model=training.outputs["model"],
-        features=features_task.outputs["features"],
+        dataset=features_task.outputs["features"],
+        dataset_split=TEST_REQUESTS_FILE,
+        task=BINARY,
+        label_column=LABEL_COLUMN,
+        model_format="custom",
+        request_format="records",
+        custom_predictor=predictor.MODEL_CLASS,
         threshold=parameters["decision_threshold"],
+        class_names=list(CLASS_NAMES),
     )
     return training, on_cluster(evaluation, parameters, "evaluation")
 

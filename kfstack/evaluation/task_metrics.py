@@ -6,7 +6,8 @@ softmax output), or a number per row (regression). :func:`evaluate` reads each s
 needs it and computes:
 
 - ``binary``: ``auc``, ``log_loss`` (probabilities only), ``accuracy``, ``precision``,
-  ``recall`` at a threshold, the confusion matrix and the ROC curve;
+  ``recall``, ``positive_rate`` (the labels') and ``predicted_positive_rate`` at a threshold,
+  the confusion matrix and the ROC curve;
 - ``multiclass``: ``accuracy``, ``macro_f1`` (the mean of each class's F1, classes taken from
   the labels and predictions), ``log_loss`` when probabilities were served, the confusion matrix;
 - ``regression``: ``rmse``, ``mae``, ``r2``.
@@ -67,6 +68,27 @@ class TaskEvaluation:
     roc: tuple[list[float], list[float], list[float]] | None
     rows: int
 
+    def named(self, class_names: Sequence[str]) -> TaskEvaluation:
+        """The evaluation with its classes called by name: ``class_names[i]`` names label ``i``.
+
+        Raises:
+            InvalidParameterError: Not a classification, or a class that is not a label index
+                of ``class_names``.
+        """
+        if not class_names:
+            return self
+        if not self.confusion:
+            raise InvalidParameterError(f"class_names: a {self.task} task has no classes")
+        names = []
+        for category in self.categories:
+            index = int(category) if category.isdigit() else -1
+            if not 0 <= index < len(class_names):
+                raise InvalidParameterError(
+                    f"class_names names labels 0-{len(class_names) - 1}; the data has the class {category!r}"
+                )
+            names.append(str(class_names[index]))
+        return dataclasses.replace(self, categories=names)
+
     def markdown(self, title: str) -> str:
         """A short report: the figures, and the confusion matrix for a classification."""
         lines = [f"# {title}", "", f"Task: **{self.task}**, {self.rows} labelled rows.", ""]
@@ -113,13 +135,15 @@ def _binary(labels: np.ndarray, predictions: Any, threshold: float) -> TaskEvalu
         raise InvalidParameterError(f"binary predictions of shape {list(p.shape)} for {len(y)} rows")
     probabilities = bool(((p > 0) & (p < 1)).any()) and bool(((p >= 0) & (p <= 1)).all())
     matrix = binary_metrics.confusion_matrix(y, p, threshold)
-    (tn, _), (_, tp) = matrix
+    (tn, fp), (_, tp) = matrix
     precision, recall = binary_metrics.precision_recall(matrix)
     values: dict[str, float | None] = {
         "auc": binary_metrics.roc_auc(y, p) if binary_metrics.has_both_classes(y) else None,
         "accuracy": (tn + tp) / len(y),
         "precision": precision,
         "recall": recall,
+        "positive_rate": float(np.mean(y)),
+        "predicted_positive_rate": (tp + fp) / len(y),
     }
     undefined = {}
     if values["auc"] is None:

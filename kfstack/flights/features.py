@@ -90,6 +90,8 @@ MINUTES_PER_DAY = 24 * 60
 # arrived more than this many minutes late, or never arrived as scheduled (cancelled: no
 # dep_time; diverted: departed but no arrival delay). A traveller counts both as "late".
 DELAY_THRESHOLD_MINUTES = 15
+# The label's classes by name: 0 on time, 1 delayed (the evaluation's confusion matrix).
+CLASS_NAMES = ("on_time", "delayed")
 
 
 def hhmm_to_minutes(hhmm: float) -> float:

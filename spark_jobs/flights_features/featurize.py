@@ -45,6 +45,8 @@ SPLIT = "split"
 # Share of flights per split, by a hash of the flight key: stable across runs, input order and
 # partitioning, and a flight never moves between splits when more data arrives.
 SPLIT_PERCENTAGES = {"train": 80, "validation": 10, "test": 10}
+# The test requests' seeded order, whose first rows are the canary's holdout (not written out).
+HOLDOUT_ORDER = "_holdout_order"
 
 
 def _number(df: DataFrame, name: str) -> Column:
@@ -117,20 +119,16 @@ def _split(seed: int) -> Column:
     return F.when(bucket < train, "train").when(bucket < validation, "validation").otherwise("test")
 
 
-def holdout_requests(flights: DataFrame, weather: DataFrame, seed: int, limit: int) -> DataFrame:
-    """Up to ``limit`` test-split flights (of ``flights``, :func:`with_split`) as a caller sends
-    them -- their own fields (:data:`FLIGHT_FIELDS`) and the origin's weather that hour
-    (:data:`WEATHER_FIELDS`) -- with their label: the records a canary analysis replays. Picked
-    in a seeded hash order, so the same input gives the same records."""
+def test_requests(flights: DataFrame, weather: DataFrame, seed: int) -> DataFrame:
+    """Every test-split flight (of ``flights``, :func:`with_split`) as a caller sends it -- its own
+    fields (:data:`FLIGHT_FIELDS`) and the origin's weather that hour (:data:`WEATHER_FIELDS`) --
+    with its label and its place in a seeded hash order (:data:`HOLDOUT_ORDER`): the evaluation
+    scores them all through the predictor, and the first of that order are the records a canary
+    analysis replays (the same input gives the same records)."""
     joined = flights.where(F.col(SPLIT) == "test").join(F.broadcast(weather), ["origin", "time_hour"], "left")
     order = F.xxhash64(*[F.col(k) for k in FLIGHT_KEY], F.lit(seed + 1))
-    return (
-        joined.select(
-            *FLIGHT_FIELDS, *WEATHER_FIELDS, label(joined).alias(LABEL_COLUMN), order.alias("_order")
-        )
-        .orderBy("_order")
-        .limit(limit)
-        .drop("_order")
+    return joined.select(
+        *FLIGHT_FIELDS, *WEATHER_FIELDS, label(joined).alias(LABEL_COLUMN), order.alias(HOLDOUT_ORDER)
     )
 
 

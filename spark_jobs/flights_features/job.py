@@ -12,7 +12,8 @@ Outputs (layout in :mod:`kfstack.features`): Parquet shards per split, ``feature
 ``plane_lookup.parquet``, ``airport_lookup.parquet``, ``profile.json`` (and, given a reference
 profile, ``drift_profile.json``: the same binned on its edges), ``job_report.json`` and
 ``holdout_requests.parquet`` (up to :data:`HOLDOUT_RECORDS` labelled test-split flights as a
-caller sends them, for the canary analysis) under the output URI; the quarantined rows (raw
+caller sends them, for the canary analysis) and ``test_requests.parquet`` (every test-split
+flight so, for the evaluation through the predictor) under the output URI; the quarantined rows (raw
 values + ``reason``) under the quarantine URI.
 
 Row accounting: ``rows_read`` counts the flights the job looked at (after ``sample_fraction``, in
@@ -38,6 +39,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 import fsspec
+import pyarrow as pa
 import pyarrow.parquet as pq
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, Observation, SparkSession
@@ -55,6 +57,7 @@ from kfstack.features import (
     PLANE_LOOKUP_FILE,
     PROFILE_FILE,
     SPLITS,
+    TEST_REQUESTS_FILE,
 )
 from kfstack.spark_jobs.flights_features import (
     class_archive,
@@ -197,8 +200,12 @@ def _write_small_table(df: DataFrame, uri: str, sort_by: str | None = None) -> N
     """Lookup tables are small: one plain Parquet file, written through fsspec (sorted by
     ``sort_by`` in Arrow: a Spark sort would cost two jobs for a few thousand rows)."""
     table = df.toArrow()
+    _write_arrow(table.sort_by(sort_by) if sort_by else table, uri)
+
+
+def _write_arrow(table: pa.Table, uri: str) -> None:
     with fsspec.open(uri, "wb") as f:
-        pq.write_table(table.sort_by(sort_by) if sort_by else table, f)
+        pq.write_table(table, f)
 
 
 def _parquet_rows(dir_uri: str) -> tuple[int, int]:
@@ -485,8 +492,11 @@ def run_feature_job(config: FeatureJobConfig, spark: SparkSession | None = None)
         with log.phase("lookups and holdout"):
             _write_small_table(planes, sources.join_uri(config.output_uri, PLANE_LOOKUP_FILE), "tailnum")
             _write_small_table(airports, sources.join_uri(config.output_uri, AIRPORT_LOOKUP_FILE), "faa")
-            holdout = featurize.holdout_requests(valid, weather, config.seed, HOLDOUT_RECORDS)
-            _write_small_table(holdout, sources.join_uri(config.output_uri, HOLDOUT_FILE))
+            # One collection for both files: every test request, in the holdout's seeded order.
+            requests = featurize.test_requests(valid, weather, config.seed).toArrow()
+            ordered = requests.sort_by(featurize.HOLDOUT_ORDER).drop_columns([featurize.HOLDOUT_ORDER])
+            _write_arrow(ordered, sources.join_uri(config.output_uri, TEST_REQUESTS_FILE))
+            _write_arrow(ordered.slice(0, HOLDOUT_RECORDS), sources.join_uri(config.output_uri, HOLDOUT_FILE))
         with log.phase("profile"):
             own, on_reference = profile.build_profiles(statistics, label_counts, edges)
             _write_json(sources.join_uri(config.output_uri, PROFILE_FILE), own)

@@ -176,7 +176,7 @@ def test_components_are_found():
     assert {
         "data/flights_features",
         "training/train_model",
-        "evaluation/evaluate_model",
+        "evaluation/model_evaluation",
         "common/cleanup_run",
         "validate_run",
     } <= labels

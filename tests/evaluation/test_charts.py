@@ -8,7 +8,7 @@ import xml.etree.ElementTree as ET
 import numpy as np
 import pytest
 
-from kfstack.components.evaluation.evaluate_model.charts import (
+from kfstack.evaluation.charts import (
     SVG_NAMESPACE,
     charts_html,
     confusion_svg,
@@ -51,15 +51,15 @@ def curve():
     return fpr, tpr, metrics.roc_auc(labels, probabilities)
 
 
-def page_for(curve, matrix=((1234, 56), (789, 10_111)), auc="from curve", **overrides) -> str:
+def page_for(curve, matrix=((1234, 56), (789, 10_111)), auc="from curve", threshold=0.5, **overrides) -> str:
     fpr, tpr, curve_auc = curve
     arguments = {
-        "fpr": fpr,
-        "tpr": tpr,
+        "heading": "Flight delay model: test split",
+        "roc": (fpr, tpr),
         "auc": curve_auc if auc == "from curve" else auc,
         "matrix": [list(row) for row in matrix],
         "labels": LABELS,
-        "threshold": 0.5,
+        "caption": f"predicted delayed at probability ≥ {threshold:g}",
     }
     return charts_html(**{**arguments, **overrides})
 
@@ -145,12 +145,32 @@ def test_text_is_escaped(curve):
 
 
 def test_an_empty_matrix_is_drawn_without_dividing_by_zero():
-    svg = ET.fromstring(confusion_svg([[0, 0], [0, 0]], LABELS, 0.5))
+    svg = ET.fromstring(confusion_svg([[0, 0], [0, 0]], LABELS, "predicted delayed at probability ≥ 0.5"))
     assert [text.text for text in svg.iter(f"{SVG}text") if text.get("class") == "count"] == ["0"] * 4
 
 
 def test_mismatched_inputs_are_refused():
     with pytest.raises(ValueError, match="points"):
         roc_svg([0.0, 1.0], [0.0], 0.5)
-    with pytest.raises(ValueError, match="2x2"):
-        confusion_svg([[1, 2, 3], [4, 5, 6]], LABELS, 0.5)
+    with pytest.raises(ValueError, match="n x n"):
+        confusion_svg([[1, 2, 3], [4, 5, 6]], LABELS, "")
+
+
+def test_ten_classes_fit_a_grid_of_smaller_cells_with_every_count():
+    """A multiclass matrix (the digits): ten by ten cells, each with its count, and the grid no
+    wider than two classes' would be."""
+    matrix = [[(row * 10 + column) % 7 for column in range(10)] for row in range(10)]
+    svg = ET.fromstring(confusion_svg(matrix, [str(c) for c in range(10)], "the class the model answered"))
+    cells = [rect for rect in svg.iter(f"{SVG}rect") if rect.get("class") == "cell"]
+    assert len(cells) == 100
+    assert {float(cell.get("width", "0")) for cell in cells} == {39.0}
+    counts = [text.text for text in svg.iter(f"{SVG}text") if text.get("class") == "count"]
+    assert counts == [str(n) for row in matrix for n in row]
+    assert float(svg.get("width", "0")) <= 150 + 2 * 130 + 20 + 130
+
+
+def test_a_page_without_curve_or_matrix_says_so():
+    """A regression has neither: the page says there is no chart rather than drawing an empty one."""
+    page = charts_html(heading="Model evaluation: regression, 10 rows")
+    assert svg_elements(page) == []
+    assert "No chart" in page

@@ -71,7 +71,7 @@ def test_flights_training_task_graph(flights_spec):
         "flights-features",
         "tune-model",
         "train-model",
-        "evaluate-model",
+        "model-evaluation",
         "model-deployment",
         "register-model",
     }
@@ -97,13 +97,13 @@ def test_flights_training_task_graph(flights_spec):
     }
     assert train["parameters"]["framework"] == {"componentInputParameter": "pipelinechannel--framework"}
     assert train["parameters"]["gpu_pool"] == {"componentInputParameter": "pipelinechannel--gpu_pool"}
-    assert tasks["evaluate-model"]["inputs"]["artifacts"]["model"] == {
+    assert tasks["model-evaluation"]["inputs"]["artifacts"]["model"] == {
         "taskOutputArtifact": {"outputArtifactKey": "model", "producerTask": "train-model"}
     }
     # The evaluated model is deployed after its evaluation, never from cache, and its canary
     # replays the feature job's holdout.
     deploy = tasks["model-deployment"]
-    assert deploy["dependentTasks"] == ["evaluate-model", "flights-features", "train-model"]
+    assert deploy["dependentTasks"] == ["flights-features", "model-evaluation", "train-model"]
     assert deploy["cachingOptions"] == {}
     assert deploy["inputs"]["artifacts"] == {
         "model": {"taskOutputArtifact": {"outputArtifactKey": "model", "producerTask": "train-model"}},
@@ -141,7 +141,7 @@ def test_flights_training_parameters_are_typed_documented_and_defaulted(flights_
         assert "defaultValue" in spec, name
         assert spec.get("description"), f"parameter {name} has no description for the UI"
     assert params["framework"]["defaultValue"] == "pytorch"
-    outputs = flights_spec["components"]["comp-evaluate-model"]["outputDefinitions"]["artifacts"]
+    outputs = flights_spec["components"]["comp-model-evaluation"]["outputDefinitions"]["artifacts"]
     assert outputs["classification"]["artifactType"]["schemaTitle"] == "system.ClassificationMetrics"
     assert outputs["report"]["artifactType"]["schemaTitle"] == "system.Markdown"
     train_outputs = flights_spec["components"]["comp-train-model"]["outputDefinitions"]["artifacts"]
@@ -157,7 +157,7 @@ def test_task_pods_carry_the_cpu_pool_namespace_and_secret_refs(executor_configs
         "exec-flights-features",
         "exec-tune-model",
         "exec-train-model",
-        "exec-evaluate-model",
+        "exec-model-evaluation",
         "exec-model-deployment",
         "exec-register-model",
         "exec-cleanup-run",
@@ -271,7 +271,7 @@ def test_flights_retraining_task_graph(retraining):
         "inputs.parameter_values['pipelinechannel--check-drift-Output'] == true"
     )
     drifted = components["comp-condition-2"]["dag"]["tasks"]
-    assert set(drifted) == {"tune-model", "train-model", "evaluate-model", "gate-model", "condition-3"}
+    assert set(drifted) == {"tune-model", "train-model", "model-evaluation", "gate-model", "condition-3"}
     assert drifted["condition-3"]["triggerPolicy"]["condition"] == (
         "inputs.parameter_values['pipelinechannel--gate-model-Output'] == 'challenger'"
     )

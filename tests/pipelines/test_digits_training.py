@@ -90,7 +90,7 @@ def test_its_spark_job_training_and_evaluation_run_under_kfp_local(tmp_path):
     trained = logged(run, "distributed-training", "training_metrics")
     assert trained["world_size"] == 2 and trained["val_accuracy"] > 0.85
     assert (run / "distributed-training" / "model" / "model.onnx").is_file()
-    evaluated = logged(run, "model-evaluation", "metrics")
+    evaluated = logged(run, "model-evaluation", "evaluation_metrics")
     assert evaluated["accuracy"] > 0.85 and evaluated["macro_f1"] > 0.85
 
 
@@ -125,7 +125,7 @@ def test_the_whole_pipeline_twice_first_then_a_canary(tmp_path):
         assert summary["status"] == "SUCCEEDED"
         metrics = summary["metrics"]
         assert metrics["tuning_metrics.trials_run"] == 4
-        assert metrics["metrics.accuracy"] > 0.9 and metrics["metrics.macro_f1"] > 0.9
+        assert metrics["evaluation_metrics.accuracy"] > 0.9 and metrics["evaluation_metrics.macro_f1"] > 0.9
     assert first["metrics"]["serving_metrics.decision_first"] == 1
     assert second["metrics"]["serving_metrics.decision_promote"] == 1
     assert second["metrics"]["serving_metrics.canary_accuracy"] > 0.9

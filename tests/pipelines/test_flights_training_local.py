@@ -26,7 +26,7 @@ STAGES = [
     "flights-features",
     "tune-model",
     "train-model",
-    "evaluate-model",
+    "model-evaluation",
     "model-deployment",
     "register-model",
     "cleanup-run",
@@ -156,12 +156,12 @@ def test_the_summary_tells_the_truth(sample_run):
     assert not missing
     assert {"model", "features", "report", "charts"} <= set(summary["artifacts"])
     # Metrics-only outputs are not paths: their values are under metrics.
-    assert not {"test_metrics", "classification", "data_report", "training_metrics"} & set(
+    assert not {"evaluation_metrics", "classification", "data_report", "training_metrics"} & set(
         summary["artifacts"]
     )
     # Counts are integers; every parameter is recorded, defaults included.
     assert all(type(summary["data"][k]) is int for k in ("rows_read", "rows_written", "rows_quarantined"))
-    assert type(summary["metrics"]["test_metrics.test_rows"]) is int
+    assert type(summary["metrics"]["evaluation_metrics.rows"]) is int
     from kfstack.pipelines import load_pipeline
 
     assert set(summary["arguments"]) == set(load_pipeline("flights-training").component_spec.inputs)
@@ -186,10 +186,10 @@ def test_sample_run_accounts_for_every_row(sample_run):
 def test_sample_run_learns_something_and_reports_it(sample_run):
     metrics = sample_run.summary["metrics"]
     # A model that learned nothing scores 0.5; the shipped data carries real signal.
-    assert metrics["test_metrics.auc"] > 0.55
-    assert 0.0 < metrics["test_metrics.log_loss"] < 1.0
+    assert metrics["evaluation_metrics.auc"] > 0.55
+    assert 0.0 < metrics["evaluation_metrics.log_loss"] < 1.0
     assert metrics["training_metrics.val_auc"] > 0.55
-    assert metrics["test_metrics.test_rows"] > 0
+    assert metrics["evaluation_metrics.rows"] > 0
     # Throughput of the 2 replicas, and the cost per epoch at the cpu pool's nominal price.
     per_replica = metrics["training_metrics.samples_per_second"] / 2
     assert metrics["training_metrics.samples_per_second_per_replica"] == pytest.approx(per_replica)
@@ -208,7 +208,7 @@ def test_sample_run_artifacts_are_where_the_summary_says(sample_run):
         files = sorted(f for f in os.listdir(os.path.join(features, split)) if f.endswith(".parquet"))
         assert len(files) == 2, split
     with open(artifacts["report"], encoding="utf-8") as f:
-        assert "AUC" in f.read()
+        assert "| auc |" in f.read()
     with open(artifacts["charts"], encoding="utf-8") as f:
         assert f.read().count("<svg") == 2
     test_rows = sum(
@@ -216,7 +216,8 @@ def test_sample_run_artifacts_are_where_the_summary_says(sample_run):
         for f in os.listdir(os.path.join(features, "test"))
         if f.endswith(".parquet")
     )
-    assert sample_run.summary["metrics"]["test_metrics.test_rows"] == test_rows
+    # Every test-split flight was scored, as a request through the predictor.
+    assert sample_run.summary["metrics"]["evaluation_metrics.rows"] == test_rows
 
 
 # A whole run (about 40 s): slow. The default suite trains the TensorFlow topologies directly
@@ -240,7 +241,7 @@ def test_tensorflow_branch_runs_the_parameter_server_topology(tmp_path):
     )
     assert summary.status == "SUCCEEDED", summary.render()
     assert list(summary.stages) == STAGES
-    assert summary.metrics["test_metrics.auc"] > 0.55
+    assert summary.metrics["evaluation_metrics.auc"] > 0.55
     with open(summary.artifacts["training_job"], encoding="utf-8") as f:
         reference = json.load(f)
     assert reference["topology"] == "parameter_server"
@@ -303,7 +304,7 @@ def test_main_job_on_the_full_data(tmp_path):
     data = summary["data"]
     assert data["rows_read"] == 336_776
     assert data["rows_read"] == data["rows_written"] + data["rows_quarantined"]
-    assert summary["metrics"]["test_metrics.auc"] > 0.65
+    assert summary["metrics"]["evaluation_metrics.auc"] > 0.65
 
 
 @pytest.mark.slow

@@ -1,7 +1,7 @@
 """Training/serving parity on the test split: the raw rows the Spark job put in the test split
 (its holdout file, which holds them all in this small run), sent to the predictor as a caller
-would send them, give the features the job wrote and the probabilities the evaluation step
-computed.
+would send them, give the features the job wrote and the probabilities the exported graph gives
+on them.
 
 Tolerances: categorical indices exactly equal; numeric features within 1e-5 (Spark scales in
 double then writes float32, NumPy does the same in its own order); probabilities within 1e-5
@@ -19,10 +19,23 @@ import os
 import numpy as np
 import pyarrow.parquet as pq
 
-from kfstack.components.evaluation.evaluate_model.core import score
 from kfstack.features import HOLDOUT_FILE, FeatureSpec
 from kfstack.flights.scoring import REQUEST_SCHEMA, FlightScorer, check_flights
 from kfstack.training import shards
+from kfstack.training.settings import MODEL_FILE
+
+
+def _onnx_scores(model_dir: str, features_dir: str) -> np.ndarray:
+    """The exported graph run by onnxruntime on the test shards, as the trainer's own validation
+    scores it: the Spark features, not the predictor's transform."""
+    import onnxruntime
+
+    spec = FeatureSpec.load(features_dir)
+    session = onnxruntime.InferenceSession(
+        os.path.join(model_dir, MODEL_FILE), providers=["CPUExecutionProvider"]
+    )
+    categorical, numeric, _labels = shards.read_split(spec, f"{features_dir}/test")
+    return session.run(None, {"categorical": categorical, "numeric": numeric})[0]
 
 
 def _pairing(categorical: np.ndarray, numeric: np.ndarray) -> np.ndarray:
@@ -48,9 +61,9 @@ def test_predictor_matches_the_spark_features_and_the_evaluation_on_the_test_spl
     np.testing.assert_allclose(served_numeric[ours], spark_numeric[theirs], rtol=0, atol=1e-5)
     np.testing.assert_array_equal(labels[ours], spark_labels[theirs])
 
-    # The predictor over HTTP against the evaluation step's scoring of the shards.
+    # The predictor over HTTP against the graph's scoring of the shards.
     response = predictor.v1(requests)
     assert response.status_code == 200, response.text
     served = np.asarray(response.json()["predictions"])
-    _, evaluated = score(trained["model"], trained["features"])
+    evaluated = _onnx_scores(trained["model"], trained["features"])
     np.testing.assert_allclose(served[ours], evaluated[theirs], rtol=0, atol=1e-5)

@@ -1,7 +1,7 @@
 """KFP component: a model of any format scored on a labelled dataset through its own server."""
 
 from kfp import dsl
-from kfp.dsl import ClassificationMetrics, Dataset, Input, Markdown, Metrics, Model, Output
+from kfp.dsl import HTML, ClassificationMetrics, Dataset, Input, Markdown, Metrics, Model, Output
 
 from kfstack.images import COMPONENT_IMAGE
 
@@ -14,15 +14,17 @@ def model_evaluation(
     dataset: Input[Dataset],
     task: str,
     label_column: str,
-    metrics: Output[Metrics],
+    evaluation_metrics: Output[Metrics],
     classification: Output[ClassificationMetrics],
     report: Output[Markdown],
+    charts: Output[HTML],
     model_format: str = "",
     dataset_split: str = "",
     feature_columns: list = [],  # noqa: B006
     request_format: str = "tensor",
     custom_predictor: str = "",
     threshold: float = 0.5,
+    class_names: list = [],  # noqa: B006
     batch_size: int = 512,
 ):
     """Scores the labelled rows through the server that will serve the model, by task.
@@ -38,10 +40,12 @@ def model_evaluation(
             ``multiclass`` (accuracy, macro-F1, confusion matrix) or ``regression`` (RMSE, MAE,
             R²).
         label_column: The dataset's label column.
-        metrics: The task's figures (``undefined`` where this data leaves one undefined) and
-            ``rows``.
+        evaluation_metrics: The task's figures (``undefined`` where this data leaves one
+            undefined) and ``rows``.
         classification: Confusion matrix and, for a binary task, the ROC curve.
         report: The figures and the confusion matrix as Markdown.
+        charts: A self-contained HTML page (inline SVG, loads nothing): the ROC curve and the
+            confusion matrix, as the task has them.
         model_format: ``sklearn``, ``xgboost``, ``onnx`` or ``custom``; empty: the model's own.
         dataset_split: A folder of the dataset to score (``test`` of a job that writes its
             splits as folders); empty: the whole dataset.
@@ -50,6 +54,8 @@ def model_evaluation(
         custom_predictor: ``package.module:Class``: the team's ``kserve.Model``, built as
             ``Class(name, model_dir)`` (the runtimes' ``--model_name``/``--model_dir``).
         threshold: Binary: a row is predicted positive at a probability >= it.
+        class_names: Classification: the name of label ``i`` at ``class_names[i]`` (the
+            confusion matrix's rows and columns); empty: the labels themselves.
         batch_size: Rows per request.
     """
     import os
@@ -70,6 +76,14 @@ def model_evaluation(
         request_format=request_format,
         custom_predictor=custom_predictor,
         threshold=threshold,
+        class_names=class_names,
         batch_size=batch_size,
     )
-    publish(result, metrics=metrics, classification=classification, report=report)
+    publish(
+        result,
+        threshold=threshold,
+        metrics=evaluation_metrics,
+        classification=classification,
+        report=report,
+        charts=charts,
+    )

@@ -8,6 +8,7 @@ from typing import Any
 from kfstack import contracts
 from kfstack.errors import InvalidParameterError
 from kfstack.evaluation import scoring
+from kfstack.evaluation.charts import charts_html
 from kfstack.evaluation.task_metrics import BINARY, TaskEvaluation, check_task, evaluate
 from kfstack.training.metrics import UNDEFINED
 
@@ -41,6 +42,7 @@ def evaluate_model_dir(
     request_format: str = scoring.TENSOR,
     custom_predictor: str = "",
     threshold: float = 0.5,
+    class_names: Sequence[str] = (),
     batch_size: int = scoring.DEFAULT_BATCH,
 ) -> TaskEvaluation:
     """Scores ``dataset_uri`` through the model's server and computes the task's metrics.
@@ -62,12 +64,33 @@ def evaluate_model_dir(
         custom_predictor=custom_predictor,
         batch_size=batch_size,
     )
-    return evaluate(task, labels, predictions, threshold)
+    return evaluate(task, labels, predictions, threshold).named(class_names)
 
 
-def publish(result: TaskEvaluation, *, metrics: Any, classification: Any, report: Any) -> None:
+def charts_page(result: TaskEvaluation, threshold: float) -> str:
+    """The evaluation's charts as one HTML page: the ROC curve (binary, probabilities served)
+    and the confusion matrix (classification)."""
+    if result.task == BINARY:
+        caption = f"predicted {result.categories[1]} at probability ≥ {threshold:g}"
+    else:
+        caption = "predicted: the class the model answered"
+    roc = (result.roc[0], result.roc[1]) if result.roc is not None else None
+    return charts_html(
+        heading=f"Model evaluation: {result.task}, {result.rows:,} rows",
+        matrix=result.confusion,
+        labels=result.categories,
+        caption=caption,
+        roc=roc,
+        auc=result.metrics.get("auc"),
+        auc_undefined_reason=result.undefined.get("auc", ""),
+    )
+
+
+def publish(
+    result: TaskEvaluation, *, threshold: float, metrics: Any, classification: Any, report: Any, charts: Any
+) -> None:
     """Logs the figures (an undefined one as ``"undefined"``), the confusion matrix and the ROC
-    curve on the UI's artifacts, and writes the report."""
+    curve on the UI's artifacts, and writes the report and the charts page."""
     for name, value in result.metrics.items():
         metrics.log_metric(name, value if value is not None else UNDEFINED)
     metrics.log_metric("rows", result.rows)
@@ -77,3 +100,5 @@ def publish(result: TaskEvaluation, *, metrics: Any, classification: Any, report
         classification.log_roc_curve(*result.roc)
     with open(report.path, "w", encoding="utf-8") as f:
         f.write(result.markdown("Model evaluation"))
+    with open(charts.path, "w", encoding="utf-8") as f:
+        f.write(charts_page(result, threshold))

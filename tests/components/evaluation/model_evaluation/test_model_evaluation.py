@@ -185,7 +185,7 @@ def test_the_component_runs_under_kfp_local(digits, tmp_path):
     run = run_pipeline(team_evaluation, tmp_path / "root")
     step = run / "model-evaluation"
     outputs = json.loads((step / "executor_output.json").read_text())["artifacts"]
-    logged = outputs["metrics"]["artifacts"][0]["metadata"]
+    logged = outputs["evaluation_metrics"]["artifacts"][0]["metadata"]
     assert logged["accuracy"] == pytest.approx(digits["accuracy"]) and logged["rows"] == 297
     confusion = outputs["classification"]["artifacts"][0]["metadata"]["confusionMatrix"]
     assert len(confusion["annotationSpecs"]) == 10

@@ -19,10 +19,10 @@ ROC_WIDTH, ROC_HEIGHT = 400, 396
 ROC_LEFT, ROC_TOP, ROC_SIZE = 64, 56, 290
 ROC_TICKS = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
 
-# Confusion matrix: 2x2 cells after a column for the row labels and a row for the column labels.
-CELL = 130
+# Confusion matrix: n x n cells after a column for the row labels and a row for the column labels;
+# a cell is CELL wide for two classes, smaller for more, never below MIN_CELL.
+CELL, MIN_CELL, GRID_SIDE = 130, 34, 390
 GRID_LEFT, GRID_TOP = 150, 84
-CONFUSION_WIDTH, CONFUSION_HEIGHT = GRID_LEFT + 2 * CELL + 20, GRID_TOP + 2 * CELL + 48
 # Cell shade from white (no rows) to this blue (the largest cell).
 FULL_SHADE = (31, 90, 166)
 DARK_SHADE_FROM = 0.55  # share of FULL_SHADE above which the count is written in white
@@ -101,7 +101,7 @@ def roc_svg(
         "stroke-dasharray='5 4' class='chance'/>",
         f"<polyline points='{points}' fill='none' stroke='#1f5aa6' stroke-width='2' class='curve'/>",
         f"<text x='{(left + right) / 2:.1f}' y='{bottom + 38:.1f}' text-anchor='middle' font-size='12' "
-        f"{FONT}>false positive rate (on-time flights predicted delayed)</text>",
+        f"{FONT}>false positive rate</text>",
         f"<text x='{y_label_x:.1f}' y='{y_label_y:.1f}' text-anchor='middle' font-size='12' "
         f"transform='rotate(-90 {y_label_x:.1f} {y_label_y:.1f})' {FONT}>"
         "true positive rate (recall)</text>",
@@ -117,29 +117,42 @@ def shade(share: float) -> str:
     return f"rgb({red},{green},{blue})"
 
 
-def confusion_svg(matrix: Sequence[Sequence[int]], labels: Sequence[str], threshold: float) -> str:
-    """The confusion matrix as a 2x2 grid of cells shaded by count.
+def cell_size(classes: int) -> int:
+    """A confusion cell's side for ``classes`` classes: the grid stays about GRID_SIDE wide."""
+    return max(MIN_CELL, min(CELL, GRID_SIDE // max(classes, 1)))
+
+
+def confusion_svg(matrix: Sequence[Sequence[int]], labels: Sequence[str], caption: str) -> str:
+    """The confusion matrix as a grid of cells shaded by count.
 
     Args:
-        matrix: ``[[TN, FP], [FN, TP]]``: rows the true class, columns the predicted one.
-        labels: Names of class 0 and class 1, e.g. ``("on_time", "delayed")``.
-        threshold: Probability at or above which a row is predicted class 1 (shown below).
+        matrix: Rows the true class, columns the predicted one (``[[TN, FP], [FN, TP]]`` for a
+            binary task).
+        labels: The classes' names, in the matrix's order.
+        caption: How a row's class was predicted (shown below), e.g. "predicted 1 at
+            probability ≥ 0.5".
 
     Raises:
-        ValueError: ``matrix`` is not 2x2 or ``labels`` does not name two classes.
+        ValueError: ``matrix`` is not square with a label per class.
     """
-    if len(matrix) != 2 or any(len(row) != 2 for row in matrix) or len(labels) != 2:
-        raise ValueError("a binary confusion matrix is 2x2 with two class labels")
+    n = len(labels)
+    if n == 0 or len(matrix) != n or any(len(row) != n for row in matrix):
+        raise ValueError(
+            f"a confusion matrix is n x n with a label per class; got {len(matrix)} rows, {n} labels"
+        )
+    cell = cell_size(n)
+    count_size, share_size = (18, 11) if cell >= 90 else (11, 0)
+    width, height = GRID_LEFT + n * cell + 20, GRID_TOP + n * cell + 48
     total = sum(map(sum, matrix))
     largest = max(max(row) for row in matrix)
-    caption = f"predicted {labels[1]} at probability ≥ {threshold:g}"
+    middle = GRID_LEFT + n * cell / 2
     parts = [
-        f"<svg xmlns='{SVG_NAMESPACE}' width='{CONFUSION_WIDTH}' height='{CONFUSION_HEIGHT}' "
-        f"viewBox='0 0 {CONFUSION_WIDTH} {CONFUSION_HEIGHT}' role='img' class='confusion'>",
+        f"<svg xmlns='{SVG_NAMESPACE}' width='{width}' height='{height}' "
+        f"viewBox='0 0 {width} {height}' role='img' class='confusion'>",
         f"<title>{html.escape(f'Confusion matrix, {caption}')}</title>",
-        f"<text x='{GRID_LEFT + CELL:.1f}' y='22' text-anchor='middle' font-size='14' "
+        f"<text x='{middle:.1f}' y='22' text-anchor='middle' font-size='14' "
         f"font-weight='bold' {FONT}>Confusion matrix</text>",
-        f"<text x='{GRID_LEFT + CELL:.1f}' y='{GRID_TOP - 36}' text-anchor='middle' font-size='12' "
+        f"<text x='{middle:.1f}' y='{GRID_TOP - 36}' text-anchor='middle' font-size='12' "
         f"font-style='italic' {FONT}>predicted</text>",
         f"<text x='{GRID_LEFT - 12}' y='{GRID_TOP - 14}' text-anchor='end' font-size='12' "
         f"font-style='italic' {FONT}>true</text>",
@@ -147,27 +160,31 @@ def confusion_svg(matrix: Sequence[Sequence[int]], labels: Sequence[str], thresh
     for index, label in enumerate(labels):
         text = html.escape(label)
         parts += [
-            f"<text x='{GRID_LEFT + (index + 0.5) * CELL:.1f}' y='{GRID_TOP - 12}' text-anchor='middle' "
+            f"<text x='{GRID_LEFT + (index + 0.5) * cell:.1f}' y='{GRID_TOP - 12}' text-anchor='middle' "
             f"font-size='12' {FONT}>{text}</text>",
-            f"<text x='{GRID_LEFT - 12}' y='{GRID_TOP + (index + 0.5) * CELL + 4:.1f}' text-anchor='end' "
+            f"<text x='{GRID_LEFT - 12}' y='{GRID_TOP + (index + 0.5) * cell + 4:.1f}' text-anchor='end' "
             f"font-size='12' {FONT}>{text}</text>",
         ]
     for row, counts in enumerate(matrix):
         for column, count in enumerate(counts):
             share = count / largest if largest else 0.0
-            x, y = GRID_LEFT + column * CELL, GRID_TOP + row * CELL
+            x, y = GRID_LEFT + column * cell, GRID_TOP + row * cell
             ink = "white" if share > DARK_SHADE_FROM else "#222"
-            of_all = f"{count / total:.1%} of all" if total else "no rows"
             parts += [
-                f"<rect x='{x}' y='{y}' width='{CELL}' height='{CELL}' fill='{shade(share)}' "
+                f"<rect x='{x}' y='{y}' width='{cell}' height='{cell}' fill='{shade(share)}' "
                 f"stroke='#444' class='cell'/>",
-                f"<text x='{x + CELL / 2:.1f}' y='{y + CELL / 2:.1f}' text-anchor='middle' font-size='18' "
-                f"font-weight='bold' fill='{ink}' {FONT} class='count'>{count:,}</text>",
-                f"<text x='{x + CELL / 2:.1f}' y='{y + CELL / 2 + 20:.1f}' text-anchor='middle' "
-                f"font-size='11' fill='{ink}' {FONT}>{html.escape(of_all)}</text>",
+                f"<text x='{x + cell / 2:.1f}' y='{y + cell / 2 + (0 if share_size else 4):.1f}' "
+                f"text-anchor='middle' font-size='{count_size}' font-weight='bold' fill='{ink}' {FONT} "
+                f"class='count'>{count:,}</text>",
             ]
+            if share_size:  # room for the cell's share of all rows below its count
+                of_all = f"{count / total:.1%} of all" if total else "no rows"
+                parts.append(
+                    f"<text x='{x + cell / 2:.1f}' y='{y + cell / 2 + 20:.1f}' text-anchor='middle' "
+                    f"font-size='{share_size}' fill='{ink}' {FONT}>{html.escape(of_all)}</text>"
+                )
     parts += [
-        f"<text x='{GRID_LEFT + CELL:.1f}' y='{GRID_TOP + 2 * CELL + 28}' text-anchor='middle' "
+        f"<text x='{middle:.1f}' y='{GRID_TOP + n * cell + 28}' text-anchor='middle' "
         f"font-size='12' {FONT}>{html.escape(caption)}</text>",
         "</svg>",
     ]
@@ -176,27 +193,34 @@ def confusion_svg(matrix: Sequence[Sequence[int]], labels: Sequence[str], thresh
 
 def charts_html(
     *,
-    fpr: Sequence[float],
-    tpr: Sequence[float],
-    auc: float | None,
-    matrix: Sequence[Sequence[int]],
-    labels: Sequence[str],
-    threshold: float,
+    heading: str,
+    matrix: Sequence[Sequence[int]] = (),
+    labels: Sequence[str] = (),
+    caption: str = "",
+    roc: tuple[Sequence[float], Sequence[float]] | None = None,
+    auc: float | None = None,
     auc_undefined_reason: str = "",
-    heading: str = "Flight delay model: test split",
 ) -> str:
-    """One HTML page with the ROC curve and the confusion matrix side by side.
+    """One HTML page with the ROC curve and the confusion matrix side by side (what the task has
+    of them: a regression has neither, and the page says so).
 
     Args:
-        fpr: ROC false positive rates in [0, 1] (``kfstack.training.metrics.roc_curve``).
-        tpr: ROC true positive rates, as many as ``fpr``.
-        auc: Area under the ROC curve, or ``None`` when undefined on this data.
-        matrix: ``[[TN, FP], [FN, TP]]`` at ``threshold``.
-        labels: Names of class 0 and class 1.
-        threshold: Decision threshold in [0, 1] the confusion matrix was counted at.
-        auc_undefined_reason: Why the AUC is undefined, when it is.
         heading: The page's title.
+        matrix: The confusion matrix (rows the true class); empty: none.
+        labels: The classes' names, in the matrix's order.
+        caption: How the matrix's predictions were made (see :func:`confusion_svg`).
+        roc: Binary with probabilities: the ROC curve's (fpr, tpr)
+            (``kfstack.training.metrics.roc_curve``); None: no curve.
+        auc: Area under the ROC curve, or ``None`` when undefined on this data.
+        auc_undefined_reason: Why the AUC is undefined, when it is.
     """
+    charts = []
+    if roc is not None:
+        charts.append(roc_svg(roc[0], roc[1], auc, auc_undefined_reason))
+    if matrix:
+        charts.append(confusion_svg(matrix, labels, caption))
+    if not charts:
+        charts.append("<p>No chart: the task has no ROC curve or confusion matrix (see the metrics).</p>")
     return "\n".join(
         [
             "<!DOCTYPE html>",
@@ -208,8 +232,7 @@ def charts_html(
             "<body style='font-family: sans-serif; margin: 16px;'>",
             f"<h1 style='font-size: 18px;'>{html.escape(heading)}</h1>",
             "<div style='display: flex; flex-wrap: wrap; gap: 24px; align-items: flex-start;'>",
-            roc_svg(fpr, tpr, auc, auc_undefined_reason),
-            confusion_svg(matrix, labels, threshold),
+            *charts,
             "</div>",
             "</body>",
             "</html>",
