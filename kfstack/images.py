@@ -29,10 +29,6 @@ def image_for(role: str, registry: str | None = None) -> str:
     return f"{registry}/kfstack-{role}:{__version__}"
 
 
-# Where the Spark image puts the feature job's entry point (the spark target of images/Dockerfile copies
-# spark_jobs/flights_features/__main__.py there); a SparkApplication's mainApplicationFile.
-SPARK_MAIN_FILE = "local:///opt/kfstack/jobs/flights_features.py"
-
 # Where the Spark image puts the driver wrapper of a team's own PySpark application (the spark
 # target copies kfstack/spark/driver.py there): the generic Spark job's mainApplicationFile, which
 # runs the team's file or module as ``__main__`` (:mod:`kfstack.spark.driver`).

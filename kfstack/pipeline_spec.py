@@ -108,13 +108,20 @@ class _Walker:
             for key, d in definitions.items()
             if "defaultValue" in d and key not in inputs.get("parameters", {})
         }
-        parameters = {
-            **defaults,
-            **{
-                key: _typed(self.parameter(value, scope, name), types.get(key))
-                for key, value in inputs.get("parameters", {}).items()
-            },
+        given = inputs.get("parameters", {})
+        # References first, then constants, whose placeholders may name the task's own inputs
+        # (an f-string of an upstream output inside a list).
+        own = {
+            key: _typed(self.parameter(value, scope, name, {}), types.get(key))
+            for key, value in given.items()
+            if "runtimeValue" not in value
         }
+        constants = {
+            key: _typed(self.parameter(value, scope, name, own), types.get(key))
+            for key, value in given.items()
+            if "runtimeValue" in value
+        }
+        parameters = {**defaults, **{key: {**own, **constants}[key] for key in given}}
         artifacts = {key: self.artifact(value, scope) for key, value in inputs.get("artifacts", {}).items()}
         condition = task.get("triggerPolicy", {}).get("condition")
         if condition:
@@ -139,22 +146,23 @@ class _Walker:
         match = _FUNCTION.search(args)
         return match.group(1).replace("_", "-") if match else ""
 
-    def parameter(self, value: Mapping[str, Any], scope: _Scope, task: str) -> Any:
+    def parameter(self, value: Mapping[str, Any], scope: _Scope, task: str, own: Mapping[str, Any]) -> Any:
         if "componentInputParameter" in value:
             return scope.parameters.get(value["componentInputParameter"])
         if "taskOutputParameter" in value:
             ref = value["taskOutputParameter"]
             return output_placeholder(ref["producerTask"], ref["outputParameterKey"])
         if "runtimeValue" in value:
-            return self.constant(value["runtimeValue"].get("constant"), scope, task)
+            return self.constant(value["runtimeValue"].get("constant"), {**scope.parameters, **own}, task)
         return None
 
-    def constant(self, value: Any, scope: _Scope, task: str) -> Any:
-        """A constant with the backend's placeholders in it resolved."""
+    def constant(self, value: Any, inputs: Mapping[str, Any], task: str) -> Any:
+        """A constant with the backend's placeholders in it resolved: ``inputs`` are the values
+        its ``{{$.inputs.parameters[...]}}`` references may name."""
         if isinstance(value, dict):
-            return {k: self.constant(v, scope, task) for k, v in value.items()}
+            return {k: self.constant(v, inputs, task) for k, v in value.items()}
         if isinstance(value, list):
-            return [self.constant(v, scope, task) for v in value]
+            return [self.constant(v, inputs, task) for v in value]
         if not isinstance(value, str):
             return value
         if value == RUN_ID_PLACEHOLDER:
@@ -163,8 +171,9 @@ class _Walker:
             return task
         whole = _INPUT_REFERENCE.fullmatch(value)
         if whole:  # a channel inside a struct (e.g. a dict of pipeline parameters)
-            return scope.parameters.get(whole.group(1))
-        return value
+            return inputs.get(whole.group(1))
+        # A channel inside a string (an f-string argument): its value as text.
+        return _INPUT_REFERENCE.sub(lambda match: str(inputs.get(match.group(1), match.group(0))), value)
 
     def artifact(self, value: Mapping[str, Any], scope: _Scope) -> Any:
         if "componentInputArtifact" in value:

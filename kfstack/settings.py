@@ -30,7 +30,7 @@ class Placeholder(str):
     """A value only the running system knows, standing where a typed value would.
 
     Examples: Katib's ``${trialParameters.learningRate}`` in a trial template, or the
-    ``{{artifact:flights-features/features}}`` URI that ``kfstack render`` writes for an artifact
+    ``{{artifact:spark-job/output}}`` URI that ``kfstack render`` writes for an artifact
     the KFP backend will place. Every settings field accepts one; its range and choice checks
     are skipped (the template's owner checks the substituted value), and builders write it into
     the object as it is.

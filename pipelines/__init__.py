@@ -39,11 +39,11 @@ class PipelineEntry:
 PIPELINES: dict[str, PipelineEntry] = {
     "flights-training": PipelineEntry(
         function="kfstack.pipelines.flights_training:flights_training",
-        check="kfstack.flights.settings:check_run",
+        check="kfstack.pipelines.steps:check_run",
     ),
     "flights-retraining": PipelineEntry(
         function="kfstack.pipelines.flights_retraining:flights_retraining",
-        check="kfstack.flights.settings:check_retraining_run",
+        check="kfstack.pipelines.steps:check_retraining_run",
     ),
     "digits-training": PipelineEntry(function="kfstack.pipelines.digits_training:digits_training"),
 }

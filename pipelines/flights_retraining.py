@@ -152,7 +152,7 @@ def flights_retraining(
         )
         steps.uncached(features)
         drift = steps.call(
-            check_drift, parameters, features=features.outputs["features"], champion=champion.outputs["model"]
+            check_drift, parameters, features=features.outputs["output"], champion=champion.outputs["model"]
         )
         steps.on_cluster(drift, parameters, "drift-check")
         with dsl.If(drift.outputs["Output"] == True, name="drifted"):  # noqa: E712 (a KFP condition)
@@ -162,7 +162,7 @@ def flights_retraining(
                 parameters,
                 challenger=training.outputs["model"],
                 champion=champion.outputs["model"],
-                features=features.outputs["features"],
+                features=features.outputs["output"],
             ).after(evaluation)
             steps.on_cluster(gate, parameters, "champion-challenger")
             with dsl.If(gate.outputs["Output"] == PASS, name="beats-production"):

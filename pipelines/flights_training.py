@@ -115,7 +115,7 @@ def flights_training(
     # Every parameter, for the steps to take theirs by name (before any other name is bound here).
     parameters = dict(locals())
     with steps.guarded(PIPELINE_NAME, parameters) as checked:
-        features = steps.features(parameters, reference_profile_uri="").after(checked)
+        features = steps.features(parameters).after(checked)
         training, evaluation = steps.train_and_evaluate(parameters, features)
         # Deployment comes after the evaluation (a model that failed to evaluate is never served).
         deployment = steps.deploy(parameters, training, features).after(evaluation)

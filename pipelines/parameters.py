@@ -55,7 +55,7 @@ DESCRIPTIONS: dict[str, str] = {
     "spark_executors": "Kubernetes: Spark executor pods.",
     "spark_executor_cores": "Kubernetes: cores per executor.",
     "spark_executor_memory": "Kubernetes: memory per executor (Spark notation: 4g, 512m).",
-    "spark_driver_memory": "Kubernetes: driver memory (Spark notation).",
+    "spark_driver_memory": "Driver memory (Spark notation); locally the memory of the one JVM.",
     "spark_service_account": "Kubernetes: the Spark driver's service account.",
     "object_store_secret": (
         "Kubernetes: name of the Secret with AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY (and "

@@ -1,4 +1,4 @@
-"""The steps the flights pipelines share, wired once.
+"""The steps the flights pipelines share, wired once, and the rules across their stages.
 
 ``flights-training`` and ``flights-retraining`` run the same feature job, training, evaluation
 and deployment; each pipeline says what it adds around them. The wiring itself -- the run's
@@ -14,16 +14,20 @@ from typing import Any
 
 from kfp import dsl
 
-from kfstack.components.data.flights_features.component import flights_features
+from kfstack.components.data.spark_job.component import spark_job
 from kfstack.components.evaluation.model_evaluation.component import model_evaluation
 from kfstack.components.serving import predictor
 from kfstack.components.serving.model_deployment.component import model_deployment
 from kfstack.components.serving.register_model.component import register_model
 from kfstack.components.training.train_model.component import train_model
 from kfstack.components.tuning.tune_model.component import tune_model
+from kfstack.errors import InvalidParameterError
 from kfstack.evaluation.task_metrics import BINARY
 from kfstack.features import HOLDOUT_FILE, LABEL_COLUMN, TEST_REQUESTS_FILE
-from kfstack.flights.features import CLASS_NAMES
+from kfstack.flights.features import CATEGORICAL_FEATURES, CLASS_NAMES, NUMERIC_FEATURES
+from kfstack.monitoring.drift import DriftThresholds, feature_names
+from kfstack.monitoring.gate import GateRule
+from kfstack.monitoring.window import resolve_window
 from kfstack.pipelines.wiring import (
     JSON_PARAMETERS,
     NAMESPACE_FIELD,
@@ -34,6 +38,8 @@ from kfstack.pipelines.wiring import (
     on_cluster,
     uncached,
 )
+from kfstack.serving.model_registry import RegistryEndpoint
+from kfstack.spark_jobs.flights_features.config import SPARK_CONF, FeatureJobConfig, pipeline_arguments
 
 __all__ = [
     "JSON_PARAMETERS",
@@ -41,6 +47,8 @@ __all__ = [
     "RUN_ID",
     "TASK_NAME",
     "call",
+    "check_retraining_run",
+    "check_run",
     "deploy",
     "features",
     "guarded",
@@ -51,9 +59,24 @@ __all__ = [
 ]
 
 
+# The flights feature job: a team's Spark application, run as spark-submit runs it.
+FEATURE_JOB = "kfstack.spark_jobs.flights_features"
+
+
 def features(parameters: Mapping[str, Any], **given: Any) -> dsl.PipelineTask:
-    """The Spark feature job."""
-    task = call(flights_features, parameters, run_id=RUN_ID, task_name=TASK_NAME, **given)
+    """The Spark feature job through the generic ``spark_job``: its options from the parameters
+    of the same name, or from ``given`` (a retraining run's window and reference profile, which
+    are upstream outputs); its input the ``data_uri`` parameter (empty: the bundled tables)."""
+    task = call(
+        spark_job,
+        parameters,
+        spark_application=FEATURE_JOB,
+        spark_arguments=pipeline_arguments({"reference_profile_uri": "", **parameters, **given}),
+        spark_conf=SPARK_CONF,
+        input_uri=parameters["data_uri"],
+        run_id=RUN_ID,
+        task_name=TASK_NAME,
+    )
     return on_cluster(task, parameters, "spark-features")
 
 
@@ -63,7 +86,7 @@ def train_and_evaluate(
     """Tuning (which hands the given values on when ``tune`` is false), training and evaluation;
     returns the training and evaluation tasks."""
     # The training job as the tuning trials and the final training both run it.
-    job = {"features": features_task.outputs["features"], "run_id": RUN_ID, "task_name": TASK_NAME}
+    job = {"features": features_task.outputs["output"], "run_id": RUN_ID, "task_name": TASK_NAME}
     tuning = on_cluster(call(tune_model, parameters, **job), parameters, "tuning")
     # One training step: the framework is its parameter, so every later stage appears once in
     # the graph. Training reads its hyperparameters from the tuning step either way.
@@ -79,7 +102,7 @@ def train_and_evaluate(
     # predictor: the figures are those of the model as it serves.
     evaluation = model_evaluation(
         model=training.outputs["model"],
-        dataset=features_task.outputs["features"],
+        dataset=features_task.outputs["output"],
         dataset_split=TEST_REQUESTS_FILE,
         task=BINARY,
         label_column=LABEL_COLUMN,
@@ -103,7 +126,7 @@ def deploy(
         model_deployment,
         parameters,
         model=training.outputs["model"],
-        holdout=features_task.outputs["features"],
+        holdout=features_task.outputs["output"],
         holdout_split=HOLDOUT_FILE,
         model_format="custom",
         custom_predictor=predictor.MODEL_CLASS,
@@ -128,3 +151,64 @@ def register(
         register_model, parameters, model=training.outputs["model"], decision=deployment.outputs["decision"]
     )
     return on_cluster(uncached(task), parameters, "model-registry")
+
+
+def check_run(parameters: Mapping[str, Any]) -> None:
+    """The rules of a flights training run beyond each stage's own: the feature job's options
+    (a Spark application's argv, which the generic Spark step cannot read), and every training
+    rank reads a shard.
+
+    Raises:
+        InvalidParameterError: A bad feature job option, or ``num_shards`` < ``workers``.
+    """
+    # The feature job's options (it runs as a Spark application, which checks them again): the
+    # same config its driver parses, with stand-ins for the locations the step gives it.
+    FeatureJobConfig.from_arguments(
+        parameters, output_uri="(the step's output)", quarantine_uri="(its quarantine)"
+    )
+    num_shards, workers = parameters.get("num_shards"), parameters.get("workers")
+    url = parameters.get("model_registry_url")
+    if isinstance(url, str) and url.strip():
+        RegistryEndpoint.parse(url)  # a bad URL fails before training, not after the rollout
+    if not (isinstance(num_shards, int) and isinstance(workers, int)):
+        return  # missing or templated (a Placeholder): each stage checks its own
+    if num_shards < workers:
+        raise InvalidParameterError(
+            f"num_shards={num_shards} < workers={workers}: every rank must read at least one "
+            f"shard; use num_shards >= workers (a multiple of workers balances best)"
+        )
+
+
+def _known_features(names: tuple[str, ...]) -> None:
+    unknown = sorted(set(names) - {*CATEGORICAL_FEATURES, *NUMERIC_FEATURES})
+    if unknown:
+        raise InvalidParameterError(f"drift_ignore_features: no feature named {', '.join(unknown)}")
+
+
+def check_retraining_run(parameters: Mapping[str, Any]) -> None:
+    """The rules of a flights retraining run: those of a training run, a window that resolves,
+    and valid drift thresholds and gate rule.
+
+    Raises:
+        InvalidParameterError: Naming every parameter at fault.
+    """
+    check_run(parameters)
+    checks = (
+        lambda: resolve_window(
+            parameters["window_start"],
+            parameters["window_end"],
+            parameters["window_days"],
+            parameters["window_lag_days"],
+        ),
+        lambda: DriftThresholds(parameters["drift_max_psi"], parameters["drift_max_label_rate_shift"]),
+        lambda: _known_features(feature_names(parameters["drift_ignore_features"])),
+        lambda: GateRule(parameters["gate_metric"], parameters["gate_margin"]),
+    )
+    problems = []
+    for check in checks:
+        try:
+            check()
+        except InvalidParameterError as err:
+            problems.append(str(err))
+    if problems:
+        raise InvalidParameterError("; ".join(problems))

@@ -18,8 +18,8 @@ from kfstack.training.settings import TUNABLE_HYPERPARAMETERS
 
 SUCCEEDED, FAILED, CANCELLED = "SUCCEEDED", "FAILED", "CANCELLED"
 METRICS_SCHEMA = "system.Metrics"
-# Where the feature job's counts show up among the metrics (its data_report output).
-DATA_REPORT = "data_report"
+# Where a Spark job's counts show up among the metrics (the spark_job step's report output).
+DATA_REPORT = "report"
 DATA_COUNT_KEYS = ("rows_read", "rows_written", "rows_quarantined", "quarantined_fraction")
 # Where the tuning step's figures show up among the metrics (its parameter outputs are the
 # tunable hyperparameters).
@@ -184,7 +184,7 @@ def collect_outputs(outputs: dict[str, Any]) -> tuple[dict[str, Number | None], 
 
 def data_counts(metrics: dict[str, Number | None]) -> dict[str, Number]:
     """The feature job's row counts (read / written / quarantined, per reason), out of its
-    ``data_report`` metrics."""
+    ``report`` metrics."""
     prefix = f"{DATA_REPORT}."
     data: dict[str, Number] = {}
     reasons = sorted(key for key in metrics if key.startswith(f"{prefix}quarantined."))

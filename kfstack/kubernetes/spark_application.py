@@ -1,15 +1,14 @@
 """SparkApplication manifests (spark-operator v2, ``sparkoperator.k8s.io/v1beta2``).
 
-The driver runs a main file of the Spark image: the feature job's (the same ``main(argv)`` the
-embedded platform calls in-process, at :data:`kfstack.images.SPARK_MAIN_FILE`), or the wrapper
-that runs a team's own application (:mod:`kfstack.spark.driver`, at
-:data:`kfstack.images.SPARK_DRIVER_FILE`), which learns where its data is from plain ``env``
-and gets a team's Secrets as ``envFrom`` -- both set on the pods by the operator's mutating
-webhook, on by default in its chart. The object is built with the pydantic models of the
-``kubeflow-spark-api`` package (``SparkV1beta2SparkApplication`` and its spec, driver and executor
-models, and that package's own copies of the core Kubernetes types) and serialised by their
-``to_dict()``. The core types start out as the Kubernetes SDK objects of :mod:`.pods` (env,
-security contexts, volumes), shared with the training jobs, and are read into those copies.
+The driver runs the wrapper of the Spark image that runs a team's own application
+(:mod:`kfstack.spark.driver`, at :data:`kfstack.images.SPARK_DRIVER_FILE`), which learns where
+its data is from plain ``env`` and gets a team's Secrets as ``envFrom`` -- both set on the pods
+by the operator's mutating webhook, on by default in its chart. The object is built with the
+pydantic models of the ``kubeflow-spark-api`` package (``SparkV1beta2SparkApplication`` and its
+spec, driver and executor models, and that package's own copies of the core Kubernetes types)
+and serialised by their ``to_dict()``. The core types start out as the Kubernetes SDK objects
+of :mod:`.pods` (env, security contexts, volumes), shared with the training jobs, and are read
+into those copies.
 
 The models are release 2.4.0 (the pin in pyproject.toml); the CRD we target is spark-operator
 2.5.2. The models ignore a key they do not know rather than refuse it, so the tests check that

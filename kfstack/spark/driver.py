@@ -14,9 +14,11 @@ code starts the same way everywhere:
    spark-submit's main file;
 3. once it returns -- or exits with status 0 -- the report, if it wrote one, is checked and
    copied to the URI in ``KFSTACK_REPORT_UPLOAD_URI`` (any fsspec URI; a local path on the
-   embedded platform), where the step reads it back. A non-zero exit or an exception of the
-   application propagates unchanged: spark-submit and the operator then report the failure
-   with the application's own exit status and traceback.
+   embedded platform), where the step reads it back. A non-zero exit of the application is the
+   driver's, and an exception its traceback and exit status 1: spark-submit and the operator
+   then report the failure. Either way, where the application gave a reason (the exception, or
+   ``sys.exit("message")``), the wrapper's last line says it (:data:`FAILURE_LINE`), for the
+   step's error to name.
 
 The upload variable is kfstack's own wiring between the step and this wrapper, not a contract a
 team's code reads. The report is the driver's alone: executors never see the variable.
@@ -31,6 +33,7 @@ import logging
 import os
 import sys
 import tempfile
+import traceback
 from collections.abc import Sequence
 
 import fsspec
@@ -40,6 +43,9 @@ from kfstack.team_code import run_as_main
 
 # Where the wrapper copies the team's report once the application returned; set by the step.
 REPORT_UPLOAD_URI_ENV = "KFSTACK_REPORT_UPLOAD_URI"
+# The wrapper's last line when the application failed with a reason (an exception, or an exit
+# with a message): the step's error names it (:mod:`kfstack.spark.local`).
+FAILURE_LINE = "kfstack: the spark application failed: "
 
 logger = logging.getLogger("kfstack.spark.driver")
 
@@ -119,7 +125,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         logger.addHandler(handler)
         logger.setLevel(logging.INFO)
         logger.propagate = False
-    run(SparkApplicationCode(args[0], tuple(args[1:])), os.environ.get(REPORT_UPLOAD_URI_ENV, ""))
+    try:
+        run(SparkApplicationCode(args[0], tuple(args[1:])), os.environ.get(REPORT_UPLOAD_URI_ENV, ""))
+    except SystemExit as exit:
+        if not isinstance(exit.code, str):
+            raise
+        # sys.exit("message"): the message as Python prints it, then the reason line; status 1.
+        print(exit.code, file=sys.stderr)
+        print(f"{FAILURE_LINE}{exit.code}", file=sys.stderr, flush=True)
+        return 1
+    except Exception as err:
+        # The traceback first (as Python prints it), then the reason on a line of its own.
+        traceback.print_exc()
+        print(f"{FAILURE_LINE}{type(err).__name__}: {err}", file=sys.stderr, flush=True)
+        return 1
     return 0
 
 

@@ -21,7 +21,7 @@ Process handling, as a pod's processes end with the pod:
 The settings (:func:`local_conf`) are those kfstack's own local Spark sessions were tuned with
 on a small machine (loopback only, no UI, adaptive execution off, UTC sessions, the throughput
 collector, the class-data archive when one was recorded); a team's ``spark_conf`` comes after
-them and wins.
+them and wins, but for Java options, which are kfstack's followed by the team's.
 """
 
 from __future__ import annotations
@@ -64,6 +64,7 @@ _GATEWAY_ENV = ("PYSPARK_GATEWAY_PORT", "PYSPARK_GATEWAY_SECRET", "_PYSPARK_DRIV
 # one machine: the throughput collector rather than G1's concurrent threads, and the JIT waits
 # for twice the calls before it compiles a method (BENCHMARKS.md: kfstack's own local sessions).
 _LOCAL_JAVA_OPTIONS = "-XX:+UseParallelGC -XX:CompileThresholdScaling=2"
+JAVA_OPTION_KEYS = ("spark.driver.extraJavaOptions", "spark.executor.extraJavaOptions")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -116,7 +117,8 @@ def spark_home() -> str:
 
 
 def local_conf(job: LocalSparkJob, scratch_dir: str, home: str) -> dict[str, str]:
-    """kfstack's Spark settings of a local run, then the team's (which win)."""
+    """kfstack's Spark settings of a local run, then the team's (which win; Java options are
+    kfstack's followed by the team's)."""
     cores = job.cores if job.cores > 0 else os.cpu_count() or 1
     archive = class_archive.java_options(home)
     conf = {
@@ -144,7 +146,12 @@ def local_conf(job: LocalSparkJob, scratch_dir: str, home: str) -> dict[str, str
         "spark.pyspark.python": sys.executable,
         "spark.pyspark.driver.python": sys.executable,
     }
-    return {**conf, **job.spark_conf}
+    merged = {**conf, **job.spark_conf}
+    for key in JAVA_OPTION_KEYS:
+        if key in conf and key in job.spark_conf:
+            # Java options add up: the team's come after kfstack's (and win a repeated flag).
+            merged[key] = f"{conf[key]} {job.spark_conf[key]}"
+    return merged
 
 
 def submit_command(job: LocalSparkJob, scratch_dir: str, home: str) -> list[str]:
@@ -285,8 +292,10 @@ def run_local_job(
     seconds = time.monotonic() - started
     if code != 0:
         lines = "\n".join(tail)
+        reasons = [line.split(driver.FAILURE_LINE, 1)[1] for line in tail if driver.FAILURE_LINE in line]
+        reason = f": {reasons[-1]}" if reasons else ""
         raise RunFailedError(
-            f"spark application {job.code.application} failed ({_describe_exit(code)}) after "
+            f"spark application {job.code.application} failed{reason} ({_describe_exit(code)}) after "
             f"{seconds:.0f}s on {job.master}. Last lines of its output:\n{lines}"
         )
     logger.info("spark application %s finished in %.1fs", job.code.application, seconds)

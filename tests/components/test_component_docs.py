@@ -174,7 +174,7 @@ def mismatch(title: str, expected: set[str], documented: set[str]) -> str:
 def test_components_are_found():
     labels = {c.label for c in COMPONENTS}
     assert {
-        "data/flights_features",
+        "data/spark_job",
         "training/train_model",
         "evaluation/model_evaluation",
         "common/cleanup_run",

@@ -419,8 +419,8 @@ def test_the_spark_target_runs_the_entrypoint_script_and_carries_the_job(dockerf
     assert entrypoint[-1] == copies[SPARK_ENTRYPOINT_SCRIPT]
     script = REPO_ROOT / SPARK_ENTRYPOINT_SCRIPT
     assert os.access(script, os.X_OK) and script.read_text().startswith("#!/bin/bash")
-    main_file = images.SPARK_MAIN_FILE.removeprefix("local://")
-    assert copies["spark_jobs/flights_features/__main__.py"] == main_file
+    # Every Spark application (the flights feature job too) runs through the driver wrapper.
+    assert copies["kfstack/spark/driver.py"] == images.SPARK_DRIVER_FILE.removeprefix("local://")
     env = {k: v for i in instructions if i.keyword == "ENV" for k, v in env_pairs(i).items()}
     assert env["SPARK_HOME"] == "/opt/spark" and env["PYSPARK_PYTHON"] == f"{VENV}/bin/python"
     assert "/opt/spark/bin" in env["PATH"].split(":")

@@ -8,18 +8,14 @@ scripted "controller" writes them to the artifact URI, exactly the files the rea
 
 import json
 
-import fsspec
 import pytest
 import yaml
 from kubeflow_katib_api.models import V1beta1Experiment
 
 from kfstack.app.cli import main
-from kfstack.components.data.flights_features.stage import STAGE as FEATURES
 from kfstack.components.training.train_model.stage import STAGE as TRAINING
 from kfstack.errors import ResourceFailedError
-from kfstack.features import JOB_REPORT_FILE
 from kfstack.kubernetes.launcher import Cluster
-from kfstack.kubernetes.naming import RunContext
 from kfstack.pipelines import rendering
 from kfstack.platforms import run_stage
 from tests.kubernetes.conftest import NAMESPACE, RUN_ID
@@ -90,7 +86,7 @@ def test_render_writes_every_object_and_they_validate(tmp_path, capsys):
     assert job["metadata"]["labels"]["kfstack.dev/pipeline-run"] == RUN_ID
     args = job["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]["containers"][0]["command"]
     # The artifact URI only the KFP backend knows stays a marked placeholder.
-    assert args[args.index("--features-uri") + 1] == "{{artifact:flights-features/features}}"
+    assert args[args.index("--features-uri") + 1] == "{{artifact:spark-job/output}}"
     assert args[args.index("--checkpoint-uri") + 1] == "{{artifact:train-model/training_logs}}/checkpoints"
     assert "namespace" not in job["metadata"]  # kubectl -n / the launcher's own namespace decides
     validate_with_crds(tmp_path, checkable(objects))
@@ -111,33 +107,19 @@ def test_render_of_the_retraining_pipeline_follows_its_branches(tmp_path):
         "inputs.parameter_values['pipelinechannel--gate-model-Output'] == 'challenger'",
     )
     spark = next(obj for task in rendered for obj in task.objects if obj["kind"] == "SparkApplication")
+    # The feature job runs through the Spark step's driver wrapper; its argv is the pipeline's
+    # values, the upstream outputs marked where only the run knows them.
     arguments = spark["spec"]["arguments"]
-    assert (
-        arguments[arguments.index("--reference-profile-uri") + 1] == "{{output:production-model/profile_uri}}"
-    )
-    assert arguments[arguments.index("--window-start") + 1] == "{{output:data-window/start}}"
+    assert arguments[0] == "kfstack.spark_jobs.flights_features"
+    assert "--reference-profile-uri={{output:production-model/profile_uri}}" in arguments
+    assert "--window-start={{output:data-window/start}}" in arguments
+    assert "--num-shards=4" in arguments
     # The driver and executors compile the validation rules to machine code (see JAVA_OPTIONS).
     conf = spark["spec"]["sparkConf"]
     assert conf["spark.driver.extraJavaOptions"] == conf["spark.executor.extraJavaOptions"]
     assert "-XX:-DontCompileHugeMethods" in conf["spark.driver.extraJavaOptions"]
     assert conf["spark.sql.files.maxPartitionBytes"] == "32m"
     validate_with_crds(tmp_path, checkable([obj for task in rendered for obj in task.objects]))
-
-
-def test_the_feature_job_opens_the_champion_profile_at_its_object_store_uri():
-    settings = FEATURES.settings(
-        {
-            "platform": "kubernetes",
-            "features": "minio://mlpipeline/v2/artifacts/run/features",
-            "quarantine": "minio://mlpipeline/v2/artifacts/run/quarantine",
-            "reference_profile_uri": "minio://mlpipeline/v2/artifacts/run/production-model/model/profile.json",
-        }
-    )
-    (application,) = FEATURES.build(settings, RunContext(RUN_ID, "task"))
-    arguments = application["spec"]["arguments"]
-    assert arguments[arguments.index("--reference-profile-uri") + 1] == (
-        "s3://mlpipeline/v2/artifacts/run/production-model/model/profile.json"
-    )
 
 
 def test_render_tensorflow_parameter_server_job(tmp_path):
@@ -208,7 +190,7 @@ def test_render_an_explicit_trainer_v2_choice(tmp_path):
     assert spec["runtimeRef"]["name"] == "kfstack-torch-distributed"
     assert spec["trainer"]["numNodes"] == 4
     args = spec["trainer"]["args"]
-    assert args[args.index("--features-uri") + 1] == "{{artifact:flights-features/features}}"
+    assert args[args.index("--features-uri") + 1] == "{{artifact:spark-job/output}}"
     validate_with_crds(tmp_path, checkable(list(objects.values())))
 
 
@@ -424,41 +406,6 @@ def training_arguments(tmp_path, **parameters) -> dict:
 
 def cluster(fake_api) -> Cluster:
     return Cluster(fake_api.api_client(), NAMESPACE, sleep=lambda seconds: None)
-
-
-def test_feature_stage_on_kubernetes_creates_the_spark_application_and_reads_its_report(fake_api, tmp_path):
-    args = arguments(
-        tmp_path, {}, ("features", "quarantine", "data_report", "spark_job"), spark_executors="3"
-    )
-    features_uri = args["features"].uri
-    report = {
-        "rows_read": 100,
-        "rows_written": 97,
-        "rows_quarantined": 3,
-        "quarantined_by_reason": {"duplicate": 3},
-        "rows_per_split": {"train": 80, "validation": 9, "test": 8},
-    }
-
-    def controller(name):
-        # The driver writes its report on success, as the real job does.
-        with fsspec.open(f"{features_uri}/{JOB_REPORT_FILE}", "w") as f:
-            json.dump(report, f)
-
-    fake_api.on_read = controller
-    name = RunContext(RUN_ID, "task").name("kfs-features")
-    fake_api.statuses[name] = [
-        {"applicationState": {"state": "RUNNING"}},
-        {"applicationState": {"state": "COMPLETED"}},
-    ]
-    result = run_stage(FEATURES, args, cluster=cluster(fake_api))
-    assert fake_api.count("POST") == 1
-    assert args["data_report"].metadata["rows_quarantined"] == 3
-    assert args["data_report"].metadata["quarantined.duplicate"] == 3
-    assert result.reference["kind"] == "SparkApplication" and result.reference["namespace"] == NAMESPACE
-    assert json.loads((tmp_path / "spark_job").read_text())["name"] == name
-    created = fake_api.objects[("sparkapplications", NAMESPACE, name)]
-    assert created["spec"]["executor"]["instances"] == 3
-    assert created["spec"]["arguments"][:2] == ["--output-uri", features_uri]
 
 
 def test_training_stage_on_kubernetes_failure_carries_the_master_log(fake_api, tmp_path):

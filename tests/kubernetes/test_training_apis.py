@@ -138,7 +138,7 @@ def test_the_parameter_check_finds_an_unserved_api_before_the_first_step(fake_ap
             RUN_ID,
         )
     fake_api.serve_only(*V2_ONLY)
-    with pytest.raises(PlatformNotAvailableError, match=r"flights-features: .*SparkApplication"):
+    with pytest.raises(PlatformNotAvailableError, match=r"spark-job: .*SparkApplication"):
         rendering.check_run_parameters("flights-training", {"platform": "kubernetes"}, RUN_ID)
     # Without KServe the run cannot deploy: refused up front, unless deploy is off.
     fake_api.serve_only(*V1_ONLY, resources.SPARK_APPLICATION, resources.EXPERIMENT)

@@ -68,7 +68,7 @@ def test_flights_training_task_graph(flights_spec):
     # One training step whatever the framework: later stages appear once in the graph.
     assert set(tasks) == {
         "validate-run",
-        "flights-features",
+        "spark-job",
         "tune-model",
         "train-model",
         "model-evaluation",
@@ -76,7 +76,7 @@ def test_flights_training_task_graph(flights_spec):
         "register-model",
     }
     # Parameters are checked before the feature job starts.
-    assert tasks["flights-features"]["dependentTasks"] == ["validate-run"]
+    assert tasks["spark-job"]["dependentTasks"] == ["validate-run"]
     checked = tasks["validate-run"]["inputs"]["parameters"]
     assert checked["pipeline"]["runtimeValue"]["constant"] == "flights-training"
     # The check gets every pipeline parameter, so it renders what the run would create; the
@@ -93,7 +93,7 @@ def test_flights_training_task_graph(flights_spec):
         }
     train = tasks["train-model"]["inputs"]
     assert train["artifacts"]["features"] == {
-        "taskOutputArtifact": {"outputArtifactKey": "features", "producerTask": "flights-features"}
+        "taskOutputArtifact": {"outputArtifactKey": "output", "producerTask": "spark-job"}
     }
     assert train["parameters"]["framework"] == {"componentInputParameter": "pipelinechannel--framework"}
     assert train["parameters"]["gpu_pool"] == {"componentInputParameter": "pipelinechannel--gpu_pool"}
@@ -103,13 +103,11 @@ def test_flights_training_task_graph(flights_spec):
     # The evaluated model is deployed after its evaluation, never from cache, and its canary
     # replays the feature job's holdout.
     deploy = tasks["model-deployment"]
-    assert deploy["dependentTasks"] == ["flights-features", "model-evaluation", "train-model"]
+    assert deploy["dependentTasks"] == ["model-evaluation", "spark-job", "train-model"]
     assert deploy["cachingOptions"] == {}
     assert deploy["inputs"]["artifacts"] == {
         "model": {"taskOutputArtifact": {"outputArtifactKey": "model", "producerTask": "train-model"}},
-        "holdout": {
-            "taskOutputArtifact": {"outputArtifactKey": "features", "producerTask": "flights-features"}
-        },
+        "holdout": {"taskOutputArtifact": {"outputArtifactKey": "output", "producerTask": "spark-job"}},
     }
     # The generic deployment, with the flights predictor as its custom predictor.
     constants = {
@@ -124,7 +122,7 @@ def test_flights_training_task_graph(flights_spec):
         "componentInputParameter": "pipelinechannel--canary_max_auc_drop"
     }
     # Deterministic job names: the run id and task name reach the launching stages.
-    for launching in ("flights-features", "tune-model", "train-model", "model-deployment"):
+    for launching in ("spark-job", "tune-model", "train-model", "model-deployment"):
         parameters = tasks[launching]["inputs"]["parameters"]
         assert parameters["run_id"]["runtimeValue"]["constant"] == "{{$.pipeline_job_uuid}}"
         assert parameters["task_name"]["runtimeValue"]["constant"] == "{{$.pipeline_task_name}}"
@@ -143,7 +141,7 @@ def test_flights_training_parameters_are_typed_documented_and_defaulted(flights_
     assert params["framework"]["defaultValue"] == "pytorch"
     outputs = flights_spec["components"]["comp-model-evaluation"]["outputDefinitions"]["artifacts"]
     assert outputs["classification"]["artifactType"]["schemaTitle"] == "system.ClassificationMetrics"
-    assert outputs["report"]["artifactType"]["schemaTitle"] == "system.Markdown"
+    assert outputs["evaluation_report"]["artifactType"]["schemaTitle"] == "system.Markdown"
     train_outputs = flights_spec["components"]["comp-train-model"]["outputDefinitions"]["artifacts"]
     assert train_outputs["model"]["artifactType"]["schemaTitle"] == "system.Model"
 
@@ -154,7 +152,7 @@ def test_task_pods_carry_the_cpu_pool_namespace_and_secret_refs(executor_configs
     cpu = node_pools.get_profile(node_pools.CPU_POOL)
     assert set(executor_configs) == {
         "exec-validate-run",
-        "exec-flights-features",
+        "exec-spark-job",
         "exec-tune-model",
         "exec-train-model",
         "exec-model-evaluation",
@@ -248,24 +246,30 @@ def test_flights_retraining_task_graph(retraining):
         "validate-run",
         "data-window",
         "production-model",
-        "flights-features",
+        "spark-job",
         "check-drift",
         "condition-2",
     }
     # What changes between runs under the same arguments is never answered from KFP's cache:
     # the window relative to the run's time, production, and the data read for that window.
-    for uncached in ("data-window", "production-model", "flights-features"):
+    for uncached in ("data-window", "production-model", "spark-job"):
         assert body[uncached]["cachingOptions"] == {}, uncached
     window = body["data-window"]["inputs"]["parameters"]
     assert window["scheduled_time"]["runtimeValue"]["constant"] == "{{$.pipeline_job_schedule_time_utc}}"
     assert window["created_time"]["runtimeValue"]["constant"] == "{{$.pipeline_job_create_time_utc}}"
-    features = body["flights-features"]["inputs"]["parameters"]
-    assert features["reference_profile_uri"] == {
-        "taskOutputParameter": {"outputParameterKey": "profile_uri", "producerTask": "production-model"}
-    }
-    assert features["window_start"] == {
+    # The feature job is the generic Spark step: its window and reference profile, upstream
+    # outputs, reach its argv as placeholders the backend resolves inside the list.
+    features = body["spark-job"]["inputs"]["parameters"]
+    argv = features["spark_arguments"]["runtimeValue"]["constant"]
+    assert (
+        "--reference-profile-uri={{$.inputs.parameters['pipelinechannel--production-model-profile_uri']}}"
+        in argv
+    )
+    assert "--window-start={{$.inputs.parameters['pipelinechannel--data-window-start']}}" in argv
+    assert features["pipelinechannel--data-window-start"] == {
         "taskOutputParameter": {"outputParameterKey": "start", "producerTask": "data-window"}
     }
+    assert features["spark_application"]["runtimeValue"]["constant"] == "kfstack.spark_jobs.flights_features"
     # The drift check decides the training branch; the gate decides the deployment inside it.
     assert body["condition-2"]["triggerPolicy"]["condition"] == (
         "inputs.parameter_values['pipelinechannel--check-drift-Output'] == true"

@@ -95,7 +95,7 @@ def test_a_week_later_nothing_drifted_and_nothing_is_trained_or_deployed(runs):
     assert not TRAINING_STEPS & set(later.stages)
     assert later.gate is None and later.serving is None
     # The relative window the run resolved (a run that straddles midnight UTC: a day later).
-    with open(os.path.join(later.artifacts["features"], JOB_REPORT_FILE)) as f:
+    with open(os.path.join(later.artifacts["output"], JOB_REPORT_FILE)) as f:
         window = json.load(f)["window"]
     assert (window["start"], window["end"]) in {("2013-01-08", "2013-07-07"), ("2013-01-09", "2013-07-08")}
 

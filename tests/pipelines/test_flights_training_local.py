@@ -23,7 +23,7 @@ from kfstack.features import FEATURE_SPEC_FILE, FeatureSpec
 
 STAGES = [
     "validate-run",
-    "flights-features",
+    "spark-job",
     "tune-model",
     "train-model",
     "model-evaluation",
@@ -133,7 +133,7 @@ def test_the_console_shows_task_lines_not_kfp_output(sample_run):
     assert "[rank 0]" not in console
     for task in STAGES:
         assert re.search(rf"^{task} +done +\d+\.\d s$", sample_run.err, re.MULTILINE), sample_run.err
-    assert re.search(r"^flights-features +running +spark: profile 5/6$", sample_run.err, re.MULTILINE)
+    assert re.search(r"^spark-job +running +spark: profile 5/6$", sample_run.err, re.MULTILINE)
     assert re.search(r"^train-model +running +epoch 2/2$", sample_run.err, re.MULTILINE)
     logs = os.path.join(sample_run.summary["run_dir"], "logs")
     with open(os.path.join(logs, "kfp.log"), encoding="utf-8") as f:
@@ -154,7 +154,7 @@ def test_the_summary_tells_the_truth(sample_run):
     ]
     missing = [path for path in paths if not os.path.exists(path)]
     assert not missing
-    assert {"model", "features", "report", "charts"} <= set(summary["artifacts"])
+    assert {"model", "output", "evaluation_report", "charts"} <= set(summary["artifacts"])
     # Metrics-only outputs are not paths: their values are under metrics.
     assert not {"evaluation_metrics", "classification", "data_report", "training_metrics"} & set(
         summary["artifacts"]
@@ -203,11 +203,11 @@ def test_sample_run_artifacts_are_where_the_summary_says(sample_run):
     assert os.path.isfile(os.path.join(model_dir, "model.onnx"))
     spec = FeatureSpec.load(os.path.join(model_dir, FEATURE_SPEC_FILE))
     assert spec.categorical and spec.numeric
-    features = artifacts["features"]
+    features = artifacts["output"]
     for split in ("train", "validation", "test"):
         files = sorted(f for f in os.listdir(os.path.join(features, split)) if f.endswith(".parquet"))
         assert len(files) == 2, split
-    with open(artifacts["report"], encoding="utf-8") as f:
+    with open(artifacts["evaluation_report"], encoding="utf-8") as f:
         assert "| auc |" in f.read()
     with open(artifacts["charts"], encoding="utf-8") as f:
         assert f.read().count("<svg") == 2
@@ -268,8 +268,8 @@ def test_a_failing_stage_fails_the_run_with_its_error(tmp_path):
         pipeline_root=str(tmp_path / "runs"),
     )
     assert summary.status == "FAILED"
-    assert list(summary.stages) == ["validate-run", "flights-features", "cleanup-run"]
-    assert "flights-features" in summary.error and str(missing) in summary.error
+    assert list(summary.stages) == ["validate-run", "spark-job", "cleanup-run"]
+    assert "spark-job" in summary.error and str(missing) in summary.error
     # The tail is the task's own log (its traceback), not kfp's executor input.
     assert summary.failed_task_log_tail
     assert not any("pipelinechannel--" in line for line in summary.failed_task_log_tail)
@@ -336,7 +336,7 @@ def test_ctrl_c_stops_every_process_and_writes_a_cancelled_summary(tmp_path):
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["status"] == "CANCELLED"
     assert summary["stages"]["validate-run"]["status"] == "SUCCEEDED"
-    assert summary["stages"]["flights-features"]["status"] == "CANCELLED"
+    assert summary["stages"]["spark-job"]["status"] == "CANCELLED"
     assert "train-model" not in summary["stages"]
     assert not (run_dir / "tmp").exists()
 

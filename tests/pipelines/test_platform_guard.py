@@ -16,4 +16,4 @@ def test_kubernetes_platform_without_a_cluster_fails_first_and_submits_nothing(t
     assert set(summary.stages) == {"validate-run", "cleanup-run"}
     assert "PlatformNotAvailableError" in summary.error
     assert "needs a Kubernetes API" in summary.error and "Nothing was submitted" in summary.error
-    assert not list((tmp_path / "runs").glob("*/flights-features"))
+    assert not list((tmp_path / "runs").glob("*/spark-job"))

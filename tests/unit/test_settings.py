@@ -5,10 +5,10 @@ import pytest
 from kfstack.components.training.train_model.stage import STAGE as TRAINING
 from kfstack.components.training.train_model.stage import TrainModelSettings
 from kfstack.errors import InvalidParameterError
-from kfstack.flights.settings import check_run
 from kfstack.kubernetes.naming import RunContext
 from kfstack.kubernetes.placement import TrainingPlacement
 from kfstack.kubernetes.spark_application import SparkJobPlacement, SparkResources
+from kfstack.pipelines.steps import check_run
 from kfstack.settings import Placeholder, katib_parameter
 from kfstack.spark_jobs.flights_features.config import FeatureJobConfig
 from kfstack.training.settings import TrainingSettings

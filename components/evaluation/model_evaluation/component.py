@@ -16,7 +16,7 @@ def model_evaluation(
     label_column: str,
     evaluation_metrics: Output[Metrics],
     classification: Output[ClassificationMetrics],
-    report: Output[Markdown],
+    evaluation_report: Output[Markdown],
     charts: Output[HTML],
     model_format: str = "",
     dataset_split: str = "",
@@ -43,7 +43,7 @@ def model_evaluation(
         evaluation_metrics: The task's figures (``undefined`` where this data leaves one
             undefined) and ``rows``.
         classification: Confusion matrix and, for a binary task, the ROC curve.
-        report: The figures and the confusion matrix as Markdown.
+        evaluation_report: The figures and the confusion matrix as Markdown.
         charts: A self-contained HTML page (inline SVG, loads nothing): the ROC curve and the
             confusion matrix, as the task has them.
         model_format: ``sklearn``, ``xgboost``, ``onnx`` or ``custom``; empty: the model's own.
@@ -84,6 +84,6 @@ def model_evaluation(
         threshold=threshold,
         metrics=evaluation_metrics,
         classification=classification,
-        report=report,
+        report=evaluation_report,
         charts=charts,
     )

@@ -146,3 +146,24 @@ def test_run_as_a_file_a_failing_application_sets_the_exit_status(tmp_path):
     app, _ = write_app(tmp_path, tail="sys.exit(7)")
     done = subprocess.run([sys.executable, driver.__file__, str(app)], capture_output=True, timeout=60)
     assert done.returncode == 7
+    assert driver.FAILURE_LINE.encode() not in done.stderr  # a bare status gives no reason
+
+
+@pytest.mark.parametrize(
+    ("tail", "reason"),
+    [
+        ("raise KeyError('amount')", "KeyError: 'amount'"),
+        ("sys.exit('no table named flights')", "no table named flights"),
+    ],
+)
+def test_the_wrappers_last_line_is_the_applications_reason(tmp_path, tail, reason):
+    """An exception (its traceback first) or an exit with a message: exit status 1 and a last
+    line the step's error quotes."""
+    app, _ = write_app(tmp_path, tail=tail)
+    done = subprocess.run(
+        [sys.executable, driver.__file__, str(app)], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 1
+    assert done.stderr.strip().splitlines()[-1] == f"{driver.FAILURE_LINE}{reason}"
+    if "raise" in tail:
+        assert "Traceback (most recent call last)" in done.stderr

@@ -78,6 +78,21 @@ def test_the_teams_settings_win_over_kfstacks(tmp_path):
     assert conf["spark.executor.cores"] == "1"
 
 
+def test_the_teams_java_options_follow_kfstacks(tmp_path):
+    """Java options add up: kfstack's scratch folder and collector stay, the team's come after
+    them (and so win a flag both set)."""
+    java = confs(
+        local.submit_command(
+            job(spark_conf={"spark.driver.extraJavaOptions": "-XX:+UseG1GC -Dteam=1"}),
+            str(tmp_path),
+            "/spark",
+        )
+    )["spark.driver.extraJavaOptions"].split()
+    assert java[0] == f"-Djava.io.tmpdir={tmp_path}"
+    assert java[-2:] == ["-XX:+UseG1GC", "-Dteam=1"]
+    assert java.index("-XX:+UseParallelGC") < java.index("-XX:+UseG1GC")
+
+
 def test_a_recorded_class_archive_is_mapped(tmp_path, monkeypatch):
     monkeypatch.setenv(class_archive.CACHE_DIR_ENV, str(tmp_path / "cache"))
     home = local.spark_home()
@@ -132,6 +147,7 @@ def test_a_failing_application_fails_the_step_with_its_exit_status_and_output(tm
     message = str(raised.value)
     assert "exit code 3" in message and "local[2]" in message
     assert "sample app: giving up with exit code 3" in message  # the tail of its output
+    assert message.startswith(f"spark application {SAMPLE_APP} failed (exit code 3)")  # no reason given
     assert "giving up" in output.read_text()  # streamed as it ran
     assert not list(tmp_path.glob("kfstack-spark-*"))
 

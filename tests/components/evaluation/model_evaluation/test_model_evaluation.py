@@ -189,4 +189,4 @@ def test_the_component_runs_under_kfp_local(digits, tmp_path):
     assert logged["accuracy"] == pytest.approx(digits["accuracy"]) and logged["rows"] == 297
     confusion = outputs["classification"]["artifacts"][0]["metadata"]["confusionMatrix"]
     assert len(confusion["annotationSpecs"]) == 10
-    assert "| accuracy |" in (step / "report").read_text()
+    assert "| accuracy |" in (step / "evaluation_report").read_text()
