@@ -29,7 +29,7 @@ def synthetic_samples_per_second(features_uri: str, batch_size: int, steps: int)
     import torch
 
     from kfstack.components.training.train_model.pytorch.model import DelayClassifier, ModelConfig
-    from kfstack.features import FeatureSpec
+    from kfstack.flights.feature_spec import FeatureSpec
 
     spec = FeatureSpec.load(features_uri)
     device = torch.device("cuda")

@@ -27,7 +27,7 @@ def synthetic_samples_per_second(features_uri: str, batch_size: int, steps: int)
     import tensorflow as tf
 
     from kfstack.components.training.train_model.tensorflow.model import build_classifier
-    from kfstack.features import FeatureSpec
+    from kfstack.flights.feature_spec import FeatureSpec
     from kfstack.training.architecture import ModelConfig
 
     keras.mixed_precision.set_global_policy("mixed_bfloat16")

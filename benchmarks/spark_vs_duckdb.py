@@ -38,7 +38,7 @@ import duckdb
 
 from benchmarks.common import machine_facts, write_result
 from kfstack.app.local_run import PeakMemorySampler
-from kfstack.features import JOB_REPORT_FILE
+from kfstack.flights.feature_spec import JOB_REPORT_FILE
 from kfstack.flights.features import CATEGORICAL_FEATURES, NUMERIC_FEATURES, WEATHER_FIELDS
 from kfstack.spark_jobs.flights_features import class_archive, sources
 from kfstack.spark_jobs.flights_features.validation import (

@@ -173,13 +173,13 @@ class SparkApplicationCode:
             if self.application.startswith(LOCAL_SCHEME) and not required:
                 return None
             return None if os.path.isfile(path) else f"no such file: {path}"
-        return _module_problem(self.application, required)
+        return module_problem(self.application, required)
 
 
 # --- training code ----------------------------------------------------------------------------
 
 
-def _module_problem(module: str, required: bool = False) -> str | None:
+def module_problem(module: str, required: bool = False) -> str | None:
     """Why ``module`` cannot be imported here, or None: found, or not ``required`` here and its
     top package absent (a launcher image without the team's package: its own image will tell)."""
     top = module.split(".")[0]
@@ -244,7 +244,7 @@ class TrainingCode:
             required: This interpreter's processes will run it (the embedded platform), so the
                 package must be installed here.
         """
-        problem = _module_problem(self.module, required)
+        problem = module_problem(self.module, required)
         if problem or not self.function:
             return problem
         if importlib.util.find_spec(self.module.split(".")[0]) is None:

@@ -43,7 +43,7 @@ DEFAULT_TOLERANCE = 1e-6
 
 def model_version(run_id: str, run_dir: str) -> str:
     """The name a model is versioned by: the run that trained it. On the embedded platform the
-    run's directory name (unique and readable, ``flights-training-20261124-101500``; kfp.local
+    run's directory name (unique and readable, ``<pipeline>-20261124-101500``; kfp.local
     draws a new run id for every task), else the pipeline run's id."""
     return os.path.basename(run_dir.rstrip("/")) if run_dir else run_id
 

@@ -23,7 +23,7 @@ from kfstack.components.training.train_model.component import train_model
 from kfstack.components.tuning.tune_model.component import tune_model
 from kfstack.errors import InvalidParameterError
 from kfstack.evaluation.task_metrics import BINARY
-from kfstack.features import HOLDOUT_FILE, LABEL_COLUMN, TEST_REQUESTS_FILE
+from kfstack.flights.feature_spec import HOLDOUT_FILE, LABEL_COLUMN, TEST_REQUESTS_FILE
 from kfstack.flights.features import CATEGORICAL_FEATURES, CLASS_NAMES, NUMERIC_FEATURES
 from kfstack.monitoring.drift import DriftThresholds, feature_names
 from kfstack.monitoring.gate import GateRule

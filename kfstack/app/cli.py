@@ -41,7 +41,7 @@ from kfstack.app import run_directory
 from kfstack.app.cron import parse_cron
 from kfstack.app.local_run import run_pipeline_locally
 from kfstack.app.summary import CANCELLED, SUCCEEDED
-from kfstack.components.serving import predictor
+from kfstack.contracts import MODEL_FORMATS
 from kfstack.errors import (
     BadInputError,
     CancelledError,
@@ -51,7 +51,6 @@ from kfstack.errors import (
     KfstackError,
     UsageError,
 )
-from kfstack.flights.scoring import MODEL_DIR_FILES
 from kfstack.lineage import DEFAULT_TOLERANCE
 from kfstack.pipelines import DEFAULT_PIPELINE, PIPELINES, load_pipeline, rendering
 from kfstack.tuning.spec import LOCAL_BUDGET
@@ -506,22 +505,46 @@ def _cmd_render(args: argparse.Namespace) -> int:
 
 
 def _cmd_serve(args: argparse.Namespace) -> int:
-    """Replaces this process with the predictor, so that Ctrl-C and SIGTERM reach KServe's server."""
+    """Replaces this process with kfstack's format server (the embedded platform's model
+    server), so that Ctrl-C and SIGTERM reach KServe's server."""
+    from kfstack import contracts
+    from kfstack.serving import format_server
+
     model_dir = os.path.abspath(args.model)
-    missing = [name for name in MODEL_DIR_FILES if not os.path.isfile(os.path.join(model_dir, name))]
-    if missing:
-        raise UsageError(
-            f"--model {args.model}: not a trained model directory ({', '.join(missing)} missing); pass a "
-            f"train-model 'model' artifact, e.g. runs/<run>/artifacts/<...>/train-model/model"
-        )
+    if args.format == contracts.CUSTOM:
+        # Found, not imported: a kserve.Model module imports kserve, which parses this process's
+        # argv as its own flags. The server imports it (and says so when it cannot).
+        module, _, name = args.predictor.partition(":")
+        if not (module and name.isidentifier()):
+            raise UsageError(
+                "--format custom: name the team's kserve.Model as --predictor package.module:Class"
+            )
+        problem = contracts.module_problem(module, required=True)
+        if problem:
+            raise UsageError(f"--predictor {args.predictor}: {problem}")
+    problem = (
+        contracts.model_dir_problem(model_dir, args.format) if os.path.isdir(model_dir) else "no such folder"
+    )
+    if problem:
+        raise UsageError(f"--model {args.model}: not a {args.format} model directory: {problem}")
+    served = model_dir
+    if args.format == contracts.ONNX:  # served as Triton serves it: from a model repository
+        # kserve, which the layout's module imports, parses sys.argv as its own flags at import.
+        argv, sys.argv = sys.argv, sys.argv[:1]
+        try:
+            from kfstack.serving.standard_formats import triton_layout
+        finally:
+            sys.argv = argv
+        served = tempfile.mkdtemp(prefix="kfstack-serve-")
+        triton_layout(model_dir, args.name, served)
     print(
-        f"kfstack serve: {model_dir} as '{args.name}' on port {args.port} -- V1 "
-        f"http://127.0.0.1:{args.port}/v1/models/{args.name}:predict, V2 .../v2/models/{args.name}/infer, "
-        f"/metrics; Ctrl-C stops it",
+        f"kfstack serve: {model_dir} ({args.format}) as '{args.name}' on port {args.port} -- "
+        f"http://127.0.0.1:{args.port}/v2/models/{args.name} (and V1 .../v1/models/{args.name}:predict "
+        f"but for onnx), /metrics; Ctrl-C stops it",
         file=sys.stderr,
         flush=True,
     )
-    os.execv(sys.executable, predictor.command(model_dir, args.name, args.port))
+    os.execv(sys.executable, format_server.command(served, args.name, args.port, args.format, args.predictor))
     return EXIT_FAILED  # not reached: execv replaced this process
 
 
@@ -727,12 +750,19 @@ def build_parser() -> argparse.ArgumentParser:
 
     p_serve = sub.add_parser(
         "serve",
-        help="serve a trained model directory with KServe's model server (V1 and V2 HTTP, /metrics)",
-        epilog="KServe's server listens on every interface (0.0.0.0) of this machine.",
+        help="serve a trained model directory as its KServe runtime would (V1/V2 HTTP, /metrics)",
+        epilog="KServe's server listens on every interface (0.0.0.0) of this machine. The flights "
+        "model: --format custom --predictor kfstack.components.serving.predictor.server:FlightDelayModel",
     )
-    p_serve.add_argument("--model", required=True, metavar="DIR", help="a train-model 'model' artifact")
+    p_serve.add_argument("--model", required=True, metavar="DIR", help="a trained model directory")
+    p_serve.add_argument(
+        "--format", required=True, choices=MODEL_FORMATS, help="its format (custom: a team's kserve.Model)"
+    )
+    p_serve.add_argument(
+        "--predictor", default="", metavar="MODULE:CLASS", help="custom: the kserve.Model class"
+    )
     p_serve.add_argument("--port", type=int, default=8080, help="HTTP port (default 8080)")
-    p_serve.add_argument("--name", default=predictor.DEFAULT_MODEL_NAME, help="the model's name in the URLs")
+    p_serve.add_argument("--name", default="model", help="the model's name in the URLs (default model)")
     p_serve.set_defaults(func=_cmd_serve)
     return parser
 

@@ -2,7 +2,7 @@
 
 One directory per run under the pipeline root (``runs/`` by default)::
 
-    runs/flights-training-20261123-220942/
+    runs/<pipeline>-20261123-220942/
       .kfstack-run       marker: this directory is a run's (``kfstack clean`` removes only these),
                          with the pipeline and its arguments (``kfstack run --local --resume``)
       summary.json       the run summary, whatever the outcome

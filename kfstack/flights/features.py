@@ -2,7 +2,7 @@
 
 The Spark job (``kfstack.spark_jobs.flights_features.featurize``) computes these *raw features*
 with DataFrame expressions; a predictor computes the very same values here from a request, with
-plain Python and NumPy, then :meth:`kfstack.features.FeatureSpec.encode` turns them into model
+plain Python and NumPy, then :meth:`kfstack.flights.feature_spec.FeatureSpec.encode` turns them into model
 tensors. A parity test runs both on the same flights and compares the tensors.
 
 A request carries the flight's own, pre-departure fields (:data:`FLIGHT_FIELDS`) and, when the

@@ -10,7 +10,7 @@ A retraining run reads a new window of data each time. Given explicitly (``windo
 The reference time is the run's scheduled time when KFP gives one (a recurring run: each
 scheduled run then reads the days since the last one, even when it starts late), otherwise the
 run's creation time, otherwise now. The lag lets data that arrives late settle, and lets a
-schedule replay a historical data set (the bundled flights are of 2013: a lag of N days maps
+schedule replay a historical data set (of 2013, say: a lag of N days maps
 today onto a day of 2013).
 
 A time KFP did not fill in reaches a task as the placeholder text itself (``kfp.local`` leaves

@@ -15,10 +15,31 @@ from __future__ import annotations
 
 import argparse
 import logging
+import sys
 
 from kfstack import contracts
 
 logger = logging.getLogger("kfstack.format_server")
+MODULE = "kfstack.serving.format_server"
+
+
+def command(
+    model_dir: str, name: str, port: int, model_format: str, custom_predictor: str = "", *extra: str
+) -> list[str]:
+    """The server's command line on this machine (the embedded platform's servers, ``kfstack
+    serve``): gRPC off, every client here speaks HTTP; ``extra``: more of KServe's flags."""
+    return [
+        sys.executable,
+        "-m",
+        MODULE,
+        f"--model_name={name}",
+        f"--model_dir={model_dir}",
+        f"--http_port={port}",
+        "--enable_grpc=false",
+        f"--model_format={model_format}",
+        *([f"--custom_predictor={custom_predictor}"] if custom_predictor else []),
+        *extra,
+    ]
 
 
 def parser() -> argparse.ArgumentParser:

@@ -19,10 +19,10 @@ from typing import Any
 import fsspec
 
 from kfstack.errors import InvalidParameterError
-from kfstack.features import PROFILE_FILE
 from kfstack.kubernetes import inference_service as isvc
 from kfstack.kubernetes.launcher import Cluster
 from kfstack.kubernetes.resources import INFERENCE_SERVICE
+from kfstack.monitoring.profiling import PROFILE_FILE
 from kfstack.serving.registry import LocalRegistry
 from kfstack.uris import fsspec_uri, join
 

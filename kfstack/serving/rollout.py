@@ -31,17 +31,11 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
-import fsspec
-import pyarrow.parquet as pq
-
 from kfstack import progress
 from kfstack.cancellation import sigterm_raises
-from kfstack.errors import InvalidParameterError
 from kfstack.evaluation.task_metrics import BINARY
-from kfstack.features import LABEL_COLUMN
 from kfstack.platforms import StageResult
 from kfstack.serving.canary import PROMOTE, ROLLBACK, CanaryReport, CanaryThresholds, Endpoint, analyse, probe
-from kfstack.uris import fsspec_uri
 
 logger = logging.getLogger(__name__)
 
@@ -146,25 +140,11 @@ class RolloutOutcome:
 
 @dataclasses.dataclass(frozen=True)
 class Holdout:
-    """The labelled records a rollout replays (the feature job's holdout requests)."""
+    """The labelled records a rollout replays (a deployment reads them from its holdout dataset,
+    :func:`kfstack.evaluation.scoring.read_labelled`)."""
 
     records: Sequence[Any]  # what one request carries per row: a record, or a row of numbers
     labels: Sequence[Any]
-
-    @classmethod
-    def read(cls, uri: str, limit: int) -> Holdout:
-        """The first ``limit`` labelled records of a holdout Parquet file (the feature job orders
-        them by a seeded hash, so they are a fixed random sample of its test split).
-
-        Raises:
-            InvalidParameterError: The file holds no records.
-        """
-        with fsspec.open(fsspec_uri(uri), "rb") as f:
-            rows = pq.read_table(f).slice(0, limit).to_pylist()
-        if not rows:
-            raise InvalidParameterError(f"{uri} holds no holdout requests")
-        labels = [int(row.pop(LABEL_COLUMN)) for row in rows]
-        return cls(records=rows, labels=labels)
 
 
 def roll_out(

@@ -102,7 +102,7 @@ def read_split(
     """The model inputs of rank ``rank``'s shards of a split (all shards for rank 0 of 1).
 
     Args:
-        spec: The :class:`~kfstack.features.FeatureSpec` naming the label and feature columns.
+        spec: What names the columns: its ``label``, ``categorical_columns`` and ``numeric_columns``.
 
     Returns:
         ``(categorical int64 [rows, n_categorical], numeric float32 [rows, n_numeric],

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from kfstack.features import (
+from kfstack.flights.feature_spec import (
     LABEL_COLUMN,
     CategoricalFeature,
     FeatureSpec,
@@ -233,7 +233,7 @@ def fit_encoding(statistics: TrainStatistics, extras: dict | None = None) -> Fea
 
 def encode(spec: FeatureSpec, features: DataFrame, passthrough: Sequence[str] = ()) -> DataFrame:
     """The shard columns: label, split, ``cat__*`` int32 indices, ``num__*`` float32 scaled values
-    -- the spec applied as serving applies it (:meth:`kfstack.features.FeatureSpec.encode`)."""
+    -- the spec applied as serving applies it (:meth:`kfstack.flights.feature_spec.FeatureSpec.encode`)."""
 
     def index(feature: CategoricalFeature) -> Column:
         lookup = F.create_map(*[F.lit(x) for i, value in enumerate(feature.vocabulary) for x in (value, i)])

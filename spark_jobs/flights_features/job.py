@@ -8,7 +8,7 @@ kfstack.spark_jobs.flights_features``)::
         --quarantine-uri out/quarantine [--input-uri DIR] [--num-shards 4] [--seed 42] \\
         [--max-quarantine-fraction 0.05] [--sample-fraction 1.0]
 
-Outputs (layout in :mod:`kfstack.features`): Parquet shards per split, ``feature_spec.json``,
+Outputs (layout in :mod:`kfstack.flights.feature_spec`): Parquet shards per split, ``feature_spec.json``,
 ``plane_lookup.parquet``, ``airport_lookup.parquet``, ``profile.json`` (and, given a reference
 profile, ``drift_profile.json``: the same binned on its edges), ``job_report.json`` and
 ``holdout_requests.parquet`` (up to :data:`HOLDOUT_RECORDS` labelled test-split flights as a
@@ -47,7 +47,7 @@ from pyspark.sql import functions as F
 
 from kfstack import progress
 from kfstack.errors import DataQualityError, InvalidParameterError, KfstackError
-from kfstack.features import (
+from kfstack.flights.feature_spec import (
     AIRPORT_LOOKUP_FILE,
     DRIFT_PROFILE_FILE,
     FEATURE_SPEC_FILE,

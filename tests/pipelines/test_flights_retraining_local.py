@@ -27,7 +27,7 @@ import pytest
 from kfstack.app.local_run import run_pipeline_locally
 from kfstack.app.reproduce import reproduce
 from kfstack.app.summary import SUCCEEDED
-from kfstack.features import JOB_REPORT_FILE
+from kfstack.flights.feature_spec import JOB_REPORT_FILE
 from kfstack.lineage import Lineage
 from kfstack.serving.registry import LocalRegistry
 from kfstack.version import VERSION_ENV

@@ -11,7 +11,7 @@ import pytest
 
 from kfstack.components.serving.predictor import DEFAULT_MODEL_NAME, MODULE, command
 from kfstack.components.training.train_model.stage import train_locally
-from kfstack.features import HOLDOUT_FILE, LABEL_COLUMN
+from kfstack.flights.feature_spec import HOLDOUT_FILE, LABEL_COLUMN
 from kfstack.serving import local_services
 from kfstack.spark_jobs.flights_features.job import FeatureJobConfig, run_feature_job
 from kfstack.training.settings import TrainingSettings

@@ -19,7 +19,7 @@ from kfstack.components.monitoring.check_drift.core import check_drift
 from kfstack.components.serving.production_model.core import fetch_production_model
 from kfstack.components.training.train_model.stage import train_locally
 from kfstack.errors import InvalidParameterError
-from kfstack.features import DRIFT_PROFILE_FILE, PROFILE_FILE
+from kfstack.flights.feature_spec import DRIFT_PROFILE_FILE, PROFILE_FILE
 from kfstack.monitoring.drift import DriftThresholds
 from kfstack.monitoring.gate import KEEP, PASS, GateRule
 from kfstack.serving.production import ProductionModel, copy_model, read_found

@@ -17,7 +17,7 @@ from kfstack.components.common.cleanup_run.core import cleanup_run_resources
 from kfstack.components.serving import predictor
 from kfstack.components.serving.predictor import DEFAULT_MODEL_NAME
 from kfstack.errors import DeploymentFailedError
-from kfstack.features import HOLDOUT_FILE
+from kfstack.flights.scoring import read_holdout
 from kfstack.kubernetes import inference_service as isvc
 from kfstack.kubernetes import naming, node_pools
 from kfstack.kubernetes.launcher import Cluster
@@ -26,7 +26,7 @@ from kfstack.kubernetes.resources import INFERENCE_SERVICE
 from kfstack.serving.canary import PROMOTE, ROLLBACK, CanaryThresholds
 from kfstack.serving.kserve_rollout import KServeRollout
 from kfstack.serving.production import ProductionModel, kserve_production_model
-from kfstack.serving.rollout import FIRST, Holdout, roll_out
+from kfstack.serving.rollout import FIRST, roll_out
 from tests.kubernetes.fake_api import FakeKubernetesApi
 from tests.kubernetes.fake_kserve import NOWHERE, FakeKServeController
 from tests.serving.conftest import Predictor
@@ -60,7 +60,7 @@ def servers(trained, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def holdout(trained):
-    return Holdout.read(f"{trained['features']}/{HOLDOUT_FILE}", 200)
+    return read_holdout(trained["features"], 200)
 
 
 @pytest.fixture

@@ -19,7 +19,7 @@ import os
 import numpy as np
 import pyarrow.parquet as pq
 
-from kfstack.features import HOLDOUT_FILE, FeatureSpec
+from kfstack.flights.feature_spec import HOLDOUT_FILE, FeatureSpec
 from kfstack.flights.scoring import REQUEST_SCHEMA, FlightScorer, check_flights
 from kfstack.training import shards
 from kfstack.training.settings import MODEL_FILE

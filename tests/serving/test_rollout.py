@@ -11,12 +11,12 @@ import pytest
 
 from kfstack.components.serving.predictor import command
 from kfstack.errors import CancelledError, DeploymentFailedError
-from kfstack.features import HOLDOUT_FILE
+from kfstack.flights.scoring import read_holdout
 from kfstack.serving import local_services
 from kfstack.serving.canary import PROMOTE, ROLLBACK, CanaryThresholds, Endpoint, probe
 from kfstack.serving.local_rollout import LocalRollout
 from kfstack.serving.registry import LocalRegistry
-from kfstack.serving.rollout import FIRST, UNCHANGED, Holdout, roll_out
+from kfstack.serving.rollout import FIRST, UNCHANGED, roll_out
 
 MODEL = "flights-delay"
 FAULTY_MODULE = "tests.serving.faulty_predictor"
@@ -37,7 +37,7 @@ def server_command(fault: str | None = None, faulty_dir: str | None = None):
 
 @pytest.fixture(scope="module")
 def holdout(trained):
-    return Holdout.read(os.path.join(trained["features"], HOLDOUT_FILE), 400)
+    return read_holdout(trained["features"], 400)
 
 
 @pytest.fixture

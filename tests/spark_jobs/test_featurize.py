@@ -4,7 +4,7 @@ import pytest
 from pyspark.sql import Window
 from pyspark.sql import functions as F
 
-from kfstack.features import FeatureSpec
+from kfstack.flights.feature_spec import FeatureSpec
 from kfstack.flights.features import MISSING
 from kfstack.spark_jobs.flights_features import featurize
 from kfstack.spark_jobs.flights_features.statistics import train_statistics

@@ -14,7 +14,7 @@ from pyspark.sql import functions as F
 
 from kfstack.contracts import INPUT_URI_ENV, OUTPUT_URI_ENV, REPORT_PATH_ENV
 from kfstack.errors import DataQualityError, InvalidParameterError
-from kfstack.features import (
+from kfstack.flights.feature_spec import (
     AIRPORT_LOOKUP_FILE,
     DRIFT_PROFILE_FILE,
     HOLDOUT_FILE,

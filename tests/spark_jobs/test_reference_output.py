@@ -33,7 +33,7 @@ import tempfile
 
 import pytest
 
-from kfstack.features import PROFILE_FILE
+from kfstack.flights.feature_spec import PROFILE_FILE
 from kfstack.spark_jobs.flights_features.job import FeatureJobConfig, run_feature_job
 from tests.spark_jobs import reference_output
 from tests.spark_jobs.conftest import write_input_dir

@@ -12,7 +12,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from kfstack.features import JOB_REPORT_FILE, SPLITS, CategoricalFeature, FeatureSpec, NumericFeature
+from kfstack.flights.feature_spec import (
+    JOB_REPORT_FILE,
+    SPLITS,
+    CategoricalFeature,
+    FeatureSpec,
+    NumericFeature,
+)
 from kfstack.training import checkpoints
 
 

@@ -10,7 +10,7 @@ import pytest
 
 from kfstack.components.training.train_model.stage import train_locally
 from kfstack.errors import InvalidParameterError
-from kfstack.features import FeatureSpec
+from kfstack.flights.feature_spec import FeatureSpec
 from kfstack.training import shards
 from kfstack.training.settings import TrainingSettings
 from tests.training.conftest import kill_after_first_checkpoint, make_feature_dir

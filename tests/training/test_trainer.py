@@ -20,7 +20,7 @@ from kfstack.components.training.train_model.pytorch.model import (
 )
 from kfstack.components.training.train_model.stage import train_locally
 from kfstack.errors import InvalidParameterError
-from kfstack.features import FeatureSpec
+from kfstack.flights.feature_spec import FeatureSpec
 from kfstack.kubernetes import node_pools
 from kfstack.kubernetes.training_apis import TRAINER_V2
 from kfstack.lineage import Lineage, document_hash

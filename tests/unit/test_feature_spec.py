@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 
-from kfstack.features import CategoricalFeature, FeatureSpec, NumericFeature
+from kfstack.flights.feature_spec import CategoricalFeature, FeatureSpec, NumericFeature
 
 SPEC = FeatureSpec(
     categorical=(CategoricalFeature("carrier", ("AA", "UA")),),

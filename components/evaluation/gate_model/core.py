@@ -9,15 +9,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from kfstack.features import HOLDOUT_FILE
-from kfstack.flights.scoring import REQUEST_SCHEMA, FlightScorer, check_flights
+from kfstack.flights.scoring import FlightScorer, read_holdout
 from kfstack.monitoring.gate import GateReport, GateRule, figures
 from kfstack.serving.production import read_found
 from kfstack.serving.rollout import Holdout
-from kfstack.uris import join
-
-# Every holdout record the feature job wrote (it writes at most 5000).
-ALL_RECORDS = 1_000_000
 
 
 def score(model_dir: str, holdout: Holdout, threshold: float) -> dict[str, float | None]:
@@ -30,11 +25,7 @@ def gate_models(
     challenger_dir: str, champion_dir: str, features_dir: str, rule: GateRule, threshold: float
 ) -> GateReport:
     """The gate's report for the two model directories on the new window's holdout records."""
-    read = Holdout.read(join(features_dir, HOLDOUT_FILE), ALL_RECORDS)
-    # Typed and checked as the predictor takes a request (Parquet gives its numbers as floats).
-    records = REQUEST_SCHEMA.typed(read.records, "holdout")
-    check_flights(records, "holdout")
-    holdout = Holdout(records, read.labels)
+    holdout = read_holdout(features_dir)  # every record the feature job wrote (at most 5000)
     champion = read_found(champion_dir)
     return GateReport(
         rule=rule,

@@ -9,7 +9,7 @@ import os
 from typing import Any
 
 from kfstack.errors import InvalidParameterError
-from kfstack.features import DRIFT_PROFILE_FILE, PROFILE_FILE
+from kfstack.flights.feature_spec import DRIFT_PROFILE_FILE, PROFILE_FILE
 from kfstack.monitoring.drift import DriftReport, DriftThresholds, compare_profiles
 from kfstack.serving.production import read_found
 

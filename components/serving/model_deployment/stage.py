@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import sys
 from collections.abc import Mapping
 from typing import Any
 
@@ -39,6 +38,7 @@ from kfstack.kubernetes.placement import ServingPlacement
 from kfstack.kubernetes.resources import INFERENCE_SERVICE
 from kfstack.lineage import model_version
 from kfstack.platforms import RUN_DIR_ENV, StageResult, Variant
+from kfstack.serving import format_server
 from kfstack.serving.canary import CanaryThresholds
 from kfstack.serving.kserve_rollout import KServeRollout
 from kfstack.serving.local_rollout import embedded_rollout
@@ -47,8 +47,6 @@ from kfstack.serving.registry import REGISTRY_DIR_ENV
 from kfstack.serving.rollout import Holdout, Rollout, deployment_result, roll_out, skipped_deployment
 from kfstack.serving.standard_formats import triton_layout
 from kfstack.uris import fsspec_uri, join, storage_uri
-
-FORMAT_SERVER = "kfstack.serving.format_server"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -199,9 +197,7 @@ class ModelDeploymentStage:
     def run_local(self, settings: ModelDeploymentSettings) -> StageResult:
         if not settings.deploy:
             return skipped_deployment()
-        format_flags = [f"--model_format={settings.model_format}"]
-        if settings.custom_predictor:
-            format_flags.append(f"--custom_predictor={settings.custom_predictor}")
+        model_format, predictor = settings.model_format, settings.custom_predictor
         rollout = embedded_rollout(
             run_dir=settings.run_dir,
             registry_dir=settings.registry_dir,
@@ -209,7 +205,9 @@ class ModelDeploymentStage:
             model_dir=settings.serving_uri,
             version=settings.request.model_version,
             run_id=settings.run_id,
-            command=lambda model_dir, name, port: server_command(model_dir, name, port, format_flags),
+            command=lambda model_dir, name, port: format_server.command(
+                model_dir, name, port, model_format, predictor, "--enable_latency_logging=false"
+            ),
             protocol=prepare_serving(settings),
         )
         return _deploy(rollout, settings)
@@ -229,21 +227,6 @@ class ModelDeploymentStage:
 
 
 STAGE = ModelDeploymentStage()
-
-
-def server_command(model_dir: str, name: str, port: int, format_flags: list[str]) -> list[str]:
-    """The embedded platform's model server: kfstack's format server, gRPC off."""
-    return [
-        sys.executable,
-        "-m",
-        FORMAT_SERVER,
-        f"--model_name={name}",
-        f"--model_dir={model_dir}",
-        f"--http_port={port}",
-        "--enable_grpc=false",
-        "--enable_latency_logging=false",
-        *format_flags,
-    ]
 
 
 def prepare_serving(settings: ModelDeploymentSettings) -> ServingProtocol:

@@ -7,7 +7,7 @@ import os
 
 from kfstack import platforms
 from kfstack.errors import InvalidParameterError
-from kfstack.features import PROFILE_FILE
+from kfstack.flights.feature_spec import PROFILE_FILE
 from kfstack.flights.scoring import MODEL_DIR_FILES
 from kfstack.kubernetes.launcher import Cluster
 from kfstack.serving.production import (

@@ -31,7 +31,7 @@ import fsspec
 from kfstack import images
 from kfstack.components.training.train_model.pytorch import backend as pytorch_backend
 from kfstack.components.training.train_model.tensorflow import backend as tensorflow_backend
-from kfstack.features import FEATURE_SPEC_FILE, JOB_REPORT_FILE
+from kfstack.flights.feature_spec import FEATURE_SPEC_FILE, JOB_REPORT_FILE
 from kfstack.kubernetes import node_pools
 from kfstack.kubernetes.launcher import Cluster
 from kfstack.kubernetes.naming import RunContext

@@ -1,7 +1,7 @@
 """The delay classifier: one embedding per categorical feature, concatenated with the numeric
 features, through a small MLP to one logit.
 
-Inputs follow the feature spec (:mod:`kfstack.features`): ``categorical`` int64
+Inputs follow the feature spec (:mod:`kfstack.flights.feature_spec`): ``categorical`` int64
 ``[batch, n_categorical]`` (vocabulary indices, OOV included in each cardinality) and ``numeric``
 float32 ``[batch, n_numeric]`` (already imputed and scaled).
 """

@@ -49,7 +49,7 @@ from kfstack.components.training.train_model.pytorch.model import (
     ModelConfig,
 )
 from kfstack.errors import InvalidParameterError, TrainingFailedError
-from kfstack.features import FeatureSpec, copy_model_feature_files
+from kfstack.flights.feature_spec import FeatureSpec, copy_model_feature_files
 from kfstack.training import checkpoints, metrics, shards
 from kfstack.training.env_contract import DistributedEnv
 from kfstack.training.metrics import katib_line

@@ -45,7 +45,7 @@ import numpy as np
 
 from kfstack import progress
 from kfstack.errors import InvalidParameterError, TrainingFailedError
-from kfstack.features import FeatureSpec, copy_model_feature_files
+from kfstack.flights.feature_spec import FeatureSpec, copy_model_feature_files
 from kfstack.training import checkpoints, metrics, shards
 from kfstack.training.architecture import ONNX_INPUTS, ModelConfig
 from kfstack.training.metrics import katib_line
