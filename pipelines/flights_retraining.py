@@ -15,10 +15,8 @@ the bundled data.
 from kfp import dsl
 
 from kfstack.components.data.data_window.component import data_window
-from kfstack.components.evaluation.gate_model.component import gate_model
 from kfstack.components.monitoring.check_drift.component import check_drift
 from kfstack.components.serving.predictor import DEFAULT_MODEL_NAME
-from kfstack.components.serving.production_model.component import production_model
 from kfstack.flights.features import CALENDAR_FEATURES
 from kfstack.flights.settings import (
     CanaryReplay,
@@ -140,8 +138,7 @@ def flights_retraining(
             created_time=dsl.PIPELINE_JOB_CREATE_TIME_UTC_PLACEHOLDER,
         ).after(checked)
         steps.on_cluster(steps.uncached(window), parameters, "data-window")
-        champion = steps.call(production_model, parameters).after(checked)
-        steps.on_cluster(steps.uncached(champion), parameters, "production-model")
+        champion = steps.production(parameters).after(checked)
         # The new window, profiled on the champion's histogram edges: like is compared with like.
         # Never cached: a window relative to the run's time is new data under the same arguments.
         features = steps.features(
@@ -157,14 +154,7 @@ def flights_retraining(
         steps.on_cluster(drift, parameters, "drift-check")
         with dsl.If(drift.outputs["Output"] == True, name="drifted"):  # noqa: E712 (a KFP condition)
             training, evaluation = steps.train_and_evaluate(parameters, features)
-            gate = steps.call(
-                gate_model,
-                parameters,
-                challenger=training.outputs["model"],
-                champion=champion.outputs["model"],
-                features=features.outputs["output"],
-            ).after(evaluation)
-            steps.on_cluster(gate, parameters, "champion-challenger")
+            gate = steps.gate(parameters, training, champion, features).after(evaluation)
             with dsl.If(gate.outputs["Output"] == PASS, name="beats-production"):
                 deployment = steps.deploy(parameters, training, features)
                 steps.register(parameters, training, deployment)

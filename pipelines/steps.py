@@ -15,16 +15,19 @@ from typing import Any
 from kfp import dsl
 
 from kfstack.components.data.spark_job.component import spark_job
+from kfstack.components.evaluation.gate_model.component import gate_model
 from kfstack.components.evaluation.model_evaluation.component import model_evaluation
 from kfstack.components.serving import predictor
 from kfstack.components.serving.model_deployment.component import model_deployment
+from kfstack.components.serving.production_model.component import production_model
 from kfstack.components.serving.register_model.component import register_model
 from kfstack.components.training.train_model.component import train_model
 from kfstack.components.tuning.tune_model.component import tune_model
 from kfstack.errors import InvalidParameterError
 from kfstack.evaluation.task_metrics import BINARY
-from kfstack.flights.feature_spec import HOLDOUT_FILE, LABEL_COLUMN, TEST_REQUESTS_FILE
+from kfstack.flights.feature_spec import HOLDOUT_FILE, LABEL_COLUMN, PROFILE_FILE, TEST_REQUESTS_FILE
 from kfstack.flights.features import CATEGORICAL_FEATURES, CLASS_NAMES, NUMERIC_FEATURES
+from kfstack.flights.scoring import MODEL_DIR_FILES
 from kfstack.monitoring.drift import DriftThresholds, feature_names
 from kfstack.monitoring.gate import GateRule
 from kfstack.monitoring.window import resolve_window
@@ -51,8 +54,10 @@ __all__ = [
     "check_run",
     "deploy",
     "features",
+    "gate",
     "guarded",
     "on_cluster",
+    "production",
     "register",
     "train_and_evaluate",
     "uncached",
@@ -61,6 +66,15 @@ __all__ = [
 
 # The flights feature job: a team's Spark application, run as spark-submit runs it.
 FEATURE_JOB = "kfstack.spark_jobs.flights_features"
+# How the generic steps score and serve a flights model: through the flights predictor (a
+# custom kserve.Model), sent raw flight records with their delay label.
+PREDICTOR = {
+    "model_format": "custom",
+    "custom_predictor": predictor.MODEL_CLASS,
+    "request_format": "records",
+    "task": BINARY,
+    "label_column": LABEL_COLUMN,
+}
 
 
 def features(parameters: Mapping[str, Any], **given: Any) -> dsl.PipelineTask:
@@ -104,11 +118,7 @@ def train_and_evaluate(
         model=training.outputs["model"],
         dataset=features_task.outputs["output"],
         dataset_split=TEST_REQUESTS_FILE,
-        task=BINARY,
-        label_column=LABEL_COLUMN,
-        model_format="custom",
-        request_format="records",
-        custom_predictor=predictor.MODEL_CLASS,
+        **PREDICTOR,
         threshold=parameters["decision_threshold"],
         class_names=list(CLASS_NAMES),
     )
@@ -128,18 +138,41 @@ def deploy(
         model=training.outputs["model"],
         holdout=features_task.outputs["output"],
         holdout_split=HOLDOUT_FILE,
-        model_format="custom",
-        custom_predictor=predictor.MODEL_CLASS,
+        **PREDICTOR,
         serving_runtime=predictor.RUNTIME,
         serving_model_format=predictor.MODEL_FORMAT,
-        task=BINARY,
-        label_column=LABEL_COLUMN,
-        request_format="records",
         canary_max_quality_drop=parameters["canary_max_auc_drop"],
         run_id=RUN_ID,
         task_name=TASK_NAME,
     )
     return on_cluster(uncached(task), parameters, "deployment")
+
+
+def production(parameters: Mapping[str, Any]) -> dsl.PipelineTask:
+    """The model in production, comparable when it is a flights model directory with the
+    profile of its training data (the drift check's reference, the gate's champion)."""
+    task = call(production_model, parameters, comparable_files=[*MODEL_DIR_FILES, PROFILE_FILE])
+    return on_cluster(uncached(task), parameters, "production-model")
+
+
+def gate(
+    parameters: Mapping[str, Any],
+    training: dsl.PipelineTask,
+    champion: dsl.PipelineTask,
+    features_task: dsl.PipelineTask,
+) -> dsl.PipelineTask:
+    """The generic champion/challenger gate on the new window's holdout, both models scored
+    through the flights predictor."""
+    task = call(
+        gate_model,
+        parameters,
+        challenger=training.outputs["model"],
+        champion=champion.outputs["model"],
+        dataset=features_task.outputs["output"],
+        dataset_split=HOLDOUT_FILE,
+        **PREDICTOR,
+    )
+    return on_cluster(task, parameters, "champion-challenger")
 
 
 def register(

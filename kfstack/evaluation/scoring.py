@@ -19,7 +19,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -30,6 +30,8 @@ from kfstack.serving.model_server import call_predict
 from kfstack.serving.served_models import MODEL_NAME, check_model, load_model
 
 TENSOR, RECORDS = "tensor", "records"
+# Where the training step records a model's format (the model artifact's metadata).
+FORMAT_METADATA = "model_format"
 REQUEST_FORMATS = (TENSOR, RECORDS)
 DEFAULT_BATCH = 512
 
@@ -48,6 +50,22 @@ class LabelledRows:
     def batches(self, size: int) -> Any:
         for start in range(0, len(self), size):
             yield self.features[start : start + size]
+
+
+def model_format_of(model_format: str, metadata: Mapping[str, Any]) -> str:
+    """The format to score with: the parameter, else what the training step recorded on the
+    model artifact.
+
+    Raises:
+        InvalidParameterError: Neither names one.
+    """
+    chosen = model_format or str(metadata.get(FORMAT_METADATA, ""))
+    if not chosen:
+        raise InvalidParameterError(
+            "model_format: the model artifact records none (it was not trained by distributed_training); "
+            "name the format"
+        )
+    return contracts.check_model_format(chosen)
 
 
 def read_labelled(

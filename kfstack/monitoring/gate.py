@@ -1,12 +1,13 @@
 """The champion/challenger gate: a retrained model (the challenger) goes on to a canary only when
 it beats the model in production (the champion) on the same new data by a margin.
 
-Both are scored on the same labelled records -- the new window's test split -- so the comparison
-is of the models, not of the data. The figure compared is a metric where higher is better (AUC by
-default; log loss is turned around: lower is better there). The rule:
+Both are scored on the same labelled records -- the new data's holdout -- so the comparison is
+of the models, not of the data. The figure compared is one of the task's metrics
+(:mod:`kfstack.evaluation.task_metrics`; by default its quality metric: AUC, accuracy or RMSE),
+where higher is better or, for a loss or an error, lower. The rule:
 
-    challenger >= champion + margin   (higher is better)
-    challenger <= champion - margin   (log loss)
+    challenger >= champion + margin   (higher is better: AUC, accuracy, F1, R²...)
+    challenger <= champion - margin   (lower is better: log loss, RMSE, MAE)
 
 A margin of 0 lets a challenger through that is merely as good; a positive one asks for a real
 gain, so that noise does not cause a rollout. With no champion (nothing in production yet) the
@@ -24,10 +25,11 @@ from typing import Any
 import numpy as np
 
 from kfstack.errors import InvalidParameterError
+from kfstack.evaluation.task_metrics import HIGHER_IS_BETTER
 from kfstack.training import metrics
 
-# Metric -> whether higher is better.
-GATE_METRICS = {"auc": True, "accuracy": True, "log_loss": False}
+# Metric -> whether higher is better: every metric of a task.
+GATE_METRICS = HIGHER_IS_BETTER
 PASS = "challenger"
 KEEP = "champion"
 
@@ -43,8 +45,8 @@ class GateRule:
         problems = []
         if self.metric not in GATE_METRICS:
             problems.append(f"gate_metric={self.metric!r} must be one of {', '.join(GATE_METRICS)}")
-        if not (math.isfinite(self.margin) and 0.0 <= self.margin <= 1.0):
-            problems.append(f"gate_margin={self.margin} must be in [0, 1]")
+        if not (math.isfinite(self.margin) and self.margin >= 0.0):
+            problems.append(f"gate_margin={self.margin} must be a number >= 0 (in the metric's units)")
         if problems:
             raise InvalidParameterError("; ".join(problems))
 

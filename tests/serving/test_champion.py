@@ -14,12 +14,14 @@ import shutil
 
 import pytest
 
-from kfstack.components.evaluation.gate_model.core import gate_models
+from kfstack.components.evaluation.gate_model import core as gate_core
 from kfstack.components.monitoring.check_drift.core import check_drift
-from kfstack.components.serving.production_model.core import fetch_production_model
+from kfstack.components.serving import predictor
+from kfstack.components.serving.production_model import core as production_core
 from kfstack.components.training.train_model.stage import train_locally
 from kfstack.errors import InvalidParameterError
-from kfstack.flights.feature_spec import DRIFT_PROFILE_FILE, PROFILE_FILE
+from kfstack.flights.feature_spec import DRIFT_PROFILE_FILE, HOLDOUT_FILE, LABEL_COLUMN, PROFILE_FILE
+from kfstack.flights.scoring import MODEL_DIR_FILES
 from kfstack.monitoring.drift import DriftThresholds
 from kfstack.monitoring.gate import KEEP, PASS, GateRule
 from kfstack.serving.production import ProductionModel, copy_model, read_found
@@ -27,6 +29,30 @@ from kfstack.serving.registry import REGISTRY_DIR_ENV, LocalRegistry
 from kfstack.training.settings import TrainingSettings
 
 NAME = "flights-delay"
+# What the flights pipelines compare a production model by: what its predictor loads, and the
+# profile of its training data.
+COMPARABLE = (*MODEL_DIR_FILES, PROFILE_FILE)
+
+
+def gate_models(challenger: str, champion: str, features: str, rule: GateRule, threshold: float):
+    """The generic gate as the flights retraining pipeline runs it: both models through the
+    flights predictor, on the feature job's holdout requests."""
+    return gate_core.gate_models(
+        challenger_dir=challenger,
+        champion_dir=champion,
+        dataset_uri=os.path.join(features, HOLDOUT_FILE),
+        task="binary",
+        label_column=LABEL_COLUMN,
+        rule=rule,
+        model_format="custom",
+        custom_predictor=predictor.MODEL_CLASS,
+        request_format="records",
+        threshold=threshold,
+    )
+
+
+def fetch_production_model(platform: str, name: str, target: str):
+    return production_core.fetch_production_model(platform, name, target, COMPARABLE)
 
 
 @pytest.fixture(scope="module")

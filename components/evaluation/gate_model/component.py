@@ -6,44 +6,80 @@ from kfp.dsl import Dataset, Input, Markdown, Metrics, Model, Output
 from kfstack.images import COMPONENT_IMAGE
 
 
+# A list as a default is a KFP parameter default, compiled into the spec; the body never
+# mutates it (B006).
 @dsl.component(base_image=COMPONENT_IMAGE, install_kfp_package=False)
 def gate_model(
     challenger: Input[Model],
     champion: Input[Model],
-    features: Input[Dataset],
-    gate_metric: str,
-    gate_margin: float,
-    decision_threshold: float,
+    dataset: Input[Dataset],
+    task: str,
+    label_column: str,
     gate_metrics: Output[Metrics],
     gate_report: Output[Markdown],
+    gate_metric: str = "",
+    gate_margin: float = 0.0,
+    dataset_split: str = "",
+    feature_columns: list = [],  # noqa: B006
+    request_format: str = "tensor",
+    model_format: str = "",
+    custom_predictor: str = "",
+    decision_threshold: float = 0.5,
+    batch_size: int = 512,
 ) -> str:
     """Scores the new model (challenger) and the production model (champion) on the same
-    labelled records of the new window -- the feature job's holdout requests, through each
-    model's own feature transform -- and lets the challenger on only when it wins by the margin.
+    labelled rows, each through its own server, and lets the challenger on only when it wins by
+    the margin.
 
     Args:
-        challenger: The model this run trained.
-        champion: The production-model step's artifact (nothing in production: the challenger
-            passes).
-        features: The new window's feature job output (its ``holdout_requests.parquet``).
-        gate_metric: ``auc``, ``accuracy`` or ``log_loss`` (lower is better there).
-        gate_margin: How much better the challenger must be (0-1; 0: at least as good).
-        decision_threshold: Probability at or above which a flight is called delayed (accuracy).
-
-        gate_metrics: ``challenger.<metric>`` and ``champion.<metric>`` (auc, accuracy,
-            log_loss) and ``passed`` (1/0).
+        challenger: The model this run trained (its metadata's ``model_format`` when the
+            parameter is empty).
+        champion: The production-model step's artifact (nothing in production, or a model that
+            cannot be compared: the challenger passes).
+        dataset: Labelled rows of the new data (Parquet, a file or a folder of them).
+        task: ``binary``, ``multiclass`` or ``regression``: which metrics are computed.
+        label_column: The dataset's label column.
+        gate_metrics: ``challenger.<metric>`` and ``champion.<metric>`` (every defined metric of
+            the task) and ``passed`` (1/0).
         gate_report: The decision, the rule and both models' figures; its metadata is the run
             summary's ``gate`` entry.
+        gate_metric: The metric that decides (any of the task's; lower is better for
+            ``log_loss``, ``rmse`` and ``mae``); empty: the task's quality metric (AUC,
+            accuracy, RMSE).
+        gate_margin: How much better the challenger must be, in the metric's units (>= 0; 0: at
+            least as good).
+        dataset_split: A file or folder of the dataset to score; empty: all of it.
+        feature_columns: The columns a request carries, in order; empty: all but the label.
+        request_format: ``tensor`` (rows as a numeric matrix) or ``records`` (rows as objects).
+        model_format: ``sklearn``, ``xgboost``, ``onnx`` or ``custom``; empty: the challenger's.
+        custom_predictor: ``package.module:Class``: the team's ``kserve.Model`` for ``custom``.
+        decision_threshold: Binary: a row is predicted positive at a probability >= it.
+        batch_size: Rows per request.
 
     Returns:
         ``challenger`` (it goes on to the canary) or ``champion`` (production stays); the one
-        output, as check-drift's (a condition reads it).
+        output, so that a condition on it reads the same to a KFP backend and to kfp.local.
     """
+    import os
+
     from kfstack.components.evaluation.gate_model.core import gate_models
+    from kfstack.evaluation.scoring import model_format_of
+    from kfstack.evaluation.task_metrics import QUALITY_METRIC, check_task
     from kfstack.monitoring.gate import GateRule
 
     report = gate_models(
-        challenger.path, champion.path, features.path, GateRule(gate_metric, gate_margin), decision_threshold
+        challenger_dir=challenger.path,
+        champion_dir=champion.path,
+        dataset_uri=os.path.join(dataset.path, dataset_split) if dataset_split else dataset.path,
+        task=task,
+        label_column=label_column,
+        rule=GateRule(gate_metric or QUALITY_METRIC[check_task(task)], gate_margin),
+        model_format=model_format_of(model_format, challenger.metadata),
+        custom_predictor=custom_predictor,
+        feature_columns=feature_columns,
+        request_format=request_format,
+        threshold=decision_threshold,
+        batch_size=batch_size,
     )
     gate_metrics.metadata.update(report.metrics())
     gate_report.metadata.update(report.summary())

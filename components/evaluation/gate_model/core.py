@@ -1,35 +1,62 @@
-"""The gate's scoring: both models on the same labelled records, through their own transforms.
+"""The gate's scoring: both models on the same labelled records, each through its own server.
 
-Each model directory carries its own feature spec and lookups, so the champion sees the new
-records as it was trained to (its vocabularies, its imputation) and the challenger as it was.
-Scoring encoded shards instead would hand the champion indices from another vocabulary.
+Each model is loaded as its server loads it (:mod:`kfstack.evaluation.scoring`: a standard
+format's stand-in, or the team's ``kserve.Model``) and sent the same requests, so each sees the
+records as it was trained to (a custom predictor's own transform, its own vocabularies). Scoring
+pre-encoded features instead would hand the champion the challenger's encoding.
 """
 
 from __future__ import annotations
 
-import numpy as np
+from collections.abc import Sequence
 
-from kfstack.flights.scoring import FlightScorer, read_holdout
-from kfstack.monitoring.gate import GateReport, GateRule, figures
+from kfstack.evaluation import scoring
+from kfstack.evaluation.task_metrics import evaluate
+from kfstack.monitoring.gate import GateReport, GateRule
 from kfstack.serving.production import read_found
-from kfstack.serving.rollout import Holdout
-
-
-def score(model_dir: str, holdout: Holdout, threshold: float) -> dict[str, float | None]:
-    """The model's gate figures on the holdout."""
-    probabilities = FlightScorer(model_dir).predict(holdout.records)
-    return figures(np.asarray(holdout.labels), probabilities, threshold)
 
 
 def gate_models(
-    challenger_dir: str, champion_dir: str, features_dir: str, rule: GateRule, threshold: float
+    *,
+    challenger_dir: str,
+    champion_dir: str,
+    dataset_uri: str,
+    task: str,
+    label_column: str,
+    rule: GateRule,
+    model_format: str,
+    custom_predictor: str = "",
+    feature_columns: Sequence[str] = (),
+    request_format: str = scoring.TENSOR,
+    threshold: float = 0.5,
+    batch_size: int = scoring.DEFAULT_BATCH,
 ) -> GateReport:
-    """The gate's report for the two model directories on the new window's holdout records."""
-    holdout = read_holdout(features_dir)  # every record the feature job wrote (at most 5000)
+    """The gate's report for the two model directories on the labelled rows at ``dataset_uri``;
+    the champion directory is the production-model step's artifact (:func:`read_found` says
+    whether a model was found there and can be scored).
+
+    Raises:
+        InvalidParameterError: A bad task, format, predictor or dataset, before a model is loaded
+            where it can be told.
+    """
+
+    def figures(model_dir: str) -> dict[str, float | None]:
+        labels, predictions = scoring.score_dataset(
+            model_dir=model_dir,
+            model_format=model_format,
+            dataset_uri=dataset_uri,
+            label_column=label_column,
+            feature_columns=feature_columns,
+            request_format=request_format,
+            custom_predictor=custom_predictor,
+            batch_size=batch_size,
+        )
+        return evaluate(task, labels, predictions, threshold).metrics
+
     champion = read_found(champion_dir)
     return GateReport(
         rule=rule,
-        challenger=score(challenger_dir, holdout, threshold),
-        champion=score(champion_dir, holdout, threshold) if champion.comparable else None,
+        challenger=figures(challenger_dir),
+        champion=figures(champion_dir) if champion.comparable else None,
         champion_version=champion.version or None,
     )

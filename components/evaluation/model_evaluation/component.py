@@ -60,11 +60,8 @@ def model_evaluation(
     """
     import os
 
-    from kfstack.components.evaluation.model_evaluation.core import (
-        evaluate_model_dir,
-        model_format_of,
-        publish,
-    )
+    from kfstack.components.evaluation.model_evaluation.core import evaluate_model_dir, publish
+    from kfstack.evaluation.scoring import model_format_of
 
     result = evaluate_model_dir(
         model_dir=model.path,

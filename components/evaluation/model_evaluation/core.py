@@ -2,33 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
-from kfstack import contracts
 from kfstack.errors import InvalidParameterError
 from kfstack.evaluation import scoring
 from kfstack.evaluation.charts import charts_html
 from kfstack.evaluation.task_metrics import BINARY, TaskEvaluation, check_task, evaluate
 from kfstack.training.metrics import UNDEFINED
-
-FORMAT_METADATA = "model_format"
-
-
-def model_format_of(model_format: str, metadata: Mapping[str, Any]) -> str:
-    """The format to score with: the parameter, else what the training step recorded on the
-    model artifact.
-
-    Raises:
-        InvalidParameterError: Neither names one.
-    """
-    chosen = model_format or str(metadata.get(FORMAT_METADATA, ""))
-    if not chosen:
-        raise InvalidParameterError(
-            "model_format: the model artifact records none (it was not trained by distributed_training); "
-            "name the format"
-        )
-    return contracts.check_model_format(chosen)
 
 
 def evaluate_model_dir(

@@ -8,11 +8,14 @@ from kfp.dsl import Model, Output
 from kfstack.images import COMPONENT_IMAGE
 
 
+# A list as a default is a KFP parameter default, compiled into the spec; the body never
+# mutates it (B006).
 @dsl.component(base_image=COMPONENT_IMAGE, install_kfp_package=False)
 def production_model(
     platform: str,
     serving_name: str,
     model: Output[Model],
+    comparable_files: list = [],  # noqa: B006
 ) -> NamedTuple("Production", [("found", bool), ("version", str), ("profile_uri", str)]):
     """Copies the model now in production into this step's ``model`` artifact.
 
@@ -22,9 +25,13 @@ def production_model(
         platform: ``kubernetes`` reads the InferenceService ``serving_name`` (its production
             version and ``storageUri``); ``local`` reads the local registry's production record.
         serving_name: The InferenceService (and model) name.
-        model: The production model's directory (ONNX model, feature spec, lookups, profile of
-            its training data) plus ``champion.json``; only ``champion.json`` (``found``
-            false) when nothing is in production. Metadata: found, version, source.
+        model: The production model's directory (its files, and the profile of its training
+            data where it carries one) plus ``champion.json``; only ``champion.json``
+            (``found`` false) when nothing is in production. Metadata: found, version, source,
+            comparable.
+        comparable_files: The files a production model must hold for this run to compare with
+            it (a drift check needs its ``profile.json``, a gate what its server loads); one
+            without them is recorded as found but not comparable. Empty: any model is.
 
     Returns:
         Whether a model is in production, its version (empty when none), and where its
@@ -34,6 +41,6 @@ def production_model(
     from kfstack.components.serving.production_model.core import fetch_production_model
     from kfstack.platforms import artifact_location
 
-    found = fetch_production_model(platform, serving_name, model.path)
+    found = fetch_production_model(platform, serving_name, model.path, comparable_files)
     model.metadata.update(found.metadata())
     return (found.found, found.version, found.profile_uri(artifact_location(platform, model)))

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Sequence
 
 from kfstack import platforms
 from kfstack.errors import InvalidParameterError
-from kfstack.flights.feature_spec import PROFILE_FILE
-from kfstack.flights.scoring import MODEL_DIR_FILES
 from kfstack.kubernetes.launcher import Cluster
 from kfstack.serving.production import (
     RECORD_FILE,
@@ -19,10 +18,6 @@ from kfstack.serving.production import (
     local_production_model,
 )
 from kfstack.serving.registry import REGISTRY_DIR_ENV
-
-# What a production model directory must hold to be compared with: the serving model, and its
-# training data's profile.
-COMPARABLE_FILES = (*MODEL_DIR_FILES, PROFILE_FILE)
 
 
 def find_production_model(
@@ -49,23 +44,25 @@ def find_production_model(
 
 
 def fetch_production_model(
-    platform: str, serving_name: str, target_dir: str, cluster: Cluster | None = None
+    platform: str,
+    serving_name: str,
+    target_dir: str,
+    comparable_files: Sequence[str] = (),
+    cluster: Cluster | None = None,
 ) -> FoundModel:
     """Copies the production model's files into ``target_dir`` and records what was found in
-    ``champion.json`` there."""
+    ``champion.json`` there: comparable when it holds every one of ``comparable_files``."""
     production = find_production_model(platform, serving_name, cluster)
     os.makedirs(target_dir, exist_ok=True)
     if production is None:
         found = FoundModel(found=False)
     else:
         names = copy_model(production, target_dir)
-        comparable = all(name in names for name in COMPARABLE_FILES)
+        comparable = all(name in names for name in comparable_files)
         found = FoundModel(True, production.version, production.model_uri, comparable)
     with open(os.path.join(target_dir, RECORD_FILE), "w", encoding="utf-8") as f:
         json.dump(found.metadata(), f, indent=2)
     print(f"production model: {found.version or 'none'}" + (f" from {found.source}" if found.found else ""))
     if found.found and not found.comparable:
-        print(
-            f"  not a kfstack model directory (it lacks one of {', '.join(COMPARABLE_FILES)}): not comparable"
-        )
+        print(f"  not comparable: it lacks one of {', '.join(comparable_files)}")
     return found

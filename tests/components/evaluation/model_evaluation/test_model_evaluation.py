@@ -15,8 +15,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from kfstack.components.evaluation.model_evaluation.core import evaluate_model_dir, model_format_of
+from kfstack.components.evaluation.model_evaluation.core import evaluate_model_dir
 from kfstack.errors import InvalidParameterError
+from kfstack.evaluation.scoring import model_format_of
 from kfstack.evaluation.task_metrics import evaluate
 
 # --- metrics by task --------------------------------------------------------------------------
