@@ -377,6 +377,29 @@ def render_value(name: str, kind: str, value: Any) -> str:
 # --- reports and models -----------------------------------------------------------------------
 
 
+def write_report(values: Mapping[str, float]) -> bool:
+    """Writes ``values`` where the step reads its report (``KFSTACK_REPORT_PATH``): from a Spark
+    application's driver, or from the chief replica of training code. False, and nothing
+    written, when the variable is unset (run outside a step).
+
+    Raises:
+        InvalidParameterError: A value is not a finite number (the step would refuse it).
+    """
+    bad = sorted(
+        name
+        for name, value in values.items()
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value)
+    )
+    if bad:
+        raise InvalidParameterError(f"a report holds finite numbers only; not so: {', '.join(bad)}")
+    path = os.environ.get(REPORT_PATH_ENV)
+    if not path:
+        return False
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(dict(values), f, indent=2)
+    return True
+
+
 def read_report(path: str, who: str) -> dict[str, float]:
     """The numbers a team's code wrote to its report (``KFSTACK_REPORT_PATH``); ``{}`` when it
     wrote none (a report is optional).

@@ -30,15 +30,13 @@ Using kfstack is a convenience, never a requirement of the contract (:mod:`kfsta
 from __future__ import annotations
 
 import dataclasses
-import json
-import math
-import os
 from collections.abc import Mapping, Sequence
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from kfstack.contracts import REPORT_PATH_ENV
+# A job writes its report through this module too (the contract's writer, re-exported).
+from kfstack.contracts import write_report as write_report
 from kfstack.errors import DataQualityError, InvalidParameterError
 
 REASON = "reason"
@@ -160,25 +158,3 @@ def count_reasons(tagged: DataFrame, reason_column: str = REASON) -> QualityRepo
     rows_read = sum(counted.values())
     by_reason = {str(reason): n for reason, n in counted.items() if reason is not None}
     return QualityReport(rows_read=rows_read, quarantined_by_reason=dict(sorted(by_reason.items())))
-
-
-def write_report(values: Mapping[str, float]) -> bool:
-    """Writes ``values`` where the step reads its report (``KFSTACK_REPORT_PATH``); call it from
-    the driver. False, and nothing written, when the variable is unset (run outside a step).
-
-    Raises:
-        InvalidParameterError: A value is not a finite number (the step would refuse it).
-    """
-    bad = sorted(
-        name
-        for name, value in values.items()
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value)
-    )
-    if bad:
-        raise InvalidParameterError(f"a report holds finite numbers only; not so: {', '.join(bad)}")
-    path = os.environ.get(REPORT_PATH_ENV)
-    if not path:
-        return False
-    with open(path, "w", encoding="utf-8") as f:
-        json.dump(dict(values), f, indent=2)
-    return True

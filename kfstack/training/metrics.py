@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import math
+from collections.abc import Mapping
+from typing import Any
+
 import numpy as np
 
 from kfstack.training.settings import THROUGHPUT_METRICS, VALIDATION_METRICS
@@ -127,3 +131,13 @@ def katib_line(epoch: int, scores: dict[str, float]) -> str:
     tuning objectives, then the epoch's :data:`~kfstack.training.settings.THROUGHPUT_METRICS`."""
     names = (*VALIDATION_METRICS, *THROUGHPUT_METRICS)
     return " ".join([f"epoch={epoch}", *(f"{name}={scores[name]:.4f}" for name in names)])
+
+
+def numeric_report(result: Mapping[str, Any]) -> dict[str, float]:
+    """The finite numbers of a trainer's result (not its history, device or undefined figures):
+    what a step's report may hold (:func:`kfstack.contracts.write_report`)."""
+    return {
+        name: float(value)
+        for name, value in result.items()
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    }

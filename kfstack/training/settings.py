@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import os
 
+from kfstack import contracts
 from kfstack.contracts import FLOAT, INT, TrainingCode
+from kfstack.errors import InvalidParameterError
 from kfstack.settings import Settings, setting
 
 PYTORCH = "pytorch"
@@ -158,19 +161,38 @@ def parse_trainer_args(argv: list[str] | None, prog: str) -> argparse.Namespace:
     same rules as the training step. The namespace carries ``features_uri``, ``model_uri``,
     ``checkpoint_uri``, ``epochs``, ``batch_size``, ``learning_rate`` and ``seed``.
 
+    The trainers are also a team's training code (:mod:`kfstack.contracts`), which the generic
+    distributed training step runs: the locations then come from the contract's environment
+    (``KFSTACK_INPUT_URI``, ``KFSTACK_MODEL_DIR``, ``KFSTACK_CHECKPOINT_URI``) and the
+    hyperparameters as ``--name=value`` under their declared names (``--batch_size``,
+    ``--learning_rate``, ``--epochs``, ``--seed``), which these options take too.
+
     Raises:
-        InvalidParameterError: A value is out of range.
+        InvalidParameterError: A location is missing, or a value is out of range.
     """
     defaults = TrainingSettings()
     parser = argparse.ArgumentParser(prog=prog)
-    parser.add_argument("--features-uri", required=True)
-    parser.add_argument("--model-uri", required=True)
-    parser.add_argument("--checkpoint-uri", required=True)
+    locations = {
+        "--features-uri": contracts.INPUT_URI_ENV,
+        "--model-uri": contracts.MODEL_DIR_ENV,
+        "--checkpoint-uri": contracts.CHECKPOINT_URI_ENV,
+    }
+    for flag, env in locations.items():
+        parser.add_argument(flag, default=os.environ.get(env, ""), help=f"default: ${env}")
     parser.add_argument("--epochs", type=int, default=defaults.epochs)
-    parser.add_argument("--batch-size", type=int, default=defaults.batch_size, help="global batch size")
-    parser.add_argument("--learning-rate", type=float, default=defaults.learning_rate)
+    parser.add_argument(
+        "--batch-size", "--batch_size", type=int, default=defaults.batch_size, help="global batch size"
+    )
+    parser.add_argument("--learning-rate", "--learning_rate", type=float, default=defaults.learning_rate)
     parser.add_argument("--seed", type=int, default=defaults.seed)
     args = parser.parse_args(argv)
+    missing = [
+        f"{flag} (or ${env})"
+        for flag, env in locations.items()
+        if not getattr(args, flag[2:].replace("-", "_"))
+    ]
+    if missing:
+        raise InvalidParameterError(f"{prog}: no {', '.join(missing)}")
     TrainingSettings(
         epochs=args.epochs,
         batch_size=args.batch_size,

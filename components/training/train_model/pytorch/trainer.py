@@ -42,7 +42,7 @@ import torch.distributed as dist
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
-from kfstack import progress
+from kfstack import contracts, progress
 from kfstack.components.training.train_model.pytorch.model import (
     DelayClassifier,
     DelayProbability,
@@ -52,7 +52,7 @@ from kfstack.errors import InvalidParameterError, TrainingFailedError
 from kfstack.flights.feature_spec import FeatureSpec, copy_model_feature_files
 from kfstack.training import checkpoints, metrics, shards
 from kfstack.training.env_contract import DistributedEnv
-from kfstack.training.metrics import katib_line
+from kfstack.training.metrics import katib_line, numeric_report
 from kfstack.training.settings import METRICS_FILE, MODEL_FILE, parse_trainer_args
 from kfstack.training.termination import termination_message_on_failure
 from kfstack.training.throughput import throughput
@@ -318,6 +318,8 @@ def train(args: argparse.Namespace) -> dict[str, float] | None:
         }
         with fsspec.open(f"{args.model_uri.rstrip('/')}/{METRICS_FILE}", "w") as f:
             json.dump(result, f, indent=2)
+        # Run as a team's code by the generic training step: its numbers are the step's report.
+        contracts.write_report(numeric_report(result))
     if env.is_distributed:
         dist.barrier()
         dist.destroy_process_group()

@@ -43,12 +43,12 @@ import time
 import fsspec
 import numpy as np
 
-from kfstack import progress
+from kfstack import contracts, progress
 from kfstack.errors import InvalidParameterError, TrainingFailedError
 from kfstack.flights.feature_spec import FeatureSpec, copy_model_feature_files
 from kfstack.training import checkpoints, metrics, shards
 from kfstack.training.architecture import ONNX_INPUTS, ModelConfig
-from kfstack.training.metrics import katib_line
+from kfstack.training.metrics import katib_line, numeric_report
 from kfstack.training.settings import METRICS_FILE, MODEL_FILE, parse_trainer_args
 from kfstack.training.termination import termination_message_on_failure
 from kfstack.training.tf_config import PS, WORKER, TFTask
@@ -210,6 +210,8 @@ class Trainer:
         }
         with fsspec.open(f"{self.args.model_uri.rstrip('/')}/{METRICS_FILE}", "w") as f:
             json.dump(result, f, indent=2)
+        # Run as a team's code by the generic training step: its numbers are the step's report.
+        contracts.write_report(numeric_report(result))
         return result
 
 
