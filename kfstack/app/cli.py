@@ -751,8 +751,7 @@ def build_parser() -> argparse.ArgumentParser:
     p_serve = sub.add_parser(
         "serve",
         help="serve a trained model directory as its KServe runtime would (V1/V2 HTTP, /metrics)",
-        epilog="KServe's server listens on every interface (0.0.0.0) of this machine. The flights "
-        "model: --format custom --predictor kfstack.components.serving.predictor.server:FlightDelayModel",
+        epilog="KServe's server listens on every interface (0.0.0.0) of this machine.",
     )
     p_serve.add_argument("--model", required=True, metavar="DIR", help="a trained model directory")
     p_serve.add_argument(

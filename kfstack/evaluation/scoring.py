@@ -26,6 +26,7 @@ import numpy as np
 
 from kfstack import contracts
 from kfstack.errors import InvalidParameterError
+from kfstack.evaluation.task_metrics import TaskEvaluation, check_task, evaluate
 from kfstack.serving.model_server import call_predict
 from kfstack.serving.served_models import MODEL_NAME, check_model, load_model
 
@@ -152,3 +153,40 @@ def score_dataset(
     with tempfile.TemporaryDirectory(prefix="kfstack-eval-") as scratch:
         model = load_model(model_format, model_dir, custom_predictor, os.path.join(scratch, "repository"))
         return rows.labels, predict(model, model_format, rows, batch_size)
+
+
+def evaluate_dataset(
+    *,
+    model_dir: str,
+    model_format: str,
+    dataset_uri: str,
+    task: str,
+    label_column: str,
+    feature_columns: Sequence[str] = (),
+    request_format: str = TENSOR,
+    custom_predictor: str = "",
+    threshold: float = 0.5,
+    class_names: Sequence[str] = (),
+    batch_size: int = DEFAULT_BATCH,
+) -> TaskEvaluation:
+    """Scores ``dataset_uri`` through the model's server (:func:`score_dataset`) and computes the
+    task's metrics, its classes named by ``class_names`` (:meth:`TaskEvaluation.named`).
+
+    Raises:
+        InvalidParameterError: A bad parameter or dataset, before the model is loaded where it
+            can be told.
+    """
+    check_task(task)
+    if batch_size < 1:
+        raise InvalidParameterError(f"batch_size={batch_size} must be >= 1")
+    labels, predictions = score_dataset(
+        model_dir=model_dir,
+        model_format=model_format,
+        dataset_uri=dataset_uri,
+        label_column=label_column,
+        feature_columns=feature_columns,
+        request_format=request_format,
+        custom_predictor=custom_predictor,
+        batch_size=batch_size,
+    )
+    return evaluate(task, labels, predictions, threshold).named(class_names)

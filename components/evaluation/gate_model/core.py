@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from kfstack.evaluation import scoring
-from kfstack.evaluation.task_metrics import evaluate
+from kfstack.evaluation.scoring import evaluate_dataset
 from kfstack.monitoring.gate import GateReport, GateRule
 from kfstack.serving.production import read_found
 
@@ -41,17 +41,18 @@ def gate_models(
     """
 
     def figures(model_dir: str) -> dict[str, float | None]:
-        labels, predictions = scoring.score_dataset(
+        return evaluate_dataset(
             model_dir=model_dir,
             model_format=model_format,
             dataset_uri=dataset_uri,
+            task=task,
             label_column=label_column,
             feature_columns=feature_columns,
             request_format=request_format,
             custom_predictor=custom_predictor,
+            threshold=threshold,
             batch_size=batch_size,
-        )
-        return evaluate(task, labels, predictions, threshold).metrics
+        ).metrics
 
     champion = read_found(champion_dir)
     return GateReport(

@@ -60,10 +60,10 @@ def model_evaluation(
     """
     import os
 
-    from kfstack.components.evaluation.model_evaluation.core import evaluate_model_dir, publish
-    from kfstack.evaluation.scoring import model_format_of
+    from kfstack.components.evaluation.model_evaluation.core import publish
+    from kfstack.evaluation.scoring import evaluate_dataset, model_format_of
 
-    result = evaluate_model_dir(
+    result = evaluate_dataset(
         model_dir=model.path,
         model_format=model_format_of(model_format, model.metadata),
         dataset_uri=os.path.join(dataset.path, dataset_split) if dataset_split else dataset.path,

@@ -1,51 +1,13 @@
-"""Evaluates a model on a labelled dataset through its own server, and publishes what the KFP UI shows."""
+"""What an evaluation publishes for the KFP UI: the figures, the confusion matrix and ROC curve, the
+report and the charts page (the evaluation itself is :func:`kfstack.evaluation.scoring.evaluate_dataset`)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
-from kfstack.errors import InvalidParameterError
-from kfstack.evaluation import scoring
 from kfstack.evaluation.charts import charts_html
-from kfstack.evaluation.task_metrics import BINARY, TaskEvaluation, check_task, evaluate
+from kfstack.evaluation.task_metrics import BINARY, TaskEvaluation
 from kfstack.training.metrics import UNDEFINED
-
-
-def evaluate_model_dir(
-    *,
-    model_dir: str,
-    model_format: str,
-    dataset_uri: str,
-    task: str,
-    label_column: str,
-    feature_columns: Sequence[str] = (),
-    request_format: str = scoring.TENSOR,
-    custom_predictor: str = "",
-    threshold: float = 0.5,
-    class_names: Sequence[str] = (),
-    batch_size: int = scoring.DEFAULT_BATCH,
-) -> TaskEvaluation:
-    """Scores ``dataset_uri`` through the model's server and computes the task's metrics.
-
-    Raises:
-        InvalidParameterError: A bad parameter or dataset, before the model is loaded where it
-            can be told.
-    """
-    check_task(task)
-    if batch_size < 1:
-        raise InvalidParameterError(f"batch_size={batch_size} must be >= 1")
-    labels, predictions = scoring.score_dataset(
-        model_dir=model_dir,
-        model_format=model_format,
-        dataset_uri=dataset_uri,
-        label_column=label_column,
-        feature_columns=feature_columns,
-        request_format=request_format,
-        custom_predictor=custom_predictor,
-        batch_size=batch_size,
-    )
-    return evaluate(task, labels, predictions, threshold).named(class_names)
 
 
 def charts_page(result: TaskEvaluation, threshold: float) -> str:

@@ -15,9 +15,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from kfstack.components.evaluation.model_evaluation.core import evaluate_model_dir
 from kfstack.errors import InvalidParameterError
-from kfstack.evaluation.scoring import model_format_of
+from kfstack.evaluation.scoring import evaluate_dataset, model_format_of
 from kfstack.evaluation.task_metrics import evaluate
 
 # --- metrics by task --------------------------------------------------------------------------
@@ -97,8 +96,8 @@ def digits(tmp_path_factory):
 
 def test_a_sklearn_model_and_its_onnx_twin_score_the_same(digits):
     common = {"dataset_uri": digits["holdout"], "task": "multiclass", "label_column": "digit"}
-    pickled = evaluate_model_dir(model_dir=str(digits["root"] / "sklearn"), model_format="sklearn", **common)
-    onnx = evaluate_model_dir(
+    pickled = evaluate_dataset(model_dir=str(digits["root"] / "sklearn"), model_format="sklearn", **common)
+    onnx = evaluate_dataset(
         model_dir=str(digits["root"] / "onnx"), model_format="onnx", batch_size=100, **common
     )
     assert (
@@ -120,7 +119,7 @@ def line_model(tmp_path, monkeypatch):
 
 
 def test_a_custom_predictor_scores_records_through_the_teams_own_class(line_model):
-    result = evaluate_model_dir(
+    result = evaluate_dataset(
         model_dir=str(line_model / "model"),
         model_format="custom",
         custom_predictor="team_predictor:LinePredictor",
@@ -156,7 +155,7 @@ def test_bad_parameters_are_named(line_model, overrides, message):
         **overrides,
     }
     with pytest.raises(InvalidParameterError, match=message):
-        evaluate_model_dir(**arguments)
+        evaluate_dataset(**arguments)
 
 
 def test_the_format_comes_from_the_training_steps_metadata():

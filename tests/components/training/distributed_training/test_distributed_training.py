@@ -115,7 +115,10 @@ def test_only_the_chief_writes_the_model_and_result(env, chief):
 
 def test_the_entrypoint_runs_a_module_and_leaves_the_result(team_code, tmp_path, monkeypatch, capsys):
     for name in (contracts.MODEL_DIR_ENV, contracts.REPORT_PATH_ENV):
-        monkeypatch.delenv(name, raising=False)  # restored after the test: main() sets them
+        # main() sets them in this process: set first so that monkeypatch records them and
+        # removes main()'s values after the test (delenv of an absent name records nothing).
+        monkeypatch.setenv(name, "")
+        monkeypatch.delenv(name)
     code = contracts.TrainingCode("plain_team_module", {"depth": "int", "mode": "str"}, ("score",))
     env = entrypoint.step_env(code, "sklearn", str(tmp_path / "model"), str(tmp_path / "out" / "result.json"))
     entrypoint.main(["--depth=20", "--mode=bad-report"], env)
