@@ -277,6 +277,9 @@ def test_missing_table_or_bad_parameters_fail_before_spark(tmp_path):
     assert not (tmp_path / "o").exists()
 
 
+# A whole job in its own interpreter (15 s): slow. The default suite runs the job under
+# spark-submit in every flights sample run, and its command line below.
+@pytest.mark.slow
 def test_runs_as_a_teams_spark_application_on_parquet_input(tmp_path, shipped_data_dir, real_flights):
     """The job as the Spark step runs it: its locations from the contract's environment, its
     options as a pipeline renders them (kfp.local writes an integer inside a list as ``2.0``),

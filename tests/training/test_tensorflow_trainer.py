@@ -94,6 +94,9 @@ def test_parameter_server_topology_trains_and_stops_its_servers(tmp_path, featur
     assert "topology parameter_server" in (tmp_path / "logs" / "attempt-1" / "rank-0.log").read_text()
 
 
+# A fault test of 25 s: slow. The default suite keeps the PyTorch one (test_local_launcher), which
+# runs the same restart-from-checkpoint path of the process group.
+@pytest.mark.slow
 def test_killed_worker_restarts_the_group_which_resumes_from_the_checkpoint(tmp_path):
     features = make_feature_dir(tmp_path / "features", rows=16000, shards=2, seed=5)
     logs = tmp_path / "logs"
