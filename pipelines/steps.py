@@ -28,6 +28,7 @@ from kfstack.evaluation.task_metrics import BINARY
 from kfstack.flights.feature_spec import HOLDOUT_FILE, LABEL_COLUMN, PROFILE_FILE, TEST_REQUESTS_FILE
 from kfstack.flights.features import CATEGORICAL_FEATURES, CLASS_NAMES, NUMERIC_FEATURES
 from kfstack.flights.scoring import MODEL_DIR_FILES
+from kfstack.flights.settings import CanaryReplay
 from kfstack.monitoring.drift import DriftThresholds, feature_names
 from kfstack.monitoring.gate import GateRule
 from kfstack.monitoring.window import resolve_window
@@ -199,6 +200,9 @@ def check_run(parameters: Mapping[str, Any]) -> None:
     FeatureJobConfig.from_arguments(
         parameters, output_uri="(the step's output)", quarantine_uri="(its quarantine)"
     )
+    # The canary's batches are requests to the flights predictor, which takes at most
+    # DEFAULT_MAX_BATCH records: a larger batch fails here, not as a canary of errors.
+    CanaryReplay.from_arguments(parameters)
     num_shards, workers = parameters.get("num_shards"), parameters.get("workers")
     url = parameters.get("model_registry_url")
     if isinstance(url, str) and url.strip():

@@ -25,12 +25,9 @@ from typing import Any
 
 import numpy as np
 
-from kfstack.evaluation.scoring import RECORDS, read_labelled
 from kfstack.flights.feature_spec import (
     AIRPORT_LOOKUP_FILE,
     FEATURE_SPEC_FILE,
-    HOLDOUT_FILE,
-    LABEL_COLUMN,
     MODEL_LOOKUP_FILES,
     PLANE_LOOKUP_FILE,
     FeatureSpec,
@@ -43,9 +40,7 @@ from kfstack.flights.features import (
     raw_feature_columns,
 )
 from kfstack.serving.records import FLOAT, INT, STRING, BadRecordError, Field, Kind, Schema
-from kfstack.serving.rollout import Holdout
 from kfstack.training.settings import MODEL_FILE
-from kfstack.uris import fsspec_uri, join
 
 # The kinds of the request's fields (nycflights13 types).
 _KINDS: dict[str, Kind] = {
@@ -172,17 +167,3 @@ def _keyed(path: str, key: str) -> dict[str, dict[str, Any]]:
     with open(path, encoding="utf-8") as f:
         rows = json.load(f)
     return {row[key]: row for row in rows if row.get(key) is not None}
-
-
-def read_holdout(features_uri: str, limit: int | None = None) -> Holdout:
-    """The feature job's labelled holdout requests (the first ``limit``; all by default), typed
-    and checked as the predictor takes a request: what a canary replays and a gate scores.
-
-    Raises:
-        InvalidParameterError: No holdout, or no records in it.
-        BadRecordError: A record the predictor would refuse.
-    """
-    rows = read_labelled(fsspec_uri(join(features_uri, HOLDOUT_FILE)), LABEL_COLUMN, (), RECORDS)
-    records = REQUEST_SCHEMA.typed(rows.features[:limit], "holdout")  # Parquet gives numbers as floats
-    check_flights(records, "holdout")
-    return Holdout(records, rows.labels[:limit].astype(int).tolist())

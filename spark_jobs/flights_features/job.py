@@ -541,8 +541,8 @@ def main(argv: list[str] | None = None) -> int:
     if spark is not None and (spark.sparkContext.master or "").startswith("local"):
         # spark-submit on one machine (the embedded platform): the SQL settings the job's own
         # local session is tuned with, which a session may still change.
-        for key in LOCAL_SQL_CONF:
-            spark.conf.set(key, LOCAL_SQL_CONF[key])
+        for key, value in LOCAL_SQL_CONF.items():
+            spark.conf.set(key, value)
     try:
         report = run_feature_job(config, spark=spark)
     except KfstackError as err:

@@ -11,8 +11,11 @@ import pytest
 
 from kfstack.components.serving.predictor import DEFAULT_MODEL_NAME, MODULE, command
 from kfstack.components.training.train_model.stage import train_locally
+from kfstack.evaluation.scoring import RECORDS, read_labelled
 from kfstack.flights.feature_spec import HOLDOUT_FILE, LABEL_COLUMN
+from kfstack.flights.scoring import REQUEST_SCHEMA, check_flights
 from kfstack.serving import local_services
+from kfstack.serving.rollout import Holdout
 from kfstack.spark_jobs.flights_features.job import FeatureJobConfig, run_feature_job
 from kfstack.training.settings import TrainingSettings
 from tests.spark_jobs.conftest import write_input_dir
@@ -131,3 +134,12 @@ def labelled_records(trained) -> tuple[list[dict], list[int]]:
     assert len(rows) == 400
     labels = [row.pop(LABEL_COLUMN) for row in rows]
     return rows, labels
+
+
+def read_holdout(features_uri: str, limit: int) -> Holdout:
+    """The first ``limit`` of the feature job's labelled holdout requests, typed and checked as
+    the flights predictor takes a request: what a rollout test replays."""
+    rows = read_labelled(os.path.join(features_uri, HOLDOUT_FILE), LABEL_COLUMN, (), RECORDS)
+    records = REQUEST_SCHEMA.typed(rows.features[:limit], "holdout")  # Parquet gives numbers as floats
+    check_flights(records, "holdout")
+    return Holdout(records, rows.labels[:limit].astype(int).tolist())

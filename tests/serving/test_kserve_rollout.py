@@ -17,7 +17,6 @@ from kfstack.components.common.cleanup_run.core import cleanup_run_resources
 from kfstack.components.serving import predictor
 from kfstack.components.serving.predictor import DEFAULT_MODEL_NAME
 from kfstack.errors import DeploymentFailedError
-from kfstack.flights.scoring import read_holdout
 from kfstack.kubernetes import inference_service as isvc
 from kfstack.kubernetes import naming, node_pools
 from kfstack.kubernetes.launcher import Cluster
@@ -29,7 +28,7 @@ from kfstack.serving.production import ProductionModel, kserve_production_model
 from kfstack.serving.rollout import FIRST, roll_out
 from tests.kubernetes.fake_api import FakeKubernetesApi
 from tests.kubernetes.fake_kserve import NOWHERE, FakeKServeController
-from tests.serving.conftest import Predictor
+from tests.serving.conftest import Predictor, read_holdout
 
 NAMESPACE = "team-ml"
 MODELS = {

@@ -65,6 +65,9 @@ def test_cross_stage_rule_of_the_flights_run():
     with pytest.raises(InvalidParameterError, match="num_shards=1 < workers=2"):
         check_run({"num_shards": 1, "workers": 2})
     check_run({"num_shards": 1, "workers": katib_parameter("workers")})  # templated: the stage checks
+    # A canary batch is one request to the flights predictor, which takes at most 10,000 records.
+    with pytest.raises(InvalidParameterError, match="canary_batch_size"):
+        check_run({"num_shards": 4, "workers": 4, "canary_batch_size": 20_000})
 
 
 def test_katib_placeholders_stand_where_typed_values_would():
