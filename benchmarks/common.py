@@ -36,7 +36,7 @@ def train_layout(
 ) -> dict:
     """One run of the real trainer through the local launcher, as the scaling benchmarks time it
     (learning rate 0.003, no restarts; model and logs under ``out``): its metrics."""
-    from kfstack.components.training.train_model.stage import train_locally
+    from kfstack.pipelines.steps import train_locally
     from kfstack.training.settings import TrainingSettings
 
     metrics, _ = train_locally(

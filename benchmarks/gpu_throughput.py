@@ -28,7 +28,7 @@ GOAL_RATIO = 0.90
 def synthetic_samples_per_second(features_uri: str, batch_size: int, steps: int) -> float:
     import torch
 
-    from kfstack.components.training.train_model.pytorch.model import DelayClassifier, ModelConfig
+    from kfstack.flights.training.pytorch_model import DelayClassifier, ModelConfig
     from kfstack.flights.feature_spec import FeatureSpec
 
     spec = FeatureSpec.load(features_uri)
@@ -79,7 +79,7 @@ def main(argv: list[str] | None = None) -> None:
     if not torch.cuda.is_available():
         sys.exit("no CUDA device: this benchmark needs a GPU machine")
     from benchmarks.common import machine_facts, write_result
-    from kfstack.components.training.train_model.stage import train_locally
+    from kfstack.pipelines.steps import train_locally
     from kfstack.training.settings import TrainingSettings
 
     with tempfile.TemporaryDirectory(prefix="kfstack-gpu-") as tmp:

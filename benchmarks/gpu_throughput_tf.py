@@ -26,9 +26,9 @@ def synthetic_samples_per_second(features_uri: str, batch_size: int, steps: int)
     import keras
     import tensorflow as tf
 
-    from kfstack.components.training.train_model.tensorflow.model import build_classifier
+    from kfstack.flights.training.tensorflow_model import build_classifier
     from kfstack.flights.feature_spec import FeatureSpec
-    from kfstack.training.architecture import ModelConfig
+    from kfstack.flights.training.architecture import ModelConfig
 
     keras.mixed_precision.set_global_policy("mixed_bfloat16")
     spec = FeatureSpec.load(features_uri)
@@ -73,7 +73,7 @@ def main(argv: list[str] | None = None) -> None:
     if not gpus:
         sys.exit("no GPU visible to TensorFlow: this benchmark needs a GPU machine")
     from benchmarks.common import machine_facts, write_result
-    from kfstack.components.training.train_model.stage import train_locally
+    from kfstack.pipelines.steps import train_locally
     from kfstack.training.settings import TrainingSettings
 
     with tempfile.TemporaryDirectory(prefix="kfstack-gpu-tf-") as tmp:

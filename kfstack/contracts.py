@@ -35,6 +35,12 @@ declares the hyperparameters (name and type) and the metric names the code print
 
 **Models**: a directory plus a declared format (:data:`MODEL_FORMATS`);
 :func:`model_dir_problem` says what a format's directory must hold.
+
+**Lineage**: a data step may say what its dataset is -- the data it read (a window, a content
+hash, row counts) and the parameters that made it -- in ``data_lineage.json`` at the dataset's
+top (:func:`write_data_lineage`). The training step copies both into the lineage record it
+writes beside every model (:mod:`kfstack.lineage`), with the run's hyperparameters and the last
+value of every declared metric.
 """
 
 from __future__ import annotations
@@ -47,6 +53,8 @@ import os
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
+
+import fsspec
 
 from kfstack.errors import InvalidParameterError, RunFailedError
 from kfstack.settings import Placeholder
@@ -426,6 +434,40 @@ def read_report(path: str, who: str) -> dict[str, float]:
             f"{who} wrote a report ({path}) whose values must be finite numbers; not so: {', '.join(bad)}"
         )
     return {str(key): float(value) for key, value in report.items()}
+
+
+DATA_LINEAGE_FILE = "data_lineage.json"
+
+
+def write_data_lineage(output_uri: str, data: Mapping[str, Any], parameters: Mapping[str, Any]) -> None:
+    """Writes ``data_lineage.json`` at the top of the dataset at ``output_uri``: ``data``, what
+    the dataset was made from (e.g. ``window``, ``content_hash``, ``rows_read``), and
+    ``parameters``, the pipeline parameters that made it, by name. Optional: a training step on
+    a dataset without one records only the dataset's URI.
+    """
+    record = {"data": dict(data), "parameters": dict(parameters)}
+    with fsspec.open(f"{output_uri.rstrip('/')}/{DATA_LINEAGE_FILE}", "w") as f:
+        json.dump(record, f, indent=2, sort_keys=True)
+
+
+def read_data_lineage(dataset_uri: str) -> dict[str, dict[str, Any]]:
+    """The dataset's ``data_lineage.json`` (``data`` and ``parameters``); both empty without one.
+
+    Raises:
+        ContractError: The file is there but is not a JSON object of two objects.
+    """
+    uri = f"{dataset_uri.rstrip('/')}/{DATA_LINEAGE_FILE}"
+    try:
+        with fsspec.open(uri, "r") as f:
+            record = json.load(f)
+    except FileNotFoundError:
+        return {"data": {}, "parameters": {}}
+    except ValueError as err:
+        raise ContractError(f"{uri} is not JSON: {err}") from err
+    sections = {key: record.get(key, {}) if isinstance(record, dict) else None for key in ("data", "parameters")}
+    if not all(isinstance(value, dict) for value in sections.values()):
+        raise ContractError(f"{uri} must be a JSON object whose 'data' and 'parameters' are objects")
+    return sections
 
 
 def check_model_format(model_format: str) -> str:

@@ -90,7 +90,7 @@ DESCRIPTIONS: dict[str, str] = {
         'JSON, tuned argument -> feasible space, e.g. {"learning_rate": {"type": "double", "min": '
         '0.0003, "max": 0.03, "scale": "log"}, "batch_size": {"type": "discrete", "values": [512, '
         "1024, 2048]}} (types double, int, categorical, discrete; "
-        "components/tuning/tune_model/README.md)."
+        "components/tuning/hyperparameter_tuning/README.md)."
     ),
     "tuning_objective": "val_auc, val_log_loss or val_accuracy.",
     "tuning_direction": "maximize or minimize.",

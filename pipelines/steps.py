@@ -9,7 +9,7 @@ pipelines call (``steps.guarded``, ``steps.call``...).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from kfp import dsl
@@ -21,14 +21,16 @@ from kfstack.components.serving import predictor
 from kfstack.components.serving.model_deployment.component import model_deployment
 from kfstack.components.serving.production_model.component import production_model
 from kfstack.components.serving.register_model.component import register_model
-from kfstack.components.training.train_model.component import train_model
-from kfstack.components.tuning.tune_model.component import tune_model
+from kfstack.components.training.distributed_training.component import distributed_training
+from kfstack.components.training.distributed_training.stage import train_locally as train_code_locally
+from kfstack.components.tuning.hyperparameter_tuning.component import hyperparameter_tuning
 from kfstack.errors import InvalidParameterError
 from kfstack.evaluation.task_metrics import BINARY
 from kfstack.flights.feature_spec import HOLDOUT_FILE, LABEL_COLUMN, PROFILE_FILE, TEST_REQUESTS_FILE
 from kfstack.flights.features import CATEGORICAL_FEATURES, CLASS_NAMES, NUMERIC_FEATURES
 from kfstack.flights.scoring import MODEL_DIR_FILES
 from kfstack.flights.settings import CanaryReplay
+from kfstack.kubernetes.training_apis import AUTO
 from kfstack.monitoring.drift import DriftThresholds, feature_names
 from kfstack.monitoring.gate import GateRule
 from kfstack.monitoring.window import resolve_window
@@ -44,6 +46,7 @@ from kfstack.pipelines.wiring import (
 )
 from kfstack.serving.model_registry import RegistryEndpoint
 from kfstack.spark_jobs.flights_features.config import SPARK_CONF, FeatureJobConfig, pipeline_arguments
+from kfstack.training.settings import TRAINER_CODE, JobTopology, TrainingSettings
 
 __all__ = [
     "JSON_PARAMETERS",
@@ -61,12 +64,21 @@ __all__ = [
     "production",
     "register",
     "train_and_evaluate",
+    "train_locally",
     "uncached",
 ]
 
 
 # The flights feature job: a team's Spark application, run as spark-submit runs it.
 FEATURE_JOB = "kfstack.spark_jobs.flights_features"
+# The flights trainers as the generic training and tuning steps run a team's code: declared as
+# data (TRAINER_CODE), their hyperparameters the pipeline's parameters of the same name.
+TRAINING_CODE = {
+    "training_code": TRAINER_CODE.entry,
+    "hyperparameter_types": dict(TRAINER_CODE.hyperparameters),
+    "metric_names": list(TRAINER_CODE.metrics),
+    "model_format": "custom",
+}
 # How the generic steps score and serve a flights model: through the flights predictor (a
 # custom kserve.Model), sent raw flight records with their delay label.
 PREDICTOR = {
@@ -98,19 +110,22 @@ def features(parameters: Mapping[str, Any], **given: Any) -> dsl.PipelineTask:
 def train_and_evaluate(
     parameters: Mapping[str, Any], features_task: dsl.PipelineTask
 ) -> tuple[dsl.PipelineTask, dsl.PipelineTask]:
-    """Tuning (which hands the given values on when ``tune`` is false), training and evaluation;
-    returns the training and evaluation tasks."""
-    # The training job as the tuning trials and the final training both run it.
-    job = {"features": features_task.outputs["output"], "run_id": RUN_ID, "task_name": TASK_NAME}
-    tuning = on_cluster(call(tune_model, parameters, **job), parameters, "tuning")
+    """Tuning (which hands the run's own values on when ``tune`` is false), training and
+    evaluation; returns the training and evaluation tasks."""
+    # The flights trainers through the generic steps, on the feature job's output; the
+    # hyperparameters are the pipeline's parameters of the same name.
+    job = {
+        **TRAINING_CODE,
+        "data": features_task.outputs["output"],
+        "hyperparameters": {name: parameters[name] for name in TRAINER_CODE.hyperparameters},
+        "run_id": RUN_ID,
+        "task_name": TASK_NAME,
+    }
+    tuning = on_cluster(call(hyperparameter_tuning, parameters, **job), parameters, "tuning")
     # One training step: the framework is its parameter, so every later stage appears once in
     # the graph. Training reads its hyperparameters from the tuning step either way.
     training = call(
-        train_model,
-        parameters,
-        **job,
-        batch_size=tuning.outputs["batch_size"],
-        learning_rate=tuning.outputs["learning_rate"],
+        distributed_training, parameters, **{**job, "hyperparameters": tuning.outputs["best_hyperparameters"]}
     )
     on_cluster(training, parameters, "training")
     # The generic evaluation, scoring every test-split flight as a request through the flights
@@ -124,6 +139,32 @@ def train_and_evaluate(
         class_names=list(CLASS_NAMES),
     )
     return training, on_cluster(evaluation, parameters, "evaluation")
+
+
+def train_locally(
+    training: TrainingSettings,
+    *,
+    features_uri: str,
+    model_uri: str,
+    logs_uri: str,
+    training_api: str = AUTO,
+    threads_per_worker: int | None = None,
+    on_group_started: Callable[..., None] | None = None,
+) -> tuple[dict[str, float], dict]:
+    """The flights training step as these pipelines run it embedded -- the generic step with the
+    flights trainers -- for callers outside a pipeline (benchmarks, tests); returns the step's
+    metrics and reference."""
+    return train_code_locally(
+        TRAINER_CODE,
+        {name: getattr(training, name) for name in TRAINER_CODE.hyperparameters},
+        data_uri=features_uri,
+        model_uri=model_uri,
+        logs_uri=logs_uri,
+        topology=JobTopology.from_arguments(training.arguments()),
+        training_api=training_api,
+        threads_per_worker=threads_per_worker,
+        on_group_started=on_group_started,
+    )
 
 
 def deploy(
@@ -189,11 +230,13 @@ def register(
 
 def check_run(parameters: Mapping[str, Any]) -> None:
     """The rules of a flights training run beyond each stage's own: the feature job's options
-    (a Spark application's argv, which the generic Spark step cannot read), and every training
+    (a Spark application's argv, which the generic Spark step cannot read), the trainers'
+    hyperparameters (their own rules, which the generic step cannot know), and every training
     rank reads a shard.
 
     Raises:
-        InvalidParameterError: A bad feature job option, or ``num_shards`` < ``workers``.
+        InvalidParameterError: A bad feature job option or hyperparameter, or ``num_shards`` <
+            ``workers``.
     """
     # The feature job's options (it runs as a Spark application, which checks them again): the
     # same config its driver parses, with stand-ins for the locations the step gives it.
@@ -203,6 +246,9 @@ def check_run(parameters: Mapping[str, Any]) -> None:
     # The canary's batches are requests to the flights predictor, which takes at most
     # DEFAULT_MAX_BATCH records: a larger batch fails here, not as a canary of errors.
     CanaryReplay.from_arguments(parameters)
+    # The trainers' hyperparameters and job shape (batch_size >= workers: the global batch is
+    # split over the replicas), which the generic step checks only for type and shell safety.
+    TrainingSettings.from_arguments(parameters)
     num_shards, workers = parameters.get("num_shards"), parameters.get("workers")
     url = parameters.get("model_registry_url")
     if isinstance(url, str) and url.strip():

@@ -14,16 +14,15 @@ import os
 from typing import Any
 
 from kfstack.training.metrics import UNDEFINED
-from kfstack.training.settings import TUNABLE_HYPERPARAMETERS
 
 SUCCEEDED, FAILED, CANCELLED = "SUCCEEDED", "FAILED", "CANCELLED"
 METRICS_SCHEMA = "system.Metrics"
 # Where a Spark job's counts show up among the metrics (the spark_job step's report output).
 DATA_REPORT = "report"
 DATA_COUNT_KEYS = ("rows_read", "rows_written", "rows_quarantined", "quarantined_fraction")
-# Where the tuning step's figures show up among the metrics (its parameter outputs are the
-# tunable hyperparameters).
+# Where the tuning step's figures show up among the metrics, and its one parameter output.
 TUNING_METRICS = "tuning_metrics"
+BEST_HYPERPARAMETERS = "best_hyperparameters"
 TUNING_COUNTS = ("trials_run", "trials_succeeded", "trials_early_stopped", "trials_failed")
 # The deployment step's parameter output with the summary's `serving` entry (JSON).
 SERVING_SUMMARY = "serving_summary"
@@ -211,9 +210,22 @@ def tuning_summary(
         "tuned": True,
         "algorithm": arguments.get("tuning_algorithm"),
         **{name: figures.get(name) for name in TUNING_COUNTS},
-        "best_parameters": {name: outputs[name] for name in TUNABLE_HYPERPARAMETERS if name in outputs},
+        "best_parameters": best_parameters(arguments, outputs),
         "best_objective": best,
     }
+
+
+def best_parameters(arguments: dict[str, Any], outputs: dict[str, Any]) -> dict[str, Any]:
+    """The tuned hyperparameters' best values: those of the tuning step's ``best_hyperparameters``
+    its search space names (the others are the run's own values, handed on)."""
+    best = outputs.get(BEST_HYPERPARAMETERS)
+    try:
+        searched = json.loads(arguments.get("tuning_search_space") or "{}")
+    except ValueError:
+        searched = {}
+    if not isinstance(best, dict) or not isinstance(searched, dict):
+        return {}
+    return {name: best[name] for name in searched if name in best}
 
 
 def serving_summary(outputs: dict[str, Any]) -> dict[str, Any] | None:

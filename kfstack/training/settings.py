@@ -12,7 +12,7 @@ import dataclasses
 import os
 
 from kfstack import contracts
-from kfstack.contracts import FLOAT, INT, TrainingCode
+from kfstack.contracts import FLOAT, INT, STR, TrainingCode
 from kfstack.errors import InvalidParameterError
 from kfstack.settings import Settings, setting
 
@@ -51,15 +51,14 @@ COST_PER_EPOCH = "cost_per_epoch"
 JOB_COST = "job_cost"
 # The values each validation metric can take (a tuning goal outside them is never reached).
 METRIC_RANGES = {VAL_AUC: (0.0, 1.0), VAL_LOG_LOSS: (0.0, float("inf")), VAL_ACCURACY: (0.0, 1.0)}
-# The example trainers (train_model) as a tuning spec sees any team's code (kfstack.contracts.TrainingCode):
-# the hyperparameters a search space may set -- the trainer arguments a trial template carries
-# as ``${trialParameters.<name>}`` -- and the metrics their metric lines print.
+# The flights example's training code (kfstack.flights.training) as the generic training and
+# tuning steps see any team's code (kfstack.contracts.TrainingCode): the hyperparameters it
+# takes as --name=value, the metrics its metric lines print. Tuning settings default to it.
 TRAINER_CODE = TrainingCode(
-    entry="kfstack.components.training.train_model.pytorch.trainer",
-    hyperparameters={"learning_rate": FLOAT, "batch_size": INT},
+    entry="kfstack.flights.training.train",
+    hyperparameters={"framework": STR, "epochs": INT, "batch_size": INT, "learning_rate": FLOAT, "seed": INT},
     metrics=VALIDATION_METRICS,
 )
-TUNABLE_HYPERPARAMETERS = tuple(TRAINER_CODE.hyperparameters)
 
 
 @dataclasses.dataclass(frozen=True)

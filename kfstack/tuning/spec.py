@@ -351,7 +351,7 @@ class TuningSettings(Settings):
     max_failed_trials: int = setting(3, ge=0, parameter="tuning_max_failed_trials")
     resume_policy: str = setting(NEVER, choices=RESUME_POLICIES, parameter="tuning_resume_policy")
     # What the trials run: the hyperparameters a search space may set, the metrics an objective
-    # may name (the train_model trainers' by default).
+    # may name (the flights example's trainers' by default).
     code: TrainingCode = TRAINER_CODE
 
     def check(self) -> list[str]:

@@ -45,7 +45,7 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
-from kfstack import progress
+from kfstack import contracts, progress
 from kfstack.errors import DataQualityError, InvalidParameterError, KfstackError
 from kfstack.flights.feature_spec import (
     AIRPORT_LOOKUP_FILE,
@@ -59,6 +59,7 @@ from kfstack.flights.feature_spec import (
     SPLITS,
     TEST_REQUESTS_FILE,
 )
+from kfstack.lineage import document_hash
 from kfstack.spark import quality
 from kfstack.spark_jobs.flights_features import (
     class_archive,
@@ -510,6 +511,17 @@ def run_feature_job(config: FeatureJobConfig, spark: SparkSession | None = None)
         report.seconds = round(time.perf_counter() - started, 2)
         report.phases = log.phases
         _write_json(sources.join_uri(config.output_uri, JOB_REPORT_FILE), report.to_dict())
+        # What the training step records of this data in every model's lineage (kfstack.contracts).
+        contracts.write_data_lineage(
+            config.output_uri,
+            data={
+                "window": report.window,
+                "content_hash": report.content_hash,
+                "rows_read": report.rows_read,
+                "feature_spec_hash": document_hash(spec.to_dict()),
+            },
+            parameters=report.job,
+        )
         logger.info(
             "feature job: read %d, written %d %s, quarantined %d %s in %.1fs",
             report.rows_read,

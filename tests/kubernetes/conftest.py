@@ -15,7 +15,7 @@ def training_request(profile: str = "h100", workers: int = 3, **overrides) -> Tr
         "name": naming.resource_name("kfs-train", RUN_ID, "train-pytorch"),
         "labels": naming.run_labels(RUN_ID, "train-pytorch"),
         "image": "registry.example/kfstack-torch-trainer:0.0.0",
-        "module": "kfstack.components.training.train_model.pytorch.trainer",
+        "module": "kfstack.flights.training.pytorch_trainer",
         "args": [
             "--features-uri",
             "s3://bucket/features",

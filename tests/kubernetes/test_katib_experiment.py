@@ -78,7 +78,7 @@ def trial_job(kind: resources.ResourceKind, tuning: TuningSettings, **overrides)
         **overrides,
     }
     if kind is resources.TFJOB:
-        fields.setdefault("module", "kfstack.components.training.train_model.tensorflow.trainer")
+        fields.setdefault("module", "kfstack.flights.training.tensorflow_trainer")
         return build_tfjob(training_request(**fields))
     if kind is resources.TRAINJOB:
         return build_trainjob(training_request(**fields))

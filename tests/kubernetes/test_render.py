@@ -13,10 +13,11 @@ import yaml
 from kubeflow_katib_api.models import V1beta1Experiment
 
 from kfstack.app.cli import main
-from kfstack.components.training.train_model.stage import STAGE as TRAINING
+from kfstack.components.training.distributed_training.stage import STAGE as TRAINING
 from kfstack.errors import ResourceFailedError
 from kfstack.kubernetes.launcher import Cluster
 from kfstack.pipelines import rendering
+from kfstack.pipelines.steps import TRAINING_CODE
 from kfstack.platforms import run_stage
 from tests.kubernetes.conftest import NAMESPACE, RUN_ID
 from tests.kubernetes.test_builders import validate_with_crds
@@ -72,22 +73,25 @@ def test_render_writes_every_object_and_they_validate(tmp_path, capsys):
     experiment, job = objects[0], objects[2]
     assert job["spec"]["pytorchReplicaSpecs"]["Worker"]["replicas"] == 2
     # The final training takes the tuning step's best values (known when the run gets there).
-    command = job["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]["containers"][0]["command"]
-    assert command[command.index("--learning-rate") + 1] == "{{output:tune-model/learning_rate}}"
+    container = job["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]["containers"][0]
+    command = container["command"]
+    assert command[:3] == ["python", "-m", "kfstack.training.entrypoint"]
+    best = "{{output:hyperparameter-tuning/best_hyperparameters}}"
+    assert f"--learning_rate={best}.learning_rate" in command
     # The trials are the same job, with Katib's references where the tuned values go.
     trial = experiment["spec"]["trialTemplate"]["trialSpec"]
     assert trial["kind"] == "PyTorchJob" and trial["spec"]["pytorchReplicaSpecs"]["Worker"]["replicas"] == 2
-    trial_command = trial["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]["containers"][0][
-        "command"
-    ]
-    assert trial_command[trial_command.index("--learning-rate") + 1] == "${trialParameters.learning_rate}"
-    assert "${trialParameters.trial_name}" in trial_command[trial_command.index("--model-uri") + 1]
+    trial_container = trial["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]["containers"][0]
+    assert "--learning_rate=${trialParameters.learning_rate}" in trial_container["command"]
+    assert "--epochs=6" in trial_container["command"]  # tuning_trial_epochs
+    trial_env = {e["name"]: e.get("value") for e in trial_container["env"]}
+    assert "${trialParameters.trial_name}" in trial_env["KFSTACK_MODEL_URI"]
     assert job["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "kfstack-a100-mig"
     assert job["metadata"]["labels"]["kfstack.dev/pipeline-run"] == RUN_ID
-    args = job["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]["containers"][0]["command"]
+    env = {e["name"]: e.get("value") for e in container["env"]}
     # The artifact URI only the KFP backend knows stays a marked placeholder.
-    assert args[args.index("--features-uri") + 1] == "{{artifact:spark-job/output}}"
-    assert args[args.index("--checkpoint-uri") + 1] == "{{artifact:train-model/training_logs}}/checkpoints"
+    assert env["KFSTACK_INPUT_URI"] == "{{artifact:spark-job/output}}"
+    assert env["KFSTACK_CHECKPOINT_URI"] == "{{artifact:distributed-training/training_logs}}/checkpoints"
     assert "namespace" not in job["metadata"]  # kubectl -n / the launcher's own namespace decides
     validate_with_crds(tmp_path, checkable(objects))
 
@@ -148,7 +152,10 @@ def test_render_tensorflow_parameter_server_job(tmp_path):
     specs = objects["TFJob"]["spec"]["tfReplicaSpecs"]
     assert {k: v["replicas"] for k, v in specs.items()} == {"Chief": 1, "Worker": 3, "PS": 2}
     command = specs["Chief"]["template"]["spec"]["containers"][0]["command"]
-    assert command[:3] == ["python", "-m", "kfstack.components.training.train_model.tensorflow.trainer"]
+    assert command[:3] == ["python", "-m", "kfstack.training.entrypoint"]
+    # The flights code starts its TensorFlow trainer by the framework hyperparameter.
+    trial = objects["Experiment"]["spec"]["trialTemplate"]["trialSpec"]["spec"]["tfReplicaSpecs"]
+    assert "--framework=tensorflow" in trial["Chief"]["template"]["spec"]["containers"][0]["command"]
     assert (
         specs["Chief"]["template"]["spec"]["containers"][0]["image"]
         .split("/")[-1]
@@ -189,8 +196,8 @@ def test_render_an_explicit_trainer_v2_choice(tmp_path):
     spec = objects["TrainJob"]["spec"]
     assert spec["runtimeRef"]["name"] == "kfstack-torch-distributed"
     assert spec["trainer"]["numNodes"] == 4
-    args = spec["trainer"]["args"]
-    assert args[args.index("--features-uri") + 1] == "{{artifact:spark-job/output}}"
+    env = {e["name"]: e.get("value") for e in spec["trainer"]["env"]}
+    assert env["KFSTACK_INPUT_URI"] == "{{artifact:spark-job/output}}"
     validate_with_crds(tmp_path, checkable(list(objects.values())))
 
 
@@ -227,11 +234,11 @@ def test_render_writes_the_first_deployment_in_either_serving_mode(tmp_path, mod
     assert service["metadata"]["annotations"] == {
         **annotations,
         "kfstack.dev/new-model-version": RUN_ID,
-        "kfstack.dev/new-model-uri": "{{artifact:train-model/model}}",
+        "kfstack.dev/new-model-uri": "{{artifact:distributed-training/model}}",
     }
     assert service["metadata"]["labels"]["kfstack.dev/pipeline-run"] == RUN_ID
     predictor = service["spec"]["predictor"]
-    assert predictor["model"]["storageUri"] == "{{artifact:train-model/model}}"
+    assert predictor["model"]["storageUri"] == "{{artifact:distributed-training/model}}"
     assert predictor["model"]["resources"]["limits"]["nvidia.com/gpu"] == "1"
     assert predictor["maxReplicas"] == 5
     assert "canary" not in service["spec"] and "canaryTrafficPercent" not in predictor
@@ -399,9 +406,12 @@ TRAINING_OUTPUTS = ("model", "training_metrics", "training_logs", "training_job"
 
 
 def training_arguments(tmp_path, **parameters) -> dict:
-    """The training step's arguments over a small real feature directory (2 shards a split)."""
+    """The training step's arguments, the flights code's, over a small real feature directory
+    (2 shards a split)."""
     features = make_feature_dir(tmp_path / "features", rows=400, shards=2, seed=3)
-    return arguments(tmp_path, {"features": FakeArtifact(features, features)}, TRAINING_OUTPUTS, **parameters)
+    values = arguments(tmp_path, {"data": FakeArtifact(features, features)}, TRAINING_OUTPUTS, **parameters)
+    hyperparameters = {name: values[name] for name in TRAINING_CODE["hyperparameter_types"]}
+    return {**values, **TRAINING_CODE, "hyperparameters": hyperparameters}
 
 
 def cluster(fake_api) -> Cluster:
@@ -449,15 +459,14 @@ def test_training_stage_on_kubernetes_failure_carries_the_master_log(fake_api, t
     ((_, _, name),) = [k for k in fake_api.objects if k[0] == "pytorchjobs"]
     job = fake_api.objects[("pytorchjobs", NAMESPACE, name)]
     assert job["spec"]["runPolicy"]["backoffLimit"] == 2
-    command = job["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]["containers"][0]["command"]
-    assert (
-        command[command.index("--checkpoint-uri") + 1]
-        == "memory://kfstack-test/run/training_logs/checkpoints"
-    )
+    container = job["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]["containers"][0]
+    env = {e["name"]: e.get("value") for e in container["env"]}
+    assert env["KFSTACK_CHECKPOINT_URI"] == "memory://kfstack-test/run/training_logs/checkpoints"
 
 
-def test_training_stage_refuses_too_few_shards_before_creating_anything(fake_api, tmp_path):
-    args = training_arguments(tmp_path, workers=3)
-    with pytest.raises(Exception, match="2 shards cannot feed 3 ranks"):
+def test_training_stage_refuses_a_missing_dataset_before_creating_anything(fake_api, tmp_path):
+    args = training_arguments(tmp_path, workers=2)
+    args["data"] = FakeArtifact("memory://kfstack-test/nowhere", str(tmp_path / "nowhere"))
+    with pytest.raises(Exception, match="data: no dataset at memory://kfstack-test/nowhere"):
         run_stage(TRAINING, args, cluster=cluster(fake_api))
     assert fake_api.requests == []

@@ -14,7 +14,7 @@ from kfstack.settings import katib_parameter
 from tests.kubernetes.conftest import RUN_ID, training_request
 from tests.kubernetes.test_builders import validate_with_crds
 
-TRAINER = "kfstack.components.training.train_model.pytorch.trainer"
+TRAINER = "kfstack.flights.training.pytorch_trainer"
 RESTRICTED_CONTAINER = {
     "allowPrivilegeEscalation": False,
     "capabilities": {"drop": ["ALL"]},

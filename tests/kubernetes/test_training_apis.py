@@ -3,12 +3,13 @@ serves, asked through API discovery of the fake API server (no cluster runs here
 
 import pytest
 
-from kfstack.components.training.train_model.stage import STAGE as TRAINING
+from kfstack.components.training.distributed_training.stage import STAGE as TRAINING
 from kfstack.errors import InvalidParameterError, PlatformNotAvailableError
 from kfstack.kubernetes import resources
 from kfstack.kubernetes.launcher import Cluster
 from kfstack.kubernetes.training_apis import AUTO, TRAINER_V2, V1, candidate_apis
 from kfstack.pipelines import rendering
+from kfstack.pipelines.steps import TRAINING_CODE
 from kfstack.platforms import choose_variant, run_stage
 from kfstack.training.settings import PYTORCH, TENSORFLOW
 from tests.kubernetes.conftest import RUN_ID
@@ -45,9 +46,9 @@ def test_an_unknown_choice_is_refused():
 
 def chosen_kind(fake_api, tmp_path, served, **parameters) -> str:
     fake_api.serve_only(*served)
-    uris = {name: f"s3://b/{name}" for name in ("features", "model", "training_logs")}
-    settings = TRAINING.settings(arguments(tmp_path, uris, (), **parameters))
-    variant = choose_variant("train-model", TRAINING.variants(settings), cluster(fake_api))
+    uris = {name: f"s3://b/{name}" for name in ("data", "model", "training_logs")}
+    settings = TRAINING.settings({**arguments(tmp_path, uris, (), **parameters), **TRAINING_CODE})
+    variant = choose_variant("distributed-training", TRAINING.variants(settings), cluster(fake_api))
     (requires,) = variant.requires
     return requires.kind
 
@@ -106,7 +107,7 @@ def test_on_a_trainer_v2_cluster_the_step_creates_a_trainjob(fake_api, tmp_path)
         ]
 
     fake_api.on_read = controller
-    with pytest.raises(Exception, match=r"TrainJob team-ml/kfs-pytorch-\w+ failed"):
+    with pytest.raises(Exception, match=r"TrainJob team-ml/kfs-train-\w+ failed"):
         run_stage(TRAINING, args, cluster=cluster(fake_api))
     ((plural, _, _),) = fake_api.objects
     assert plural == "trainjobs"
@@ -122,16 +123,16 @@ def test_the_parameter_check_finds_an_unserved_api_before_the_first_step(fake_ap
     )
     rendering.check_run_parameters("flights-training", {"platform": "kubernetes"}, RUN_ID)
     # The tuning step's trials are training jobs too: it is the first to need the API.
-    with pytest.raises(PlatformNotAvailableError, match=r"tune-model: .* choose another training_api"):
+    with pytest.raises(PlatformNotAvailableError, match=r"hyperparameter-tuning: .* choose another training_api"):
         rendering.check_run_parameters(
             "flights-training", {"platform": "kubernetes", "training_api": "trainer-v2"}, RUN_ID
         )
     # Without Katib, tuning must be off; then the training step alone decides.
     fake_api.serve_only(*V1_ONLY, resources.SPARK_APPLICATION, resources.INFERENCE_SERVICE)
-    with pytest.raises(PlatformNotAvailableError, match=r"tune-model: .*Experiment \(Katib v0\.19\)"):
+    with pytest.raises(PlatformNotAvailableError, match=r"hyperparameter-tuning: .*Experiment \(Katib v0\.19\)"):
         rendering.check_run_parameters("flights-training", {"platform": "kubernetes"}, RUN_ID)
     rendering.check_run_parameters("flights-training", {"platform": "kubernetes", "tune": False}, RUN_ID)
-    with pytest.raises(PlatformNotAvailableError, match=r"train-model: .* choose another training_api"):
+    with pytest.raises(PlatformNotAvailableError, match=r"distributed-training: .* choose another training_api"):
         rendering.check_run_parameters(
             "flights-training",
             {"platform": "kubernetes", "training_api": "trainer-v2", "tune": False},

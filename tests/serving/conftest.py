@@ -10,7 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from kfstack.components.serving.predictor import DEFAULT_MODEL_NAME, MODULE, command
-from kfstack.components.training.train_model.stage import train_locally
+from kfstack.pipelines.steps import train_locally
 from kfstack.evaluation.scoring import RECORDS, read_labelled
 from kfstack.flights.feature_spec import HOLDOUT_FILE, LABEL_COLUMN
 from kfstack.flights.scoring import REQUEST_SCHEMA, check_flights

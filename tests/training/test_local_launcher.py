@@ -11,7 +11,7 @@ import time
 import psutil
 import pytest
 
-from kfstack.components.training.train_model.stage import train_locally
+from kfstack.pipelines.steps import train_locally
 from kfstack.errors import CancelledError, TrainingFailedError
 from kfstack.training.process_group import TRACK_SECONDS, ReplicaProcess, run_process_group
 from kfstack.training.settings import TrainingSettings

@@ -8,7 +8,7 @@ import numpy as np
 import onnxruntime
 import pytest
 
-from kfstack.components.training.train_model.stage import train_locally
+from kfstack.pipelines.steps import train_locally
 from kfstack.errors import InvalidParameterError
 from kfstack.flights.feature_spec import FeatureSpec
 from kfstack.training import shards

@@ -5,11 +5,11 @@ import json
 
 import pytest
 
-from kfstack.components.training.train_model.stage import STAGE, TrainModelSettings, local_price_per_hour
+from kfstack.components.training.distributed_training.stage import STAGE, local_price_per_hour
 from kfstack.kubernetes import node_pools
-from kfstack.kubernetes.placement import TrainingPlacement
+from kfstack.pipelines.steps import TRAINING_CODE
+from kfstack.training.entrypoint import RESULT_FILE
 from kfstack.training.metrics import katib_line
-from kfstack.training.settings import TrainingSettings
 from kfstack.training.throughput import cost_metrics, scaling_efficiency, throughput
 from kfstack.tuning.metric_lines import MetricReport, parse_line
 
@@ -80,54 +80,73 @@ profiles:
 
 
 @pytest.fixture
-def trained_model(tmp_path, monkeypatch):
-    """A model directory as a cluster job leaves it: 4 epochs of 90 s over 2 replicas."""
+def finished_job(tmp_path, monkeypatch):
+    """A training job as a cluster leaves it: the chief's result of 4 epochs of 90 s over 2
+    replicas, the flights trainers' report among it."""
     pools = tmp_path / "pools.yaml"
     pools.write_text(PROFILES)
     monkeypatch.setenv(node_pools.PROFILES_ENV, str(pools))
-    model = tmp_path / "model"
-    model.mkdir()
-    written = {
-        "val_auc": 0.7,
-        "val_log_loss": 0.5,
-        "val_accuracy": 0.8,
-        **throughput(360.0, 7_200_000, epochs=4, replicas=2),
-        "world_size": 2.0,
+    (tmp_path / "model").mkdir()
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    result = {
+        "metrics": {"val_auc": 0.7, "val_log_loss": 0.5, "val_accuracy": 0.8},
+        "report": {**throughput(360.0, 7_200_000, epochs=4, replicas=2), "world_size": 2.0},
+        "training_seconds": 400.0,
     }
-    (model / "training_metrics.json").write_text(json.dumps(written))
-    return str(model)
+    (logs / RESULT_FILE).write_text(json.dumps(result))
+    return tmp_path
 
 
-def collected(trained_model, features_uri, pool: str, **training) -> dict[str, float]:
+def collected(job, feature_dir, pool: str, **topology) -> dict[str, float]:
     """The training step's report after its job finished on ``pool``."""
-    settings = TrainModelSettings(
-        training=TrainingSettings(workers=2, **training),
-        features_uri=features_uri,
-        model_uri=trained_model,
-        logs_uri=trained_model + "-logs",
-        placement=TrainingPlacement(node_pool=pool, training_api="v1"),
-    )
+    arguments = {
+        "platform": "kubernetes",
+        "data": feature_dir,
+        "model": str(job / "model"),
+        "training_logs": str(job / "logs"),
+        **TRAINING_CODE,
+        "hyperparameters": {"epochs": 4},
+        "workers": 2,
+        "gpu_pool": pool,
+        "training_api": "v1",
+        **topology,
+    }
+    settings = STAGE.settings(arguments)
     return dict(STAGE.collect(settings, [], cluster=None).metrics["training_metrics"])
 
 
-def test_a_cluster_run_pays_its_pods_share_of_the_pools_nodes(trained_model, feature_dir):
-    # Two PyTorch pods of one GPU on 4-GPU nodes at 40/h: 20/h; a 90 s epoch costs 0.5.
-    metrics = collected(trained_model, feature_dir, "gpu")
-    assert (metrics["seconds_per_epoch"], metrics["samples_per_second_per_replica"]) == (90.0, 10_000.0)
+def test_a_cluster_run_pays_its_pods_share_of_the_pools_nodes(finished_job, feature_dir):
+    # Two PyTorch pods of one GPU on 4-GPU nodes at 40/h: 20/h; a 90 s epoch costs 0.5, the
+    # whole job's 400 s 20/9.
+    metrics = collected(finished_job, feature_dir, "gpu")
+    assert metrics["report.seconds_per_epoch"] == 90.0
+    assert metrics["report.samples_per_second_per_replica"] == 10_000.0
     assert metrics["price_per_hour"] == pytest.approx(20.0)
     assert metrics["cost_per_epoch"] == pytest.approx(0.5)
+    assert metrics["job_cost"] == pytest.approx(400 * 20 / 3600)
     # A TFJob with parameter servers pays for its Chief and PS pods too: 1 + 2 + 1 pods.
     metrics = collected(
-        trained_model, feature_dir, "gpu", framework="tensorflow", tf_topology="parameter_server"
+        finished_job, feature_dir, "gpu", framework="tensorflow", tf_topology="parameter_server"
     )
     assert metrics["price_per_hour"] == pytest.approx(40.0)
     assert metrics["cost_per_epoch"] == pytest.approx(1.0)
 
 
-def test_a_run_on_a_pool_without_a_price_reports_no_cost(trained_model, feature_dir):
-    metrics = collected(trained_model, feature_dir, "unpriced")
-    assert metrics["seconds_per_epoch"] == 90.0
-    assert "cost_per_epoch" not in metrics and "price_per_hour" not in metrics
+def test_a_run_on_a_pool_without_a_price_reports_no_cost(finished_job, feature_dir):
+    metrics = collected(finished_job, feature_dir, "unpriced")
+    assert metrics["report.seconds_per_epoch"] == 90.0
+    assert not {"cost_per_epoch", "price_per_hour", "job_cost"} & set(metrics)
+
+
+def test_code_that_reports_no_epochs_is_priced_as_a_whole_job(finished_job, feature_dir):
+    result_file = finished_job / "logs" / RESULT_FILE
+    result = json.loads(result_file.read_text())
+    result["report"] = {}
+    result_file.write_text(json.dumps(result))
+    metrics = collected(finished_job, feature_dir, "gpu")
+    assert metrics["job_cost"] == pytest.approx(400 * 20 / 3600)
+    assert "cost_per_epoch" not in metrics
 
 
 def test_the_local_machine_is_priced_as_one_cpu_node_or_not_at_all(tmp_path, monkeypatch):

@@ -13,12 +13,12 @@ import pytest
 import torch
 
 from kfstack.components.training.train_model.pytorch import backend as pytorch_backend
-from kfstack.components.training.train_model.pytorch.model import (
+from kfstack.flights.training.pytorch_model import (
     DelayClassifier,
     DelayProbability,
     ModelConfig,
 )
-from kfstack.components.training.train_model.stage import train_locally
+from kfstack.pipelines.steps import train_locally
 from kfstack.errors import InvalidParameterError
 from kfstack.flights.feature_spec import FeatureSpec
 from kfstack.kubernetes import node_pools
@@ -134,7 +134,7 @@ def trainer_argv(feature_dir, tmp_path) -> list[str]:
     return [
         sys.executable,
         "-m",
-        "kfstack.components.training.train_model.pytorch.trainer",
+        "kfstack.flights.training.pytorch_trainer",
         "--features-uri",
         feature_dir,
         "--model-uri",

@@ -17,7 +17,7 @@ from kfstack.training.settings import METRICS_FILE, MODEL_FILE, VALIDATION_METRI
 
 # The PyTorch trainer as a team would declare it to the generic step.
 FLIGHTS_TRAINER = {
-    "training_code": "kfstack.components.training.train_model.pytorch.trainer",
+    "training_code": "kfstack.flights.training.pytorch_trainer",
     "hyperparameter_types": {"epochs": "int", "batch_size": "int", "learning_rate": "float", "seed": "int"},
     "hyperparameters": {"epochs": 2, "batch_size": 128, "learning_rate": 0.01, "seed": 3},
     "metric_names": list(VALIDATION_METRICS),

@@ -2,16 +2,15 @@
 
 import pytest
 
-from kfstack.components.training.train_model.stage import STAGE as TRAINING
-from kfstack.components.training.train_model.stage import TrainModelSettings
+from kfstack.components.training.distributed_training.stage import STAGE as TRAINING
 from kfstack.errors import InvalidParameterError
 from kfstack.kubernetes.naming import RunContext
 from kfstack.kubernetes.placement import TrainingPlacement
 from kfstack.kubernetes.spark_application import SparkJobPlacement, SparkResources
-from kfstack.pipelines.steps import check_run
+from kfstack.pipelines.steps import TRAINING_CODE, check_run
 from kfstack.settings import Placeholder, katib_parameter
 from kfstack.spark_jobs.flights_features.config import FeatureJobConfig
-from kfstack.training.settings import TrainingSettings
+from kfstack.training.settings import TRAINER_CODE, TrainingSettings
 
 
 def test_every_problem_is_reported_at_once_by_field_name():
@@ -68,6 +67,9 @@ def test_cross_stage_rule_of_the_flights_run():
     # A canary batch is one request to the flights predictor, which takes at most 10,000 records.
     with pytest.raises(InvalidParameterError, match="canary_batch_size"):
         check_run({"num_shards": 4, "workers": 4, "canary_batch_size": 20_000})
+    # The trainers' own rule, which the generic training step cannot know.
+    with pytest.raises(InvalidParameterError, match="batch_size=2 must be >= workers=4"):
+        check_run({"num_shards": 4, "workers": 4, "batch_size": 2})
 
 
 def test_katib_placeholders_stand_where_typed_values_would():
@@ -76,9 +78,16 @@ def test_katib_placeholders_stand_where_typed_values_would():
         learning_rate=katib_parameter("learningRate"), batch_size=katib_parameter("batchSize"), workers=2
     )
     assert isinstance(training.learning_rate, Placeholder)
-    settings = TrainModelSettings(
-        training=training, features_uri="s3://b/features", model_uri="s3://b/model", logs_uri="s3://b/logs"
-    )
+    arguments = {
+        "platform": "kubernetes",
+        "data": "s3://b/features",
+        "model": "s3://b/model",
+        "training_logs": "s3://b/logs",
+        **TRAINING_CODE,
+        "hyperparameters": {name: getattr(training, name) for name in TRAINER_CODE.hyperparameters},
+        "workers": 2,
+    }
+    settings = TRAINING.settings(arguments)
     # Both training APIs a trial template can use: a PyTorchJob and a TrainJob.
     pytorchjob, trainjob = (
         TRAINING.build(variant.settings, RunContext("run-1", "train-model"))[0]
@@ -89,8 +98,9 @@ def test_katib_placeholders_stand_where_typed_values_would():
     ]
     trainer_args = trainjob["spec"]["trainer"]["args"]
     for argv in (command, trainer_args):
-        assert argv[argv.index("--learning-rate") + 1] == "${trialParameters.learningRate}"
-        assert argv[argv.index("--batch-size") + 1] == "${trialParameters.batchSize}"
+        assert "--learning_rate=${trialParameters.learningRate}" in argv
+        assert "--batch_size=${trialParameters.batchSize}" in argv
+        assert "--framework=pytorch" in argv
     # Range checks still hold for the concrete values beside them.
     with pytest.raises(InvalidParameterError, match="workers=0"):
         TrainingSettings(learning_rate=katib_parameter("learningRate"), workers=0)

@@ -13,7 +13,16 @@ replica runs it through :mod:`kfstack.training.entrypoint` under the operator's 
 
 Either way the chief replica leaves a result beside the logs (the last value of every declared
 metric, the code's report, its seconds, what the model directory lacks) and the model in the
-model artifact; :func:`judge` turns a broken contract into one clear error.
+model artifact; :func:`judge` turns a broken contract into one clear error. Beside the model the
+step writes its lineage record (:func:`record_lineage`): the dataset's own lineage when its data
+step wrote one (:func:`kfstack.contracts.write_data_lineage`), the hyperparameters and job shape
+of this run, and the last value of every declared metric.
+
+The cost: the job's pods at their node pool's price per hour
+(:meth:`~kfstack.kubernetes.node_pools.NodePoolProfile.price_per_hour`; on the embedded
+platform the ``cpu`` profile's, for the whole machine) over the code's seconds, and per epoch
+when the code's report says how long an epoch took (``seconds_per_epoch``, as kfstack's
+:func:`kfstack.training.throughput.throughput` reports it).
 """
 
 from __future__ import annotations
@@ -21,7 +30,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import fsspec
@@ -41,15 +50,17 @@ from kfstack.kubernetes.training_jobs import (
     build_pytorchjob,
     build_tfjob,
 )
-from kfstack.platforms import LOCAL, StageResult, Variant
+from kfstack.lineage import Lineage, model_version
+from kfstack.lineage import now as lineage_time
+from kfstack.platforms import LOCAL, RUN_DIR_ENV, StageResult, Variant
 from kfstack.settings import Placeholder
 from kfstack.training import entrypoint, local_replicas
 from kfstack.training.process_group import ReplicaSet, run_process_group
-from kfstack.training.settings import CHECKPOINT_DIR, PARAMETER_SERVER, PYTORCH, JobTopology
+from kfstack.training.settings import CHECKPOINT_DIR, PARAMETER_SERVER, PYTORCH, SECONDS_PER_EPOCH, JobTopology
 from kfstack.training.tf_config import CHIEF, PS, WORKER
-from kfstack.training.throughput import job_cost
+from kfstack.training.throughput import cost_metrics, job_cost
 from kfstack.uris import fsspec_uri, join
-from kfstack.version import __version__
+from kfstack.version import VERSION_ENV, __version__, pipeline_version
 
 NAME_PREFIX = "kfs-train"
 IMAGE_ROLES = {PYTORCH: "torch-trainer", "tensorflow": "tf-trainer"}
@@ -73,6 +84,10 @@ class DistributedTrainingSettings:
         logs_uri: Checkpoints (``<logs_uri>/checkpoints``), the chief's result and, locally, the
             replicas' logs.
         placement: Where the job's replicas run.
+        run_id, run_dir: The pipeline run and, on the embedded platform, its directory: they
+            name the model's version in its lineage record.
+        threads_per_worker: Local only: intra-op threads per replica; default: cores split evenly.
+        on_group_started: Local only: a test's hook, see ``run_process_group``.
     """
 
     code: contracts.TrainingCode
@@ -85,6 +100,10 @@ class DistributedTrainingSettings:
     model_uri: str
     logs_uri: str
     placement: TrainingPlacement
+    run_id: str = ""
+    run_dir: str = ""
+    threads_per_worker: int | None = None
+    on_group_started: Callable[..., None] | None = None
 
     @property
     def checkpoint_uri(self) -> str:
@@ -192,6 +211,8 @@ class DistributedTrainingStage:
             model_uri=arguments[MODEL_OUTPUT],
             logs_uri=arguments["training_logs"],
             placement=TrainingPlacement.from_arguments(arguments),
+            run_id=arguments.get("run_id", ""),
+            run_dir=os.environ.get(RUN_DIR_ENV, ""),
         )
 
     def variants(self, settings: DistributedTrainingSettings) -> list[Variant[DistributedTrainingSettings]]:
@@ -271,10 +292,13 @@ class DistributedTrainingStage:
             logs_dir=settings.logs_uri,
             max_restarts=settings.topology.max_restarts,
             done_when_exits=replicas.done_when_exits,
+            on_group_started=settings.on_group_started,
+            threads_per_process=settings.threads_per_worker,
         )
-        price = node_pools.get_profile(node_pools.CPU_POOL).price_per_node_hour
-        metrics = judge(settings, read_result(settings.result_uri), price)
+        result = read_result(settings.result_uri)
+        metrics = judge(settings, result, local_price_per_hour())
         metrics["restarts"] = float(group.restarts)
+        record_lineage(settings, settings.model_uri, settings.data_uri, result)
         reference = {
             "kind": "LocalProcessGroup",
             "framework": settings.topology.framework,
@@ -288,7 +312,9 @@ class DistributedTrainingStage:
         self, settings: DistributedTrainingSettings, finished: list[dict], cluster: Cluster
     ) -> StageResult:
         price = settings.placement.profile.price_per_hour(settings.job_pods())
-        metrics = judge(settings, read_result(fsspec_uri(settings.result_uri)), price)
+        result = read_result(fsspec_uri(settings.result_uri))
+        metrics = judge(settings, result, price)
+        record_lineage(settings, fsspec_uri(settings.model_uri), fsspec_uri(settings.data_uri), result)
         return StageResult(
             {TRAINING_METRICS: metrics},
             {"framework": settings.topology.framework, "training_api": settings.training_api},
@@ -297,6 +323,17 @@ class DistributedTrainingStage:
 
 
 STAGE = DistributedTrainingStage()
+
+
+def local_price_per_hour() -> float | None:
+    """The embedded platform's price per hour: this machine as one node of the ``cpu`` profile,
+    whatever the replica count (the replicas share it).
+
+    A nominal figure from the profile file, so that local runs and benchmarks can compare
+    layouts by cost; it is not what this machine costs. None (no cost reported) when that
+    profile has no price.
+    """
+    return node_pools.get_profile(node_pools.CPU_POOL).price_per_node_hour
 
 
 def read_result(uri: str) -> dict[str, Any]:
@@ -343,13 +380,44 @@ def judge(
     if problems:
         raise contracts.ContractError(f"training code {entry}: " + "; ".join(problems))
     seconds = float(result["training_seconds"])
+    report = result.get("report", {})
+    per_epoch = report.get(SECONDS_PER_EPOCH)
     return {
         **{name: float(value) for name, value in printed.items()},
-        **{f"report.{name}": float(value) for name, value in result.get("report", {}).items()},
+        **{f"report.{name}": float(value) for name, value in report.items()},
         "training_seconds": seconds,
         "world_size": float(settings.topology.workers),
         **job_cost(seconds, price),
+        **(cost_metrics(float(per_epoch), price) if per_epoch is not None else {}),
     }
+
+
+def record_lineage(
+    settings: DistributedTrainingSettings, model_uri: str, data_uri: str, result: Mapping[str, Any]
+) -> Lineage:
+    """Writes the model's lineage record (:mod:`kfstack.lineage`) beside it: the dataset's own
+    lineage (what its data step recorded, and its URI), the parameters that decide the model --
+    the data step's, then this run's hyperparameters (as tuning chose them) and job shape, by
+    pipeline parameter name -- and the last value of every declared metric."""
+    dataset = contracts.read_data_lineage(data_uri)
+    printed = result.get("metrics", {})
+    lineage = Lineage(
+        model_version=model_version(settings.run_id, settings.run_dir),
+        pipeline_version=os.environ.get(VERSION_ENV) or pipeline_version(),
+        kfstack_version=__version__,
+        run_id=settings.run_id,
+        created=lineage_time(),
+        data={"input_uri": data_uri, **dataset["data"]},
+        parameters={
+            **dataset["parameters"],
+            **settings.hyperparameters,
+            **settings.topology.arguments(),
+            "training_api": settings.training_api,
+        },
+        metrics={name: float(printed[name]) for name in settings.code.metrics},
+    )
+    lineage.save(model_uri)
+    return lineage
 
 
 def model_metadata(settings: DistributedTrainingSettings) -> dict[str, dict[str, Any]]:
@@ -362,5 +430,46 @@ def model_metadata(settings: DistributedTrainingSettings) -> dict[str, dict[str,
             "training_api": settings.training_api,
             "hyperparameters": dict(settings.hyperparameters),
             "kfstack_version": __version__,
+            "pipeline_version": os.environ.get(VERSION_ENV) or pipeline_version(),
         }
     }
+
+
+def train_locally(
+    code: contracts.TrainingCode,
+    hyperparameters: Mapping[str, Any],
+    *,
+    data_uri: str,
+    model_uri: str,
+    logs_uri: str,
+    topology: JobTopology | None = None,
+    model_format: str = contracts.CUSTOM,
+    training_api: str = AUTO,
+    threads_per_worker: int | None = None,
+    on_group_started: Callable[..., None] | None = None,
+) -> tuple[dict[str, float], dict]:
+    """Trains ``code`` on this machine as the embedded platform's training step does; returns
+    the step's metrics and reference.
+
+    For callers outside a pipeline (benchmarks, tests): the same checks, preflight and local
+    run as the ``distributed-training`` task, under the contract of ``training_api`` (``auto``:
+    the preferred one).
+    """
+    code.argv(hyperparameters)  # declared, typed, safe in a shell command
+    settings = DistributedTrainingSettings(
+        code=code,
+        hyperparameters=dict(hyperparameters),
+        topology=topology or JobTopology(),
+        model_format=contracts.check_model_format(model_format),
+        image="",
+        env_secrets=(),
+        data_uri=data_uri,
+        model_uri=model_uri,
+        logs_uri=logs_uri,
+        placement=TrainingPlacement(training_api=training_api),
+        threads_per_worker=threads_per_worker,
+        on_group_started=on_group_started,
+    )
+    STAGE.preflight(settings)
+    result = STAGE.run_local(STAGE.variants(settings)[0].settings)
+    return dict(result.metrics[TRAINING_METRICS]), dict(result.reference)

@@ -1,11 +1,11 @@
-"""The delay classifier in Keras: the network of :mod:`kfstack.training.architecture`."""
+"""The delay classifier in Keras: the network of :mod:`kfstack.flights.training.architecture`."""
 
 from __future__ import annotations
 
 import keras
 import numpy as np
 
-from kfstack.training.architecture import ONNX_INPUTS, ModelConfig, embedding_dim
+from kfstack.flights.training.architecture import ONNX_INPUTS, ModelConfig, embedding_dim
 
 
 def build_classifier(config: ModelConfig, seed: int) -> keras.Model:

@@ -1,10 +1,10 @@
 """The TensorFlow trainer: what each TFJob pod (or local replica process) runs.
 
-    python -m kfstack.components.training.train_model.tensorflow.trainer \\
+    python -m kfstack.flights.training.tensorflow_trainer \\
         --features-uri F --model-uri M --checkpoint-uri C [--epochs 4] [--batch-size 1024] \\
         [--learning-rate 0.003] [--seed 42]
 
-Same data contract, feature spec, network (:mod:`kfstack.training.architecture`), metrics and
+Same data contract, feature spec, network (:mod:`kfstack.flights.training.architecture`), metrics and
 exported interface as the PyTorch trainer. The topology comes from ``TF_CONFIG``
 (:mod:`kfstack.training.tf_config`):
 
@@ -47,7 +47,7 @@ from kfstack import contracts, progress
 from kfstack.errors import InvalidParameterError, TrainingFailedError
 from kfstack.flights.feature_spec import FeatureSpec, copy_model_feature_files
 from kfstack.training import checkpoints, metrics, shards
-from kfstack.training.architecture import ONNX_INPUTS, ModelConfig
+from kfstack.flights.training.architecture import ONNX_INPUTS, ModelConfig
 from kfstack.training.metrics import katib_line, numeric_report
 from kfstack.training.settings import METRICS_FILE, MODEL_FILE, parse_trainer_args
 from kfstack.training.termination import termination_message_on_failure
@@ -70,7 +70,7 @@ class Trainer:
         import keras
         import tensorflow as tf
 
-        from kfstack.components.training.train_model.tensorflow.model import build_classifier
+        from kfstack.flights.training.tensorflow_model import build_classifier
 
         self.args, self.task, self.strategy = args, task, strategy
         self.spec = FeatureSpec.load(args.features_uri)
@@ -91,7 +91,7 @@ class Trainer:
     # -- checkpoints ---------------------------------------------------------------------------
 
     def resume(self) -> None:
-        from kfstack.components.training.train_model.tensorflow.model import restore_state
+        from kfstack.flights.training.tensorflow_model import restore_state
 
         found = checkpoints.list_checkpoints(self.args.checkpoint_uri)
         if not found:
@@ -109,7 +109,7 @@ class Trainer:
         logger.info("%s %d: resumed from checkpoint of epoch %d", self.task.task_type, self.task.index, epoch)
 
     def save(self, epoch: int) -> None:
-        from kfstack.components.training.train_model.tensorflow.model import weights_state
+        from kfstack.flights.training.tensorflow_model import weights_state
 
         state = weights_state(self.classifier, self.optimizer)
         state["meta"] = np.asarray(
@@ -235,7 +235,7 @@ def export_onnx(
     import keras
     import onnxruntime
 
-    from kfstack.components.training.train_model.tensorflow.model import build_classifier, serving_model
+    from kfstack.flights.training.tensorflow_model import build_classifier, serving_model
 
     keras.mixed_precision.set_global_policy("float32")
     copy = build_classifier(config, args.seed)
@@ -400,7 +400,7 @@ def train(args: argparse.Namespace) -> dict | None:
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return parse_trainer_args(
-        argv, prog="python -m kfstack.components.training.train_model.tensorflow.trainer"
+        argv, prog="python -m kfstack.flights.training.tensorflow_trainer"
     )
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from kfstack.training.architecture import ModelConfig, embedding_dim
+from kfstack.flights.training.architecture import ModelConfig, embedding_dim
 
 __all__ = ["DelayClassifier", "DelayProbability", "ModelConfig", "embedding_dim"]
 

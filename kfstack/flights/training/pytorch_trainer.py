@@ -1,6 +1,6 @@
 """The PyTorch trainer: what each TrainJob node or PyTorchJob pod (or local replica) runs.
 
-    python -m kfstack.components.training.train_model.pytorch.trainer \\
+    python -m kfstack.flights.training.pytorch_trainer \\
         --features-uri F --model-uri M --checkpoint-uri C [--epochs 4] [--batch-size 1024] \\
         [--learning-rate 0.003] [--seed 42]
 
@@ -43,7 +43,7 @@ from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
 from kfstack import contracts, progress
-from kfstack.components.training.train_model.pytorch.model import (
+from kfstack.flights.training.pytorch_model import (
     DelayClassifier,
     DelayProbability,
     ModelConfig,
@@ -327,7 +327,7 @@ def train(args: argparse.Namespace) -> dict[str, float] | None:
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    return parse_trainer_args(argv, prog="python -m kfstack.components.training.train_model.pytorch.trainer")
+    return parse_trainer_args(argv, prog="python -m kfstack.flights.training.pytorch_trainer")
 
 
 def main(argv: list[str] | None = None) -> int:
