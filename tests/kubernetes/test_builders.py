@@ -107,7 +107,7 @@ def test_pytorchjob_replicas_policies_and_gpu_pool():
         assert container["command"][:3] == [
             "python",
             "-m",
-            "kfstack.flights.training.pytorch_trainer",
+            "kfstack.training.entrypoint",
         ]
         assert container["resources"]["limits"]["nvidia.com/gpu"] == "1"
         assert pod["nodeSelector"] == {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"}
@@ -160,7 +160,7 @@ def test_elastic_pytorchjob_runs_workers_through_torchrun():
     assert container["command"][:3] == [
         "torchrun",
         "-m",
-        "kfstack.flights.training.pytorch_trainer",
+        "kfstack.training.entrypoint",
     ]
     # Inconsistent elastic bounds are refused by the training settings the request comes from.
     with pytest.raises(InvalidParameterError, match=r"elastic_min_workers \(2\) <= workers \(9\)"):

@@ -40,7 +40,7 @@ from kfstack.kubernetes.train_job import build_trainjob
 from kfstack.kubernetes.training_jobs import ElasticSettings, build_pytorchjob, build_tfjob
 from kfstack.pipeline_spec import artifact_placeholder, output_placeholder
 from kfstack.settings import katib_parameter
-from kfstack.training.settings import PARAMETER_SERVER, TrainingSettings
+from kfstack.training.settings import PARAMETER_SERVER, PYTORCH, TENSORFLOW, TRAINER_CODE
 from kfstack.tuning import metric_lines, trials
 from kfstack.tuning.spec import TuningSettings
 from tests.kubernetes.conftest import NAMESPACE, RUN_ID, training_request
@@ -50,7 +50,7 @@ from tests.kubernetes.test_launcher import FakeClock, condition
 FIXTURES = pathlib.Path(__file__).parent / "fixtures" / "katib_experiment"
 PLURAL = "experiments"
 COLLECTION = f"/apis/kubeflow.org/v1beta1/namespaces/{NAMESPACE}/{PLURAL}"
-TASK = "tune-model"
+TASK = "hyperparameter-tuning"
 NAME = naming.resource_name("kfs-tune", RUN_ID, TASK)
 TRIAL_DIR = f"s3://bucket/tuning/{katib_parameter(TRIAL_NAME)}"
 
@@ -60,25 +60,25 @@ TRIAL_DIR = f"s3://bucket/tuning/{katib_parameter(TRIAL_NAME)}"
 def trial_job(kind: resources.ResourceKind, tuning: TuningSettings, **overrides) -> dict:
     """A real job of ``kind`` as the builders make it, the trainer's tuned arguments and its
     model and checkpoint URIs carrying Katib placeholders."""
-    settings = TrainingSettings(
-        epochs=tuning.trial_epochs,
-        batch_size=katib_parameter("batch_size"),
-        learning_rate=katib_parameter("learning_rate"),
-    )
-    args = settings.trainer_argv(
-        features_uri="s3://bucket/features",
-        model_uri=f"{TRIAL_DIR}/model",
-        checkpoint_uri=f"{TRIAL_DIR}/checkpoints",
-    )
+    hyperparameters = {
+        "framework": TENSORFLOW if kind is resources.TFJOB else PYTORCH,
+        "epochs": tuning.trial_epochs,
+        "batch_size": katib_parameter("batch_size"),
+        "learning_rate": katib_parameter("learning_rate"),
+    }
     fields = {
         "name": naming.resource_name("kfs-train", RUN_ID, TASK),
         "labels": naming.run_labels(RUN_ID, TASK),
-        "args": args,
+        "args": TRAINER_CODE.argv(hyperparameters),
+        "env": {
+            "KFSTACK_INPUT_URI": "s3://bucket/features",
+            "KFSTACK_MODEL_URI": f"{TRIAL_DIR}/model",
+            "KFSTACK_CHECKPOINT_URI": f"{TRIAL_DIR}/checkpoints",
+        },
         "checkpoint_uri": f"{TRIAL_DIR}/checkpoints",
         **overrides,
     }
     if kind is resources.TFJOB:
-        fields.setdefault("module", "kfstack.flights.training.tensorflow_trainer")
         return build_tfjob(training_request(**fields))
     if kind is resources.TRAINJOB:
         return build_trainjob(training_request(**fields))
@@ -245,10 +245,10 @@ def test_the_spec_states_katibs_contract():
     assert template["trialSpec"] == job
     assert "namespace" not in template["trialSpec"]["metadata"]
     _, command = primary_command_line(template["trialSpec"], resources.PYTORCHJOB)
-    assert command[command.index("--learning-rate") + 1] == "${trialParameters.learning_rate}"
-    assert (
-        command[command.index("--model-uri") + 1] == "s3://bucket/tuning/${trialParameters.trial_name}/model"
-    )
+    assert "--learning_rate=${trialParameters.learning_rate}" in command
+    container = template["trialSpec"]["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]["containers"][0]
+    env = {e["name"]: e.get("value") for e in container["env"]}
+    assert env["KFSTACK_MODEL_URI"] == "s3://bucket/tuning/${trialParameters.trial_name}/model"
 
 
 def test_no_goal_no_early_stopping_and_ranges_katib_parses():
@@ -298,7 +298,7 @@ def test_the_primary_command_line_of_each_kind(kind, overrides, where):
     found, command = primary_command_line(job, kind)
     assert found == where
     assert command[:2] in (["python", "-m"], ["torchrun", "-m"])
-    assert "${trialParameters.batch_size}" in command
+    assert "--batch_size=${trialParameters.batch_size}" in command
     build_experiment(experiment_request(kind, job=job))  # every one is a valid trial
 
 
@@ -307,13 +307,8 @@ def test_the_primary_command_line_of_each_kind(kind, overrides, where):
 
 def with_extra_args(*extra: str, kind=resources.PYTORCHJOB) -> dict:
     tuning = TuningSettings()
-    settings = TrainingSettings(
-        batch_size=katib_parameter("batch_size"), learning_rate=katib_parameter("learning_rate")
-    )
-    args = settings.trainer_argv(
-        features_uri="s3://bucket/features",
-        model_uri=f"{TRIAL_DIR}/model",
-        checkpoint_uri=f"{TRIAL_DIR}/checkpoints",
+    args = TRAINER_CODE.argv(
+        {"batch_size": katib_parameter("batch_size"), "learning_rate": katib_parameter("learning_rate")}
     )
     return trial_job(kind, tuning, args=[*args, *extra])
 

@@ -14,7 +14,7 @@ from kfstack.settings import katib_parameter
 from tests.kubernetes.conftest import RUN_ID, training_request
 from tests.kubernetes.test_builders import validate_with_crds
 
-TRAINER = "kfstack.flights.training.pytorch_trainer"
+TRAINER = "kfstack.training.entrypoint"
 RESTRICTED_CONTAINER = {
     "allowPrivilegeEscalation": False,
     "capabilities": {"drop": ["ALL"]},
@@ -53,7 +53,7 @@ def test_a_gpu_trainjob_as_data():
     trainer = spec["trainer"]
     # torchrun derives RANK/WORLD_SIZE from the runtime's PET_* variables.
     assert trainer["command"] == ["torchrun", "-m", TRAINER]
-    assert trainer["args"][:2] == ["--features-uri", "s3://bucket/features"]
+    assert trainer["args"] == ["--framework=pytorch", "--epochs=4"]
     assert (trainer["numNodes"], trainer["numProcPerNode"]) == (3, 1)
     assert trainer["resourcesPerNode"] == {
         "requests": {"cpu": "12", "memory": "96Gi", "nvidia.com/gpu": "1"},
