@@ -246,7 +246,9 @@ def test_the_spec_states_katibs_contract():
     assert "namespace" not in template["trialSpec"]["metadata"]
     _, command = primary_command_line(template["trialSpec"], resources.PYTORCHJOB)
     assert "--learning_rate=${trialParameters.learning_rate}" in command
-    container = template["trialSpec"]["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]["containers"][0]
+    container = template["trialSpec"]["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"][
+        "containers"
+    ][0]
     env = {e["name"]: e.get("value") for e in container["env"]}
     assert env["KFSTACK_MODEL_URI"] == "s3://bucket/tuning/${trialParameters.trial_name}/model"
 

@@ -123,16 +123,22 @@ def test_the_parameter_check_finds_an_unserved_api_before_the_first_step(fake_ap
     )
     rendering.check_run_parameters("flights-training", {"platform": "kubernetes"}, RUN_ID)
     # The tuning step's trials are training jobs too: it is the first to need the API.
-    with pytest.raises(PlatformNotAvailableError, match=r"hyperparameter-tuning: .* choose another training_api"):
+    with pytest.raises(
+        PlatformNotAvailableError, match=r"hyperparameter-tuning: .* choose another training_api"
+    ):
         rendering.check_run_parameters(
             "flights-training", {"platform": "kubernetes", "training_api": "trainer-v2"}, RUN_ID
         )
     # Without Katib, tuning must be off; then the training step alone decides.
     fake_api.serve_only(*V1_ONLY, resources.SPARK_APPLICATION, resources.INFERENCE_SERVICE)
-    with pytest.raises(PlatformNotAvailableError, match=r"hyperparameter-tuning: .*Experiment \(Katib v0\.19\)"):
+    with pytest.raises(
+        PlatformNotAvailableError, match=r"hyperparameter-tuning: .*Experiment \(Katib v0\.19\)"
+    ):
         rendering.check_run_parameters("flights-training", {"platform": "kubernetes"}, RUN_ID)
     rendering.check_run_parameters("flights-training", {"platform": "kubernetes", "tune": False}, RUN_ID)
-    with pytest.raises(PlatformNotAvailableError, match=r"distributed-training: .* choose another training_api"):
+    with pytest.raises(
+        PlatformNotAvailableError, match=r"distributed-training: .* choose another training_api"
+    ):
         rendering.check_run_parameters(
             "flights-training",
             {"platform": "kubernetes", "training_api": "trainer-v2", "tune": False},

@@ -10,10 +10,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from kfstack.components.serving.predictor import DEFAULT_MODEL_NAME, MODULE, command
-from kfstack.pipelines.steps import train_locally
 from kfstack.evaluation.scoring import RECORDS, read_labelled
 from kfstack.flights.feature_spec import HOLDOUT_FILE, LABEL_COLUMN
 from kfstack.flights.scoring import REQUEST_SCHEMA, check_flights
+from kfstack.pipelines.steps import train_locally
 from kfstack.serving import local_services
 from kfstack.serving.rollout import Holdout
 from kfstack.spark_jobs.flights_features.job import FeatureJobConfig, run_feature_job

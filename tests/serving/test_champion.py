@@ -18,12 +18,12 @@ from kfstack.components.evaluation.gate_model import core as gate_core
 from kfstack.components.monitoring.check_drift.core import check_drift
 from kfstack.components.serving import predictor
 from kfstack.components.serving.production_model import core as production_core
-from kfstack.pipelines.steps import train_locally
 from kfstack.errors import InvalidParameterError
 from kfstack.flights.feature_spec import DRIFT_PROFILE_FILE, HOLDOUT_FILE, LABEL_COLUMN, PROFILE_FILE
 from kfstack.flights.scoring import MODEL_DIR_FILES
 from kfstack.monitoring.drift import DriftThresholds
 from kfstack.monitoring.gate import KEEP, PASS, GateRule
+from kfstack.pipelines.steps import train_locally
 from kfstack.serving.production import ProductionModel, copy_model, read_found
 from kfstack.serving.registry import REGISTRY_DIR_ENV, LocalRegistry
 from kfstack.training.settings import TrainingSettings

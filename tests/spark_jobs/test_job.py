@@ -12,11 +12,13 @@ import pyarrow.parquet as pq
 import pytest
 from pyspark.sql import functions as F
 
+from kfstack import contracts
 from kfstack.contracts import INPUT_URI_ENV, OUTPUT_URI_ENV, REPORT_PATH_ENV
 from kfstack.errors import DataQualityError, InvalidParameterError
 from kfstack.flights.feature_spec import (
     AIRPORT_LOOKUP_FILE,
     DRIFT_PROFILE_FILE,
+    FEATURE_SPEC_FILE,
     HOLDOUT_FILE,
     JOB_REPORT_FILE,
     PLANE_LOOKUP_FILE,
@@ -33,6 +35,7 @@ from kfstack.flights.features import (
     raw_feature_columns,
 )
 from kfstack.flights.scoring import REQUEST_SCHEMA, check_flights
+from kfstack.lineage import document_hash
 from kfstack.spark_jobs.flights_features import featurize
 from kfstack.spark_jobs.flights_features.config import parse_args
 from kfstack.spark_jobs.flights_features.job import HOLDOUT_RECORDS, PHASES, FeatureJobConfig, run_feature_job
@@ -122,6 +125,15 @@ def test_spec_lookups_profile_and_report_are_written(job_run):
     assert airports["faa"].is_unique
     with open(os.path.join(config.output_uri, JOB_REPORT_FILE)) as f:
         assert json.load(f)["rows_written"] == report.rows_written
+    # What the training step copies into every model's lineage: the data read and the spec's hash.
+    lineage = contracts.read_data_lineage(config.output_uri)
+    with open(os.path.join(config.output_uri, FEATURE_SPEC_FILE)) as f:
+        assert lineage["data"]["feature_spec_hash"] == document_hash(json.load(f))
+    assert lineage["data"]["rows_read"] == report.rows_read
+    assert (
+        lineage["data"]["content_hash"] == report.content_hash and lineage["data"]["window"] == report.window
+    )
+    assert lineage["parameters"] == config.lineage()
     with open(os.path.join(config.output_uri, PROFILE_FILE)) as f:
         profile = json.load(f)
     assert profile["splits"]["train"]["rows"] == report.rows_per_split["train"]

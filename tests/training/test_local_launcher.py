@@ -11,8 +11,8 @@ import time
 import psutil
 import pytest
 
-from kfstack.pipelines.steps import train_locally
 from kfstack.errors import CancelledError, TrainingFailedError
+from kfstack.pipelines.steps import train_locally
 from kfstack.training.process_group import TRACK_SECONDS, ReplicaProcess, run_process_group
 from kfstack.training.settings import TrainingSettings
 from tests.training.conftest import kill_after_first_checkpoint, make_feature_dir
@@ -184,4 +184,4 @@ def test_killed_rank_restarts_the_group_which_resumes_from_the_checkpoint(tmp_pa
     assert metrics["val_auc"] > 0.75
     # The run's figures span both attempts (the checkpoint carries the first one's seconds):
     # an epoch is 8000 rows per rank in batches of 16, on 2 ranks.
-    assert metrics["seconds_per_epoch"] * metrics["samples_per_second"] == pytest.approx(16000)
+    assert metrics["report.seconds_per_epoch"] * metrics["report.samples_per_second"] == pytest.approx(16000)

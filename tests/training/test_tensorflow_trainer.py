@@ -8,9 +8,9 @@ import numpy as np
 import onnxruntime
 import pytest
 
-from kfstack.pipelines.steps import train_locally
 from kfstack.errors import InvalidParameterError
 from kfstack.flights.feature_spec import FeatureSpec
+from kfstack.pipelines.steps import train_locally
 from kfstack.training import shards
 from kfstack.training.settings import TrainingSettings
 from tests.training.conftest import kill_after_first_checkpoint, make_feature_dir
@@ -53,7 +53,9 @@ def test_mwms_two_workers_train_read_disjoint_shards_and_export_onnx(tmp_path, f
         "attempts": 1,
     }
     assert metrics["world_size"] == 2 and metrics["val_auc"] > 0.75 and metrics["restarts"] == 0
-    assert metrics["samples_per_second_per_replica"] == pytest.approx(metrics["samples_per_second"] / 2)
+    assert metrics["report.samples_per_second_per_replica"] == pytest.approx(
+        metrics["report.samples_per_second"] / 2
+    )
     logs = tmp_path / "logs" / "attempt-1"
     chief, other = (logs / "rank-0.log").read_text(), (logs / "rank-1.log").read_text()
     assert [m["epoch"] for m in katib_metrics(chief)] == [1, 2]
@@ -114,7 +116,7 @@ def test_killed_worker_restarts_the_group_which_resumes_from_the_checkpoint(tmp_
     assert metrics["val_auc"] > 0.75
     # The run's figures span both attempts (the checkpoint carries the first one's seconds):
     # an epoch is 8000 rows per worker in batches of 32, on 2 workers.
-    assert metrics["seconds_per_epoch"] * metrics["samples_per_second"] == pytest.approx(16000)
+    assert metrics["report.seconds_per_epoch"] * metrics["report.samples_per_second"] == pytest.approx(16000)
 
 
 def test_bad_topology_fails_before_any_process(tmp_path, features):

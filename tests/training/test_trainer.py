@@ -12,18 +12,18 @@ import onnxruntime
 import pytest
 import torch
 
-from kfstack.components.training.train_model.pytorch import backend as pytorch_backend
+from kfstack.components.training.distributed_training.stage import STAGE
+from kfstack.errors import InvalidParameterError
+from kfstack.flights.feature_spec import FeatureSpec
 from kfstack.flights.training.pytorch_model import (
     DelayClassifier,
     DelayProbability,
     ModelConfig,
 )
-from kfstack.pipelines.steps import train_locally
-from kfstack.errors import InvalidParameterError
-from kfstack.flights.feature_spec import FeatureSpec
 from kfstack.kubernetes import node_pools
 from kfstack.kubernetes.training_apis import TRAINER_V2
-from kfstack.lineage import Lineage, document_hash
+from kfstack.lineage import Lineage
+from kfstack.pipelines.steps import TRAINING_CODE, train_locally
 from kfstack.training import checkpoints
 from kfstack.training.env_contract import trainjob_env
 from kfstack.training.settings import TrainingSettings
@@ -60,9 +60,13 @@ def test_two_ranks_train_with_ddp_and_learn(two_rank_run):
     root, metrics = two_rank_run
     assert metrics["world_size"] == 2 and metrics["restarts"] == 0
     assert metrics["val_auc"] > 0.75  # the synthetic label is learnable
-    assert metrics["samples_per_second"] > 0
-    assert metrics["samples_per_second_per_replica"] == pytest.approx(metrics["samples_per_second"] / 2)
-    assert metrics["seconds_per_epoch"] == pytest.approx(EPOCH_SAMPLES / metrics["samples_per_second"])
+    assert metrics["report.samples_per_second"] > 0
+    assert metrics["report.samples_per_second_per_replica"] == pytest.approx(
+        metrics["report.samples_per_second"] / 2
+    )
+    assert metrics["report.seconds_per_epoch"] == pytest.approx(
+        EPOCH_SAMPLES / metrics["report.samples_per_second"]
+    )
     master_log = (root / "logs" / "attempt-1" / "rank-0.log").read_text()
     worker_log = (root / "logs" / "attempt-1" / "rank-1.log").read_text()
     assert "rank 0 of 2" in master_log and "rank 1 of 2" in worker_log
@@ -76,7 +80,7 @@ def test_a_local_run_costs_one_cpu_node_whatever_its_replicas(two_rank_run):
     assert price  # the shipped profile file prices the cpu pool (a nominal figure)
     # Both replicas share this machine: one node's price, not one per replica.
     assert metrics["price_per_hour"] == price
-    assert metrics["cost_per_epoch"] == pytest.approx(metrics["seconds_per_epoch"] * price / 3600)
+    assert metrics["cost_per_epoch"] == pytest.approx(metrics["report.seconds_per_epoch"] * price / 3600)
 
 
 def test_rank0_prints_one_katib_line_per_epoch(two_rank_run):
@@ -99,7 +103,7 @@ def test_rank0_prints_one_katib_line_per_epoch(two_rank_run):
         assert line["seconds_per_epoch"] == pytest.approx(EPOCH_SAMPLES / samples_per_second, abs=1e-4)
         assert line["samples_per_second_per_replica"] == pytest.approx(samples_per_second / 2, abs=1e-4)
     mean_seconds = sum(line["seconds_per_epoch"] for line in master) / 3
-    assert mean_seconds == pytest.approx(metrics["seconds_per_epoch"], abs=1e-4)
+    assert mean_seconds == pytest.approx(metrics["report.seconds_per_epoch"], abs=1e-4)
     assert katib_metrics((root / "logs" / "attempt-1" / "rank-1.log").read_text()) == []
 
 
@@ -182,13 +186,22 @@ def test_a_trainjob_node_started_without_torchrun_refuses_to_train(tmp_path, fea
 def test_the_trainjob_contract_replayed_locally_trains(tmp_path, feature_dir):
     """Each node started exactly as its TrainJob pod is: torchrun under the runtime's PET_* env
     (loopback for node 0's address), and nothing else of the training-operator's."""
-    replicas = pytorch_backend.local_replicas(
-        TrainingSettings(workers=2), ["--epochs", "1"], training_api=TRAINER_V2
-    ).build(1)
+    arguments = {
+        "platform": "local",
+        "data": feature_dir,
+        "model": str(tmp_path / "model"),
+        "training_logs": str(tmp_path / "logs"),
+        **TRAINING_CODE,
+        "hyperparameters": {"epochs": 1},
+        "workers": 2,
+        "training_api": TRAINER_V2,
+    }
+    replicas = STAGE.replicas(STAGE.settings(arguments)).build(1)
     port = replicas[0].env["PET_MASTER_PORT"]
     for node, replica in enumerate(replicas):
-        assert replica.env == trainjob_env("127.0.0.1", node, 2, int(port))
-        assert replica.argv[1:5] == ["-m", "torch.distributed.run", "-m", pytorch_backend.TRAINER_MODULE]
+        assert trainjob_env("127.0.0.1", node, 2, int(port)).items() <= replica.env.items()
+        assert replica.argv[1:5] == ["-m", "torch.distributed.run", "-m", "kfstack.training.entrypoint"]
+        assert replica.env["KFSTACK_INPUT_URI"] == feature_dir  # the training-code contract beside it
     metrics, reference = train_locally(
         TrainingSettings(epochs=2, workers=2, batch_size=128, learning_rate=0.01, max_restarts=0),
         features_uri=feature_dir,
@@ -205,11 +218,11 @@ def test_the_trainjob_contract_replayed_locally_trains(tmp_path, feature_dir):
 
 
 def test_bad_parameters_fail_before_any_process(tmp_path, feature_dir):
-    uris = {"features_uri": feature_dir, "model_uri": str(tmp_path / "m"), "logs_uri": str(tmp_path / "l")}
-    with pytest.raises(InvalidParameterError, match="2 shards cannot feed 3 ranks"):
-        train_locally(TrainingSettings(workers=3, epochs=1, batch_size=64), **uris)
+    uris = {"model_uri": str(tmp_path / "m"), "logs_uri": str(tmp_path / "l")}
+    with pytest.raises(InvalidParameterError, match="data: no dataset at"):
+        train_locally(TrainingSettings(workers=1), features_uri=str(tmp_path / "none"), **uris)
     with pytest.raises(InvalidParameterError, match="epochs=0 must be >= 1"):
-        train_locally(TrainingSettings(workers=1, epochs=0), **uris)
+        TrainingSettings(workers=1, epochs=0)
     with pytest.raises(InvalidParameterError, match="batch_size=2 must be >= workers=3"):
         TrainingSettings(workers=3, batch_size=2)
     assert not (tmp_path / "l").exists()
@@ -239,7 +252,7 @@ def test_the_model_carries_its_lineage(two_rank_run, feature_dir):
     assert lineage.metrics == {name: metrics[name] for name in ("val_auc", "val_log_loss", "val_accuracy")}
     assert lineage.parameters["workers"] == 2 and lineage.parameters["learning_rate"] == 0.01
     assert lineage.parameters["training_api"] in ("v1", "trainer-v2")
-    with open(os.path.join(feature_dir, "feature_spec.json")) as f:
-        assert lineage.data["feature_spec_hash"] == document_hash(json.load(f))
-    assert lineage.data["rows_read"] == 4000 + 2 * 1000
+    assert lineage.parameters["framework"] == "pytorch"
+    # These synthetic features carry no data lineage of their own (the feature job writes one).
+    assert lineage.data == {"input_uri": feature_dir}
     assert lineage.pipeline_version == pipeline_version() and lineage.kfstack_version == __version__

@@ -303,6 +303,7 @@ class DistributedTrainingStage:
             "kind": "LocalProcessGroup",
             "framework": settings.topology.framework,
             "training_api": settings.training_api,
+            **({} if settings.topology.framework == PYTORCH else {"topology": settings.topology.tf_topology}),
             **replicas.details,
             "attempts": group.attempts,
         }
