@@ -1,6 +1,6 @@
 """The embedded trial loop's semantics, with a scripted trainer (fast): early stopping, failed
 trials, the budget, the goal, parallel trials and resume. The real trainer runs through it in
-tests/tuning/test_tune_model.py."""
+tests/tuning/test_tuning_the_flights_trainers.py."""
 
 from __future__ import annotations
 

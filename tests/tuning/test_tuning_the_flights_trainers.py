@@ -1,5 +1,6 @@
-"""The tuning step on the embedded platform, end to end with the real trainer: trials through
-the training step's local replicas with Katib's substitution, the best values handed on typed,
+"""The generic tuning step on the embedded platform, end to end with the flights trainers as a
+team's code: trials through the training step's local replicas with Katib's substitution, the
+best values handed on typed,
 the report and plot written, a journal that lets an interrupted run resume, and ``tune=false``
 running nothing."""
 
@@ -10,8 +11,9 @@ import os
 
 import pytest
 
-from kfstack.components.tuning.tune_model.stage import STAGE, STATE_DIR
+from kfstack.components.tuning.hyperparameter_tuning.stage import BEST, STAGE, STATE_DIR
 from kfstack.pipelines import rendering
+from kfstack.pipelines.steps import TRAINING_CODE
 from kfstack.platforms import run_stage
 from kfstack.tuning.local_tuner import JOURNAL_FILE
 from tests.kubernetes.test_render import FakeArtifact
@@ -30,10 +32,12 @@ def tuning_arguments(tmp_path, features: str, **parameters) -> dict:
     artifacts = {name: FakeArtifact(str(tmp_path / name), str(tmp_path / name)) for name in OUTPUTS}
     return {
         **values,
+        **TRAINING_CODE,
+        "hyperparameters": {name: values[name] for name in TRAINING_CODE["hyperparameter_types"]},
         "platform": "local",
         "run_id": "local",
-        "task_name": "tune-model",
-        "features": FakeArtifact(features, features),
+        "task_name": "hyperparameter-tuning",
+        "data": FakeArtifact(features, features),
         **artifacts,
     }
 
@@ -98,11 +102,14 @@ def test_the_best_trial_is_handed_on_typed_with_its_report(tuned):
     entries = journal(root)
     finished = [e["trial"] for e in entries if e["event"] == "finished"]
     best = max(finished, key=lambda t: t["objective"])
-    assert result.outputs == {
-        "learning_rate": float(best["parameters"]["learning_rate"]),
-        "batch_size": int(best["parameters"]["batch_size"]),
-    }
-    assert isinstance(result.outputs["batch_size"], int)
+    handed_on = result.outputs[BEST]
+    assert (handed_on["learning_rate"], handed_on["batch_size"]) == (
+        float(best["parameters"]["learning_rate"]),
+        int(best["parameters"]["batch_size"]),
+    )
+    assert isinstance(handed_on["batch_size"], int)
+    # What was not tuned is the run's own value (the trials ran tuning_trial_epochs).
+    assert handed_on["epochs"] == args["epochs"] and handed_on["framework"] == "pytorch"
     metrics = args["tuning_metrics"].metadata
     assert metrics["trials_run"] == 3 and metrics["best_val_auc"] == best["objective"]
     report = (root / "tuning_report").read_text()
@@ -128,13 +135,14 @@ def test_an_interrupted_run_resumes_without_rerunning_finished_trials(tuned, tmp
     entries = journal(root)
     assert sum(e["event"] == "started" and e["name"] == "trial-003" for e in entries) == 2
     assert args["tuning_metrics"].metadata["trials_run"] == 3
-    assert set(result.outputs) == {"learning_rate", "batch_size"}
+    assert set(result.outputs[BEST]) == set(TRAINING_CODE["hyperparameter_types"])
 
 
 def test_tune_false_runs_nothing_and_hands_on_the_given_values(tmp_path):
     features = make_feature_dir(tmp_path / "features", rows=200, shards=2, seed=1)
     args = tuning_arguments(tmp_path, features, tune=False, learning_rate=0.004, batch_size=256)
     result = run_stage(STAGE, args)
-    assert result.outputs == {"learning_rate": 0.004, "batch_size": 256}
+    handed_on = result.outputs[BEST]
+    assert (handed_on["learning_rate"], handed_on["batch_size"]) == (0.004, 256)
     assert not os.path.exists(tmp_path / "tuning_trials" / "trial-001")
     assert "skipped" in (tmp_path / "tuning_report").read_text()
