@@ -175,7 +175,7 @@ def test_components_are_found():
     labels = {c.label for c in COMPONENTS}
     assert {
         "data/spark_job",
-        "training/train_model",
+        "training/distributed_training",
         "evaluation/model_evaluation",
         "common/cleanup_run",
         "validate_run",

@@ -69,8 +69,8 @@ def test_flights_training_task_graph(flights_spec):
     assert set(tasks) == {
         "validate-run",
         "spark-job",
-        "tune-model",
-        "train-model",
+        "hyperparameter-tuning",
+        "distributed-training",
         "model-evaluation",
         "model-deployment",
         "register-model",
@@ -86,27 +86,37 @@ def test_flights_training_task_graph(flights_spec):
     assert set(passed) | json_inputs == set(flights_spec["root"]["inputDefinitions"]["parameters"])
     for name in json_inputs:
         assert checked[name] == {"componentInputParameter": f"pipelinechannel--{name}"}
-    # Training takes its tuned hyperparameters from the tuning step, whether it tuned or not.
-    for name in ("learning_rate", "batch_size"):
-        assert tasks["train-model"]["inputs"]["parameters"][name] == {
-            "taskOutputParameter": {"outputParameterKey": name, "producerTask": "tune-model"}
+    # The flights trainers through the generic steps: the run's hyperparameters are the pipeline
+    # parameters of the same name; training takes tuning's best, whether it tuned or not.
+    tuning = tasks["hyperparameter-tuning"]["inputs"]["parameters"]
+    assert tuning["hyperparameters"]["runtimeValue"]["constant"]["learning_rate"] == (
+        "{{$.inputs.parameters['pipelinechannel--learning_rate']}}"
+    )
+    assert tuning["training_code"]["runtimeValue"]["constant"] == "kfstack.flights.training.train"
+    train = tasks["distributed-training"]["inputs"]
+    assert train["parameters"]["hyperparameters"] == {
+        "taskOutputParameter": {
+            "outputParameterKey": "best_hyperparameters",
+            "producerTask": "hyperparameter-tuning",
         }
-    train = tasks["train-model"]["inputs"]
-    assert train["artifacts"]["features"] == {
+    }
+    assert train["artifacts"]["data"] == {
         "taskOutputArtifact": {"outputArtifactKey": "output", "producerTask": "spark-job"}
     }
     assert train["parameters"]["framework"] == {"componentInputParameter": "pipelinechannel--framework"}
     assert train["parameters"]["gpu_pool"] == {"componentInputParameter": "pipelinechannel--gpu_pool"}
     assert tasks["model-evaluation"]["inputs"]["artifacts"]["model"] == {
-        "taskOutputArtifact": {"outputArtifactKey": "model", "producerTask": "train-model"}
+        "taskOutputArtifact": {"outputArtifactKey": "model", "producerTask": "distributed-training"}
     }
     # The evaluated model is deployed after its evaluation, never from cache, and its canary
     # replays the feature job's holdout.
     deploy = tasks["model-deployment"]
-    assert deploy["dependentTasks"] == ["model-evaluation", "spark-job", "train-model"]
+    assert deploy["dependentTasks"] == ["distributed-training", "model-evaluation", "spark-job"]
     assert deploy["cachingOptions"] == {}
     assert deploy["inputs"]["artifacts"] == {
-        "model": {"taskOutputArtifact": {"outputArtifactKey": "model", "producerTask": "train-model"}},
+        "model": {
+            "taskOutputArtifact": {"outputArtifactKey": "model", "producerTask": "distributed-training"}
+        },
         "holdout": {"taskOutputArtifact": {"outputArtifactKey": "output", "producerTask": "spark-job"}},
     }
     # The generic deployment, with the flights predictor as its custom predictor.
@@ -122,7 +132,7 @@ def test_flights_training_task_graph(flights_spec):
         "componentInputParameter": "pipelinechannel--canary_max_auc_drop"
     }
     # Deterministic job names: the run id and task name reach the launching stages.
-    for launching in ("spark-job", "tune-model", "train-model", "model-deployment"):
+    for launching in ("spark-job", "hyperparameter-tuning", "distributed-training", "model-deployment"):
         parameters = tasks[launching]["inputs"]["parameters"]
         assert parameters["run_id"]["runtimeValue"]["constant"] == "{{$.pipeline_job_uuid}}"
         assert parameters["task_name"]["runtimeValue"]["constant"] == "{{$.pipeline_task_name}}"
@@ -142,7 +152,7 @@ def test_flights_training_parameters_are_typed_documented_and_defaulted(flights_
     outputs = flights_spec["components"]["comp-model-evaluation"]["outputDefinitions"]["artifacts"]
     assert outputs["classification"]["artifactType"]["schemaTitle"] == "system.ClassificationMetrics"
     assert outputs["evaluation_report"]["artifactType"]["schemaTitle"] == "system.Markdown"
-    train_outputs = flights_spec["components"]["comp-train-model"]["outputDefinitions"]["artifacts"]
+    train_outputs = flights_spec["components"]["comp-distributed-training"]["outputDefinitions"]["artifacts"]
     assert train_outputs["model"]["artifactType"]["schemaTitle"] == "system.Model"
 
 
@@ -153,8 +163,8 @@ def test_task_pods_carry_the_cpu_pool_namespace_and_secret_refs(executor_configs
     assert set(executor_configs) == {
         "exec-validate-run",
         "exec-spark-job",
-        "exec-tune-model",
-        "exec-train-model",
+        "exec-hyperparameter-tuning",
+        "exec-distributed-training",
         "exec-model-evaluation",
         "exec-model-deployment",
         "exec-register-model",
@@ -275,7 +285,13 @@ def test_flights_retraining_task_graph(retraining):
         "inputs.parameter_values['pipelinechannel--check-drift-Output'] == true"
     )
     drifted = components["comp-condition-2"]["dag"]["tasks"]
-    assert set(drifted) == {"tune-model", "train-model", "model-evaluation", "gate-model", "condition-3"}
+    assert set(drifted) == {
+        "hyperparameter-tuning",
+        "distributed-training",
+        "model-evaluation",
+        "gate-model",
+        "condition-3",
+    }
     assert drifted["condition-3"]["triggerPolicy"]["condition"] == (
         "inputs.parameter_values['pipelinechannel--gate-model-Output'] == 'challenger'"
     )
