@@ -45,7 +45,13 @@ COMMON = {
 }
 FIRST_WINDOW = {"window_start": "2013-01-01", "window_end": "2013-06-30"}
 WEEK_LATER = {"window_start": "2013-01-08", "window_end": "2013-07-07"}
-TRAINING_STEPS = {"tune-model", "train-model", "model-evaluation", "gate-model", "model-deployment"}
+TRAINING_STEPS = {
+    "hyperparameter-tuning",
+    "distributed-training",
+    "model-evaluation",
+    "gate-model",
+    "model-deployment",
+}
 
 
 @pytest.fixture(scope="module")

@@ -24,8 +24,8 @@ from kfstack.serving.format_server import MODULE as FORMAT_SERVER
 STAGES = [
     "validate-run",
     "spark-job",
-    "tune-model",
-    "train-model",
+    "hyperparameter-tuning",
+    "distributed-training",
     "model-evaluation",
     "model-deployment",
     "register-model",
@@ -134,11 +134,11 @@ def test_the_console_shows_task_lines_not_kfp_output(sample_run):
     for task in STAGES:
         assert re.search(rf"^{task} +done +\d+\.\d s$", sample_run.err, re.MULTILINE), sample_run.err
     assert re.search(r"^spark-job +running +spark: profile 5/6$", sample_run.err, re.MULTILINE)
-    assert re.search(r"^train-model +running +epoch 2/2$", sample_run.err, re.MULTILINE)
+    assert re.search(r"^distributed-training +running +epoch 2/2$", sample_run.err, re.MULTILINE)
     logs = os.path.join(sample_run.summary["run_dir"], "logs")
     with open(os.path.join(logs, "kfp.log"), encoding="utf-8") as f:
         assert "executor_input" in f.read()
-    with open(os.path.join(logs, "train-model.log"), encoding="utf-8") as f:
+    with open(os.path.join(logs, "distributed-training.log"), encoding="utf-8") as f:
         train_log = f.read()
     assert "[rank 0] epoch=2 val_auc=" in train_log and "KFP Executor" not in train_log
 
@@ -191,9 +191,9 @@ def test_sample_run_learns_something_and_reports_it(sample_run):
     assert metrics["training_metrics.val_auc"] > 0.55
     assert metrics["evaluation_metrics.rows"] > 0
     # Throughput of the 2 replicas, and the cost per epoch at the cpu pool's nominal price.
-    per_replica = metrics["training_metrics.samples_per_second"] / 2
-    assert metrics["training_metrics.samples_per_second_per_replica"] == pytest.approx(per_replica)
-    assert metrics["training_metrics.seconds_per_epoch"] > 0
+    per_replica = metrics["training_metrics.report.samples_per_second"] / 2
+    assert metrics["training_metrics.report.samples_per_second_per_replica"] == pytest.approx(per_replica)
+    assert metrics["training_metrics.report.seconds_per_epoch"] > 0
     assert metrics["training_metrics.cost_per_epoch"] > 0
 
 
@@ -337,7 +337,7 @@ def test_ctrl_c_stops_every_process_and_writes_a_cancelled_summary(tmp_path):
     assert summary["status"] == "CANCELLED"
     assert summary["stages"]["validate-run"]["status"] == "SUCCEEDED"
     assert summary["stages"]["spark-job"]["status"] == "CANCELLED"
-    assert "train-model" not in summary["stages"]
+    assert "distributed-training" not in summary["stages"]
     assert not (run_dir / "tmp").exists()
 
 
