@@ -28,8 +28,8 @@ GOAL_RATIO = 0.90
 def synthetic_samples_per_second(features_uri: str, batch_size: int, steps: int) -> float:
     import torch
 
-    from kfstack.flights.training.pytorch_model import DelayClassifier, ModelConfig
     from kfstack.flights.feature_spec import FeatureSpec
+    from kfstack.flights.training.pytorch_model import DelayClassifier, ModelConfig
 
     spec = FeatureSpec.load(features_uri)
     device = torch.device("cuda")

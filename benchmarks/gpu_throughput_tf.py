@@ -26,9 +26,9 @@ def synthetic_samples_per_second(features_uri: str, batch_size: int, steps: int)
     import keras
     import tensorflow as tf
 
-    from kfstack.flights.training.tensorflow_model import build_classifier
     from kfstack.flights.feature_spec import FeatureSpec
     from kfstack.flights.training.architecture import ModelConfig
+    from kfstack.flights.training.tensorflow_model import build_classifier
 
     keras.mixed_precision.set_global_policy("mixed_bfloat16")
     spec = FeatureSpec.load(features_uri)

@@ -437,6 +437,7 @@ def read_report(path: str, who: str) -> dict[str, float]:
 
 
 DATA_LINEAGE_FILE = "data_lineage.json"
+SECTIONS = ("data", "parameters")
 
 
 def write_data_lineage(output_uri: str, data: Mapping[str, Any], parameters: Mapping[str, Any]) -> None:
@@ -464,8 +465,8 @@ def read_data_lineage(dataset_uri: str) -> dict[str, dict[str, Any]]:
         return {"data": {}, "parameters": {}}
     except ValueError as err:
         raise ContractError(f"{uri} is not JSON: {err}") from err
-    sections = {key: record.get(key, {}) if isinstance(record, dict) else None for key in ("data", "parameters")}
-    if not all(isinstance(value, dict) for value in sections.values()):
+    sections = {key: record.get(key, {}) for key in SECTIONS} if isinstance(record, dict) else {}
+    if not (sections and all(isinstance(value, dict) for value in sections.values())):
         raise ContractError(f"{uri} must be a JSON object whose 'data' and 'parameters' are objects")
     return sections
 

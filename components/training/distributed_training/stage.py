@@ -56,7 +56,13 @@ from kfstack.platforms import LOCAL, RUN_DIR_ENV, StageResult, Variant
 from kfstack.settings import Placeholder
 from kfstack.training import entrypoint, local_replicas
 from kfstack.training.process_group import ReplicaSet, run_process_group
-from kfstack.training.settings import CHECKPOINT_DIR, PARAMETER_SERVER, PYTORCH, SECONDS_PER_EPOCH, JobTopology
+from kfstack.training.settings import (
+    CHECKPOINT_DIR,
+    PARAMETER_SERVER,
+    PYTORCH,
+    SECONDS_PER_EPOCH,
+    JobTopology,
+)
 from kfstack.training.tf_config import CHIEF, PS, WORKER
 from kfstack.training.throughput import cost_metrics, job_cost
 from kfstack.uris import fsspec_uri, join

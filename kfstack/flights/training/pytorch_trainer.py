@@ -43,13 +43,13 @@ from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
 from kfstack import contracts, progress
+from kfstack.errors import InvalidParameterError, TrainingFailedError
+from kfstack.flights.feature_spec import FeatureSpec, copy_model_feature_files
 from kfstack.flights.training.pytorch_model import (
     DelayClassifier,
     DelayProbability,
     ModelConfig,
 )
-from kfstack.errors import InvalidParameterError, TrainingFailedError
-from kfstack.flights.feature_spec import FeatureSpec, copy_model_feature_files
 from kfstack.training import checkpoints, metrics, shards
 from kfstack.training.env_contract import DistributedEnv
 from kfstack.training.metrics import katib_line, numeric_report
@@ -195,7 +195,7 @@ def export_onnx(classifier: DelayClassifier, sample: RankData, model_uri: str) -
     return difference
 
 
-def train(args: argparse.Namespace) -> dict[str, float] | None:
+def train(args: argparse.Namespace) -> dict[str, Any] | None:
     """Runs this rank's part of the job (see the module docstring).
 
     Returns:
@@ -272,7 +272,7 @@ def train(args: argparse.Namespace) -> dict[str, float] | None:
         train_seconds += epoch_seconds
         samples += epoch_samples
         scores = validate(model, validation_data, env, device)
-        if env.is_chief:
+        if scores is not None:  # the chief's
             scores.update(
                 train_loss=float(loss.item()), train_seconds=epoch_seconds, train_samples=float(epoch_samples)
             )
@@ -298,7 +298,7 @@ def train(args: argparse.Namespace) -> dict[str, float] | None:
         if env.is_distributed:
             dist.barrier()  # nobody runs ahead of a checkpoint a restart would resume from
 
-    result = None
+    result: dict[str, Any] | None = None
     if env.is_chief:
         difference = export_onnx(classifier, validation_data, args.model_uri)
         copy_model_feature_files(args.features_uri, args.model_uri)

@@ -46,8 +46,8 @@ import numpy as np
 from kfstack import contracts, progress
 from kfstack.errors import InvalidParameterError, TrainingFailedError
 from kfstack.flights.feature_spec import FeatureSpec, copy_model_feature_files
-from kfstack.training import checkpoints, metrics, shards
 from kfstack.flights.training.architecture import ONNX_INPUTS, ModelConfig
+from kfstack.training import checkpoints, metrics, shards
 from kfstack.training.metrics import katib_line, numeric_report
 from kfstack.training.settings import METRICS_FILE, MODEL_FILE, parse_trainer_args
 from kfstack.training.termination import termination_message_on_failure
@@ -86,7 +86,7 @@ class Trainer:
             self.optimizer.build(self.classifier.trainable_variables)
         self.history: list[dict[str, float]] = []
         self.train_seconds, self.samples, self.start_epoch = 0.0, 0, 1
-        self.validation = None  # loaded by the chief only
+        self.validation: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None  # the chief's only
 
     # -- checkpoints ---------------------------------------------------------------------------
 
@@ -399,9 +399,7 @@ def train(args: argparse.Namespace) -> dict | None:
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    return parse_trainer_args(
-        argv, prog="python -m kfstack.flights.training.tensorflow_trainer"
-    )
+    return parse_trainer_args(argv, prog="python -m kfstack.flights.training.tensorflow_trainer")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -23,10 +23,12 @@ def main(argv: list[str] | None = None) -> int:
     known, rest = parser.parse_known_args(argv)
     # Imported here: a PyTorch replica never loads TensorFlow, nor the other way round.
     if known.framework == PYTORCH:
-        from kfstack.flights.training import pytorch_trainer as trainer
-    else:
-        from kfstack.flights.training import tensorflow_trainer as trainer
-    return trainer.main(rest)
+        from kfstack.flights.training import pytorch_trainer
+
+        return pytorch_trainer.main(rest)
+    from kfstack.flights.training import tensorflow_trainer
+
+    return tensorflow_trainer.main(rest)
 
 
 if __name__ == "__main__":
