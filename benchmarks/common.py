@@ -35,7 +35,8 @@ def train_layout(
     features_uri: str, out: str, *, framework: str, workers: int, threads: int, epochs: int, batch_size: int
 ) -> dict:
     """One run of the real trainer through the local launcher, as the scaling benchmarks time it
-    (learning rate 0.003, no restarts; model and logs under ``out``): its metrics."""
+    (learning rate 0.003, no restarts; model and logs under ``out``): the training step's metrics,
+    the trainer's whole-run figures (its report, ``report.<name>``) under their own names."""
     from kfstack.pipelines.steps import train_locally
     from kfstack.training.settings import TrainingSettings
 
@@ -53,4 +54,7 @@ def train_layout(
         logs_uri=os.path.join(out, "logs"),
         threads_per_worker=threads,
     )
-    return metrics
+    return {
+        **metrics,
+        **{k.removeprefix("report."): v for k, v in metrics.items() if k.startswith("report.")},
+    }

@@ -109,7 +109,7 @@ def main(argv: list[str] | None = None) -> None:
         "precision": "mixed_bfloat16",
         "batch_size": args.batch_size,
         "trainer_device": trained["device"],
-        "real_input_samples_per_second_all_epochs": round(real["samples_per_second"]),
+        "real_input_samples_per_second_all_epochs": round(real["report.samples_per_second"]),
         "real_input_samples_per_second_after_first_epoch": round(steady),
         "synthetic_on_gpu_samples_per_second": round(synthetic),
         "ratio_real_to_synthetic": round(ratio, 3),

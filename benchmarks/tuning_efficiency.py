@@ -38,8 +38,9 @@ COMPARED = ("tpe+medianstop", "random")
 
 def tune(features: str, trials_dir: str, algorithm: str, early_stopping: str, seed: int, budget: dict):
     """One arm, one seed: the tuning step's embedded run (its ``StageResult``)."""
-    from kfstack.components.tuning.tune_model.stage import STAGE
+    from kfstack.components.tuning.hyperparameter_tuning.stage import STAGE
     from kfstack.pipelines import rendering
+    from kfstack.pipelines.steps import TRAINING_CODE
 
     arguments = rendering.run_parameters(
         "flights-training",
@@ -51,7 +52,14 @@ def tune(features: str, trials_dir: str, algorithm: str, early_stopping: str, se
             **budget,
         },
     )
-    arguments.update(platform="local", features=features, tuning_trials=trials_dir)
+    hyperparameters = {name: arguments[name] for name in TRAINING_CODE["hyperparameter_types"]}
+    arguments.update(
+        TRAINING_CODE,
+        hyperparameters=hyperparameters,
+        platform="local",
+        data=features,
+        tuning_trials=trials_dir,
+    )
     preferred = STAGE.variants(STAGE.settings(arguments))[0]  # what the embedded platform runs
     return STAGE.run_local(preferred.settings)
 
@@ -126,7 +134,7 @@ def run(features_uri: str | None, seeds: list[int], arms: list[str], budget: dic
 
 def trials_of(trials_dir: str) -> list[dict]:
     """The run's trials in the order they were created, from its journal."""
-    from kfstack.components.tuning.tune_model.stage import STATE_DIR
+    from kfstack.components.tuning.hyperparameter_tuning.stage import STATE_DIR
     from kfstack.tuning.local_tuner import JOURNAL_FILE
 
     with open(os.path.join(trials_dir, STATE_DIR, JOURNAL_FILE), encoding="utf-8") as f:
