@@ -1,8 +1,14 @@
-"""Training settings and the trainer's contract: hyperparameters, topology, argv, file names.
+"""Training settings: the job topology of any training code, and the flights trainers' contract.
 
-:class:`TrainingSettings` is validated once, where it is built: from component arguments (the
-training step), from the trainer's own argv (:func:`parse_trainer_args`, the pod's edge) or
-from a Katib trial template (fields holding a :class:`~kfstack.settings.Placeholder`).
+:class:`JobTopology` is what the generic training step runs any code as (framework, replicas,
+restarts, TensorFlow topology, elastic bounds). The rest is the flights example's training code
+(:mod:`kfstack.flights.training`): its declaration (:data:`TRAINER_CODE`), which tuning settings
+default to, its hyperparameters (:class:`TrainingSettings`), its metric names and files. It
+stays here while the tuning spec takes its defaults from it; a team's code declares its own.
+
+Settings are validated once, where they are built: from pipeline arguments, from the trainer's
+own argv (:func:`parse_trainer_args`, the pod's edge) or from a Katib trial template (fields
+holding a :class:`~kfstack.settings.Placeholder`).
 """
 
 from __future__ import annotations
@@ -42,7 +48,6 @@ SECONDS_PER_EPOCH = "seconds_per_epoch"
 SAMPLES_PER_SECOND = "samples_per_second"
 SAMPLES_PER_SECOND_PER_REPLICA = "samples_per_second_per_replica"
 THROUGHPUT_METRICS = (SECONDS_PER_EPOCH, SAMPLES_PER_SECOND, SAMPLES_PER_SECOND_PER_REPLICA)
-REPORTED_METRICS = (*VALIDATION_METRICS, *THROUGHPUT_METRICS, "world_size")
 # What the training step adds when the run's node pool has a price (absent without one): the
 # job's pods' price per hour and the cost of an epoch's training seconds at it.
 PRICE_PER_HOUR = "price_per_hour"
@@ -107,8 +112,9 @@ class JobTopology(Settings):
 
 @dataclasses.dataclass(frozen=True)
 class TrainingSettings(JobTopology):
-    """What a train_model run is, whichever framework and platform runs it: its job's
-    topology (:class:`JobTopology`) and its trainers' hyperparameters.
+    """What a flights training run is, whichever framework and platform runs it: its job's
+    topology (:class:`JobTopology`) and the flights trainers' hyperparameters (as
+    :data:`TRAINER_CODE` declares them to the generic training step).
 
     Attributes:
         epochs: Passes over the training split (>= 1); a checkpoint after each.
@@ -133,28 +139,9 @@ class TrainingSettings(JobTopology):
             )
         return problems + super().check()
 
-    def trainer_argv(self, *, features_uri: str, model_uri: str, checkpoint_uri: str) -> list[str]:
-        """The trainer's command line (the same for local processes, pods and Katib trials)."""
-        return [
-            "--features-uri",
-            features_uri,
-            "--model-uri",
-            model_uri,
-            "--checkpoint-uri",
-            checkpoint_uri,
-            "--epochs",
-            str(self.epochs),
-            "--batch-size",
-            str(self.batch_size),
-            "--learning-rate",
-            str(self.learning_rate),
-            "--seed",
-            str(self.seed),
-        ]
-
 
 def parse_trainer_args(argv: list[str] | None, prog: str) -> argparse.Namespace:
-    """Parses :meth:`TrainingSettings.trainer_argv` in a trainer process.
+    """Parses the flights trainers' command line in a trainer process.
 
     The values are validated by :class:`TrainingSettings` itself, so the pod's edge applies the
     same rules as the training step. The namespace carries ``features_uri``, ``model_uri``,

@@ -205,6 +205,14 @@ class DistributedTrainingStage:
         else:
             hyperparameters = _dict(arguments, "hyperparameters")
         code.argv(hyperparameters)  # declared, typed, safe in a shell command
+        # Each value as its declared type (kfp.local hands an int inside a dict over as 64.0, a
+        # placeholder inside a dict constant as text): the lineage and metadata record them so.
+        hyperparameters = {
+            name: value
+            if isinstance(value, Placeholder)
+            else contracts.convert(name, code.hyperparameters[name], value)
+            for name, value in hyperparameters.items()
+        }
         topology = JobTopology.from_arguments(arguments)
         return DistributedTrainingSettings(
             code=code,
