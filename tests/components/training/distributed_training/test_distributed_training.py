@@ -230,7 +230,8 @@ def test_a_torch_function_trains_in_ddp_under_a_trainjob_env(team_code, tmp_path
     assert metrics["report.rows"] == 64 and metrics["world_size"] == 2 and metrics["restarts"] == 0
     assert metrics["job_cost"] > 0 and metrics["training_seconds"] > 0
     assert result.reference["launcher"] == "torchrun" and result.reference["training_api"] == "trainer-v2"
-    assert os.listdir(tmp_path / "model") == ["model.pt"]
+    # Rank 0's model, and the step's lineage record beside it.
+    assert sorted(os.listdir(tmp_path / "model")) == ["lineage.json", "model.pt"]
     logs = (tmp_path / "logs" / "attempt-1" / "rank-1.log").read_text()
     assert "world=2" in logs  # the second node really joined the group
 
