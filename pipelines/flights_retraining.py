@@ -15,8 +15,9 @@ the bundled data.
 from kfp import dsl
 
 from kfstack.components.data.data_window.component import data_window
-from kfstack.components.monitoring.check_drift.component import check_drift
+from kfstack.components.monitoring.data_drift.component import data_drift
 from kfstack.components.serving.predictor import DEFAULT_MODEL_NAME
+from kfstack.flights.feature_spec import DRIFT_PROFILE_FILE
 from kfstack.flights.features import CALENDAR_FEATURES
 from kfstack.flights.settings import (
     CanaryReplay,
@@ -148,8 +149,14 @@ def flights_retraining(
             reference_profile_uri=champion.outputs["profile_uri"],
         )
         steps.uncached(features)
+        # The generic drift check against the production model, on the profile the feature job
+        # computed over the whole window on the champion's edges.
         drift = steps.call(
-            check_drift, parameters, features=features.outputs["output"], champion=champion.outputs["model"]
+            data_drift,
+            parameters,
+            reference=champion.outputs["model"],
+            current=features.outputs["output"],
+            current_profile_file=DRIFT_PROFILE_FILE,
         )
         steps.on_cluster(drift, parameters, "drift-check")
         with dsl.If(drift.outputs["Output"] == True, name="drifted"):  # noqa: E712 (a KFP condition)

@@ -104,7 +104,7 @@ def test_render_of_the_retraining_pipeline_follows_its_branches(tmp_path):
     by_kind = {obj["kind"]: task for task in rendered for obj in task.objects}
     assert set(by_kind) == {"SparkApplication", "Experiment", "PyTorchJob", "InferenceService"}
     assert by_kind["SparkApplication"].when == ()
-    drifted = "inputs.parameter_values['pipelinechannel--check-drift-Output'] == true"
+    drifted = "inputs.parameter_values['pipelinechannel--data-drift-Output'] == true"
     assert by_kind["PyTorchJob"].when == (drifted,)
     assert by_kind["InferenceService"].when == (
         drifted,

@@ -257,7 +257,7 @@ def test_flights_retraining_task_graph(retraining):
         "data-window",
         "production-model",
         "spark-job",
-        "check-drift",
+        "data-drift",
         "condition-2",
     }
     # What changes between runs under the same arguments is never answered from KFP's cache:
@@ -282,7 +282,7 @@ def test_flights_retraining_task_graph(retraining):
     assert features["spark_application"]["runtimeValue"]["constant"] == "kfstack.spark_jobs.flights_features"
     # The drift check decides the training branch; the gate decides the deployment inside it.
     assert body["condition-2"]["triggerPolicy"]["condition"] == (
-        "inputs.parameter_values['pipelinechannel--check-drift-Output'] == true"
+        "inputs.parameter_values['pipelinechannel--data-drift-Output'] == true"
     )
     drifted = components["comp-condition-2"]["dag"]["tasks"]
     assert set(drifted) == {
@@ -301,7 +301,7 @@ def test_flights_retraining_task_graph(retraining):
     }
     # The new steps read production and artifacts on a cluster: the object store and namespace.
     executors = platform["platforms"]["kubernetes"]["deploymentSpec"]["executors"]
-    for step in ("production-model", "check-drift", "gate-model", "data-window"):
+    for step in ("production-model", "data-drift", "gate-model", "data-window"):
         assert executors[f"exec-{step}"]["secretAsEnv"][0]["optional"] is True, step
         assert executors[f"exec-{step}"]["fieldPathAsEnv"][0]["fieldPath"] == "metadata.namespace"
     defaults = spec["root"]["inputDefinitions"]["parameters"]

@@ -15,7 +15,7 @@ import shutil
 import pytest
 
 from kfstack.components.evaluation.gate_model import core as gate_core
-from kfstack.components.monitoring.check_drift.core import check_drift
+from kfstack.components.monitoring.data_drift.core import decide_retraining
 from kfstack.components.serving import predictor
 from kfstack.components.serving.production_model import core as production_core
 from kfstack.errors import InvalidParameterError
@@ -48,6 +48,21 @@ def gate_models(challenger: str, champion: str, features: str, rule: GateRule, t
         custom_predictor=predictor.MODEL_CLASS,
         request_format="records",
         threshold=threshold,
+    )
+
+
+def check_drift(features: str, champion: str, thresholds: DriftThresholds, force: bool):
+    """The generic drift step as the flights retraining pipeline runs it: against the
+    production-model artifact, on the feature job's profile of the window on its edges."""
+    return decide_retraining(
+        reference_uri=champion,
+        current_uri=features,
+        numeric=[],
+        categorical=[],
+        label="",
+        thresholds=thresholds,
+        force=force,
+        current_profile_file=DRIFT_PROFILE_FILE,
     )
 
 
@@ -125,6 +140,7 @@ def test_the_same_data_does_not_drift_unless_forced(registry, tmp_path, trained)
     assert not kept.retrain and kept.report is not None and not kept.report.drifted
     assert kept.metrics()["retrain"] == 0.0 and kept.metrics()["max_psi"] == 0.0
     assert "run-1 stays in production" in kept.markdown()
+    assert kept.summary()["champion_version"] == "run-1"
     forced = check_drift(new, champion, DriftThresholds(), force=True)
     assert forced.retrain and forced.summary()["forced"] is True
 
@@ -138,7 +154,7 @@ def test_a_drifted_profile_retrains_naming_what_drifted(registry, tmp_path, trai
     assert decision.retrain and "the label rate" in decision.reason
     assert decision.summary()["label_drifted"] is True
     # A window the feature job did not profile against this champion cannot be compared.
-    with pytest.raises(InvalidParameterError, match=r"no drift_profile\.json"):
+    with pytest.raises(InvalidParameterError, match=r"has no drift_profile\.json"):
         check_drift(trained["features"], champion, DriftThresholds(), force=False)
 
 
@@ -153,7 +169,7 @@ def test_a_production_model_of_another_kind_is_not_compared_and_the_challenger_t
     found = fetch_production_model("local", NAME, champion)
     assert found.found and not found.comparable and found.profile_uri(champion) == ""
     decision = check_drift(trained["features"], champion, DriftThresholds(), force=False)
-    assert decision.retrain and "not a model directory of this project" in decision.reason
+    assert decision.retrain and "carries no training profile to compare with" in decision.reason
     gate = gate_models(trained["model"], champion, trained["features"], GateRule(), 0.5)
     assert gate.decision == PASS and gate.champion is None and "cannot be scored here" in gate.reason
 

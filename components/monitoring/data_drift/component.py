@@ -1,6 +1,4 @@
-"""KFP component: drift of any Parquet dataset from a reference, by declared columns."""
-
-from typing import NamedTuple
+"""KFP component: has the data drifted from what production was trained on? Retrain or not."""
 
 from kfp import dsl
 from kfp.dsl import Artifact, Dataset, Input, Markdown, Metrics, Output
@@ -20,44 +18,58 @@ def data_drift(
     numeric_columns: list = [],  # noqa: B006
     categorical_columns: list = [],  # noqa: B006
     label_column: str = "",
+    current_profile_file: str = "",
     drift_max_psi: float = 0.2,
     drift_max_label_rate_shift: float = 0.05,
-    drift_ignore_columns: list = [],  # noqa: B006
-) -> NamedTuple("Drift", [("drifted", bool)]):
-    """Compares the current data with a reference: PSI per declared column, label rate shift.
+    drift_ignore_features: str = "",
+    force: bool = False,
+) -> bool:
+    """Compares the current data with what production was trained on: PSI per column, the label
+    rate shift; decides whether to retrain.
 
     Args:
-        reference: What the production model was trained on: a ``profile.json`` (a previous
-            ``current_profile``, kept with the model) or its Parquet data.
+        reference: What production was trained on: the ``production_model`` step's artifact
+            (nothing found, or a model without ``profile.json``: retrain without comparing), a
+            ``profile.json`` (a previous ``current_profile``, kept with the model) or its
+            Parquet data.
         current: The new data (Parquet).
-        drift_metrics: ``drifted``, ``max_psi``, ``label_rate_shift``, ``psi.<column>``.
-        drift_report: Markdown: every column's PSI and what decided.
-        current_profile: The current data's profile (``profile.json``, on its own edges): the
+        drift_metrics: ``retrain``, ``forced``, ``drifted``, ``max_psi``, ``label_rate_shift``,
+            ``psi.<column>`` (the last four when compared).
+        drift_report: Markdown: the decision, why, every column's PSI; its metadata is the run
+            summary's ``drift`` entry.
+        current_profile: The current data's profile on its own edges (``profile.json``): the
             reference of a model trained on it.
         numeric_columns: Columns profiled as numbers (10-bin histograms on the reference's edges).
         categorical_columns: Columns profiled as categories (their most frequent values' shares).
         label_column: The label (its mean is compared: a binary label's positive rate); empty: none.
+        current_profile_file: A profile the data step wrote beside the data on the reference's
+            edges (a Spark job profiling the whole window), used instead of profiling here; its
+            ``profile.json`` (own edges) becomes ``current_profile``. Empty: profile here.
         drift_max_psi: Drifted when a column's PSI exceeds it (0.2: a significant shift).
         drift_max_label_rate_shift: Drifted when the label rate moved by more (0-1).
-        drift_ignore_columns: Measured and reported, not deciding (a calendar column differs
-            between any two windows by construction).
+        drift_ignore_features: Comma-separated columns measured and reported, not deciding (a
+            calendar column differs between any two windows by construction).
+        force: Retrain even without drift.
 
     Returns:
-        ``drifted``: whether the current data drifted from the reference.
+        Whether to retrain: drifted, forced, or nothing comparable in production. (The one
+        output, so that a condition on it reads the same to a KFP backend and to kfp.local 2.17,
+        which resolves a condition only on a task's single output.)
     """
     from kfstack.components.monitoring.data_drift.core import check_and_publish
 
-    drifted = check_and_publish(
+    return check_and_publish(
         reference_uri=reference.path,
         current_uri=current.path,
         numeric=numeric_columns,
         categorical=categorical_columns,
         label=label_column,
+        current_profile_file=current_profile_file,
         max_psi=drift_max_psi,
         max_label_rate_shift=drift_max_label_rate_shift,
-        ignored=drift_ignore_columns,
+        ignored=drift_ignore_features,
+        force=force,
         metrics=drift_metrics,
-        report_path=drift_report.path,
+        report=drift_report,
         profile_dir=current_profile.path,
     )
-    return (drifted,)

@@ -1,15 +1,30 @@
-"""A dataset's drift from a reference: the reference's profile (or its data, profiled here) against
-the current data profiled on the reference's edges."""
+"""A dataset's drift from a reference, and whether to retrain.
+
+The reference is what production was trained on: a production-model artifact (``champion.json``
+saying what was found, and the model's ``profile.json`` when it carries one), a profile, or the
+data itself, profiled here. The current data is profiled here on the reference's histogram edges,
+or -- when its data step profiled it already (a Spark job over the whole window) -- read from
+the profile that step wrote on those edges (``current_profile_file``).
+"""
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 from collections.abc import Sequence
 from typing import Any
 
-from kfstack.monitoring.drift import DriftReport, DriftThresholds, compare_profiles
+from kfstack.errors import InvalidParameterError
+from kfstack.monitoring.decision import DriftDecision, decide, nothing_to_compare
+from kfstack.monitoring.drift import DriftReport, DriftThresholds, compare_profiles, feature_names
 from kfstack.monitoring.profiling import PROFILE_FILE, profile_dataset, write_profile
+from kfstack.serving.production import RECORD_FILE, read_found
+
+
+def _load(path: str) -> dict[str, Any]:
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
 
 
 def reference_profile(
@@ -19,9 +34,34 @@ def reference_profile(
     with the production model), else its Parquet data profiled here."""
     path = os.path.join(uri, PROFILE_FILE)
     if os.path.isfile(path):
-        with open(path, encoding="utf-8") as f:
-            return json.load(f)
+        return _load(path)
     return profile_dataset(uri, numeric, categorical, label)
+
+
+def current_profile(
+    uri: str,
+    reference: dict[str, Any],
+    numeric: Sequence[str],
+    categorical: Sequence[str],
+    label: str,
+    profile_file: str = "",
+) -> dict[str, Any]:
+    """The current data on the reference's edges: the data step's ``profile_file`` when named,
+    else its Parquet data profiled here.
+
+    Raises:
+        InvalidParameterError: The named profile is not there (the data step ran without the
+            reference).
+    """
+    if not profile_file:
+        return profile_dataset(uri, numeric, categorical, label, reference=reference)
+    path = os.path.join(uri, profile_file)
+    if not os.path.isfile(path):
+        raise InvalidParameterError(
+            f"current_profile_file: {uri} has no {profile_file}: its data step did not profile it on "
+            f"the reference's edges (give the step the reference's profile)"
+        )
+    return _load(path)
 
 
 def check_drift(
@@ -32,16 +72,54 @@ def check_drift(
     categorical: Sequence[str],
     label: str,
     thresholds: DriftThresholds,
+    current_profile_file: str = "",
 ) -> tuple[DriftReport, dict[str, Any]]:
     """The drift report and the current data's profile on the reference's edges.
 
     Raises:
-        InvalidParameterError: A declared column is missing, thresholds out of range, or an
-            ignored column neither profile has.
+        InvalidParameterError: A declared column is missing, thresholds out of range, an ignored
+            column neither profile has, or a named current profile is absent.
     """
     reference = reference_profile(reference_uri, numeric, categorical, label)
-    current = profile_dataset(current_uri, numeric, categorical, label, reference=reference)
+    current = current_profile(current_uri, reference, numeric, categorical, label, current_profile_file)
     return compare_profiles(reference, current, thresholds), current
+
+
+def decide_retraining(
+    *,
+    reference_uri: str,
+    current_uri: str,
+    numeric: Sequence[str],
+    categorical: Sequence[str],
+    label: str,
+    thresholds: DriftThresholds,
+    force: bool,
+    current_profile_file: str = "",
+) -> DriftDecision:
+    """Whether to retrain on the current data (module docstring): a production-model reference
+    that found nothing, or a model without a training profile, retrains without a comparison."""
+    reference = ""
+    if os.path.isfile(os.path.join(reference_uri, RECORD_FILE)):
+        found = read_found(reference_uri)
+        if not found.found:
+            return nothing_to_compare("nothing in production: the first model is trained", force)
+        if not found.comparable:
+            reason = (
+                f"{found.version} in production carries no training profile to compare with: a "
+                f"model is trained, and the canary compares the two live"
+            )
+            return nothing_to_compare(reason, force, found.version)
+        reference = found.version
+    report, _ = check_drift(
+        reference_uri=reference_uri,
+        current_uri=current_uri,
+        numeric=numeric,
+        categorical=categorical,
+        label=label,
+        thresholds=thresholds,
+        current_profile_file=current_profile_file,
+    )
+    return decide(report, force, reference)
 
 
 def check_and_publish(
@@ -51,31 +129,38 @@ def check_and_publish(
     numeric: Sequence[str],
     categorical: Sequence[str],
     label: str,
+    current_profile_file: str,
     max_psi: float,
     max_label_rate_shift: float,
-    ignored: Sequence[str],
+    ignored: str,
+    force: bool,
     metrics: Any,
-    report_path: str,
+    report: Any,
     profile_dir: str,
 ) -> bool:
-    """The component's whole work: the report on the UI's artifacts, and the current data's own
-    profile (on its own edges: the reference of a model trained on it). Returns ``drifted``."""
-    thresholds = DriftThresholds(max_psi, max_label_rate_shift, tuple(ignored))
-    report, _ = check_drift(
+    """The component's whole work: the decision on the UI's artifacts (the report's metadata is
+    the run summary's ``drift`` entry), and the current data's own profile (on its own edges:
+    the reference of a model trained on it). Returns ``retrain``."""
+    thresholds = DriftThresholds(max_psi, max_label_rate_shift, feature_names(ignored))
+    decision = decide_retraining(
         reference_uri=reference_uri,
         current_uri=current_uri,
         numeric=numeric,
         categorical=categorical,
         label=label,
         thresholds=thresholds,
+        force=force,
+        current_profile_file=current_profile_file,
     )
-    metrics.log_metric("drifted", float(report.drifted))
-    metrics.log_metric("max_psi", report.max_psi)
-    if report.label_rate_shift is not None:
-        metrics.log_metric("label_rate_shift", report.label_rate_shift)
-    for name, value in sorted(report.psi.items()):
-        metrics.log_metric(f"psi.{name}", value)
-    with open(report_path, "w", encoding="utf-8") as f:
-        f.write(report.markdown())
-    write_profile(profile_dataset(current_uri, numeric, categorical, label), profile_dir)
-    return report.drifted
+    os.makedirs(profile_dir, exist_ok=True)
+    for name, value in decision.metrics().items():
+        metrics.log_metric(name, value)
+    report.metadata.update(decision.summary())
+    with open(report.path, "w", encoding="utf-8") as f:
+        f.write(decision.markdown())
+    own = os.path.join(current_uri, PROFILE_FILE)
+    if current_profile_file and os.path.isfile(own):
+        shutil.copy(own, os.path.join(profile_dir, PROFILE_FILE))  # the data step's, on its own edges
+    elif numeric or categorical:
+        write_profile(profile_dataset(current_uri, numeric, categorical, label), profile_dir)
+    return decision.retrain

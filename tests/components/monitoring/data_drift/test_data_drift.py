@@ -10,10 +10,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from kfstack.components.monitoring.data_drift.core import check_drift
+from kfstack.components.monitoring.data_drift.core import check_drift, decide_retraining
 from kfstack.errors import InvalidParameterError
 from kfstack.monitoring.drift import DriftThresholds
 from kfstack.monitoring.profiling import profile_dataset, write_profile
+from kfstack.serving.production import RECORD_FILE, FoundModel
 from tests.kfp_local import run_pipeline
 
 
@@ -91,6 +92,71 @@ def test_a_reference_profile_is_used_as_it_is(tmp_path):
     )
 
 
+def decide(reference, current, force=False, **overrides):
+    arguments = {
+        "reference_uri": str(reference),
+        "current_uri": str(current),
+        "numeric": ["amount"],
+        "categorical": ["colour"],
+        "label": "label",
+        "thresholds": DriftThresholds(),
+        "force": force,
+        **overrides,
+    }
+    return decide_retraining(**arguments)
+
+
+def production_model(directory, found: FoundModel, profile: dict | None = None) -> str:
+    """A production_model step's artifact: what it found, and the model's training profile."""
+    directory.mkdir()
+    (directory / RECORD_FILE).write_text(json.dumps(found.metadata()))
+    if profile is not None:
+        write_profile(profile, str(directory))
+    return str(directory)
+
+
+def test_against_production_the_decision_names_its_version_and_force_retrains(tmp_path):
+    reference = profile_dataset(write(tmp_path / "old.parquet", 2000, 0), ["amount"], ["colour"], "label")
+    champion = production_model(tmp_path / "champion", FoundModel(True, "run-1", comparable=True), reference)
+    same = write(tmp_path / "same.parquet", 2000, 2)
+    kept = decide(champion, same)
+    assert not kept.retrain and "run-1 stays in production" in kept.reason
+    assert kept.metrics()["retrain"] == 0.0 and kept.summary()["champion_version"] == "run-1"
+    forced = decide(champion, same, force=True)
+    assert forced.retrain and forced.summary()["forced"] is True and "force=true" in forced.reason
+    moved = decide(champion, write(tmp_path / "moved.parquet", 2000, 2, shift=3.0))
+    assert moved.retrain and "drifted from run-1's training data: amount" in moved.reason
+
+
+def test_nothing_comparable_in_production_retrains_without_comparing(tmp_path):
+    current = write(tmp_path / "new.parquet", 500, 1)
+    nothing = production_model(tmp_path / "nothing", FoundModel(False))
+    decision = decide(nothing, current)
+    assert decision.retrain and decision.report is None and "nothing in production" in decision.reason
+    other = production_model(tmp_path / "other", FoundModel(True, "handmade", comparable=False))
+    decision = decide(other, current)
+    assert decision.retrain and decision.report is None and "handmade" in decision.reason
+
+
+def test_a_profile_the_data_step_wrote_is_compared_instead_of_profiling_here(tmp_path):
+    reference = profile_dataset(write(tmp_path / "old.parquet", 2000, 0), ["amount"], ["colour"], "label")
+    write_profile(reference, str(tmp_path / "reference"))
+    # The data step profiled its data on the reference's edges itself (the flights Spark job does).
+    data = tmp_path / "data"
+    data.mkdir()
+    shifted = profile_dataset(
+        write(data / "part-0.parquet", 2000, 3, shift=3.0), ["amount"], [], "label", reference=reference
+    )
+    (data / "window_profile.json").write_text(json.dumps(shifted))
+    decision = decide(
+        tmp_path / "reference", data, numeric=[], categorical=[], current_profile_file="window_profile.json"
+    )
+    assert decision.retrain and decision.report is not None
+    assert decision.report.drifted_features == ["amount"] and decision.report.removed_features == ("colour",)
+    with pytest.raises(InvalidParameterError, match=r"has no absent\.json: its data step did not profile it"):
+        decide(tmp_path / "reference", data, current_profile_file="absent.json")
+
+
 @pytest.mark.parametrize(
     ("numeric", "categorical", "message"),
     [
@@ -130,4 +196,7 @@ def test_the_component_runs_under_kfp_local(tmp_path):
     step = run / "data-drift"
     assert json.loads((step / "current_profile" / "profile.json").read_text())["rows"] == 2000
     assert "amount" in (step / "drift_report").read_text()
-    assert json.loads((step / "executor_output.json").read_text())["parameterValues"]["drifted"] is True
+    outputs = json.loads((step / "executor_output.json").read_text())
+    assert outputs["parameterValues"]["Output"] is True  # retrain
+    report = outputs["artifacts"]["drift_report"]["artifacts"][0]["metadata"]
+    assert report["decision"] == "retrain" and report["drifted_features"] == ["amount"]
