@@ -31,7 +31,9 @@ ROLE_EXTRAS = {
     # The launcher builds InferenceServices with the kserve SDK's models, and registers promoted
     # models with the Model Registry client.
     "launcher": {"serve", "s3", "registry"},
-    "spark": {"spark", "s3"},
+    # kfstack's Spark image runs the examples' feature job too: it carries their data (the
+    # examples extra), which the spark extra no longer brings to a team's own install.
+    "spark": {"spark", "s3", "examples"},
     "torch-trainer": {"torch", "s3"},
     "tf-trainer": {"s3"},
     "predictor": {"serve", "s3"},
