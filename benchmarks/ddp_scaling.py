@@ -32,10 +32,10 @@ import tempfile
 from collections.abc import Iterator
 
 from benchmarks.common import machine_facts, train_layout, write_result
+from kfstack.flights.training.settings import METRICS_FILE
 from kfstack.kubernetes import node_pools
 from kfstack.training.settings import (
     COST_PER_EPOCH,
-    METRICS_FILE,
     PRICE_PER_HOUR,
     PYTORCH,
     SAMPLES_PER_SECOND_PER_REPLICA,

@@ -79,8 +79,8 @@ def main(argv: list[str] | None = None) -> None:
     if not torch.cuda.is_available():
         sys.exit("no CUDA device: this benchmark needs a GPU machine")
     from benchmarks.common import machine_facts, write_result
+    from kfstack.flights.training.settings import TrainingSettings
     from kfstack.pipelines.steps import train_locally
-    from kfstack.training.settings import TrainingSettings
 
     with tempfile.TemporaryDirectory(prefix="kfstack-gpu-") as tmp:
         real, _ = train_locally(

@@ -73,8 +73,8 @@ def main(argv: list[str] | None = None) -> None:
     if not gpus:
         sys.exit("no GPU visible to TensorFlow: this benchmark needs a GPU machine")
     from benchmarks.common import machine_facts, write_result
+    from kfstack.flights.training.settings import TrainingSettings
     from kfstack.pipelines.steps import train_locally
-    from kfstack.training.settings import TrainingSettings
 
     with tempfile.TemporaryDirectory(prefix="kfstack-gpu-tf-") as tmp:
         real, _ = train_locally(

@@ -123,8 +123,8 @@ def load(port: int, body: bytes, requests: int, concurrency: int) -> dict:
 
 def train_model(features_uri: str | None, tmp: str) -> str:
     from benchmarks.ddp_scaling import build_features
+    from kfstack.flights.training.settings import TrainingSettings
     from kfstack.pipelines.steps import train_locally
-    from kfstack.training.settings import TrainingSettings
 
     features = features_uri or build_features(tmp)
     model = os.path.join(tmp, "model")

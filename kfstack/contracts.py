@@ -213,11 +213,14 @@ class TrainingCode:
         metrics: The metric names the code prints as ``name=value`` lines (Katib's StdOut
             collector format); the last value of each becomes the step's Metrics and tuning
             may optimise any of them.
+        metric_ranges: Optional: metric -> (low, high), the values it can take (an AUC lies in
+            [0, 1]); a tuning goal outside them is refused before anything runs.
     """
 
     entry: str
     hyperparameters: Mapping[str, str] = dataclasses.field(default_factory=dict)
     metrics: tuple[str, ...] = ()
+    metric_ranges: Mapping[str, tuple[float, float]] = dataclasses.field(default_factory=dict)
 
     def __post_init__(self) -> None:
         module, colon, function = self.entry.partition(":") if isinstance(self.entry, str) else ("", "", "")
@@ -233,6 +236,11 @@ class TrainingCode:
                 )
         for metric in self.metrics:
             check_name("metric", metric)
+        undeclared = sorted(set(self.metric_ranges) - set(self.metrics))
+        if undeclared:
+            raise InvalidParameterError(
+                f"metric_ranges: {', '.join(undeclared)} not among the declared metrics"
+            )
         object.__setattr__(self, "metrics", tuple(self.metrics))
         object.__setattr__(self, "hyperparameters", dict(self.hyperparameters))
 

@@ -16,6 +16,7 @@ from kfstack.components.serving.predictor import DEFAULT_MODEL_NAME
 from kfstack.flights.settings import (
     CanaryReplay,
 )
+from kfstack.flights.training.settings import OBJECTIVE, SEARCH_SPACE, TrainingSettings
 from kfstack.kubernetes import inference_service
 from kfstack.kubernetes.placement import Placement, ServingPlacement, TrainingPlacement, TuningPlacement
 from kfstack.kubernetes.spark_application import SparkJobPlacement, SparkResources
@@ -24,7 +25,6 @@ from kfstack.pipelines.parameters import documented
 from kfstack.serving import model_registry
 from kfstack.serving.canary import CanaryThresholds
 from kfstack.spark_jobs.flights_features.config import FeatureJobConfig
-from kfstack.training.settings import TrainingSettings
 from kfstack.tuning.spec import TuningSettings
 
 PIPELINE_NAME = "flights-training"
@@ -76,8 +76,8 @@ def flights_training(
     tune: bool = TuningSettings.enabled,
     tuning_algorithm: str = TuningSettings.algorithm,
     tuning_algorithm_settings: str = TuningSettings.algorithm_settings,
-    tuning_search_space: str = TuningSettings.search_space,
-    tuning_objective: str = TuningSettings.objective,
+    tuning_search_space: str = SEARCH_SPACE,
+    tuning_objective: str = OBJECTIVE,
     tuning_direction: str = TuningSettings.direction,
     tuning_goal: float = TuningSettings.goal,
     tuning_require_goal: bool = TuningSettings.require_goal,

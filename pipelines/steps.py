@@ -30,6 +30,7 @@ from kfstack.flights.feature_spec import HOLDOUT_FILE, LABEL_COLUMN, PROFILE_FIL
 from kfstack.flights.features import CATEGORICAL_FEATURES, CLASS_NAMES, NUMERIC_FEATURES
 from kfstack.flights.scoring import MODEL_DIR_FILES
 from kfstack.flights.settings import CanaryReplay
+from kfstack.flights.training.settings import TRAINER_CODE, TrainingSettings
 from kfstack.kubernetes.training_apis import AUTO
 from kfstack.monitoring.drift import DriftThresholds, feature_names
 from kfstack.monitoring.gate import GateRule
@@ -46,7 +47,8 @@ from kfstack.pipelines.wiring import (
 )
 from kfstack.serving.model_registry import RegistryEndpoint
 from kfstack.spark_jobs.flights_features.config import SPARK_CONF, FeatureJobConfig, pipeline_arguments
-from kfstack.training.settings import TRAINER_CODE, JobTopology, TrainingSettings
+from kfstack.training.settings import JobTopology
+from kfstack.tuning.spec import TuningSettings
 
 __all__ = [
     "JSON_PARAMETERS",
@@ -249,6 +251,10 @@ def check_run(parameters: Mapping[str, Any]) -> None:
     # The trainers' hyperparameters and job shape (batch_size >= workers: the global batch is
     # split over the replicas), which the generic step checks only for type and shell safety.
     TrainingSettings.from_arguments(parameters)
+    if "tuning_search_space" in parameters and "tuning_objective" in parameters:
+        # The tuning spec against the trainers' declaration with their metrics' ranges (an AUC
+        # goal above 1 is refused), which the generic step's declaration does not carry.
+        TuningSettings.from_arguments(parameters, code=TRAINER_CODE)
     num_shards, workers = parameters.get("num_shards"), parameters.get("workers")
     url = parameters.get("model_registry_url")
     if isinstance(url, str) and url.strip():

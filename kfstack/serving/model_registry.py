@@ -34,7 +34,6 @@ from kfstack.errors import InvalidParameterError, PlatformNotAvailableError, Run
 from kfstack.lineage import Lineage
 from kfstack.serving.canary import PROMOTE, ROLLBACK
 from kfstack.serving.rollout import FIRST, SKIPPED, UNCHANGED
-from kfstack.training.settings import MODEL_FILE
 
 T = TypeVar("T")
 
@@ -56,7 +55,7 @@ DEFAULT_AUTHOR = "kfstack"
 # with. Its format is ONNX, versioned by the opset its graph imports: the exporter chooses it
 # (torch's and tf2onnx's need not agree), so it is read from the file (:func:`onnx_opset`).
 MODEL_FORMAT_NAME = "onnx"
-ONNX_FILE = MODEL_FILE
+ONNX_FILE = "model.onnx"
 # Provenance fields the registry's UI links back to a pipeline run with (Open Data Hub's
 # convention for models registered from Kubeflow Pipelines).
 SOURCE_KIND = "kfp"

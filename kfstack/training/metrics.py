@@ -8,8 +8,6 @@ from typing import Any
 
 import numpy as np
 
-from kfstack.training.settings import THROUGHPUT_METRICS, VALIDATION_METRICS
-
 EPSILON = 1e-7
 
 UNDEFINED = "undefined"
@@ -123,14 +121,11 @@ def roc_curve(
     )
 
 
-def katib_line(epoch: int, scores: dict[str, float]) -> str:
-    """The Katib StdOut collector's format: ``name=value`` pairs (Katib v0.19 regex), e.g.
-    ``epoch=3 val_auc=0.7120 val_log_loss=0.5100 val_accuracy=0.7800 seconds_per_epoch=1.2000
-    samples_per_second=9000.0000 samples_per_second_per_replica=4500.0000`` (one line): the
-    :data:`~kfstack.training.settings.VALIDATION_METRICS`, the vocabulary of every report and of
-    tuning objectives, then the epoch's :data:`~kfstack.training.settings.THROUGHPUT_METRICS`."""
-    names = (*VALIDATION_METRICS, *THROUGHPUT_METRICS)
-    return " ".join([f"epoch={epoch}", *(f"{name}={scores[name]:.4f}" for name in names)])
+def katib_line(epoch: int, values: Mapping[str, float]) -> str:
+    """One line in the Katib StdOut collector's format: ``name=value`` pairs (Katib v0.19's
+    regex), the epoch first, then ``values`` in their order, e.g. ``epoch=3 val_auc=0.7120
+    seconds_per_epoch=1.2000`` (Katib's metric names allow letters, digits, ``_`` and ``-``)."""
+    return " ".join([f"epoch={epoch}", *(f"{name}={value:.4f}" for name, value in values.items())])
 
 
 def numeric_report(result: Mapping[str, Any]) -> dict[str, float]:

@@ -40,7 +40,6 @@ from typing import Any
 from kfstack import contracts
 from kfstack.contracts import TrainingCode
 from kfstack.settings import Settings, setting
-from kfstack.training.settings import METRIC_RANGES, TRAINER_CODE, VAL_AUC
 
 DOUBLE, INT, CATEGORICAL, DISCRETE = "double", "int", "categorical", "discrete"
 PARAMETER_TYPES = (DOUBLE, INT, CATEGORICAL, DISCRETE)
@@ -127,13 +126,6 @@ ALGORITHMS = tuple(ALGORITHM_SETTINGS)
 # growing resource) have no faithful Optuna counterpart and run on Katib only.
 EMBEDDED_ALGORITHMS = ("random", "tpe", "multivariate-tpe", "cmaes", "grid", "sobol")
 
-DEFAULT_SEARCH_SPACE = json.dumps(
-    {
-        "learning_rate": {"type": DOUBLE, "min": 0.0003, "max": 0.03, "scale": LOG},
-        "batch_size": {"type": DISCRETE, "values": [512, 1024, 2048]},
-    }
-)
-
 
 @dataclasses.dataclass(frozen=True)
 class SearchParameter:
@@ -185,7 +177,7 @@ def _number(value: Any) -> float | None:
 
 
 def parse_search_space(
-    text: str, code: TrainingCode = TRAINER_CODE, parameter: str = "tuning_search_space"
+    text: str, code: TrainingCode, parameter: str = "tuning_search_space"
 ) -> tuple[SearchParameter, ...]:
     """The search space of a JSON string (see the module docstring).
 
@@ -307,15 +299,16 @@ class TuningSettings(Settings):
     """The tuning step: search space, objective, algorithm, early stopping and budget.
 
     Attributes:
+        code: The training code the trials run, as declared (its hyperparameters and metrics).
+        search_space: JSON search space over its hyperparameters (see the module docstring).
+        objective: The metric to optimise: one the code declares it prints.
         enabled: Tune before the final training; ``False`` trains with the pipeline's own
             hyperparameters.
         algorithm: Katib algorithm name (:data:`ALGORITHMS`).
         algorithm_settings: JSON object of the algorithm's settings, e.g. ``{"random_state": 7}``.
-        search_space: JSON search space (see the module docstring).
-        objective: The metric to optimise: one the trainer prints on its metric lines.
         direction: ``maximize`` or ``minimize``.
-        goal: Stop once the best trial reaches it; ``0`` = no goal (0 is never a useful goal for
-            the trainer's metrics: AUC and accuracy reach it by chance, log loss never).
+        goal: Stop once the best trial reaches it; ``0`` = no goal; outside the objective's
+            declared range (``code.metric_ranges``) it is refused.
         require_goal: Fail the step when the trials end without reaching ``goal``.
         metric_strategy: How a trial's reports of the objective become its value: ``min``,
             ``max``, ``latest``; empty: by direction (``max`` when maximising), Katib's default.
@@ -333,11 +326,14 @@ class TuningSettings(Settings):
 
     concern = "tuning settings"
 
+    # What the trials run: the hyperparameters a search space may set, the metrics an objective
+    # may name (the step's declaration of the team's code). No defaults: they are the code's.
+    code: TrainingCode
+    search_space: str = setting(parameter="tuning_search_space")
+    objective: str = setting(parameter="tuning_objective")
     enabled: bool = setting(True, parameter="tune")
     algorithm: str = setting("tpe", choices=ALGORITHMS, parameter="tuning_algorithm")
     algorithm_settings: str = setting("{}", parameter="tuning_algorithm_settings")
-    search_space: str = setting(DEFAULT_SEARCH_SPACE, parameter="tuning_search_space")
-    objective: str = setting(VAL_AUC, parameter="tuning_objective")
     direction: str = setting(MAXIMIZE, choices=DIRECTIONS, parameter="tuning_direction")
     goal: float = setting(0.0, parameter="tuning_goal")
     require_goal: bool = setting(False, parameter="tuning_require_goal")
@@ -350,9 +346,6 @@ class TuningSettings(Settings):
     max_trials: int = setting(12, ge=1, parameter="tuning_max_trials")
     max_failed_trials: int = setting(3, ge=0, parameter="tuning_max_failed_trials")
     resume_policy: str = setting(NEVER, choices=RESUME_POLICIES, parameter="tuning_resume_policy")
-    # What the trials run: the hyperparameters a search space may set, the metrics an objective
-    # may name (the flights example's trainers' by default).
-    code: TrainingCode = TRAINER_CODE
 
     def check(self) -> list[str]:
         problems = []
@@ -395,9 +388,9 @@ class TuningSettings(Settings):
             return (
                 ["tuning_require_goal=true needs a tuning_goal (0 means none)"] if self.require_goal else []
             )
-        if self.objective not in METRIC_RANGES:
-            return []  # a team's metric: any finite goal
-        low, high = METRIC_RANGES[self.objective]
+        if self.objective not in self.code.metric_ranges:
+            return []  # a metric of no declared range: any finite goal
+        low, high = self.code.metric_ranges[self.objective]
         reachable = low < self.goal <= high if self.direction == MAXIMIZE else low <= self.goal < high
         if reachable:
             return []

@@ -503,7 +503,7 @@ def test_describe_lists_every_parameter_from_the_compiled_interface(capsys):
     for parameter in parameters:
         assert f"  {parameter.name}  ({parameter.type}, default {parameter.default!r})" in out
     # Types and defaults as a user types them: integers are whole, descriptions are the docstring's.
-    from kfstack.training.settings import TrainingSettings
+    from kfstack.flights.training.settings import TrainingSettings
 
     assert f"  epochs  (int, default {TrainingSettings.epochs})" in out
     assert "  learning_rate  (float, default 0.003)" in out

@@ -22,6 +22,7 @@ from kubeflow_katib_api.models import V1beta1Experiment
 from kubernetes import client
 
 from kfstack.errors import CancelledError, InvalidParameterError, ResourceFailedError, ResourceTimeoutError
+from kfstack.flights.training.settings import OBJECTIVE, SEARCH_SPACE, TRAINER_CODE
 from kfstack.kubernetes import naming, resources
 from kfstack.kubernetes.katib_experiment import (
     RUN_PLACEHOLDER,
@@ -40,12 +41,20 @@ from kfstack.kubernetes.train_job import build_trainjob
 from kfstack.kubernetes.training_jobs import ElasticSettings, build_pytorchjob, build_tfjob
 from kfstack.pipeline_spec import artifact_placeholder, output_placeholder
 from kfstack.settings import katib_parameter
-from kfstack.training.settings import PARAMETER_SERVER, PYTORCH, TENSORFLOW, TRAINER_CODE
+from kfstack.training.settings import PARAMETER_SERVER, PYTORCH, TENSORFLOW
 from kfstack.tuning import metric_lines, trials
 from kfstack.tuning.spec import TuningSettings
 from tests.kubernetes.conftest import NAMESPACE, RUN_ID, training_request
 from tests.kubernetes.test_builders import validate_with_crds
 from tests.kubernetes.test_launcher import FakeClock, condition
+
+# The flights trainers' tuning, as the flights pipelines declare it.
+FLIGHTS_TUNING = {"code": TRAINER_CODE, "search_space": SEARCH_SPACE, "objective": OBJECTIVE}
+
+
+def tuning_settings(**overrides) -> TuningSettings:
+    return TuningSettings(**{**FLIGHTS_TUNING, **overrides})
+
 
 FIXTURES = pathlib.Path(__file__).parent / "fixtures" / "katib_experiment"
 PLURAL = "experiments"
@@ -91,7 +100,7 @@ def experiment_request(
     job: dict | None = None,
     **overrides,
 ) -> ExperimentRequest:
-    tuning = tuning or TuningSettings(goal=0.78, algorithm_settings='{"random_state": 7}')
+    tuning = tuning or tuning_settings(goal=0.78, algorithm_settings='{"random_state": 7}')
     fields = {
         "name": NAME,
         "labels": naming.run_labels(RUN_ID, TASK),
@@ -105,7 +114,7 @@ def experiment_request(
 
 
 def tfjob_case() -> ExperimentRequest:
-    tuning = TuningSettings(
+    tuning = tuning_settings(
         algorithm="bayesianoptimization",
         algorithm_settings='{"base_estimator": "GP", "n_initial_points": 4}',
         search_space=json.dumps(
@@ -128,7 +137,7 @@ def tfjob_case() -> ExperimentRequest:
 
 
 def trainjob_case() -> ExperimentRequest:
-    tuning = TuningSettings(
+    tuning = tuning_settings(
         algorithm="random",
         search_space=json.dumps(
             {
@@ -271,10 +280,10 @@ def test_no_goal_no_early_stopping_and_ranges_katib_parses():
 def test_metric_strategies_cover_the_objective_and_every_additional_metric():
     # Stated for every metric, so Katib's defaulting (the objective's direction for all of them,
     # e.g. a trial's *lowest* AUC when minimising log loss) never applies.
-    tuning = TuningSettings(objective="val_log_loss", direction="minimize")
+    tuning = tuning_settings(objective="val_log_loss", direction="minimize")
     assert tuning.metric_strategies == {"val_log_loss": "min", "val_auc": "latest", "val_accuracy": "latest"}
     strategies = build_experiment(experiment_request())["spec"]["objective"]["metricStrategies"]
-    assert {s["name"]: s["value"] for s in strategies} == TuningSettings().metric_strategies
+    assert {s["name"]: s["value"] for s in strategies} == tuning_settings().metric_strategies
 
 
 @pytest.mark.parametrize(
@@ -296,7 +305,7 @@ def test_metric_strategies_cover_the_objective_and_every_additional_metric():
     ],
 )
 def test_the_primary_command_line_of_each_kind(kind, overrides, where):
-    job = trial_job(kind, TuningSettings(), **overrides)
+    job = trial_job(kind, tuning_settings(), **overrides)
     found, command = primary_command_line(job, kind)
     assert found == where
     assert command[:2] in (["python", "-m"], ["torchrun", "-m"])
@@ -308,7 +317,7 @@ def test_the_primary_command_line_of_each_kind(kind, overrides, where):
 
 
 def with_extra_args(*extra: str, kind=resources.PYTORCHJOB) -> dict:
-    tuning = TuningSettings()
+    tuning = tuning_settings()
     args = TRAINER_CODE.argv(
         {"batch_size": katib_parameter("batch_size"), "learning_rate": katib_parameter("learning_rate")}
     )
@@ -363,7 +372,7 @@ def test_a_placeholder_no_trial_parameter_declares_is_refused():
 
 
 def test_a_trial_parameter_the_job_never_uses_is_refused():
-    tuning = TuningSettings()
+    tuning = tuning_settings()
     extra = TrialParameterRef("namespace", "the trial's namespace", "${trialSpec.Namespace}")
     request = experiment_request(tuning=tuning, trial_parameters=(*trial_parameters(tuning), extra))
     with pytest.raises(
@@ -373,7 +382,7 @@ def test_a_trial_parameter_the_job_never_uses_is_refused():
 
 
 def test_a_tuned_parameter_no_trial_parameter_takes_is_refused():
-    tuning = TuningSettings()
+    tuning = tuning_settings()
     (learning_rate, batch_size, name) = trial_parameters(tuning)
     request = experiment_request(
         tuning=tuning,
@@ -395,7 +404,7 @@ def test_a_tuned_parameter_no_trial_parameter_takes_is_refused():
         ({"trial_kind": resources.SPARK_APPLICATION}, "SparkApplication cannot run Katib trials"),
         (
             {
-                "tuning": TuningSettings(
+                "tuning": tuning_settings(
                     max_trials=4, parallel_trials=2, min_trials_required=2, max_failed_trials=5
                 )
             },
@@ -652,7 +661,7 @@ def test_succeeded_then_its_trials_and_best_are_read_back(fake_api):
 
 
 def test_a_trial_record_takes_latest_where_the_extreme_is_unavailable_and_no_outcome_is_running(fake_api):
-    tuning = TuningSettings(objective="val_log_loss", direction="minimize")
+    tuning = tuning_settings(objective="val_log_loss", direction="minimize")
     running = katib_trial(f"{NAME}-r1", "2025-01-01T10:00:00Z", trials.RUNNING, {"batch_size": "512"})
     no_metrics = katib_trial(
         f"{NAME}-m1",

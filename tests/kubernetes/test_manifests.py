@@ -16,10 +16,10 @@ from kubernetes import client
 
 from kfstack import images
 from kfstack.components.serving import predictor
+from kfstack.flights.training.settings import TrainingSettings
 from kfstack.kubernetes import inference_service, node_pools, resources
 from kfstack.kubernetes.resources import TRAINJOB_NODE
 from kfstack.kubernetes.training_jobs import TrainingJobRequest
-from kfstack.training.settings import TrainingSettings
 from tests.conftest import REPO_ROOT, SHARED_DIR
 
 MANIFESTS = REPO_ROOT / "manifests"

@@ -229,8 +229,8 @@ def test_parse_params_types_values_from_the_pipeline_signature():
 
 
 def test_defaults_live_once_in_the_settings_classes(flights_spec):
+    from kfstack.flights.training.settings import TrainingSettings
     from kfstack.kubernetes.placement import TrainingPlacement
-    from kfstack.training.settings import TrainingSettings
 
     params = flights_spec["root"]["inputDefinitions"]["parameters"]
     assert params["epochs"]["defaultValue"] == TrainingSettings.epochs

@@ -13,11 +13,11 @@ from kfstack.components.serving.predictor import DEFAULT_MODEL_NAME, MODULE, com
 from kfstack.evaluation.scoring import RECORDS, read_labelled
 from kfstack.flights.feature_spec import HOLDOUT_FILE, LABEL_COLUMN
 from kfstack.flights.scoring import REQUEST_SCHEMA, check_flights
+from kfstack.flights.training.settings import TrainingSettings
 from kfstack.pipelines.steps import train_locally
 from kfstack.serving import local_services
 from kfstack.serving.rollout import Holdout
 from kfstack.spark_jobs.flights_features.job import FeatureJobConfig, run_feature_job
-from kfstack.training.settings import TrainingSettings
 from tests.spark_jobs.conftest import write_input_dir
 
 PREDICTOR_MODULE = MODULE

@@ -21,12 +21,12 @@ from kfstack.components.serving.production_model import core as production_core
 from kfstack.errors import InvalidParameterError
 from kfstack.flights.feature_spec import DRIFT_PROFILE_FILE, HOLDOUT_FILE, LABEL_COLUMN, PROFILE_FILE
 from kfstack.flights.scoring import MODEL_DIR_FILES
+from kfstack.flights.training.settings import TrainingSettings
 from kfstack.monitoring.drift import DriftThresholds
 from kfstack.monitoring.gate import KEEP, PASS, GateRule
 from kfstack.pipelines.steps import train_locally
 from kfstack.serving.production import ProductionModel, copy_model, read_found
 from kfstack.serving.registry import REGISTRY_DIR_ENV, LocalRegistry
-from kfstack.training.settings import TrainingSettings
 
 NAME = "flights-delay"
 # What the flights pipelines compare a production model by: what its predictor loads, and the

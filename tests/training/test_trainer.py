@@ -20,13 +20,13 @@ from kfstack.flights.training.pytorch_model import (
     DelayProbability,
     ModelConfig,
 )
+from kfstack.flights.training.settings import TrainingSettings
 from kfstack.kubernetes import node_pools
 from kfstack.kubernetes.training_apis import TRAINER_V2
 from kfstack.lineage import Lineage
 from kfstack.pipelines.steps import TRAINING_CODE, train_locally
 from kfstack.training import checkpoints
 from kfstack.training.env_contract import trainjob_env
-from kfstack.training.settings import TrainingSettings
 from kfstack.training.shards import list_shards, read_shards
 from kfstack.version import __version__, pipeline_version
 

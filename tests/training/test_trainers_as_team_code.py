@@ -13,7 +13,7 @@ import pytest
 from kfstack.components.training.distributed_training.stage import STAGE
 from kfstack.errors import InvalidParameterError
 from kfstack.flights.feature_spec import FEATURE_SPEC_FILE
-from kfstack.training.settings import METRICS_FILE, MODEL_FILE, VALIDATION_METRICS, parse_trainer_args
+from kfstack.flights.training.settings import METRICS_FILE, MODEL_FILE, VALIDATION_METRICS, parse_trainer_args
 
 # The PyTorch trainer as a team would declare it to the generic step.
 FLIGHTS_TRAINER = {

@@ -11,6 +11,7 @@ import threading
 import pytest
 
 from kfstack.errors import InvalidParameterError, TrainingFailedError, TuningFailedError
+from kfstack.flights.training.settings import OBJECTIVE, TRAINER_CODE
 from kfstack.tuning.local_tuner import JOURNAL_FILE, LocalTuner, TrialRun, parallel_cap
 from kfstack.tuning.spec import TuningSettings
 from kfstack.tuning.trials import EARLY_STOPPED, FAILED, KILLED, SUCCEEDED
@@ -47,6 +48,8 @@ def by_trial_number(number: float, epoch: int) -> float:
 
 def spec(**overrides) -> TuningSettings:
     values = {
+        "code": TRAINER_CODE,
+        "objective": OBJECTIVE,
         "algorithm": "random",
         "algorithm_settings": '{"random_state": 3}',
         "search_space": json.dumps(

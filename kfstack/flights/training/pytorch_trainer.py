@@ -50,10 +50,10 @@ from kfstack.flights.training.pytorch_model import (
     DelayProbability,
     ModelConfig,
 )
+from kfstack.flights.training.settings import METRICS_FILE, MODEL_FILE, metric_line, parse_trainer_args
 from kfstack.training import checkpoints, metrics, shards
 from kfstack.training.env_contract import DistributedEnv
-from kfstack.training.metrics import katib_line, numeric_report
-from kfstack.training.settings import METRICS_FILE, MODEL_FILE, parse_trainer_args
+from kfstack.training.metrics import numeric_report
 from kfstack.training.termination import termination_message_on_failure
 from kfstack.training.throughput import throughput
 
@@ -278,7 +278,7 @@ def train(args: argparse.Namespace) -> dict[str, Any] | None:
             )
             history.append({"epoch": epoch, **scores})
             epoch_throughput = throughput(epoch_seconds, epoch_samples, epochs=1, replicas=env.world_size)
-            print(katib_line(epoch, {**scores, **epoch_throughput}), flush=True)
+            print(metric_line(epoch, {**scores, **epoch_throughput}), flush=True)
             progress.report("epoch", epoch, args.epochs)
             state = {
                 "model": classifier.state_dict(),

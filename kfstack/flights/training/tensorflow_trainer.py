@@ -47,9 +47,9 @@ from kfstack import contracts, progress
 from kfstack.errors import InvalidParameterError, TrainingFailedError
 from kfstack.flights.feature_spec import FeatureSpec, copy_model_feature_files
 from kfstack.flights.training.architecture import ONNX_INPUTS, ModelConfig
+from kfstack.flights.training.settings import METRICS_FILE, MODEL_FILE, metric_line, parse_trainer_args
 from kfstack.training import checkpoints, metrics, shards
-from kfstack.training.metrics import katib_line, numeric_report
-from kfstack.training.settings import METRICS_FILE, MODEL_FILE, parse_trainer_args
+from kfstack.training.metrics import numeric_report
 from kfstack.training.termination import termination_message_on_failure
 from kfstack.training.tf_config import PS, WORKER, TFTask
 from kfstack.training.throughput import throughput
@@ -172,7 +172,7 @@ class Trainer:
         }
         self.history.append({"epoch": epoch, **scores})
         epoch_throughput = throughput(epoch_seconds, epoch_samples, epochs=1, replicas=self.task.num_workers)
-        print(katib_line(epoch, {**scores, **epoch_throughput}), flush=True)
+        print(metric_line(epoch, {**scores, **epoch_throughput}), flush=True)
         progress.report("epoch", epoch, self.args.epochs)
         self.save(epoch)
 

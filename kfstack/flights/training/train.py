@@ -5,7 +5,7 @@
 
 The pipeline's ``framework`` decides the job (a TrainJob or PyTorchJob, or a TFJob) and reaches
 the code as a hyperparameter of the same name, which picks the trainer here; every other
-argument is the trainer's own (:func:`kfstack.training.settings.parse_trainer_args`). Its
+argument is the trainer's own (:func:`kfstack.flights.training.settings.parse_trainer_args`). Its
 locations come from the contract's environment (``KFSTACK_INPUT_URI``...).
 """
 
