@@ -6,6 +6,7 @@ import json
 import pytest
 
 from kfstack.components.training.distributed_training.stage import STAGE, local_price_per_hour
+from kfstack.flights.training.settings import metric_line
 from kfstack.kubernetes import node_pools
 from kfstack.pipelines.steps import TRAINING_CODE
 from kfstack.training.entrypoint import RESULT_FILE
@@ -47,9 +48,15 @@ def test_scaling_efficiency_is_throughput_over_n_times_one_replicas():
     assert scaling_efficiency(45_000.0, replicas=2, one_replica_samples_per_second=20_000.0) == 1.125
 
 
-def test_the_katib_line_keeps_the_validation_metrics_first_then_the_epochs_throughput():
+def test_the_katib_line_prints_the_epoch_then_every_value_in_order():
+    assert katib_line(3, {"val_loss": 0.25, "seconds_per_epoch": 1.2}) == (
+        "epoch=3 val_loss=0.2500 seconds_per_epoch=1.2000"
+    )
+
+
+def test_the_flights_line_keeps_the_validation_metrics_first_then_the_epochs_throughput():
     scores = {"val_auc": 0.712, "val_log_loss": 0.51, "val_accuracy": 0.78, "val_rows": 100.0}
-    line = katib_line(3, {**scores, **throughput(1.2, 10_800, epochs=1, replicas=2)})
+    line = metric_line(3, {**scores, **throughput(1.2, 10_800, epochs=1, replicas=2)})
     assert line == (
         "epoch=3 val_auc=0.7120 val_log_loss=0.5100 val_accuracy=0.7800 seconds_per_epoch=1.2000 "
         "samples_per_second=9000.0000 samples_per_second_per_replica=4500.0000"
