@@ -225,7 +225,11 @@ def register(
     """The model that went into production (``first`` or ``promote``), registered in Kubeflow
     Model Registry with its lineage; nothing without ``model_registry_url``."""
     task = call(
-        register_model, parameters, model=training.outputs["model"], decision=deployment.outputs["decision"]
+        register_model,
+        parameters,
+        model=training.outputs["model"],
+        decision=deployment.outputs["decision"],
+        model_format="onnx",  # the flights predictor serves an ONNX graph (its opset is read from it)
     )
     return on_cluster(uncached(task), parameters, "model-registry")
 

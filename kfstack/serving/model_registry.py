@@ -25,11 +25,13 @@ import contextlib
 import dataclasses
 import json
 import math
+import os
 import urllib.parse
 import warnings
 from collections.abc import Coroutine, Iterator, Mapping
 from typing import Any, TypeVar
 
+from kfstack import contracts
 from kfstack.errors import InvalidParameterError, PlatformNotAvailableError, RunFailedError
 from kfstack.lineage import Lineage
 from kfstack.serving.canary import PROMOTE, ROLLBACK
@@ -51,10 +53,11 @@ DEFAULT_PORTS = {"http": 80, "https": 443}
 # Who a registration is by when model_registry_author is empty (and the pipelines' default).
 DEFAULT_AUTHOR = "kfstack"
 
-# The artifact is the model directory: model.onnx plus the feature spec and lookups it serves
-# with. Its format is ONNX, versioned by the opset its graph imports: the exporter chooses it
-# (torch's and tf2onnx's need not agree), so it is read from the file (:func:`onnx_opset`).
-MODEL_FORMAT_NAME = "onnx"
+# The artifact is the model directory, registered with its format (KServe's name for it: onnx,
+# sklearn, xgboost...). An ONNX model is versioned by the opset its graph imports: the exporter
+# chooses it (torch's and tf2onnx's need not agree), so it is read from the file
+# (:func:`onnx_opset`); another format's version is what the pipeline says, or none.
+ONNX = "onnx"
 ONNX_FILE = "model.onnx"
 # Provenance fields the registry's UI links back to a pipeline run with (Open Data Hub's
 # convention for models registered from Kubeflow Pipelines).
@@ -142,8 +145,8 @@ class ModelRegistration:
         name: The registered model (the InferenceService's name).
         version: The version's name: the model version (the run that trained it).
         uri: Where the model directory is, as KServe reads it (``s3://...``).
-        model_format_name: ``onnx``.
-        model_format_version: The ONNX opset of the graph.
+        model_format_name: The model's format (``onnx``, ``sklearn``...).
+        model_format_version: Its version (an ONNX graph's opset); empty: none recorded.
         description: The version's description.
         metadata: The version's custom properties (the lineage as scalars).
         source_id, source_name, source_group: The pipeline run the version came from (its id,
@@ -253,6 +256,27 @@ def _fields(data: bytes) -> Iterator[tuple[int, int | bytes]]:
 _OPSET_IMPORT, _OPSET_DOMAIN, _OPSET_VERSION = 8, 1, 2
 
 
+def format_of(model_dir: str, model_format: str, format_version: str = "") -> tuple[str, str]:
+    """The format and version to register a model directory with: ``format_version`` as given,
+    or for ``onnx`` the opset of the directory's one ``.onnx`` graph.
+
+    Raises:
+        InvalidParameterError: No format, or an ONNX directory without exactly one graph at its
+            top, or one that is not an ONNX model.
+    """
+    if not model_format:
+        raise InvalidParameterError("the model's format is unknown: give register_model its model_format")
+    if format_version or model_format != ONNX:
+        return model_format, format_version
+    graphs = contracts.model_files(sorted(os.listdir(model_dir)), contracts.ONNX)
+    if len(graphs) != 1:
+        raise InvalidParameterError(
+            f"an onnx model directory holds exactly one .onnx graph at its top; "
+            f"{model_dir} holds {graphs or 'none'}"
+        )
+    return model_format, str(onnx_opset(os.path.join(model_dir, graphs[0])))
+
+
 def onnx_opset(path: str) -> int:
     """The opset of the default ONNX domain that the model at ``path`` imports.
 
@@ -318,20 +342,31 @@ def version_metadata(lineage: Lineage) -> dict[str, MetadataValue]:
 
 def version_description(lineage: Lineage) -> str:
     window = lineage.data.get("window") or {}
-    start = window.get("start") or "the start of the data"
-    end = window.get("end") or "the end of the data"
+    if window:
+        start = window.get("start") or "the start of the data"
+        end = window.get("end") or "the end of the data"
+        data = f"the data from {start} to {end}"
+    else:  # a dataset whose data step recorded no window: where it was
+        data = str(lineage.data.get("input_uri") or "its input dataset")
     return (
         f"Trained by pipeline version {lineage.pipeline_version} (kfstack {lineage.kfstack_version}), "
-        f"run {lineage.run_id}, on the data from {start} to {end}."
+        f"run {lineage.run_id}, on {data}."
     )
 
 
 def registration_for(
-    lineage: Lineage, name: str, uri: str, opset: int, source_group: str = "", with_source: bool = True
+    lineage: Lineage,
+    name: str,
+    uri: str,
+    model_format: str,
+    format_version: str,
+    source_group: str = "",
+    with_source: bool = True,
 ) -> ModelRegistration:
     """What to register for the model of ``lineage`` served as ``name`` from ``uri``.
 
     Args:
+        model_format, format_version: The model's format and its version (:func:`format_of`).
         with_source: Record the pipeline run as the version's provenance (a cluster run; an
             embedded run's id names no run a registry UI could link to).
     """
@@ -339,8 +374,8 @@ def registration_for(
         name=name,
         version=lineage.model_version,
         uri=uri,
-        model_format_name=MODEL_FORMAT_NAME,
-        model_format_version=str(opset),
+        model_format_name=model_format,
+        model_format_version=format_version,
         description=version_description(lineage),
         metadata=version_metadata(lineage),
         source_id=lineage.run_id if with_source else "",

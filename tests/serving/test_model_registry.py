@@ -11,6 +11,7 @@ The model directory is a minimal one: a ``lineage.json`` written by :class:`Line
 ``model.onnx`` built with ``onnx.helper`` (the step reads the opset from it).
 """
 
+import dataclasses
 import json
 import re
 import socket
@@ -453,6 +454,7 @@ def test_the_component_registers_through_kfp_local(model_dir, tmp_path, fake_reg
             serving_name=NAME,
             model_registry_url=fake_registry.url,
             model_registry_author="",
+            model_format="onnx",  # an imported directory carries no training step's record
         )
         return task.outputs["registration"]
 
@@ -467,3 +469,22 @@ def test_the_component_registers_through_kfp_local(model_dir, tmp_path, fake_reg
     assert output["uri"] == f"file://{model_dir}"
     version = fake_registry.versions[output["model_version_id"]]
     assert (version["name"], version["author"]) == (VERSION, "kfstack")
+
+
+def test_any_format_registers_with_its_own_name_and_an_onnx_graph_with_its_opset(tmp_path):
+    sklearn = tmp_path / "sklearn"
+    sklearn.mkdir()
+    (sklearn / "model.joblib").write_bytes(b"weights")
+    assert mr.format_of(str(sklearn), "sklearn") == ("sklearn", "")
+    assert mr.format_of(str(sklearn), "sklearn", "1.5") == ("sklearn", "1.5")
+    graph = tmp_path / "graph"
+    graph.mkdir()
+    write_onnx(str(graph / "digits.onnx"), opset=17)  # any name: the directory's one graph
+    assert mr.format_of(str(graph), "onnx") == ("onnx", "17")
+    with pytest.raises(InvalidParameterError, match=r"exactly one \.onnx graph"):
+        mr.format_of(str(sklearn), "onnx")
+    with pytest.raises(InvalidParameterError, match="give register_model its model_format"):
+        mr.format_of(str(sklearn), "")
+    # A dataset without a window is described by where it was.
+    record = dataclasses.replace(lineage(VERSION), data={"input_uri": "s3://bucket/data"})
+    assert "on s3://bucket/data." in mr.version_description(record)

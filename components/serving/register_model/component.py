@@ -16,6 +16,8 @@ def register_model(
     serving_name: str,
     model_registry_url: str,
     model_registry_author: str,
+    model_format: str = "",
+    model_format_version: str = "",
 ) -> NamedTuple("Registration", [("registration", str)]):
     """Registers the trained model as a version of ``serving_name`` in a Model Registry, when
     one is configured and the deploy step put the model into production.
@@ -24,7 +26,7 @@ def register_model(
         platform: ``kubernetes`` registers the model artifact's URI (``s3://...``, what KServe
             serves) and the pipeline run as its source; ``local`` the model directory as a
             ``file://`` URI.
-        model: The trained model directory (``lineage.json``, ``model.onnx``, feature spec).
+        model: The trained model directory (its ``lineage.json`` and the model).
         decision: The deploy step's decision; only ``first`` and ``promote`` register.
         serving_name: The registered model's name (the InferenceService's).
         model_registry_url: The Model Registry's REST base URL, ``http://`` or ``https://``
@@ -32,6 +34,10 @@ def register_model(
             (nothing is imported or contacted).
         model_registry_author: Author of the version and owner of a new registered model;
             empty: ``kfstack``.
+        model_format: The registered format (KServe's name: ``onnx``, ``sklearn``,
+            ``xgboost``...); empty: the format the training step recorded on the model.
+        model_format_version: The format's version; empty: for ``onnx`` the graph's opset, read
+            from its one ``.onnx`` file, otherwise none.
 
     Returns:
         ``registration``: JSON, ``{"registered": false, "reason", "url"}`` or
@@ -49,5 +55,7 @@ def register_model(
         serving_name,
         model_registry_url,
         model_registry_author,
+        model_format=model_format or (model.metadata or {}).get("model_format", ""),
+        model_format_version=model_format_version,
     )
     return (result.to_json(),)

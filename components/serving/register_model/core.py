@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import logging
-import os
 
 from kfstack import platforms
 from kfstack.errors import InvalidParameterError
@@ -26,6 +25,8 @@ def register_production_model(
     serving_name: str,
     registry_url: str,
     author: str,
+    model_format: str = mr.ONNX,
+    model_format_version: str = "",
     token_path: str = mr.SERVICE_ACCOUNT_TOKEN,
 ) -> mr.RegistrationResult:
     """Registers the model of ``model_dir`` as version ``lineage.model_version`` of
@@ -35,18 +36,20 @@ def register_production_model(
 
     Args:
         platform: ``kubernetes`` or ``local``.
-        model_dir: The model directory on this machine (``lineage.json``, ``model.onnx``).
+        model_dir: The model directory on this machine (``lineage.json`` and the model).
         model_location: Where the platform keeps it (:func:`kfstack.platforms.artifact_location`):
             the artifact's URI on Kubernetes, the same path locally.
         decision: The deploy step's decision.
         serving_name: The registered model's name (the InferenceService's).
         registry_url: The Model Registry's REST base URL; empty: off.
         author: The registration's author and the registered model's owner; empty: ``kfstack``.
+        model_format, model_format_version: What the model is (:func:`~kfstack.serving.
+            model_registry.format_of`: an ONNX graph's opset is read from it).
         token_path: The bearer token's file (the pod's service-account token).
 
     Raises:
         InvalidParameterError: A bad URL, platform or decision; a model directory without its
-            lineage or ONNX model.
+            lineage, without a format, or an ``onnx`` one without its graph.
         PlatformNotAvailableError: The model-registry client is not installed.
         ModelRegistryError: The registry cannot be reached, refused the credentials or the
             request, or has this version with another URI.
@@ -67,7 +70,7 @@ def register_production_model(
         lineage,
         serving_name,
         storage_uri(model_location),
-        mr.onnx_opset(os.path.join(model_dir, mr.ONNX_FILE)),
+        *mr.format_of(model_dir, model_format, model_format_version),
         source_group=_namespace() if on_cluster else "",
         with_source=on_cluster,
     )
