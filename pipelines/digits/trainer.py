@@ -3,8 +3,9 @@
 ``training_code="kfstack.pipelines.digits.trainer:train"``. It never imports kfstack: it reads
 the splits at ``$KFSTACK_INPUT_URI``, trains an MLP over the 64 pixels under
 ``MultiWorkerMirroredStrategy`` when the TFJob's ``TF_CONFIG`` says it is one of several workers,
-resumes from ``$KFSTACK_CHECKPOINT_URI`` after a restart (where it is a path: TensorFlow reads no
-object store without tensorflow-io), prints ``epoch=N val_accuracy=...
+resumes from ``$KFSTACK_CHECKPOINT_URI`` after a restart (a path, or an object-store URI that
+it mirrors a local checkpoint folder to with fsspec: TensorFlow opens no object store without
+tensorflow-io), prints ``epoch=N val_accuracy=...
 val_loss=...`` (Katib's StdOut format) every epoch, and on the chief (worker 0) exports the
 trained network to ``$KFSTACK_MODEL_DIR/model.onnx``: the ``onnx`` format, which Triton serves.
 """
@@ -51,6 +52,39 @@ def _network(hidden_units: int, dropout: float, activation: str):  # type: ignor
 def _is_chief() -> bool:
     task = json.loads(os.environ.get("TF_CONFIG", "{}")).get("task", {})
     return task.get("type", "worker") in ("worker", "chief") and int(task.get("index", 0)) == 0
+
+
+class _CheckpointStore:
+    """Where the checkpoints outlive a replica: a path TensorFlow writes itself, or an
+    object-store URI mirrored from a local folder (pulled at start, pushed after each save)."""
+
+    def __init__(self, location: str) -> None:
+        import tempfile
+
+        import fsspec
+
+        self.remote = "://" in location
+        self.location = location
+        self.directory = tempfile.mkdtemp() if self.remote else location
+        if self.remote:
+            self.fs, self.root = fsspec.core.url_to_fs(location)
+            if self.fs.exists(self.root):
+                for path in self.fs.ls(self.root, detail=False):
+                    self.fs.get(path, os.path.join(self.directory, os.path.basename(path)))
+
+    def push(self) -> None:
+        """Mirrors the local folder to the URI: new files first, ``checkpoint`` (the index
+        TensorFlow reads the latest from) last, so a reader never finds it ahead of its files."""
+        if not self.remote:
+            return
+        names = sorted(os.listdir(self.directory), key=lambda name: name == "checkpoint")
+        self.fs.makedirs(self.root, exist_ok=True)
+        for name in names:
+            self.fs.put_file(os.path.join(self.directory, name), f"{self.root.rstrip('/')}/{name}")
+        # What the manager dropped locally (it keeps the newest two) goes from the store too.
+        for path in self.fs.ls(self.root, detail=False):
+            if os.path.basename(path.rstrip("/")) not in names:
+                self.fs.rm(path)
 
 
 def train(
@@ -107,16 +141,11 @@ def train(
     # Checkpoints: the chief writes where the step said (it outlives a replica); the other workers
     # must save too (the save is collective) and write to a scratch folder.
     checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer, done=done)
-    shared = os.environ.get("KFSTACK_CHECKPOINT_URI", "")
-    if "://" in shared:
-        # TensorFlow 2.21 has no object-store file system without tensorflow-io: a restarted job
-        # on a cluster starts from scratch. Said on the output, so that nobody counts on it.
-        print(f"checkpoints: {shared} is not a path this trainer can write; not resuming", flush=True)
-        shared = ""
-    shared = shared or tempfile.mkdtemp()
-    directory = shared if _is_chief() else tempfile.mkdtemp()
-    manager = tf.train.CheckpointManager(checkpoint, directory, max_to_keep=2)
-    latest = tf.train.latest_checkpoint(shared)
+    shared = _CheckpointStore(os.environ.get("KFSTACK_CHECKPOINT_URI", "") or tempfile.mkdtemp())
+    manager = tf.train.CheckpointManager(
+        checkpoint, shared.directory if _is_chief() else tempfile.mkdtemp(), max_to_keep=2
+    )
+    latest = tf.train.latest_checkpoint(shared.directory)
     if latest:
         checkpoint.restore(latest)
 
@@ -132,6 +161,8 @@ def train(
             step()
         done.assign(epoch + 1)
         manager.save()
+        if _is_chief():
+            shared.push()
         report(epoch + 1)
     if first >= epochs:
         report(first)  # resumed after the last epoch: its figures once more, for the step

@@ -10,6 +10,7 @@ the first deployment, and the second run's canary.
 from __future__ import annotations
 
 import json
+import os
 import pathlib
 import subprocess
 import sys
@@ -180,3 +181,33 @@ def test_its_trainer_resumes_from_its_checkpoints(tmp_path):
     train(4)  # the same logs and checkpoints: it resumes after epoch 2
     second = (logs / "attempt-1" / "rank-0.log").read_text()
     assert "epoch=1 " not in second and "epoch=3 " in second and "epoch=4 " in second
+
+
+def test_its_checkpoints_outlive_a_replica_on_an_object_store():
+    """TensorFlow opens no object store without tensorflow-io: the trainer mirrors a local
+    checkpoint folder to the URI and pulls it back on a restart (fsspec's memory store here)."""
+    from kfstack.pipelines.digits.trainer import _CheckpointStore
+
+    uri = "memory://digits-test/logs/checkpoints"
+    first = _CheckpointStore(uri)
+    assert first.remote and os.listdir(first.directory) == []  # nothing to resume from yet
+    for name, text in {
+        "ckpt-1.index": "1",
+        "ckpt-1.data-00000-of-00001": "w1",
+        "checkpoint": "ckpt-1",
+    }.items():
+        with open(os.path.join(first.directory, name), "w") as f:
+            f.write(text)
+    first.push()
+    # The manager keeps the newest two: a dropped checkpoint leaves the store as well.
+    os.remove(os.path.join(first.directory, "ckpt-1.index"))
+    with open(os.path.join(first.directory, "checkpoint"), "w") as f:
+        f.write("ckpt-2")
+    first.push()
+    restarted = _CheckpointStore(uri)  # a new replica's local folder, pulled from the store
+    assert sorted(os.listdir(restarted.directory)) == ["checkpoint", "ckpt-1.data-00000-of-00001"]
+    with open(os.path.join(restarted.directory, "checkpoint")) as f:
+        assert f.read() == "ckpt-2"
+    # A path is TensorFlow's own: used as it is, nothing mirrored.
+    local = _CheckpointStore("/tmp/ckpt-path")
+    assert not local.remote and local.directory == "/tmp/ckpt-path"
