@@ -15,7 +15,7 @@ import shutil
 import pytest
 
 from kfstack.components.evaluation.gate_model import core as gate_core
-from kfstack.components.monitoring.data_drift.core import decide_retraining
+from kfstack.components.monitoring.data_drift.core import DriftData, decide_retraining
 from kfstack.components.serving import predictor
 from kfstack.components.serving.production_model import core as production_core
 from kfstack.errors import InvalidParameterError
@@ -55,14 +55,7 @@ def check_drift(features: str, champion: str, thresholds: DriftThresholds, force
     """The generic drift step as the flights retraining pipeline runs it: against the
     production-model artifact, on the feature job's profile of the window on its edges."""
     return decide_retraining(
-        reference_uri=champion,
-        current_uri=features,
-        numeric=[],
-        categorical=[],
-        label="",
-        thresholds=thresholds,
-        force=force,
-        current_profile_file=DRIFT_PROFILE_FILE,
+        DriftData(champion, features, current_profile_file=DRIFT_PROFILE_FILE), thresholds, force
     )
 
 

@@ -56,15 +56,18 @@ def data_drift(
         output, so that a condition on it reads the same to a KFP backend and to kfp.local 2.17,
         which resolves a condition only on a task's single output.)
     """
-    from kfstack.components.monitoring.data_drift.core import check_and_publish
+    from kfstack.components.monitoring.data_drift.core import DriftData, check_and_publish
 
-    return check_and_publish(
+    data = DriftData(
         reference_uri=reference.path,
         current_uri=current.path,
         numeric=numeric_columns,
         categorical=categorical_columns,
         label=label_column,
         current_profile_file=current_profile_file,
+    )
+    return check_and_publish(
+        data,
         max_psi=drift_max_psi,
         max_label_rate_shift=drift_max_label_rate_shift,
         ignored=drift_ignore_features,

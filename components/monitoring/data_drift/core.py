@@ -9,6 +9,7 @@ the profile that step wrote on those edges (``current_profile_file``).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -64,43 +65,39 @@ def current_profile(
     return _load(path)
 
 
-def check_drift(
-    *,
-    reference_uri: str,
-    current_uri: str,
-    numeric: Sequence[str],
-    categorical: Sequence[str],
-    label: str,
-    thresholds: DriftThresholds,
-    current_profile_file: str = "",
-) -> tuple[DriftReport, dict[str, Any]]:
+@dataclasses.dataclass(frozen=True)
+class DriftData:
+    """What a drift check compares: the reference (a production-model artifact, a profile or
+    data) and the current data, by the declared columns; ``current_profile_file``: the data
+    step's own profile of the current data on the reference's edges (empty: profile here)."""
+
+    reference_uri: str
+    current_uri: str
+    numeric: Sequence[str] = ()
+    categorical: Sequence[str] = ()
+    label: str = ""
+    current_profile_file: str = ""
+
+
+def check_drift(data: DriftData, thresholds: DriftThresholds) -> tuple[DriftReport, dict[str, Any]]:
     """The drift report and the current data's profile on the reference's edges.
 
     Raises:
         InvalidParameterError: A declared column is missing, thresholds out of range, an ignored
             column neither profile has, or a named current profile is absent.
     """
-    reference = reference_profile(reference_uri, numeric, categorical, label)
-    current = current_profile(current_uri, reference, numeric, categorical, label, current_profile_file)
+    columns = (data.numeric, data.categorical, data.label)
+    reference = reference_profile(data.reference_uri, *columns)
+    current = current_profile(data.current_uri, reference, *columns, data.current_profile_file)
     return compare_profiles(reference, current, thresholds), current
 
 
-def decide_retraining(
-    *,
-    reference_uri: str,
-    current_uri: str,
-    numeric: Sequence[str],
-    categorical: Sequence[str],
-    label: str,
-    thresholds: DriftThresholds,
-    force: bool,
-    current_profile_file: str = "",
-) -> DriftDecision:
+def decide_retraining(data: DriftData, thresholds: DriftThresholds, force: bool) -> DriftDecision:
     """Whether to retrain on the current data (module docstring): a production-model reference
     that found nothing, or a model without a training profile, retrains without a comparison."""
     reference = ""
-    if os.path.isfile(os.path.join(reference_uri, RECORD_FILE)):
-        found = read_found(reference_uri)
+    if os.path.isfile(os.path.join(data.reference_uri, RECORD_FILE)):
+        found = read_found(data.reference_uri)
         if not found.found:
             return nothing_to_compare("nothing in production: the first model is trained", force)
         if not found.comparable:
@@ -110,26 +107,13 @@ def decide_retraining(
             )
             return nothing_to_compare(reason, force, found.version)
         reference = found.version
-    report, _ = check_drift(
-        reference_uri=reference_uri,
-        current_uri=current_uri,
-        numeric=numeric,
-        categorical=categorical,
-        label=label,
-        thresholds=thresholds,
-        current_profile_file=current_profile_file,
-    )
+    report, _ = check_drift(data, thresholds)
     return decide(report, force, reference)
 
 
 def check_and_publish(
+    data: DriftData,
     *,
-    reference_uri: str,
-    current_uri: str,
-    numeric: Sequence[str],
-    categorical: Sequence[str],
-    label: str,
-    current_profile_file: str,
     max_psi: float,
     max_label_rate_shift: float,
     ignored: str,
@@ -142,25 +126,17 @@ def check_and_publish(
     the run summary's ``drift`` entry), and the current data's own profile (on its own edges:
     the reference of a model trained on it). Returns ``retrain``."""
     thresholds = DriftThresholds(max_psi, max_label_rate_shift, feature_names(ignored))
-    decision = decide_retraining(
-        reference_uri=reference_uri,
-        current_uri=current_uri,
-        numeric=numeric,
-        categorical=categorical,
-        label=label,
-        thresholds=thresholds,
-        force=force,
-        current_profile_file=current_profile_file,
-    )
+    decision = decide_retraining(data, thresholds, force)
     os.makedirs(profile_dir, exist_ok=True)
     for name, value in decision.metrics().items():
         metrics.log_metric(name, value)
     report.metadata.update(decision.summary())
     with open(report.path, "w", encoding="utf-8") as f:
         f.write(decision.markdown())
-    own = os.path.join(current_uri, PROFILE_FILE)
-    if current_profile_file and os.path.isfile(own):
+    own = os.path.join(data.current_uri, PROFILE_FILE)
+    if data.current_profile_file and os.path.isfile(own):
         shutil.copy(own, os.path.join(profile_dir, PROFILE_FILE))  # the data step's, on its own edges
-    elif numeric or categorical:
-        write_profile(profile_dataset(current_uri, numeric, categorical, label), profile_dir)
+    elif data.numeric or data.categorical:
+        profile = profile_dataset(data.current_uri, data.numeric, data.categorical, data.label)
+        write_profile(profile, profile_dir)
     return decision.retrain

@@ -10,7 +10,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from kfstack.components.monitoring.data_drift.core import check_drift, decide_retraining
+from kfstack.components.monitoring.data_drift.core import DriftData, check_drift, decide_retraining
 from kfstack.errors import InvalidParameterError
 from kfstack.monitoring.drift import DriftThresholds
 from kfstack.monitoring.profiling import profile_dataset, write_profile
@@ -61,14 +61,7 @@ def test_a_profile_holds_histograms_top_values_and_the_label_rate(tmp_path):
 def test_drift_by_column_and_label_against_a_reference_dataset(tmp_path, current, drifted, columns):
     reference = write(tmp_path / "reference.parquet", 4000, 0)
     new = write(tmp_path / "current.parquet", 4000, **current)
-    report, _ = check_drift(
-        reference_uri=reference,
-        current_uri=new,
-        numeric=["amount"],
-        categorical=["colour"],
-        label="label",
-        thresholds=DriftThresholds(),
-    )
+    report, _ = check_drift(DriftData(reference, new, ["amount"], ["colour"], "label"), DriftThresholds())
     assert report.drifted is drifted and report.drifted_features == columns
 
 
@@ -77,14 +70,9 @@ def test_a_reference_profile_is_used_as_it_is(tmp_path):
         write(tmp_path / "reference.parquet", 2000, 0), ["amount"], ["colour"], "label"
     )
     write_profile(reference, str(tmp_path / "profile"))
-    report, current = check_drift(
-        reference_uri=str(tmp_path / "profile"),
-        current_uri=write(tmp_path / "current.parquet", 2000, 2),
-        numeric=["amount"],
-        categorical=["colour"],
-        label="label",
-        thresholds=DriftThresholds(),
-    )
+    current_data = write(tmp_path / "current.parquet", 2000, 2)
+    data = DriftData(str(tmp_path / "profile"), current_data, ["amount"], ["colour"], "label")
+    report, current = check_drift(data, DriftThresholds())
     assert not report.drifted
     assert (
         current["numeric"]["amount"]["histogram"]["edges"]
@@ -93,17 +81,8 @@ def test_a_reference_profile_is_used_as_it_is(tmp_path):
 
 
 def decide(reference, current, force=False, **overrides):
-    arguments = {
-        "reference_uri": str(reference),
-        "current_uri": str(current),
-        "numeric": ["amount"],
-        "categorical": ["colour"],
-        "label": "label",
-        "thresholds": DriftThresholds(),
-        "force": force,
-        **overrides,
-    }
-    return decide_retraining(**arguments)
+    columns = {"numeric": ["amount"], "categorical": ["colour"], "label": "label", **overrides}
+    return decide_retraining(DriftData(str(reference), str(current), **columns), DriftThresholds(), force)
 
 
 def production_model(directory, found: FoundModel, profile: dict | None = None) -> str:

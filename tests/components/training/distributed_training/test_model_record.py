@@ -13,14 +13,9 @@ from kfstack.components.training.distributed_training.stage import STAGE, model_
 from kfstack.lineage import Lineage
 from kfstack.platforms import StageResult, publish
 from kfstack.version import VERSION_ENV, __version__, pipeline_version
+from tests.components.training.distributed_training.test_distributed_training import PLAIN_TEAM
 
-TEAM = {
-    "training_code": "plain_team_module",
-    "hyperparameter_types": {"depth": "int", "mode": "str"},
-    "hyperparameters": {"depth": 7},
-    "metric_names": ["score"],
-    "model_format": "sklearn",
-}
+TEAM = PLAIN_TEAM  # a module of ``team_code/``, declared as a pipeline would
 
 
 class Artifact:
