@@ -121,7 +121,7 @@ def load(port: int, body: bytes, requests: int, concurrency: int) -> dict:
     }
 
 
-def train_model(features_uri: str | None, tmp: str) -> str:
+def trained_model_dir(features_uri: str | None, tmp: str) -> str:
     from benchmarks.ddp_scaling import build_features
     from kfstack.flights.training.settings import TrainingSettings
     from kfstack.pipelines.steps import train_locally
@@ -141,7 +141,7 @@ def run(model_dir: str | None, features_uri: str | None, requests: int) -> dict:
     records = sample_records(100)
     bodies = {n: json.dumps({"instances": records[:n]}).encode() for n in (1, 100)}
     with tempfile.TemporaryDirectory(prefix="kfstack-serve-bench-") as tmp:
-        model = model_dir or train_model(features_uri, tmp)
+        model = model_dir or trained_model_dir(features_uri, tmp)
         figures: dict[str, dict] = {}
         memory: dict[str, int] = {}
         for label, module in (("trivial", TRIVIAL_MODULE), ("predictor", PREDICTOR_MODULE)):

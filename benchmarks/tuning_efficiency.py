@@ -1,6 +1,6 @@
 """Benchmark: how soon TPE with medianstop finds a good model, against random search.
 
-Each arm is the tuning step's embedded run (``tune-model`` on the local platform: the real
+Each arm is the tuning step's embedded run (``hyperparameter-tuning`` on the local platform: the real
 trainer through the training step's local replicas, metric lines parsed as Katib's collector
 parses them) with the same search space and budget, and only the algorithm and early stopping
 changed. Every arm runs once per seed (the sampler's ``random_state``; the trainer's own seed is

@@ -318,6 +318,23 @@ class TrainingCode:
         }
         return [f"--{name}={rendered[name]}" for name in self.hyperparameters if name in rendered]
 
+    def typed(self, values: Mapping[str, Any]) -> dict[str, Any]:
+        """``values`` each as its declared type (kfp.local hands an int inside a dict over as
+        ``64.0``, Katib and placeholders inside a dict constant as text); a
+        :class:`~kfstack.settings.Placeholder` (a Katib trial parameter) stays as it is.
+
+        Raises:
+            InvalidParameterError: An undeclared name, or a value not of its type.
+        """
+        return {
+            name: value if isinstance(value, Placeholder) else self._typed(name, value)
+            for name, value in values.items()
+        }
+
+    def _typed(self, name: str, value: Any) -> Any:
+        self.render(name, value)  # declared, of its type, safe in a shell command
+        return convert(name, self.hyperparameters[name], value)
+
     def parse_argv(self, argv: Sequence[str]) -> dict[str, Any]:
         """``--name=value`` arguments back to typed values (the entrypoint's edge).
 

@@ -1,16 +1,18 @@
 """A model's lineage: what made it, written beside it as ``lineage.json``, and how a model
 reproduced from that record is compared with it.
 
-Every trained model directory carries the record (the training step writes it, on either
-platform): its model version (the run that trained it, as the deployment names it), the pipeline
-version that ran, the run id, the data -- the window, its content hash and row count, the hash
-of the feature spec fitted on it -- the parameters that decide the result (the feature job's and
-the training's, by pipeline parameter name, with the hyperparameters tuning chose), and the
-validation metrics training ended with. The local registry keeps the record with every model it
-ever served (``models/<version>/lineage.json``), beside its history of what served when.
+Every trained model directory carries the record (the generic training step writes it, on
+either platform): its model version (the run that trained it, as the deployment names it), the
+pipeline version that ran, the run id, the data -- where the dataset was, and what its data step
+recorded of it (``data_lineage.json``, :mod:`kfstack.contracts`; the flights feature job: the
+window, its content hash and row count, the hash of the feature spec fitted on it) -- the
+parameters that decide the result (the data step's and the training's, by pipeline parameter
+name, with the hyperparameters tuning chose), and the last value of every metric the training
+code declares. The local registry keeps the record with every model it ever served
+(``models/<version>/lineage.json``), beside its history of what served when.
 
-``kfstack reproduce MODEL_DIR`` runs the recorded pipeline version, parameters and data window
-again on the embedded platform and compares the new record with this one (:func:`compare`).
+``kfstack reproduce MODEL_DIR`` runs the recorded pipeline version and parameters again on the
+embedded platform and compares the new record with this one (:func:`compare`).
 
 Hashes are SHA-256 of canonical JSON (sorted keys; floats rounded to
 :data:`HASH_SIGNIFICANT_DIGITS` significant digits, so that the last bits of a floating-point
@@ -74,10 +76,10 @@ class Lineage:
         kfstack_version: The package's version.
         run_id: The KFP run id (on the embedded platform kfp.local's, which differs per task).
         created: When the record was written (UTC, ISO).
-        data: ``window`` (start, end), ``content_hash`` and ``rows_read`` of the data read,
-            ``feature_spec_hash`` of the spec fitted on it.
+        data: ``input_uri``, the dataset; and what its data step recorded (e.g. ``window``,
+            ``content_hash``, ``rows_read``, ``feature_spec_hash``).
         parameters: Pipeline parameter name -> value, of everything that decides the model.
-        metrics: The validation metrics training ended with.
+        metrics: The last value of each metric the training code declares.
     """
 
     model_version: str
@@ -138,11 +140,16 @@ class Difference:
     detail: str = ""
 
 
+# Where the dataset was: a reproduction writes its own, so it is not compared.
+INPUT_URI = "input_uri"
+
+
 def compare(recorded: Lineage, reproduced: Lineage, tolerance: float = DEFAULT_TOLERANCE) -> list[Difference]:
-    """Each item a reproduction must match: the data (content hash, rows), the feature spec's
-    hash, the parameters, and every recorded metric within ``tolerance`` (absolute)."""
+    """Each item a reproduction must match: what either record says of its data (the flights
+    job's window, content hash, rows and feature spec hash; not where the dataset was), the
+    parameters, and every recorded metric within ``tolerance`` (absolute)."""
     items = []
-    for key in ("content_hash", "rows_read", "feature_spec_hash"):
+    for key in sorted((set(recorded.data) | set(reproduced.data)) - {INPUT_URI}):
         a, b = recorded.data.get(key), reproduced.data.get(key)
         items.append(Difference(f"data.{key}", a, b, a == b))
     recorded_parameters, reproduced_parameters = dict(recorded.parameters), dict(reproduced.parameters)

@@ -69,7 +69,7 @@ def launching_tasks(
     Args:
         spec: The compiled pipeline spec (the first YAML document of a compiled pipeline).
         parameters: Every pipeline parameter's value (defaults filled in).
-        components: Names of the components to report (``train-model``...).
+        components: Names of the components to report (``distributed-training``...).
         run_id: Stands in for the KFP run id.
     """
     walker = _Walker(spec, components, run_id)

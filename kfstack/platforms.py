@@ -103,7 +103,7 @@ class StageBase(Protocol, Generic[SettingsT]):
     """What every stage has, whatever its Kubernetes flow (see :class:`Stage`, :class:`ServiceStage`).
 
     Attributes:
-        component: The KFP component's name (``train-model``): how ``kfstack render`` finds the
+        component: The KFP component's name (``distributed-training``): how ``kfstack render`` finds the
             stage of a task in a compiled pipeline.
         reference_output: Name of the output artifact that records what ran the stage.
     """

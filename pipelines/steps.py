@@ -258,7 +258,12 @@ def check_run(parameters: Mapping[str, Any]) -> None:
     if "tuning_search_space" in parameters and "tuning_objective" in parameters:
         # The tuning spec against the trainers' declaration with their metrics' ranges (an AUC
         # goal above 1 is refused), which the generic step's declaration does not carry.
-        TuningSettings.from_arguments(parameters, code=TRAINER_CODE)
+        tuning = TuningSettings.from_arguments(parameters, code=TRAINER_CODE)
+        if parameters.get("tune", True) and any(p.name == "framework" for p in tuning.parameters):
+            raise InvalidParameterError(
+                "tuning_search_space: framework is not tuned: it decides the job (a PyTorchJob or a "
+                "TFJob), so a trial would run one framework's trainer in the other's job"
+            )
     num_shards, workers = parameters.get("num_shards"), parameters.get("workers")
     url = parameters.get("model_registry_url")
     if isinstance(url, str) and url.strip():

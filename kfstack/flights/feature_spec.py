@@ -14,6 +14,7 @@ Shard layout (one directory, the ``features`` Dataset)::
     <features>/plane_lookup.parquet        plane attributes keyed by tailnum (for serving)
     <features>/airport_lookup.parquet      destination attributes keyed by FAA code (for serving)
     <features>/job_report.json             rows read / written / quarantined (per reason, split)
+    <features>/data_lineage.json           what a model trained on it records (kfstack.contracts)
     <features>/profile.json                per-feature quantiles/histograms, label rate
     <features>/holdout_requests.parquet    labelled test-split flights as requests (canary analysis)
     <features>/test_requests.parquet       every test-split flight as a labelled request (evaluation)

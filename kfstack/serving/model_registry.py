@@ -319,21 +319,20 @@ def _scalar(value: Any) -> MetadataValue | None:
 
 def version_metadata(lineage: Lineage) -> dict[str, MetadataValue]:
     """The lineage as a version's custom properties: every parameter by its pipeline name, then
-    the record's own fields over them (the data window read wins over the window asked for):
-    pipeline_version, kfstack_version, run_id, trained_at, window_start, window_end,
-    content_hash, rows_read, feature_spec_hash, and each validation metric."""
-    window = lineage.data.get("window") or {}
+    the record's own fields over them (the data read wins over what was asked for):
+    pipeline_version, kfstack_version, run_id, trained_at, the dataset's lineage by key (its
+    ``window`` as window_start and window_end; e.g. input_uri, content_hash, rows_read; those it
+    lacks left out) and each declared metric."""
+    data = dict(lineage.data)
+    window = data.pop("window", None) or {}
+    recorded = {"window_start": window.get("start"), "window_end": window.get("end"), **data}
     values: dict[str, Any] = {
         **dict(lineage.parameters),
         "pipeline_version": lineage.pipeline_version,
         "kfstack_version": lineage.kfstack_version,
         "run_id": lineage.run_id,
         "trained_at": lineage.created,
-        "window_start": window.get("start", ""),
-        "window_end": window.get("end", ""),
-        "content_hash": lineage.data.get("content_hash", ""),
-        "rows_read": lineage.data.get("rows_read"),
-        "feature_spec_hash": lineage.data.get("feature_spec_hash", ""),
+        **{name: value for name, value in recorded.items() if value not in (None, "")},
         **dict(lineage.metrics),
     }
     scalars = {name: _scalar(value) for name, value in sorted(values.items())}

@@ -67,16 +67,16 @@ class RunStep:
 
 SUCCEEDING = [
     RunStep("RUNNING", {"validate-parameters": "RUNNING"}),
-    RunStep("RUNNING", {"validate-parameters": "SUCCEEDED", "train-model": "RUNNING"}),
-    RunStep("SUCCEEDED", {"validate-parameters": "SUCCEEDED", "train-model": "SUCCEEDED"}),
+    RunStep("RUNNING", {"validate-parameters": "SUCCEEDED", "distributed-training": "RUNNING"}),
+    RunStep("SUCCEEDED", {"validate-parameters": "SUCCEEDED", "distributed-training": "SUCCEEDED"}),
 ]
 FAILING = [
     RunStep("RUNNING", {"validate-parameters": "RUNNING"}),
-    RunStep("RUNNING", {"validate-parameters": "SUCCEEDED", "train-model": "RUNNING"}),
+    RunStep("RUNNING", {"validate-parameters": "SUCCEEDED", "distributed-training": "RUNNING"}),
     RunStep(
         "FAILED",
-        {"validate-parameters": "SUCCEEDED", "train-model": "FAILED"},
-        error="task train-model failed: loss is NaN",
+        {"validate-parameters": "SUCCEEDED", "distributed-training": "FAILED"},
+        error="task distributed-training failed: loss is NaN",
     ),
 ]
 

@@ -418,12 +418,14 @@ def test_run_local_success(capsys, tmp_path, local_runs):
 
 
 def test_run_local_failed_run_exits_1(capsys, tmp_path, local_runs):
-    local_runs.result = _summary("FAILED", "status     FAILED", error="task train-model failed: X: y")
+    local_runs.result = _summary(
+        "FAILED", "status     FAILED", error="task distributed-training failed: X: y"
+    )
     code = cli.main(["run", "--local", "--pipeline-root", str(tmp_path / "runs"), *CHEAP])
     out, err = capsys.readouterr()
     assert code == cli.EXIT_FAILED == 1
     assert "status     FAILED" in out
-    assert assert_one_line(err, "run") == "kfstack run: task train-model failed: X: y"
+    assert assert_one_line(err, "run") == "kfstack run: task distributed-training failed: X: y"
 
 
 def test_run_local_cancelled_run_exits_130_with_one_line(capsys, tmp_path, local_runs):

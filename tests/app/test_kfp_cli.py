@@ -333,14 +333,14 @@ def test_run_wait_success_exits_0_with_a_line_per_task_change(capsys, fake_kfp, 
     assert _task_lines(out) == [
         ("validate-parameters", "RUNNING"),
         ("validate-parameters", "SUCCEEDED"),
-        ("train-model", "RUNNING"),
-        ("train-model", "SUCCEEDED"),
+        ("distributed-training", "RUNNING"),
+        ("distributed-training", "SUCCEEDED"),
     ]
     (run_id,) = fake_kfp.runs
     assert out.splitlines()[-1] == f"run {run_id} SUCCEEDED: {fake_kfp.url}/#/runs/details/{run_id}"
     record = json.loads(summary.read_text())
     assert record["status"] == "SUCCEEDED" and record["run_id"] == run_id and record["version"] == V1
-    assert record["tasks"][-1] == {"name": "train-model", "state": "SUCCEEDED"}
+    assert record["tasks"][-1] == {"name": "distributed-training", "state": "SUCCEEDED"}
 
 
 def test_run_wait_failure_exits_1(capsys, fake_kfp):
@@ -348,11 +348,11 @@ def test_run_wait_failure_exits_1(capsys, fake_kfp):
     fake_kfp.run_script = FAILING
     code, out, err = main(capsys, ["run", PIPELINE, "--wait", *POLL, *host(fake_kfp)])
     assert code == 1
-    assert _task_lines(out)[-1] == ("train-model", "FAILED")
+    assert _task_lines(out)[-1] == ("distributed-training", "FAILED")
     (run_id,) = fake_kfp.runs
     assert f"run {run_id} FAILED" in out
     line = one_error_line(err, "run")
-    assert f"run {run_id} ended FAILED: task train-model failed: loss is NaN" in line
+    assert f"run {run_id} ended FAILED: task distributed-training failed: loss is NaN" in line
 
 
 def test_run_wait_ctrl_c_leaves_the_run_running(capsys, fake_kfp, monkeypatch):

@@ -115,6 +115,7 @@ def register(model_dir: str, url: str, decision: str = "first", platform: str = 
         serving_name=kw.pop("serving_name", NAME),
         registry_url=url,
         author=kw.pop("author", "ml-platform"),
+        model_format=kw.pop("model_format", "onnx"),
         token_path=kw.pop("token_path", "/nonexistent/token"),
         **kw,
     )
@@ -488,3 +489,5 @@ def test_any_format_registers_with_its_own_name_and_an_onnx_graph_with_its_opset
     # A dataset without a window is described by where it was.
     record = dataclasses.replace(lineage(VERSION), data={"input_uri": "s3://bucket/data"})
     assert "on s3://bucket/data." in mr.version_description(record)
+    metadata = mr.version_metadata(record)
+    assert metadata["input_uri"] == "s3://bucket/data" and "content_hash" not in metadata

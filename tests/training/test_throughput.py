@@ -140,6 +140,14 @@ def test_a_cluster_run_pays_its_pods_share_of_the_pools_nodes(finished_job, feat
     assert metrics["cost_per_epoch"] == pytest.approx(1.0)
 
 
+def test_an_elastic_job_pays_for_the_ranks_that_ran(finished_job, feature_dir):
+    # Asked for 2 to 4 ranks, ran on 3 (torch's WORLD_SIZE, which the chief records): 3 pods.
+    result_file = finished_job / "logs" / RESULT_FILE
+    result_file.write_text(json.dumps({**json.loads(result_file.read_text()), "world_size": 3}))
+    metrics = collected(finished_job, feature_dir, "gpu", elastic_min_workers=2, elastic_max_workers=4)
+    assert metrics["world_size"] == 3 and metrics["price_per_hour"] == pytest.approx(30.0)
+
+
 def test_a_run_on_a_pool_without_a_price_reports_no_cost(finished_job, feature_dir):
     metrics = collected(finished_job, feature_dir, "unpriced")
     assert metrics["report.seconds_per_epoch"] == 90.0

@@ -4,7 +4,7 @@ import pytest
 
 from kfstack.components.training.distributed_training.stage import STAGE as TRAINING
 from kfstack.errors import InvalidParameterError
-from kfstack.flights.training.settings import TRAINER_CODE, TrainingSettings
+from kfstack.flights.training.settings import SEARCH_SPACE, TRAINER_CODE, TrainingSettings
 from kfstack.kubernetes.naming import RunContext
 from kfstack.kubernetes.placement import TrainingPlacement
 from kfstack.kubernetes.spark_application import SparkJobPlacement, SparkResources
@@ -67,6 +67,23 @@ def test_cross_stage_rule_of_the_flights_run():
     # A canary batch is one request to the flights predictor, which takes at most 10,000 records.
     with pytest.raises(InvalidParameterError, match="canary_batch_size"):
         check_run({"num_shards": 4, "workers": 4, "canary_batch_size": 20_000})
+    # The framework is the job's kind: never a tuned hyperparameter.
+    space = '{"framework": {"type": "categorical", "values": ["pytorch", "tensorflow"]}}'
+    with pytest.raises(InvalidParameterError, match="framework is not tuned"):
+        check_run(
+            {"num_shards": 4, "workers": 4, "tuning_search_space": space, "tuning_objective": "val_auc"}
+        )
+    # A goal beyond the objective's declared range (an AUC above 1) is never reached.
+    with pytest.raises(InvalidParameterError, match=r"tuning_goal=1.5: maximize val_auc never reaches it"):
+        check_run(
+            {
+                "num_shards": 4,
+                "workers": 4,
+                "tuning_search_space": SEARCH_SPACE,
+                "tuning_objective": "val_auc",
+                "tuning_goal": 1.5,
+            }
+        )
     # The trainers' own rule, which the generic training step cannot know.
     with pytest.raises(InvalidParameterError, match="batch_size=2 must be >= workers=4"):
         check_run({"num_shards": 4, "workers": 4, "batch_size": 2})

@@ -100,7 +100,9 @@ def decide_retraining(data: DriftData, thresholds: DriftThresholds, force: bool)
         found = read_found(data.reference_uri)
         if not found.found:
             return nothing_to_compare("nothing in production: the first model is trained", force)
-        if not found.comparable:
+        # Comparable by the files the run named, and still without the profile of its training
+        # data (a production_model step told no comparable_files): nothing to compare with.
+        if not found.comparable or not os.path.isfile(os.path.join(data.reference_uri, PROFILE_FILE)):
             reason = (
                 f"{found.version} in production carries no training profile to compare with: a "
                 f"model is trained, and the canary compares the two live"

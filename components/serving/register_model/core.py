@@ -25,7 +25,7 @@ def register_production_model(
     serving_name: str,
     registry_url: str,
     author: str,
-    model_format: str = mr.ONNX,
+    model_format: str = "",
     model_format_version: str = "",
     token_path: str = mr.SERVICE_ACCOUNT_TOKEN,
 ) -> mr.RegistrationResult:

@@ -53,10 +53,13 @@ def distributed_training(
         training_code: ``package.module`` (run as ``python -m``, hyperparameters on its argv as
             ``--name=value``) or ``package.module:function`` (called with them as keyword
             arguments of their declared types), importable in ``trainer_image``.
-        model: The model directory rank 0 wrote, as declared by ``model_format``.
+        model: The model directory rank 0 wrote, as declared by ``model_format``, with the
+            step's ``lineage.json`` beside it (the dataset's lineage, the hyperparameters, the
+            declared metrics).
         training_metrics: The last value of each of ``metric_names`` the code printed, its
             report (``report.<name>``), its seconds, the world size, local restarts and, where
-            the node pool has a price, ``price_per_hour`` and ``job_cost``.
+            the node pool has a price, ``price_per_hour``, ``job_cost`` and, when the report
+            holds ``seconds_per_epoch``, ``cost_per_epoch``.
         training_logs: Checkpoints (``checkpoints/``), the chief replica's result and, locally,
             one log file per replica and attempt.
         training_job: What ran the training: the job's reference, or the local process group.

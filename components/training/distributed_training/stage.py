@@ -148,8 +148,12 @@ class DistributedTrainingSettings:
             return {CHIEF: 1, WORKER: topology.workers, PS: topology.tf_parameter_servers}
         return {WORKER: topology.workers}
 
-    def job_pods(self) -> int:
-        return self.topology.workers if self.topology.framework == PYTORCH else sum(self.layout().values())
+    def job_pods(self, world_size: int | None = None) -> int:
+        """The job's pods: PyTorch's ranks (those that ran, when known: an elastic job may run
+        on fewer than ``workers``), TensorFlow's whole replica layout."""
+        if self.topology.framework == PYTORCH:
+            return world_size or self.topology.workers
+        return sum(self.layout().values())
 
 
 def _list(arguments: Mapping[str, Any], name: str) -> list[Any]:
@@ -205,14 +209,8 @@ class DistributedTrainingStage:
         else:
             hyperparameters = _dict(arguments, "hyperparameters")
         code.argv(hyperparameters)  # declared, typed, safe in a shell command
-        # Each value as its declared type (kfp.local hands an int inside a dict over as 64.0, a
-        # placeholder inside a dict constant as text): the lineage and metadata record them so.
-        hyperparameters = {
-            name: value
-            if isinstance(value, Placeholder)
-            else contracts.convert(name, code.hyperparameters[name], value)
-            for name, value in hyperparameters.items()
-        }
+        # Each value as its declared type: the lineage and metadata record them so.
+        hyperparameters = code.typed(hyperparameters)
         topology = JobTopology.from_arguments(arguments)
         return DistributedTrainingSettings(
             code=code,
@@ -326,8 +324,8 @@ class DistributedTrainingStage:
     def collect(
         self, settings: DistributedTrainingSettings, finished: list[dict], cluster: Cluster
     ) -> StageResult:
-        price = settings.placement.profile.price_per_hour(settings.job_pods())
         result = read_result(fsspec_uri(settings.result_uri))
+        price = settings.placement.profile.price_per_hour(settings.job_pods(result.get("world_size")))
         metrics = judge(settings, result, price)
         record_lineage(settings, fsspec_uri(settings.model_uri), fsspec_uri(settings.data_uri), result)
         return StageResult(
@@ -401,7 +399,7 @@ def judge(
         **{name: float(value) for name, value in printed.items()},
         **{f"report.{name}": float(value) for name, value in report.items()},
         "training_seconds": seconds,
-        "world_size": float(settings.topology.workers),
+        "world_size": float(result.get("world_size") or settings.topology.workers),
         **job_cost(seconds, price),
         **(cost_metrics(float(per_epoch), price) if per_epoch is not None else {}),
     }

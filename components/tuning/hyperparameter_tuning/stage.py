@@ -83,9 +83,7 @@ class HyperparameterTuningSettings:
     def best(self, assignments: Mapping[str, str] | None = None) -> dict[str, Any]:
         """The run's hyperparameters with the best trial's assignment over them, each typed by
         its declaration (Katib reports assignments as strings)."""
-        values = {**self.base, **(assignments or {})}
-        declared = self.code.hyperparameters
-        return {name: contracts.convert(name, declared[name], value) for name, value in values.items()}
+        return self.code.typed({**self.base, **(assignments or {})})
 
     def concrete_trial(self, run: TrialRun) -> DistributedTrainingSettings:
         """One trial's training settings with its assignment and its own directory."""
@@ -98,10 +96,7 @@ class HyperparameterTuningSettings:
         }
         return dataclasses.replace(
             self.trial,
-            hyperparameters={
-                name: contracts.convert(name, self.code.hyperparameters[name], value)
-                for name, value in assigned.items()
-            },
+            hyperparameters=self.code.typed(assigned),
             model_uri=join(trial_dir, "model"),
             logs_uri=join(trial_dir, "logs"),
         )

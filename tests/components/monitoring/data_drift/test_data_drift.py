@@ -115,6 +115,10 @@ def test_nothing_comparable_in_production_retrains_without_comparing(tmp_path):
     other = production_model(tmp_path / "other", FoundModel(True, "handmade", comparable=False))
     decision = decide(other, current)
     assert decision.retrain and decision.report is None and "handmade" in decision.reason
+    # Comparable by the files the run named, but it kept no training profile: the same.
+    unprofiled = production_model(tmp_path / "unprofiled", FoundModel(True, "run-0", comparable=True))
+    decision = decide(unprofiled, current)
+    assert decision.retrain and decision.report is None and "no training profile" in decision.reason
 
 
 def test_a_profile_the_data_step_wrote_is_compared_instead_of_profiling_here(tmp_path):
