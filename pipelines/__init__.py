@@ -1,13 +1,19 @@
-"""The pipelines kfstack compiles, uploads and runs, by name.
+"""The pipelines kfstack compiles, uploads and runs, by name: any installed package's.
 
-Entries name their pipeline function as ``"module:function"`` so that listing pipelines imports
-nothing heavy and a broken pipeline module cannot stop the others from compiling.
+A package declares its pipelines in the ``kfstack.pipelines`` entry-point group (the convention
+pytest and Kedro plugins use): the entry point's name is the pipeline's, its value a
+:class:`PipelineEntry` (``"package.module:OBJECT"``), which names the pipeline function and its
+cross-stage check as ``"module:function"``. kfstack's own pipelines register the same way
+(``pyproject.toml``). Listing reads the names from the packages' metadata and imports nothing;
+a pipeline is imported only when it is used, so a broken one cannot stop the others. A pipeline
+can also be named as ``module:function`` on the command line.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import importlib
+import importlib.metadata
 import json
 import os
 import subprocess
@@ -36,18 +42,18 @@ class PipelineEntry:
     check: str | None = None
 
 
-PIPELINES: dict[str, PipelineEntry] = {
-    "flights-training": PipelineEntry(
-        function="kfstack.pipelines.flights_training:flights_training",
-        check="kfstack.pipelines.steps:check_run",
-    ),
-    "flights-retraining": PipelineEntry(
-        function="kfstack.pipelines.flights_retraining:flights_retraining",
-        check="kfstack.pipelines.steps:check_retraining_run",
-    ),
-    "digits-training": PipelineEntry(function="kfstack.pipelines.digits_training:digits_training"),
-}
+# kfstack's own registrations (its entry points name them).
+FLIGHTS_TRAINING = PipelineEntry(
+    function="kfstack.pipelines.flights_training:flights_training",
+    check="kfstack.pipelines.steps:check_run",
+)
+FLIGHTS_RETRAINING = PipelineEntry(
+    function="kfstack.pipelines.flights_retraining:flights_retraining",
+    check="kfstack.pipelines.steps:check_retraining_run",
+)
+DIGITS_TRAINING = PipelineEntry(function="kfstack.pipelines.digits_training:digits_training")
 DEFAULT_PIPELINE = "flights-training"
+ENTRY_POINT_GROUP = "kfstack.pipelines"
 
 
 def _resolve(target: str) -> Any:
@@ -55,21 +61,73 @@ def _resolve(target: str) -> Any:
     return getattr(importlib.import_module(module_name), attribute)
 
 
+def _declared() -> dict[str, list[importlib.metadata.EntryPoint]]:
+    """Pipeline name -> the entry points declaring it (one distribution can be found twice,
+    e.g. an editable install's metadata: the same package and value count once)."""
+    found: dict[str, list[importlib.metadata.EntryPoint]] = {}
+    for point in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
+        same = [
+            p for p in found.get(point.name, []) if (_package(p), p.value) == (_package(point), point.value)
+        ]
+        if not same:
+            found.setdefault(point.name, []).append(point)
+    return found
+
+
+def _package(point: importlib.metadata.EntryPoint) -> str:
+    return point.dist.name if point.dist is not None else "an unknown package"
+
+
+def pipeline_names() -> list[str]:
+    """The installed packages' pipelines, by name, read from their metadata (nothing imported)."""
+    return sorted(_declared())
+
+
 def entry(name: str) -> PipelineEntry:
-    """The registered pipeline ``name``.
+    """The registered pipeline ``name``, or ``module:function`` named directly.
 
     Raises:
-        UsageError: No such pipeline (the message lists the known ones).
+        UsageError: No such pipeline (the message lists the known ones), a name two packages
+            declare, or a registration that fails to load or is not a :class:`PipelineEntry`;
+            one line naming the package.
     """
+    if ":" in name:
+        return PipelineEntry(function=name)
+    points = _declared().get(name)
+    if not points:
+        raise UsageError(f"unknown pipeline {name!r}; known: {', '.join(pipeline_names())}")
+    if len(points) > 1:
+        packages = " and ".join(sorted(f"{_package(p)} ({p.value})" for p in points))
+        raise UsageError(f"pipeline {name!r} is declared by {packages}: uninstall one, or rename it")
+    (point,) = points
     try:
-        return PIPELINES[name]
-    except KeyError:
-        raise UsageError(f"unknown pipeline {name!r}; known: {', '.join(sorted(PIPELINES))}") from None
+        registered = point.load()
+    except Exception as err:  # the package's module failed to import, whatever the way
+        raise UsageError(
+            f"pipeline {name!r} of {_package(point)}: its registration {point.value} fails to load: "
+            f"{type(err).__name__}: {err}"
+        ) from None
+    if not isinstance(registered, PipelineEntry):
+        raise UsageError(
+            f"pipeline {name!r} of {_package(point)}: {point.value} is a {type(registered).__name__}, "
+            f"not a kfstack.pipelines.PipelineEntry"
+        )
+    return registered
 
 
 def load_pipeline(name: str) -> Any:
-    """Returns the ``@dsl.pipeline`` function registered as ``name``."""
-    return _resolve(entry(name).function)
+    """Returns the ``@dsl.pipeline`` function registered as ``name`` (or named ``module:function``).
+
+    Raises:
+        UsageError: No such pipeline, or its module fails to import (one line, naming it).
+    """
+    function = entry(name).function
+    try:
+        return _resolve(function)
+    except Exception as err:  # a team's module failed to import, whatever the way
+        raise UsageError(
+            f"pipeline {name!r}: {function} cannot be loaded: {type(err).__name__}: {err}"
+        ) from None
 
 
 def run_check(name: str) -> Callable[[Mapping[str, Any]], None]:

@@ -52,7 +52,7 @@ from kfstack.errors import (
     UsageError,
 )
 from kfstack.lineage import DEFAULT_TOLERANCE
-from kfstack.pipelines import DEFAULT_PIPELINE, PIPELINES, load_pipeline, rendering
+from kfstack.pipelines import DEFAULT_PIPELINE, load_pipeline, pipeline_names, rendering
 from kfstack.tuning.spec import LOCAL_BUDGET
 from kfstack.version import VERSION_ENV, __version__, label_safe, pipeline_version
 
@@ -96,7 +96,7 @@ def compile_pipelines(names: list[str], out_dir: str, version: str | None = None
     Raises:
         UsageError: An unknown pipeline, a malformed version, or ``out_dir`` is not writable.
     """
-    pipelines = [(name, load_pipeline(name)) for name in (names or sorted(PIPELINES))]
+    pipelines = [(name, load_pipeline(name)) for name in (names or pipeline_names())]
     try:
         stamped = pipeline_version(version)
     except ValueError as err:
@@ -155,7 +155,7 @@ def _cmd_compile(args: argparse.Namespace) -> int:
 
 
 def _cmd_list(args: argparse.Namespace) -> int:
-    for name in sorted(PIPELINES):
+    for name in pipeline_names():
         print(name)
     return EXIT_OK
 
@@ -336,7 +336,7 @@ def _run_on_cluster(args: argparse.Namespace) -> int:
 def _cmd_upload(args: argparse.Namespace) -> int:
     from kfstack.app import kfp_server
 
-    names = args.names or sorted(PIPELINES)
+    names = args.names or pipeline_names()
     try:
         version = pipeline_version(args.pipeline_version)
     except ValueError as err:

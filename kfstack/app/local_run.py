@@ -383,7 +383,7 @@ def run_pipeline_locally(
     """Runs a registered pipeline with kfp.local on this machine, in a new run directory.
 
     Args:
-        pipeline_name: A name from ``kfstack.pipelines.PIPELINES``.
+        pipeline_name: A registered pipeline's name (:func:`kfstack.pipelines.pipeline_names`).
         arguments: Pipeline parameters; the rest take their defaults (all are recorded).
         pipeline_root: Where the run directory is created (see :mod:`run_directory`).
         verbose: Also echo every line of every task and of kfp.local to the console.

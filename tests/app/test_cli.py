@@ -16,7 +16,7 @@ import yaml
 
 from kfstack.app import cli
 from kfstack.errors import CancelledError, TrainingFailedError
-from kfstack.pipelines import DEFAULT_PIPELINE, PIPELINES
+from kfstack.pipelines import DEFAULT_PIPELINE, pipeline_names
 from kfstack.tuning.spec import LOCAL_BUDGET
 from kfstack.version import __version__, label_safe, pipeline_version
 
@@ -87,7 +87,7 @@ def _summary(status: str, text: str = "SUMMARY-TEXT", error: str | None = None):
 def test_list_prints_registered_pipelines(capsys):
     assert cli.main(["list"]) == 0
     out, err = capsys.readouterr()
-    assert out.split() == sorted(PIPELINES)
+    assert out.split() == pipeline_names()
     assert DEFAULT_PIPELINE in out.split()
     assert _error_lines(err) == []
 
@@ -126,7 +126,7 @@ def test_compile_all_pipelines(capsys, tmp_path):
     assert cli.main(["compile", "--out", str(out_dir)]) == 0
     out, _ = capsys.readouterr()
     stamped = label_safe(pipeline_version())
-    expected = sorted(str(out_dir / f"{name}-{stamped}.yaml") for name in PIPELINES)
+    expected = sorted(str(out_dir / f"{name}-{stamped}.yaml") for name in pipeline_names())
     assert sorted(out.split()) == expected
     assert sorted(str(p) for p in out_dir.iterdir()) == expected
 
@@ -145,7 +145,7 @@ def test_compile_unknown_pipeline_lists_known_ones(capsys, tmp_path):
     out_dir = tmp_path / "dist"
     line = bad_input(capsys, ["compile", "nope", "--out", str(out_dir)])
     assert "unknown pipeline 'nope'" in line
-    for name in PIPELINES:
+    for name in pipeline_names():
         assert name in line
     assert not out_dir.exists()
 

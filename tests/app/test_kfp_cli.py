@@ -23,7 +23,7 @@ import pytest
 from kfstack.app import cli, kfp_server
 from kfstack.app.cron import parse_cron
 from kfstack.errors import InvalidParameterError
-from kfstack.pipelines import PIPELINES
+from kfstack.pipelines import pipeline_names
 from kfstack.version import VERSION_ENV
 from tests.app import fake_kfp_server
 from tests.app.fake_kfp_server import FAILING, FakeKfpServer
@@ -199,9 +199,9 @@ def test_upload_all_with_the_default_version(capsys, fake_kfp, monkeypatch):
     monkeypatch.setenv(VERSION_ENV, "7.7.7+cafe")
     code, out, err = main(capsys, ["upload", *host(fake_kfp)])
     assert code == 0, err
-    assert sorted(p["display_name"] for p in fake_kfp.pipelines.values()) == sorted(PIPELINES)
+    assert sorted(p["display_name"] for p in fake_kfp.pipelines.values()) == pipeline_names()
     assert {v["display_name"] for v in fake_kfp.versions.values()} == {"7.7.7+cafe"}
-    assert out.count("created the pipeline with first version 7.7.7+cafe") == len(PIPELINES)
+    assert out.count("created the pipeline with first version 7.7.7+cafe") == len(pipeline_names())
 
 
 def test_upload_unknown_pipeline_sends_nothing(capsys, fake_kfp):

@@ -6,7 +6,7 @@ import textwrap
 import pytest
 
 from kfstack import pipeline_spec
-from kfstack.pipelines import PIPELINES, PipelineEntry, rendering
+from kfstack.pipelines import rendering
 from kfstack.settings import Placeholder
 
 WIDGET_COMPONENT = '''
@@ -102,8 +102,7 @@ def widget_pipeline(tmp_path, monkeypatch):
     (package / "stage.py").write_text(textwrap.dedent(WIDGET_STAGE))
     (tmp_path / "extra_pipeline.py").write_text(textwrap.dedent(WIDGET_PIPELINE))
     monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.setitem(PIPELINES, "widgets", PipelineEntry(function="extra_pipeline:widgets"))
-    return "widgets"
+    return "extra_pipeline:widgets"  # named as module:function, as on the command line
 
 
 def test_a_new_launching_component_is_rendered_with_no_change_to_render(widget_pipeline):

@@ -1,0 +1,104 @@
+"""Pipelines from any installed package: the ``kfstack.pipelines`` entry-point group, read from
+the packages' metadata (nothing imported to list them), a team's pipeline used exactly as the
+built-in ones, and a clash or a broken registration named in one line without hiding the rest.
+
+The "installed packages" are ``*.dist-info`` folders on ``sys.path``, which is what
+``importlib.metadata`` reads for a wheel installed into a venv.
+"""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from kfstack.app import cli
+from kfstack.errors import UsageError
+from kfstack.pipelines import entry, load_pipeline, pipeline_names, run_check
+
+TEAM_PIPELINE = """
+    from kfp import dsl
+
+    from kfstack.pipelines import PipelineEntry
+
+
+    @dsl.component(base_image="python:3.11")
+    def hello(who: str) -> str:
+        return f"hello {who}"
+
+
+    @dsl.pipeline(name="team-hello")
+    def team_hello(who: str = "team"):
+        hello(who=who)
+
+
+    def check(parameters):
+        if parameters.get("who") == "nobody":
+            raise ValueError("who=nobody greets no one")
+
+
+    REGISTRATION = PipelineEntry(
+        function="team_pipelines.hello:team_hello", check="team_pipelines.hello:check"
+    )
+    NOT_A_REGISTRATION = "team_pipelines.hello:team_hello"
+"""
+
+
+def install(site, package: str, entry_points: dict[str, str]) -> None:
+    """A distribution's metadata as pip leaves it: ``<name>-<version>.dist-info``."""
+    info = site / f"{package.replace('-', '_')}-1.0.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {package}\nVersion: 1.0\n")
+    lines = "\n".join(f"{name} = {value}" for name, value in entry_points.items())
+    (info / "entry_points.txt").write_text(f"[kfstack.pipelines]\n{lines}\n")
+
+
+@pytest.fixture
+def site(tmp_path, monkeypatch):
+    """A site folder on the path holding the team's module (installed packages go here)."""
+    site = tmp_path / "site"
+    (site / "team_pipelines").mkdir(parents=True)
+    (site / "team_pipelines" / "__init__.py").write_text("")
+    (site / "team_pipelines" / "hello.py").write_text(textwrap.dedent(TEAM_PIPELINE))
+    monkeypatch.syspath_prepend(str(site))
+    return site
+
+
+def test_a_teams_package_registers_its_pipeline_as_the_built_in_ones_are(site, capsys):
+    install(site, "team-pipelines", {"team-hello": "team_pipelines.hello:REGISTRATION"})
+    assert {"team-hello", "flights-training", "digits-training"} <= set(pipeline_names())
+    assert load_pipeline("team-hello").name == "team-hello"
+    with pytest.raises(ValueError, match="greets no one"):
+        run_check("team-hello")({"who": "nobody"})
+    assert cli.main(["list"]) == 0
+    assert "team-hello" in capsys.readouterr().out.split()
+    # Named directly as module:function, with no registration at all.
+    assert load_pipeline("team_pipelines.hello:team_hello").name == "team-hello"
+
+
+def test_listing_imports_nothing_and_a_broken_registration_hides_no_other(site):
+    install(site, "team-broken", {"team-broken": "team_pipelines.missing:REGISTRATION"})
+    install(site, "team-typo", {"team-typo": "team_pipelines.hello:NOT_A_REGISTRATION"})
+    assert {"team-broken", "team-typo", "flights-training"} <= set(pipeline_names())
+    with pytest.raises(
+        UsageError, match=r"pipeline 'team-broken' of team-broken: .* fails to load: ModuleNotFound"
+    ):
+        entry("team-broken")
+    with pytest.raises(UsageError, match=r"is a str, not a kfstack.pipelines.PipelineEntry"):
+        entry("team-typo")
+    assert entry("flights-training").check == "kfstack.pipelines.steps:check_run"
+
+
+def test_a_name_two_packages_declare_is_refused_naming_both(site):
+    install(site, "team-a", {"hello": "team_pipelines.hello:REGISTRATION"})
+    install(site, "team-b", {"hello": "team_pipelines.hello:REGISTRATION"})
+    with pytest.raises(UsageError, match=r"pipeline 'hello' is declared by team-a .* and team-b"):
+        entry("hello")
+    assert entry("digits-training").function.endswith("digits_training")
+
+
+def test_an_unknown_name_lists_the_known_ones_and_a_module_that_fails_is_named(site):
+    with pytest.raises(UsageError, match=r"unknown pipeline 'nope'; known: .*flights-training"):
+        entry("nope")
+    with pytest.raises(UsageError, match=r"pipeline 'team_pipelines.absent:f': .* ModuleNotFoundError"):
+        load_pipeline("team_pipelines.absent:f")
