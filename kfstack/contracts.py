@@ -305,13 +305,7 @@ class TrainingCode:
     def argv(self, values: Mapping[str, Any]) -> list[str]:
         """``--name=value`` for each of ``values``, in the declared order; a
         :class:`~kfstack.settings.Placeholder` (a Katib trial parameter) goes in as it is."""
-        undeclared = sorted(set(values) - set(self.hyperparameters))
-        if undeclared:
-            declared = ", ".join(self.hyperparameters) or "none"
-            raise InvalidParameterError(
-                f"hyperparameters {', '.join(undeclared)}: not declared by the training code "
-                f"(declared: {declared})"
-            )
+        self._check_declared(values)
         rendered = {
             name: value if isinstance(value, Placeholder) else self.render(name, value)
             for name, value in values.items()
@@ -324,16 +318,27 @@ class TrainingCode:
         :class:`~kfstack.settings.Placeholder` (a Katib trial parameter) stays as it is.
 
         Raises:
-            InvalidParameterError: An undeclared name, or a value not of its type.
+            InvalidParameterError: An undeclared name, or a value not of its type or unsafe in
+                an unquoted shell command (what :meth:`argv` would refuse).
         """
+        self._check_declared(values)
         return {
             name: value if isinstance(value, Placeholder) else self._typed(name, value)
             for name, value in values.items()
         }
 
     def _typed(self, name: str, value: Any) -> Any:
-        self.render(name, value)  # declared, of its type, safe in a shell command
+        self.render(name, value)  # of its type, safe in a shell command
         return convert(name, self.hyperparameters[name], value)
+
+    def _check_declared(self, values: Mapping[str, Any]) -> None:
+        undeclared = sorted(set(values) - set(self.hyperparameters))
+        if undeclared:
+            declared = ", ".join(self.hyperparameters) or "none"
+            raise InvalidParameterError(
+                f"hyperparameters {', '.join(undeclared)}: not declared by the training code "
+                f"(declared: {declared})"
+            )
 
     def parse_argv(self, argv: Sequence[str]) -> dict[str, Any]:
         """``--name=value`` arguments back to typed values (the entrypoint's edge).
@@ -410,6 +415,11 @@ def render_value(name: str, kind: str, value: Any) -> str:
 # --- reports and models -----------------------------------------------------------------------
 
 
+def is_finite_number(value: Any) -> bool:
+    """What a report's value may be: an int or float (not a bool), finite."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
 def write_report(values: Mapping[str, float]) -> bool:
     """Writes ``values`` where the step reads its report (``KFSTACK_REPORT_PATH``): from a Spark
     application's driver, or from the chief replica of training code. False, and nothing
@@ -418,11 +428,7 @@ def write_report(values: Mapping[str, float]) -> bool:
     Raises:
         InvalidParameterError: A value is not a finite number (the step would refuse it).
     """
-    bad = sorted(
-        name
-        for name, value in values.items()
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value)
-    )
+    bad = sorted(name for name, value in values.items() if not is_finite_number(value))
     if bad:
         raise InvalidParameterError(f"a report holds finite numbers only; not so: {', '.join(bad)}")
     path = os.environ.get(REPORT_PATH_ENV)
@@ -449,11 +455,7 @@ def read_report(path: str, who: str) -> dict[str, float]:
         raise ContractError(f"{who} wrote a report ({path}) that is not JSON: {err}") from err
     if not isinstance(report, dict):
         raise ContractError(f"{who} wrote a report ({path}) that is not a JSON object of numbers")
-    bad = sorted(
-        str(key)
-        for key, value in report.items()
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value)
-    )
+    bad = sorted(str(key) for key, value in report.items() if not is_finite_number(value))
     if bad:
         raise ContractError(
             f"{who} wrote a report ({path}) whose values must be finite numbers; not so: {', '.join(bad)}"

@@ -4,8 +4,8 @@ reproduced from that record is compared with it.
 Every trained model directory carries the record (the generic training step writes it, on
 either platform): its model version (the run that trained it, as the deployment names it), the
 pipeline version that ran, the run id, the data -- where the dataset was, and what its data step
-recorded of it (``data_lineage.json``, :mod:`kfstack.contracts`; the flights feature job: the
-window, its content hash and row count, the hash of the feature spec fitted on it) -- the
+recorded of it (``data_lineage.json``, :mod:`kfstack.contracts`: say a window, its content hash
+and row count, the hash of a spec fitted on it) -- the
 parameters that decide the result (the data step's and the training's, by pipeline parameter
 name, with the hyperparameters tuning chose), and the last value of every metric the training
 code declares. The local registry keeps the record with every model it ever served
@@ -145,9 +145,9 @@ INPUT_URI = "input_uri"
 
 
 def compare(recorded: Lineage, reproduced: Lineage, tolerance: float = DEFAULT_TOLERANCE) -> list[Difference]:
-    """Each item a reproduction must match: what either record says of its data (the flights
-    job's window, content hash, rows and feature spec hash; not where the dataset was), the
-    parameters, and every recorded metric within ``tolerance`` (absolute)."""
+    """Each item a reproduction must match: what either record says of its data (whatever its
+    data step recorded; not where the dataset was), the parameters, and every recorded metric
+    within ``tolerance`` (absolute)."""
     items = []
     for key in sorted((set(recorded.data) | set(reproduced.data)) - {INPUT_URI}):
         a, b = recorded.data.get(key), reproduced.data.get(key)

@@ -5,9 +5,8 @@ A profile (``profile.json``, :mod:`kfstack.monitoring.profiling` or a data step 
 own) holds per numeric feature its missing share and a histogram over fixed edges, per
 categorical feature the shares of its most frequent values, and the label rate per split. The
 new window's profile must be computed with the reference's histogram edges (profiled with the
-reference, or by a data step given it, as the flights feature job's ``--reference-profile-uri``),
-so that the bins compare; values beyond the reference's range fall into its edge bins, where a
-shift shows.
+reference, or by a data step given the reference's profile), so that the bins compare; values
+beyond the reference's range fall into its edge bins, where a shift shows.
 
 **Per feature, the population stability index** (PSI) of the new shares against the reference's,
 ``sum((a - e) * ln(a / e))``, a share below :data:`SHARE_FLOOR` counted as the floor (an empty

@@ -225,7 +225,7 @@ def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None
             "model_problem": contracts.model_dir_problem(model_dir, model_format),
             # The processes that trained, as torch saw them (an elastic job may run on fewer
             # than it asked for); absent for TensorFlow, whose job is its replica layout.
-            "world_size": int(os.environ["WORLD_SIZE"]) if os.environ.get("WORLD_SIZE") else None,
+            "world_size": int(env["WORLD_SIZE"]) if env.get("WORLD_SIZE") else None,
         }
         if env.get(MODEL_URI_ENV):
             _copy_dir(model_dir, env[MODEL_URI_ENV])

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
+
+from kfstack import contracts
 
 EPSILON = 1e-7
 
@@ -131,8 +132,4 @@ def katib_line(epoch: int, values: Mapping[str, float]) -> str:
 def numeric_report(result: Mapping[str, Any]) -> dict[str, float]:
     """The finite numbers of a trainer's result (not its history, device or undefined figures):
     what a step's report may hold (:func:`kfstack.contracts.write_report`)."""
-    return {
-        name: float(value)
-        for name, value in result.items()
-        if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-    }
+    return {name: float(value) for name, value in result.items() if contracts.is_finite_number(value)}

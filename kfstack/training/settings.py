@@ -4,8 +4,7 @@
 replicas, restarts, TensorFlow topology, elastic bounds), validated once where it is built
 (pipeline arguments, or a Katib trial template whose fields hold a
 :class:`~kfstack.settings.Placeholder`). A code's own hyperparameters are its declaration's
-(:class:`kfstack.contracts.TrainingCode`); the flights example's are in
-:mod:`kfstack.flights.training.settings`.
+(:class:`kfstack.contracts.TrainingCode`).
 """
 
 from __future__ import annotations

@@ -171,9 +171,7 @@ class SearchParameter:
 
 
 def _number(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        return None
-    return float(value)
+    return float(value) if contracts.is_finite_number(value) else None
 
 
 def parse_search_space(

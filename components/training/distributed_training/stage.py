@@ -66,7 +66,7 @@ from kfstack.training.settings import (
 from kfstack.training.tf_config import CHIEF, PS, WORKER
 from kfstack.training.throughput import cost_metrics, job_cost
 from kfstack.uris import fsspec_uri, join
-from kfstack.version import VERSION_ENV, __version__, pipeline_version
+from kfstack.version import __version__, pipeline_version
 
 NAME_PREFIX = "kfs-train"
 IMAGE_ROLES = {PYTORCH: "torch-trainer", "tensorflow": "tf-trainer"}
@@ -208,8 +208,8 @@ class DistributedTrainingStage:
             }
         else:
             hyperparameters = _dict(arguments, "hyperparameters")
-        code.argv(hyperparameters)  # declared, typed, safe in a shell command
-        # Each value as its declared type: the lineage and metadata record them so.
+        # Declared, of their types, safe in a shell command; each value converted to its type,
+        # as the lineage and metadata record them.
         hyperparameters = code.typed(hyperparameters)
         topology = JobTopology.from_arguments(arguments)
         return DistributedTrainingSettings(
@@ -416,7 +416,7 @@ def record_lineage(
     printed = result.get("metrics", {})
     lineage = Lineage(
         model_version=model_version(settings.run_id, settings.run_dir),
-        pipeline_version=os.environ.get(VERSION_ENV) or pipeline_version(),
+        pipeline_version=pipeline_version(),
         kfstack_version=__version__,
         run_id=settings.run_id,
         created=lineage_time(),
@@ -443,7 +443,7 @@ def model_metadata(settings: DistributedTrainingSettings) -> dict[str, dict[str,
             "training_api": settings.training_api,
             "hyperparameters": dict(settings.hyperparameters),
             "kfstack_version": __version__,
-            "pipeline_version": os.environ.get(VERSION_ENV) or pipeline_version(),
+            "pipeline_version": pipeline_version(),
         }
     }
 
@@ -468,10 +468,9 @@ def train_locally(
     run as the ``distributed-training`` task, under the contract of ``training_api`` (``auto``:
     the preferred one).
     """
-    code.argv(hyperparameters)  # declared, typed, safe in a shell command
     settings = DistributedTrainingSettings(
         code=code,
-        hyperparameters=dict(hyperparameters),
+        hyperparameters=code.typed(hyperparameters),  # declared, typed, safe in a shell command
         topology=topology or JobTopology(),
         model_format=contracts.check_model_format(model_format),
         image="",
