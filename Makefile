@@ -6,14 +6,15 @@ STAMP := $(VENV)/.installed
 
 .PHONY: setup run run-digits test test-slow lint compile bench clean
 
-# Re-installs when pyproject.toml or setup.py change.
-$(STAMP): pyproject.toml setup.py
+# Re-installs when pyproject.toml, setup.py or the examples' pyproject.toml change. kfstack and
+# its examples (examples/, a package of their own, as a team's pipelines are) install together.
+$(STAMP): pyproject.toml setup.py examples/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e ".[dev]"
+	$(BIN)/pip install --quiet -e ".[dev]" -e examples
 	# The Spark driver's class archive: local sessions start faster with it, and run without
 	# it should recording fail (the module says why), hence the leading '-'.
-	-$(BIN)/python -m kfstack.spark_jobs.flights_features.class_archive
+	-$(BIN)/python -m kfstack_examples.flights.features_job.class_archive
 	touch $(STAMP)
 
 setup: $(STAMP)

@@ -37,8 +37,8 @@ def train_layout(
     """One run of the real trainer through the local launcher, as the scaling benchmarks time it
     (learning rate 0.003, no restarts; model and logs under ``out``): the training step's metrics,
     the trainer's whole-run figures (its report, ``report.<name>``) under their own names."""
-    from kfstack.flights.training.settings import TrainingSettings
-    from kfstack.pipelines.steps import train_locally
+    from kfstack_examples.flights.pipelines.steps import train_locally
+    from kfstack_examples.flights.training.settings import TrainingSettings
 
     metrics, _ = train_locally(
         TrainingSettings(

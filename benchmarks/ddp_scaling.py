@@ -32,7 +32,6 @@ import tempfile
 from collections.abc import Iterator
 
 from benchmarks.common import machine_facts, train_layout, write_result
-from kfstack.flights.training.settings import METRICS_FILE
 from kfstack.kubernetes import node_pools
 from kfstack.training.settings import (
     COST_PER_EPOCH,
@@ -42,6 +41,7 @@ from kfstack.training.settings import (
     SECONDS_PER_EPOCH,
 )
 from kfstack.training.throughput import cost_metrics, scaling_efficiency
+from kfstack_examples.flights.training.settings import METRICS_FILE
 
 GOAL_RATIO = 0.95
 LAYOUTS = (("1x1", 1, 1), ("1x2", 1, 2), ("2x1", 2, 1))  # (name, processes, threads each), on CPU
@@ -56,7 +56,7 @@ CUDA_VISIBLE_DEVICES = "CUDA_VISIBLE_DEVICES"
 
 
 def build_features(tmp: str) -> str:
-    from kfstack.spark_jobs.flights_features.job import FeatureJobConfig, run_feature_job
+    from kfstack_examples.flights.features_job.job import FeatureJobConfig, run_feature_job
 
     features = os.path.join(tmp, "features")
     run_feature_job(

@@ -28,8 +28,8 @@ GOAL_RATIO = 0.90
 def synthetic_samples_per_second(features_uri: str, batch_size: int, steps: int) -> float:
     import torch
 
-    from kfstack.flights.feature_spec import FeatureSpec
-    from kfstack.flights.training.pytorch_model import DelayClassifier, ModelConfig
+    from kfstack_examples.flights.feature_spec import FeatureSpec
+    from kfstack_examples.flights.training.pytorch_model import DelayClassifier, ModelConfig
 
     spec = FeatureSpec.load(features_uri)
     device = torch.device("cuda")
@@ -79,8 +79,8 @@ def main(argv: list[str] | None = None) -> None:
     if not torch.cuda.is_available():
         sys.exit("no CUDA device: this benchmark needs a GPU machine")
     from benchmarks.common import machine_facts, write_result
-    from kfstack.flights.training.settings import TrainingSettings
-    from kfstack.pipelines.steps import train_locally
+    from kfstack_examples.flights.pipelines.steps import train_locally
+    from kfstack_examples.flights.training.settings import TrainingSettings
 
     with tempfile.TemporaryDirectory(prefix="kfstack-gpu-") as tmp:
         real, _ = train_locally(

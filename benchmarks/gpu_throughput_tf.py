@@ -26,9 +26,9 @@ def synthetic_samples_per_second(features_uri: str, batch_size: int, steps: int)
     import keras
     import tensorflow as tf
 
-    from kfstack.flights.feature_spec import FeatureSpec
-    from kfstack.flights.training.architecture import ModelConfig
-    from kfstack.flights.training.tensorflow_model import build_classifier
+    from kfstack_examples.flights.feature_spec import FeatureSpec
+    from kfstack_examples.flights.training.architecture import ModelConfig
+    from kfstack_examples.flights.training.tensorflow_model import build_classifier
 
     keras.mixed_precision.set_global_policy("mixed_bfloat16")
     spec = FeatureSpec.load(features_uri)
@@ -73,8 +73,8 @@ def main(argv: list[str] | None = None) -> None:
     if not gpus:
         sys.exit("no GPU visible to TensorFlow: this benchmark needs a GPU machine")
     from benchmarks.common import machine_facts, write_result
-    from kfstack.flights.training.settings import TrainingSettings
-    from kfstack.pipelines.steps import train_locally
+    from kfstack_examples.flights.pipelines.steps import train_locally
+    from kfstack_examples.flights.training.settings import TrainingSettings
 
     with tempfile.TemporaryDirectory(prefix="kfstack-gpu-tf-") as tmp:
         real, _ = train_locally(

@@ -29,8 +29,8 @@ import numpy as np
 import psutil
 
 from benchmarks.common import machine_facts, write_result
-from kfstack.components.serving.predictor import MODULE as PREDICTOR_MODULE
-from kfstack.components.serving.predictor import command
+from kfstack_examples.flights.predictor import MODULE as PREDICTOR_MODULE
+from kfstack_examples.flights.predictor import command
 
 MODEL_NAME = "flights-delay"
 TRIVIAL_MODULE = "benchmarks.trivial_predictor"
@@ -46,8 +46,8 @@ def sample_records(n: int = 100) -> list[dict]:
 
     import pandas as pd
 
-    from kfstack.flights.scoring import REQUEST_FIELDS
-    from kfstack.spark_jobs.flights_features import sources
+    from kfstack_examples.flights.features_job import sources
+    from kfstack_examples.flights.scoring import REQUEST_FIELDS
 
     with (
         zipfile.ZipFile(os.path.join(sources.default_data_dir(), "flights.csv.zip")) as z,
@@ -123,8 +123,8 @@ def load(port: int, body: bytes, requests: int, concurrency: int) -> dict:
 
 def trained_model_dir(features_uri: str | None, tmp: str) -> str:
     from benchmarks.ddp_scaling import build_features
-    from kfstack.flights.training.settings import TrainingSettings
-    from kfstack.pipelines.steps import train_locally
+    from kfstack_examples.flights.pipelines.steps import train_locally
+    from kfstack_examples.flights.training.settings import TrainingSettings
 
     features = features_uri or build_features(tmp)
     model = os.path.join(tmp, "model")

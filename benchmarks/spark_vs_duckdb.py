@@ -4,7 +4,7 @@ Both engines read the same CSV tables, tag every flight with the same validation
 rule lists are imported from the Spark job), join weather, planes and airports, derive the
 label, the hash split and the raw features, compute the training statistics (vocabularies,
 medians, means, standard deviations, quantiles) and write the encoded splits as Parquet.
-Spark runs as the real job (``python -m kfstack.spark_jobs.flights_features``, JVM start
+Spark runs as the real job (``python -m kfstack_examples.flights.features_job``, JVM start
 included, as a SparkApplication would); DuckDB runs the equivalent SQL in-process. DuckDB is
 the baseline, not a second implementation: it writes no quarantine file, lookups or profile
 JSON, which makes the comparison conservative for Spark.
@@ -38,10 +38,10 @@ import duckdb
 
 from benchmarks.common import machine_facts, write_result
 from kfstack.app.local_run import PeakMemorySampler
-from kfstack.flights.feature_spec import JOB_REPORT_FILE
-from kfstack.flights.features import CATEGORICAL_FEATURES, NUMERIC_FEATURES, WEATHER_FIELDS
-from kfstack.spark_jobs.flights_features import class_archive, sources
-from kfstack.spark_jobs.flights_features.validation import (
+from kfstack_examples.flights.feature_spec import JOB_REPORT_FILE
+from kfstack_examples.flights.features import CATEGORICAL_FEATURES, NUMERIC_FEATURES, WEATHER_FIELDS
+from kfstack_examples.flights.features_job import class_archive, sources
+from kfstack_examples.flights.features_job.validation import (
     FLIGHT_COLUMNS,
     HHMM_FIELDS,
     NUMERIC_FIELDS,
@@ -90,7 +90,7 @@ def spark_job(input_dir: str, out: str) -> dict:
         [
             sys.executable,
             "-m",
-            "kfstack.spark_jobs.flights_features",
+            "kfstack_examples.flights.features_job",
             "--input-uri",
             input_dir,
             "--output-uri",

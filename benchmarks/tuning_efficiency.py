@@ -40,7 +40,7 @@ def tune(features: str, trials_dir: str, algorithm: str, early_stopping: str, se
     """One arm, one seed: the tuning step's embedded run (its ``StageResult``)."""
     from kfstack.components.tuning.hyperparameter_tuning.stage import STAGE
     from kfstack.pipelines import rendering
-    from kfstack.pipelines.steps import TRAINING_CODE
+    from kfstack_examples.flights.pipelines.steps import TRAINING_CODE
 
     arguments = rendering.run_parameters(
         "flights-training",

@@ -3,10 +3,11 @@
 A package declares its pipelines in the ``kfstack.pipelines`` entry-point group (the convention
 pytest and Kedro plugins use): the entry point's name is the pipeline's, its value a
 :class:`PipelineEntry` (``"package.module:OBJECT"``), which names the pipeline function and its
-cross-stage check as ``"module:function"``. kfstack's own pipelines register the same way
-(``pyproject.toml``). Listing reads the names from the packages' metadata and imports nothing;
-a pipeline is imported only when it is used, so a broken one cannot stop the others. A pipeline
-can also be named as ``module:function`` on the command line.
+cross-stage check as ``"module:function"``. kfstack itself brings none: its examples (flights,
+digits) are a package of their own, ``kfstack-examples`` (``examples/``), registered the same way.
+Listing reads the names from the packages' metadata and imports nothing; a pipeline is imported only
+when it is used, so a broken one cannot stop the others. A pipeline can also be named as
+``module:function`` on the command line.
 """
 
 from __future__ import annotations
@@ -42,17 +43,6 @@ class PipelineEntry:
     check: str | None = None
 
 
-# kfstack's own registrations (its entry points name them).
-FLIGHTS_TRAINING = PipelineEntry(
-    function="kfstack.pipelines.flights_training:flights_training",
-    check="kfstack.pipelines.steps:check_run",
-)
-FLIGHTS_RETRAINING = PipelineEntry(
-    function="kfstack.pipelines.flights_retraining:flights_retraining",
-    check="kfstack.pipelines.steps:check_retraining_run",
-)
-DIGITS_TRAINING = PipelineEntry(function="kfstack.pipelines.digits_training:digits_training")
-DEFAULT_PIPELINE = "flights-training"
 ENTRY_POINT_GROUP = "kfstack.pipelines"
 
 
@@ -81,6 +71,25 @@ def _package(point: importlib.metadata.EntryPoint) -> str:
 def pipeline_names() -> list[str]:
     """The installed packages' pipelines, by name, read from their metadata (nothing imported)."""
     return sorted(_declared())
+
+
+def chosen(name: str | None) -> str:
+    """``name``, or when none is given the one pipeline installed.
+
+    Raises:
+        UsageError: No name and none or several pipelines installed (the message lists them).
+    """
+    if name:
+        return name
+    names = pipeline_names()
+    if len(names) == 1:
+        return names[0]
+    if not names:
+        raise UsageError(
+            f"no pipeline is installed: install a package that declares one in the {ENTRY_POINT_GROUP!r} "
+            "entry-point group (kfstack's examples: pip install -e examples), or name one as module:function"
+        )
+    raise UsageError(f"name the pipeline: installed are {', '.join(names)}")
 
 
 def entry(name: str) -> PipelineEntry:

@@ -13,7 +13,7 @@ SHARED_DIR = pathlib.Path(os.environ.get("KFSTACK_SHARED_DIR", REPO_ROOT.parent 
 
 @pytest.fixture(scope="session")
 def spark():
-    from kfstack.spark_jobs.flights_features.job import local_spark_session
+    from kfstack_examples.flights.features_job.job import local_spark_session
 
     session = local_spark_session(shuffle_partitions=2)
     yield session
@@ -22,7 +22,7 @@ def spark():
 
 @pytest.fixture(scope="session")
 def shipped_data_dir() -> str:
-    from kfstack.spark_jobs.flights_features import sources
+    from kfstack_examples.flights.features_job import sources
 
     return sources.default_data_dir()
 

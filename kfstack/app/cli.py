@@ -52,12 +52,13 @@ from kfstack.errors import (
     UsageError,
 )
 from kfstack.lineage import DEFAULT_TOLERANCE
-from kfstack.pipelines import DEFAULT_PIPELINE, load_pipeline, pipeline_names, rendering
+from kfstack.pipelines import chosen, load_pipeline, pipeline_names, rendering
 from kfstack.tuning.spec import LOCAL_BUDGET
 from kfstack.version import VERSION_ENV, __version__, label_safe, pipeline_version
 
 DEFAULT_DIST = os.path.join("dist", "pipelines")
 DEFAULT_PIPELINE_ROOT = "runs"
+PIPELINE_NAME_HELP = "pipeline name (kfstack list), or module:function; optional when one is installed"
 DESCRIBE_WIDTH = 96
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
 # Stands in for the KFP run id when parameters are checked before a local run.
@@ -161,6 +162,7 @@ def _cmd_list(args: argparse.Namespace) -> int:
 
 
 def _cmd_describe(args: argparse.Namespace) -> int:
+    args.name = chosen(args.name)
     spec = rendering.compiled_spec(load_pipeline(args.name))
     info = spec.get("pipelineInfo", {})
     print(info.get("name", args.name))
@@ -219,6 +221,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
             raise UsageError("--resume runs again with the interrupted run's own arguments; drop --param")
         resume, args.name, arguments = run_directory.RunDirectory.reopen(args.resume)
     else:
+        args.name = chosen(args.name)
         arguments = local_arguments(args.name, parse_params(args.param, args.name))
     # Every check a cluster run makes (node pools, Spark memory notation, elastic bounds, ...),
     # before a run directory or a process exists.
@@ -273,6 +276,7 @@ def _run_on_cluster(args: argparse.Namespace) -> int:
     if args.poll_seconds is not None and args.poll_seconds <= 0:
         raise UsageError(f"--poll-seconds {args.poll_seconds:g}: must be positive")
     # Everything about the request is checked before a connection is made.
+    args.name = chosen(args.name)
     arguments = parse_params(args.param, args.name)
     check_cluster_arguments(args.name, arguments)
     if args.summary_json:
@@ -467,6 +471,7 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
     result = reproduce(
         os.path.abspath(args.model_dir),
         pipeline_root=args.pipeline_root,
+        pipeline=args.pipeline,
         tolerance=args.tolerance,
         verbose=args.verbose,
     )
@@ -488,6 +493,7 @@ def _cmd_clean(args: argparse.Namespace) -> int:
 
 
 def _cmd_render(args: argparse.Namespace) -> int:
+    args.name = chosen(args.name)
     rendered = rendering.render(args.name, parse_params(args.param, args.name), run_id=args.run_id)
     for path in rendering.write_objects(rendered, _writable_dir(args.out)):
         print(path)
@@ -568,7 +574,7 @@ def build_parser() -> argparse.ArgumentParser:
     p_list.set_defaults(func=_cmd_list)
 
     p_describe = sub.add_parser("describe", help="a pipeline's parameters: type, default, description")
-    p_describe.add_argument("name", nargs="?", default=DEFAULT_PIPELINE, help="pipeline name")
+    p_describe.add_argument("name", nargs="?", help=PIPELINE_NAME_HELP)
     p_describe.set_defaults(func=_cmd_describe)
 
     # The KFP API server of upload, run (without --local) and schedule.
@@ -598,7 +604,7 @@ def build_parser() -> argparse.ArgumentParser:
         "the run starts on the KFP server from an uploaded version (kfstack upload), in experiment "
         "PIPELINE unless --experiment; Ctrl-C during --wait stops waiting, not the run.",
     )
-    p_run.add_argument("name", nargs="?", default=DEFAULT_PIPELINE, help="pipeline name")
+    p_run.add_argument("name", nargs="?", help=PIPELINE_NAME_HELP)
     p_run.add_argument(
         "--local", action="store_true", help="run on the embedded platform (kfp.local, no cluster)"
     )
@@ -716,7 +722,7 @@ def build_parser() -> argparse.ArgumentParser:
     p_render = sub.add_parser(
         "render", help="write the Kubernetes objects a kubernetes run would create (review, GitOps)"
     )
-    p_render.add_argument("name", nargs="?", default=DEFAULT_PIPELINE, help="pipeline name")
+    p_render.add_argument("name", nargs="?", help=PIPELINE_NAME_HELP)
     p_render.add_argument(
         "--out",
         required=True,
@@ -736,6 +742,9 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="Refuses when the checked-out code is not the recorded pipeline version.",
     )
     p_reproduce.add_argument("model_dir", metavar="MODEL_DIR", help="a model directory with its lineage.json")
+    p_reproduce.add_argument(
+        "--pipeline", metavar="NAME", help="the pipeline that made it; optional when one is installed"
+    )
     p_reproduce.add_argument(
         "--pipeline-root", default=DEFAULT_PIPELINE_ROOT, help="where the reproduction's run directory goes"
     )

@@ -2,9 +2,10 @@
 
 A model directory carries its lineage (:mod:`kfstack.lineage`): the pipeline version, the data
 window and its content hash, the feature spec's hash, the parameters and the validation
-metrics. Reproducing it runs ``flights-training`` on the embedded platform with the recorded
-data and training parameters -- tuning off, the hyperparameters as tuning chose them; no
-deployment -- and compares the new model's record with the old one: the same data (content
+metrics. Reproducing it runs the pipeline that made it (named, or the one installed) on the
+embedded platform with the recorded data and training parameters -- its ``tune`` and ``deploy``
+switches off where it has them: the recorded hyperparameters are the ones tuning chose, and a
+reproduction deploys nothing -- and compares the new model's record with the old one: the same data (content
 hash, rows), the same feature spec (hash), the same parameters, and metrics within a tolerance.
 
 It refuses, before anything runs, when the checked-out code is not the recorded pipeline
@@ -20,12 +21,12 @@ from kfstack.app.local_run import run_pipeline_locally
 from kfstack.app.summary import SUCCEEDED, RunSummary
 from kfstack.errors import RunFailedError, UsageError
 from kfstack.lineage import DEFAULT_TOLERANCE, Difference, Lineage, compare
-from kfstack.pipelines import load_pipeline, rendering
+from kfstack.pipelines import chosen, load_pipeline, rendering
 from kfstack.version import DIRTY_SUFFIX, pipeline_version
 
-# The pipeline whose steps make a model: the retraining pipeline trains with the same ones.
-PIPELINE = "flights-training"
 MODEL_OUTPUT = "model"
+# The pipeline parameters a reproduction turns off where the pipeline has them.
+SWITCHED_OFF = ("tune", "deploy")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -76,23 +77,27 @@ def check_version(recorded: Lineage) -> None:
         )
 
 
-def reproduction_arguments(recorded: Lineage) -> dict[str, Any]:
-    """The recorded parameters the training pipeline takes, tuning and deployment off."""
-    known = rendering.parameter_types(load_pipeline(PIPELINE))
+def reproduction_arguments(pipeline: str, recorded: Lineage) -> dict[str, Any]:
+    """The recorded parameters ``pipeline`` takes, its tuning and deployment off."""
+    known = rendering.parameter_types(load_pipeline(pipeline))
     unknown = sorted(set(recorded.parameters) - set(known))
     if unknown:
-        raise UsageError(f"the record has parameters {PIPELINE} does not take: {', '.join(unknown)}")
-    return {**recorded.parameters, "tune": False, "deploy": False, "platform": "local"}
+        raise UsageError(f"the record has parameters {pipeline} does not take: {', '.join(unknown)}")
+    off = {name: False for name in SWITCHED_OFF if name in known}
+    return {**recorded.parameters, **off, "platform": "local"}
 
 
 def reproduce(
     model_dir: str,
     pipeline_root: str,
+    pipeline: str | None = None,
     tolerance: float = DEFAULT_TOLERANCE,
     verbose: bool = False,
     console_stream: TextIO | None = None,
 ) -> Reproduction:
     """Trains the model of ``model_dir`` again from its record and compares (module docstring).
+
+    ``pipeline``: the pipeline that made it; may be left out where one pipeline is installed.
 
     Raises:
         InvalidParameterError: ``model_dir`` has no readable lineage record (nothing ran).
@@ -103,9 +108,10 @@ def reproduce(
     """
     recorded = Lineage.load(model_dir)
     check_version(recorded)
+    name = chosen(pipeline)
     summary = run_pipeline_locally(
-        PIPELINE,
-        reproduction_arguments(recorded),
+        name,
+        reproduction_arguments(name, recorded),
         pipeline_root=pipeline_root,
         verbose=verbose,
         console_stream=console_stream,

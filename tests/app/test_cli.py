@@ -16,10 +16,12 @@ import yaml
 
 from kfstack.app import cli
 from kfstack.errors import CancelledError, TrainingFailedError
-from kfstack.pipelines import DEFAULT_PIPELINE, pipeline_names
+from kfstack.pipelines import pipeline_names
 from kfstack.tuning.spec import LOCAL_BUDGET
 from kfstack.version import __version__, label_safe, pipeline_version
 
+# The example most of these tests run (kfstack-examples, installed beside kfstack).
+FLIGHTS = "flights-training"
 # Lines logging.basicConfig's format would write ("2024-01-01 12:00:00,123 INFO name: msg").
 _LOG_LINE = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d+ (DEBUG|INFO|WARNING|ERROR|CRITICAL) ")
 # Cheap valid parameters: the pre-run check renders the cluster objects (about a second).
@@ -88,7 +90,7 @@ def test_list_prints_registered_pipelines(capsys):
     assert cli.main(["list"]) == 0
     out, err = capsys.readouterr()
     assert out.split() == pipeline_names()
-    assert DEFAULT_PIPELINE in out.split()
+    assert FLIGHTS in out.split()
     assert _error_lines(err) == []
 
 
@@ -132,13 +134,13 @@ def test_compile_all_pipelines(capsys, tmp_path):
 
 
 def test_compile_named_pipeline(capsys, tmp_path):
-    assert cli.main(["compile", DEFAULT_PIPELINE, "--out", str(tmp_path)]) == 0
-    path = tmp_path / f"{DEFAULT_PIPELINE}-{label_safe(pipeline_version())}.yaml"
+    assert cli.main(["compile", FLIGHTS, "--out", str(tmp_path)]) == 0
+    path = tmp_path / f"{FLIGHTS}-{label_safe(pipeline_version())}.yaml"
     assert capsys.readouterr().out.split() == [str(path)]
     assert [p.name for p in tmp_path.iterdir()] == [path.name]
     with open(path) as f:
         spec = next(yaml.safe_load_all(f))
-    assert spec["pipelineInfo"]["name"] == DEFAULT_PIPELINE
+    assert spec["pipelineInfo"]["name"] == FLIGHTS
 
 
 def test_compile_unknown_pipeline_lists_known_ones(capsys, tmp_path):
@@ -152,7 +154,7 @@ def test_compile_unknown_pipeline_lists_known_ones(capsys, tmp_path):
 
 def test_compile_unknown_among_known_writes_nothing(capsys, tmp_path):
     out_dir = tmp_path / "dist"
-    line = bad_input(capsys, ["compile", DEFAULT_PIPELINE, "nope", "--out", str(out_dir)])
+    line = bad_input(capsys, ["compile", FLIGHTS, "nope", "--out", str(out_dir)])
     assert "'nope'" in line
     assert not out_dir.exists()
 
@@ -220,7 +222,7 @@ def _rendered_kinds(out_dir) -> dict[str, str]:
 def test_render_default_writes_spark_and_both_training_apis(capsys, tmp_path):
     """training_api=auto: the cluster decides at run time, so both jobs are rendered."""
     out_dir = tmp_path / "objects"
-    assert cli.main(["render", "--out", str(out_dir)]) == 0
+    assert cli.main(["render", FLIGHTS, "--out", str(out_dir)]) == 0
     printed = capsys.readouterr().out.split()
     assert sorted(printed) == sorted(str(p) for p in out_dir.iterdir() if p.name != ".kfstack-render")
     assert set(_rendered_kinds(out_dir)) == {
@@ -233,16 +235,16 @@ def test_render_default_writes_spark_and_both_training_apis(capsys, tmp_path):
 
 
 def test_render_says_which_objects_are_alternatives(capsys, tmp_path):
-    assert cli.main(["render", "--out", str(tmp_path / "both")]) == 0
+    assert cli.main(["render", FLIGHTS, "--out", str(tmp_path / "both")]) == 0
     # The TrainJob and the PyTorchJob, and the tuning step's two Experiments (one per trial kind).
     assert "4 object(s) start with '# only when:'" in capsys.readouterr().err
-    assert cli.main(["render", "--out", str(tmp_path / "one"), "--param", "training_api=v1"]) == 0
+    assert cli.main(["render", FLIGHTS, "--out", str(tmp_path / "one"), "--param", "training_api=v1"]) == 0
     assert capsys.readouterr().err == ""
 
 
 def test_render_tensorflow_writes_tfjob(capsys, tmp_path):
     out_dir = tmp_path / "objects"
-    assert cli.main(["render", "--out", str(out_dir), "--param", "framework=tensorflow"]) == 0
+    assert cli.main(["render", FLIGHTS, "--out", str(out_dir), "--param", "framework=tensorflow"]) == 0
     assert set(_rendered_kinds(out_dir)) == {"SparkApplication", "Experiment", "TFJob", "InferenceService"}
 
 
@@ -261,7 +263,7 @@ def test_render_tensorflow_writes_tfjob(capsys, tmp_path):
 )
 def test_render_refused_value(capsys, tmp_path, params, names):
     out_dir = tmp_path / "objects"
-    argv = ["render", "--out", str(out_dir)]
+    argv = ["render", FLIGHTS, "--out", str(out_dir)]
     for p in params:
         argv += ["--param", p]
     line = bad_input(capsys, argv)
@@ -272,7 +274,7 @@ def test_render_refused_value(capsys, tmp_path, params, names):
 
 def test_render_unknown_parameter(capsys, tmp_path):
     out_dir = tmp_path / "objects"
-    line = bad_input(capsys, ["render", "--out", str(out_dir), "--param", "wokers=3"])
+    line = bad_input(capsys, ["render", FLIGHTS, "--out", str(out_dir), "--param", "wokers=3"])
     assert "unknown parameter" in line and "wokers" in line
     assert "workers" in line  # the known ones are listed
     assert not out_dir.exists()
@@ -281,7 +283,7 @@ def test_render_unknown_parameter(capsys, tmp_path):
 @pytest.mark.parametrize("pair", ["workers", "=3"])
 def test_render_malformed_param(capsys, tmp_path, pair):
     out_dir = tmp_path / "objects"
-    line = bad_input(capsys, ["render", "--out", str(out_dir), "--param", pair])
+    line = bad_input(capsys, ["render", FLIGHTS, "--out", str(out_dir), "--param", pair])
     assert "NAME=VALUE" in line and repr(pair) in line
     assert not out_dir.exists()
 
@@ -289,7 +291,7 @@ def test_render_malformed_param(capsys, tmp_path, pair):
 @pytest.mark.parametrize("pair", ["workers=two", "workers=2.5", "sample_fraction=half"])
 def test_render_mistyped_param(capsys, tmp_path, pair):
     out_dir = tmp_path / "objects"
-    line = bad_input(capsys, ["render", "--out", str(out_dir), "--param", pair])
+    line = bad_input(capsys, ["render", FLIGHTS, "--out", str(out_dir), "--param", pair])
     assert pair.split("=")[0] in line
     assert not out_dir.exists()
 
@@ -297,14 +299,14 @@ def test_render_mistyped_param(capsys, tmp_path, pair):
 def test_render_unknown_pipeline(capsys, tmp_path):
     out_dir = tmp_path / "objects"
     line = bad_input(capsys, ["render", "nope", "--out", str(out_dir)])
-    assert "unknown pipeline 'nope'" in line and DEFAULT_PIPELINE in line
+    assert "unknown pipeline 'nope'" in line and FLIGHTS in line
     assert not out_dir.exists()
 
 
 def test_render_out_under_regular_file(capsys, tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("")
-    line = bad_input(capsys, ["render", "--out", str(blocker / "objects")])
+    line = bad_input(capsys, ["render", FLIGHTS, "--out", str(blocker / "objects")])
     assert "cannot write" in line and str(blocker / "objects") in line
 
 
@@ -314,7 +316,7 @@ def test_render_out_read_only_directory(capsys, tmp_path):
     ro.mkdir()
     ro.chmod(0o555)
     try:
-        line = bad_input(capsys, ["render", "--out", str(ro)])
+        line = bad_input(capsys, ["render", FLIGHTS, "--out", str(ro)])
         assert "cannot write" in line
         assert list(ro.iterdir()) == []
     finally:
@@ -326,7 +328,7 @@ def test_render_out_read_only_directory(capsys, tmp_path):
 
 def test_run_without_local_submits_nothing(capsys, tmp_path, local_runs):
     root = tmp_path / "runs"
-    line = bad_input(capsys, ["run", "--pipeline-root", str(root)])
+    line = bad_input(capsys, ["run", FLIGHTS, "--pipeline-root", str(root)])
     assert "--local" in line and "Nothing was submitted" in line
     assert local_runs.calls == [] and not root.exists()
 
@@ -334,7 +336,7 @@ def test_run_without_local_submits_nothing(capsys, tmp_path, local_runs):
 def test_run_local_refuses_platform_kubernetes(capsys, tmp_path, local_runs):
     root = tmp_path / "runs"
     line = bad_input(
-        capsys, ["run", "--local", "--pipeline-root", str(root), "--param", "platform=kubernetes"]
+        capsys, ["run", "--local", FLIGHTS, "--pipeline-root", str(root), "--param", "platform=kubernetes"]
     )
     assert "platform" in line
     assert local_runs.calls == [] and not root.exists()
@@ -354,7 +356,7 @@ def test_run_local_refuses_platform_kubernetes(capsys, tmp_path, local_runs):
 )
 def test_run_local_bad_param_creates_no_run_directory(capsys, tmp_path, local_runs, params, needle):
     root = tmp_path / "runs"
-    argv = ["run", "--local", "--pipeline-root", str(root)]
+    argv = ["run", "--local", FLIGHTS, "--pipeline-root", str(root)]
     for p in params:
         argv += ["--param", p]
     line = bad_input(capsys, argv)
@@ -366,14 +368,14 @@ def test_run_local_bad_param_creates_no_run_directory(capsys, tmp_path, local_ru
 def test_run_local_unknown_pipeline(capsys, tmp_path, local_runs):
     root = tmp_path / "runs"
     line = bad_input(capsys, ["run", "--local", "nope", "--pipeline-root", str(root)])
-    assert "unknown pipeline 'nope'" in line and DEFAULT_PIPELINE in line
+    assert "unknown pipeline 'nope'" in line and FLIGHTS in line
     assert local_runs.calls == [] and not root.exists()
 
 
 def test_run_local_pipeline_root_under_regular_file(capsys, tmp_path, local_runs):
     blocker = tmp_path / "file"
     blocker.write_text("")
-    line = bad_input(capsys, ["run", "--local", "--pipeline-root", str(blocker / "runs"), *CHEAP])
+    line = bad_input(capsys, ["run", "--local", FLIGHTS, "--pipeline-root", str(blocker / "runs"), *CHEAP])
     assert "cannot write" in line
     assert local_runs.calls == []
 
@@ -387,6 +389,7 @@ def test_run_local_summary_json_under_regular_file(capsys, tmp_path, local_runs)
         [
             "run",
             "--local",
+            FLIGHTS,
             "--pipeline-root",
             str(root),
             "--summary-json",
@@ -406,13 +409,13 @@ def test_run_local_success(capsys, tmp_path, local_runs):
     summary_json = tmp_path / "out" / "summary.json"
     local_runs.result = _summary("SUCCEEDED")
     code = cli.main(
-        ["run", "--local", "--pipeline-root", str(root), "--summary-json", str(summary_json), *CHEAP]
+        ["run", "--local", FLIGHTS, "--pipeline-root", str(root), "--summary-json", str(summary_json), *CHEAP]
     )
     out, err = capsys.readouterr()
     assert code == 0, err
     assert "SUMMARY-TEXT" in out
     ((name, arguments, pipeline_root),) = local_runs.calls
-    assert name == DEFAULT_PIPELINE and pipeline_root == str(root)
+    assert name == FLIGHTS and pipeline_root == str(root)
     assert arguments == {"sample_fraction": 0.01, "platform": "local", **LOCAL_BUDGET}
     assert local_runs.result.written == [str(summary_json)]
 
@@ -421,7 +424,7 @@ def test_run_local_failed_run_exits_1(capsys, tmp_path, local_runs):
     local_runs.result = _summary(
         "FAILED", "status     FAILED", error="task distributed-training failed: X: y"
     )
-    code = cli.main(["run", "--local", "--pipeline-root", str(tmp_path / "runs"), *CHEAP])
+    code = cli.main(["run", "--local", FLIGHTS, "--pipeline-root", str(tmp_path / "runs"), *CHEAP])
     out, err = capsys.readouterr()
     assert code == cli.EXIT_FAILED == 1
     assert "status     FAILED" in out
@@ -432,7 +435,15 @@ def test_run_local_cancelled_run_exits_130_with_one_line(capsys, tmp_path, local
     # What run_pipeline_locally returns after Ctrl-C: a summary, already written, CANCELLED.
     local_runs.result = _summary("CANCELLED", "status     CANCELLED")
     summary_json = tmp_path / "summary.json"
-    argv = ["run", "--local", "--pipeline-root", str(tmp_path / "runs"), "--summary-json", str(summary_json)]
+    argv = [
+        "run",
+        "--local",
+        FLIGHTS,
+        "--pipeline-root",
+        str(tmp_path / "runs"),
+        "--summary-json",
+        str(summary_json),
+    ]
     code = cli.main([*argv, *CHEAP])
     out, err = capsys.readouterr()
     assert code == 130
@@ -444,7 +455,7 @@ def test_run_local_cancelled_run_exits_130_with_one_line(capsys, tmp_path, local
 
 def test_run_local_keyboard_interrupt_exits_130(capsys, tmp_path, local_runs):
     local_runs.result = KeyboardInterrupt()
-    code = cli.main(["run", "--local", "--pipeline-root", str(tmp_path / "runs"), *CHEAP])
+    code = cli.main(["run", "--local", FLIGHTS, "--pipeline-root", str(tmp_path / "runs"), *CHEAP])
     _, err = capsys.readouterr()
     assert code == cli.EXIT_INTERRUPTED == 130
     assert "interrupted" in assert_one_line(err, "run")
@@ -452,14 +463,14 @@ def test_run_local_keyboard_interrupt_exits_130(capsys, tmp_path, local_runs):
 
 def test_run_local_cancelled_exits_130(capsys, tmp_path, local_runs):
     local_runs.result = CancelledError("SIGTERM")
-    code = cli.main(["run", "--local", "--pipeline-root", str(tmp_path / "runs"), *CHEAP])
+    code = cli.main(["run", "--local", FLIGHTS, "--pipeline-root", str(tmp_path / "runs"), *CHEAP])
     assert code == 130
     assert "interrupted" in capsys.readouterr().err
 
 
 def test_run_local_run_failed_error_exits_1_with_message(capsys, tmp_path, local_runs):
     local_runs.result = TrainingFailedError("rank 1 died")
-    code = cli.main(["run", "--local", "--pipeline-root", str(tmp_path / "runs"), *CHEAP])
+    code = cli.main(["run", "--local", FLIGHTS, "--pipeline-root", str(tmp_path / "runs"), *CHEAP])
     _, err = capsys.readouterr()
     assert code == 1
     line = assert_one_line(err, "run")
@@ -468,7 +479,7 @@ def test_run_local_run_failed_error_exits_1_with_message(capsys, tmp_path, local
 
 def test_run_local_unexpected_error_prints_traceback(capsys, tmp_path, local_runs):
     local_runs.result = RuntimeError("bug")
-    code = cli.main(["run", "--local", "--pipeline-root", str(tmp_path / "runs"), *CHEAP])
+    code = cli.main(["run", "--local", FLIGHTS, "--pipeline-root", str(tmp_path / "runs"), *CHEAP])
     _, err = capsys.readouterr()
     assert code == 1
     assert "Traceback" in err and "RuntimeError: bug" in err
@@ -476,11 +487,12 @@ def test_run_local_unexpected_error_prints_traceback(capsys, tmp_path, local_run
 
 def test_run_local_mistyped_param_names_what_it_accepts(capsys, tmp_path, local_runs):
     line = bad_input(
-        capsys, ["run", "--local", "--pipeline-root", str(tmp_path / "r"), "--param", "epochs=abc"]
+        capsys, ["run", "--local", FLIGHTS, "--pipeline-root", str(tmp_path / "r"), "--param", "epochs=abc"]
     )
     assert line == "kfstack run: --param epochs='abc': expected a whole number"
     line = bad_input(
-        capsys, ["run", "--local", "--pipeline-root", str(tmp_path / "r"), "--param", "learning_rate=inf"]
+        capsys,
+        ["run", "--local", FLIGHTS, "--pipeline-root", str(tmp_path / "r"), "--param", "learning_rate=inf"],
     )
     assert line == "kfstack run: --param learning_rate='inf': expected a finite number"
     assert local_runs.calls == [] and not (tmp_path / "r").exists()
@@ -498,14 +510,14 @@ def test_describe_lists_every_parameter_from_the_compiled_interface(capsys):
     from kfstack import pipeline_spec
     from kfstack.pipelines import load_pipeline, rendering
 
-    assert cli.main(["describe", DEFAULT_PIPELINE]) == 0
+    assert cli.main(["describe", FLIGHTS]) == 0
     out = capsys.readouterr().out
-    parameters = pipeline_spec.pipeline_parameters(rendering.compiled_spec(load_pipeline(DEFAULT_PIPELINE)))
-    assert len(parameters) == len(load_pipeline(DEFAULT_PIPELINE).component_spec.inputs)
+    parameters = pipeline_spec.pipeline_parameters(rendering.compiled_spec(load_pipeline(FLIGHTS)))
+    assert len(parameters) == len(load_pipeline(FLIGHTS).component_spec.inputs)
     for parameter in parameters:
         assert f"  {parameter.name}  ({parameter.type}, default {parameter.default!r})" in out
     # Types and defaults as a user types them: integers are whole, descriptions are the docstring's.
-    from kfstack.flights.training.settings import TrainingSettings
+    from kfstack_examples.flights.training.settings import TrainingSettings
 
     assert f"  epochs  (int, default {TrainingSettings.epochs})" in out
     assert "  learning_rate  (float, default 0.003)" in out
@@ -525,7 +537,7 @@ def test_render_refuses_a_directory_it_did_not_write(capsys, tmp_path):
     out_dir = tmp_path / "gitops"
     out_dir.mkdir()
     (out_dir / "kustomization.yaml").write_text("keep me")
-    line = bad_input(capsys, ["render", "--out", str(out_dir)])
+    line = bad_input(capsys, ["render", FLIGHTS, "--out", str(out_dir)])
     assert "not empty" in line and "not written by kfstack render" in line
     assert [p.name for p in out_dir.iterdir()] == ["kustomization.yaml"]
     assert (out_dir / "kustomization.yaml").read_text() == "keep me"
@@ -533,7 +545,7 @@ def test_render_refuses_a_directory_it_did_not_write(capsys, tmp_path):
 
 def test_render_replaces_its_own_earlier_output_whole(capsys, tmp_path):
     out_dir = tmp_path / "objects"
-    assert cli.main(["render", "--out", str(out_dir)]) == 0
+    assert cli.main(["render", FLIGHTS, "--out", str(out_dir)]) == 0
     assert set(_rendered_kinds(out_dir)) == {
         "SparkApplication",
         "Experiment",
@@ -541,7 +553,7 @@ def test_render_replaces_its_own_earlier_output_whole(capsys, tmp_path):
         "TrainJob",
         "InferenceService",
     }
-    assert cli.main(["render", "--out", str(out_dir), "--param", "framework=tensorflow"]) == 0
+    assert cli.main(["render", FLIGHTS, "--out", str(out_dir), "--param", "framework=tensorflow"]) == 0
     # The PyTorchJob of the first render is gone: the directory is exactly the second render.
     assert set(_rendered_kinds(out_dir)) == {"SparkApplication", "Experiment", "TFJob", "InferenceService"}
     printed = capsys.readouterr().out.split()
@@ -551,11 +563,11 @@ def test_render_replaces_its_own_earlier_output_whole(capsys, tmp_path):
 
 def test_render_refuses_files_added_beside_its_output(capsys, tmp_path):
     out_dir = tmp_path / "objects"
-    assert cli.main(["render", "--out", str(out_dir)]) == 0
+    assert cli.main(["render", FLIGHTS, "--out", str(out_dir)]) == 0
     capsys.readouterr()
     (out_dir / "notes.txt").write_text("mine")
     before = sorted(p.name for p in out_dir.iterdir())
-    line = bad_input(capsys, ["render", "--out", str(out_dir), "--param", "framework=tensorflow"])
+    line = bad_input(capsys, ["render", FLIGHTS, "--out", str(out_dir), "--param", "framework=tensorflow"])
     assert "notes.txt" in line
     assert sorted(p.name for p in out_dir.iterdir()) == before
 
@@ -605,15 +617,12 @@ def test_compile_stamps_the_pipeline_version_everywhere_a_run_sees_it(capsys, tm
     from google.protobuf import json_format
     from kfp import components
 
-    assert (
-        cli.main(["compile", DEFAULT_PIPELINE, "--out", str(tmp_path), "--pipeline-version", "0.1.0+abc1234"])
-        == 0
-    )
-    path = tmp_path / f"{DEFAULT_PIPELINE}-0.1.0-abc1234.yaml"
+    assert cli.main(["compile", FLIGHTS, "--out", str(tmp_path), "--pipeline-version", "0.1.0+abc1234"]) == 0
+    path = tmp_path / f"{FLIGHTS}-0.1.0-abc1234.yaml"
     assert capsys.readouterr().out.split() == [str(path)]
     with open(path) as f:
         spec, platform = [d for d in yaml.safe_load_all(f) if d]
-    assert spec["pipelineInfo"]["displayName"] == f"{DEFAULT_PIPELINE} 0.1.0+abc1234"
+    assert spec["pipelineInfo"]["displayName"] == f"{FLIGHTS} 0.1.0+abc1234"
     assert spec["pipelineInfo"]["description"].endswith("Pipeline version 0.1.0+abc1234.")
     executors = spec["deploymentSpec"]["executors"]
     assert len(executors) >= 7
@@ -624,7 +633,7 @@ def test_compile_stamps_the_pipeline_version_everywhere_a_run_sees_it(capsys, tm
         pod = platform["platforms"]["kubernetes"]["deploymentSpec"]["executors"][name]["podMetadata"]
         assert pod["labels"]["kfstack.dev/pipeline-version"] == "0.1.0-abc1234"
     loaded = components.load_component_from_file(str(path))
-    assert loaded.name == DEFAULT_PIPELINE
+    assert loaded.name == FLIGHTS
     stamped = json_format.MessageToDict(loaded.platform_spec)["platforms"]["kubernetes"]["deploymentSpec"]
     assert stamped["executors"]["exec-model-deployment"]["podMetadata"]["labels"]
 
@@ -662,3 +671,33 @@ def test_reproduce_refuses_another_pipeline_version_naming_both_and_runs_nothing
     assert cli.main(["reproduce", str(tmp_path / "dirty"), "--pipeline-root", str(root)]) == 2
     assert "uncommitted changes, which cannot be checked out again" in capsys.readouterr().err
     assert not root.exists()
+
+
+def test_a_reproduction_runs_the_named_pipeline_with_its_tuning_and_deployment_off():
+    from kfstack.app.reproduce import reproduction_arguments
+    from kfstack.errors import UsageError
+    from kfstack.lineage import Lineage
+
+    def record(parameters):
+        return Lineage(
+            model_version="m",
+            pipeline_version="0.1.0+0000000",
+            kfstack_version="0.1.0",
+            run_id="run-1",
+            created="2026-01-01T00:00:00+00:00",
+            data={},
+            parameters=parameters,
+            metrics={},
+        )
+
+    assert reproduction_arguments("digits-training", record({"dropout": 0.2, "tune": True})) == {
+        "dropout": 0.2,
+        "tune": False,
+        "deploy": False,
+        "platform": "local",
+    }
+    # A team's pipeline without those switches gets none of them.
+    hello = "tests.app.team_pipeline:team_hello"
+    assert reproduction_arguments(hello, record({"who": "team"})) == {"who": "team", "platform": "local"}
+    with pytest.raises(UsageError, match=r"the record has parameters digits-training does not take: epochz"):
+        reproduction_arguments("digits-training", record({"epochz": 3}))

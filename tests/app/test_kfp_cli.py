@@ -314,7 +314,9 @@ def test_run_on_cluster_refuses_local_flags(capsys, fake_kfp, flags, needle):
 
 @pytest.mark.parametrize("flags", [["--wait"], ["--version", V1], ["--experiment", "x"], ["--host", "h"]])
 def test_run_local_refuses_cluster_flags(capsys, tmp_path, flags):
-    code, _out, err = main(capsys, ["run", "--local", "--pipeline-root", str(tmp_path / "runs"), *flags])
+    code, _out, err = main(
+        capsys, ["run", "--local", PIPELINE, "--pipeline-root", str(tmp_path / "runs"), *flags]
+    )
     assert code == 2
     assert "for runs on a Kubeflow cluster; drop with --local" in one_error_line(err, "run")
     assert not (tmp_path / "runs").exists()

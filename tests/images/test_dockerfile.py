@@ -31,9 +31,8 @@ ROLE_EXTRAS = {
     # The launcher builds InferenceServices with the kserve SDK's models, and registers promoted
     # models with the Model Registry client.
     "launcher": {"serve", "s3", "registry"},
-    # kfstack's Spark image runs the examples' feature job too: it carries their data (the
-    # examples extra), which the spark extra no longer brings to a team's own install.
-    "spark": {"spark", "s3", "examples"},
+    # No example's data: the examples' images add their package on top (examples/Dockerfile).
+    "spark": {"spark", "s3"},
     "torch-trainer": {"torch", "s3"},
     "tf-trainer": {"s3"},
     "predictor": {"serve", "s3"},
@@ -310,7 +309,7 @@ def test_the_install_and_host_helpers_see_what_they_look_for():
     assert wheel_install(args) == ("/w", {"a", "b"})
     assert wheel_install(["/w/kfstack-*.whl"]) == ("/w", set())
     assert HOST_RE.search("FROM ghcr.io/kfstack/base:1") and HOST_RE.search("pip install -i https://x")
-    assert not HOST_RE.search("COPY spark_jobs/flights_features/__main__.py /opt/kfstack/jobs/x.py")
+    assert not HOST_RE.search("COPY examples/kfstack_examples/digits/prepare.py /opt/team/jobs/x.py")
 
 
 # --- images/Dockerfile --------------------------------------------------------------------------
@@ -451,3 +450,26 @@ def test_no_registry_or_host_is_hard_coded_outside_the_base_image_args(dockerfil
             assert not HOST_RE.search(text), f"line {inst.line}: {inst.keyword} {text}"
             for args in pip_installs(inst):
                 assert not {"-i", "--index-url", "--extra-index-url", "--trusted-host", "-f"} & set(args)
+
+
+# --- examples/Dockerfile ------------------------------------------------------------------------
+
+
+def test_the_examples_images_add_the_examples_package_on_top_of_each_role():
+    parsed = parse_dockerfile((REPO_ROOT / "examples" / "Dockerfile").read_text())
+    (stage,) = parsed.stages
+    # One file for every role: the base is kfstack's image of the role the build names.
+    assert stage.base == "${KFSTACK_REGISTRY}/kfstack-${ROLE}:${KFSTACK_VERSION}"
+    assert parsed.global_args["KFSTACK_REGISTRY"] == images.DEFAULT_REGISTRY
+    assert parsed.global_args["KFSTACK_VERSION"] == images.__version__
+    assert parsed.global_args["ROLE"] in images.ROLES
+    installs = [args for inst in stage.instructions for args in pip_installs(inst)]
+    assert installs == [["--no-cache-dir", "/src/examples"]]
+    (run,) = [i for i in stage.instructions if i.keyword == "RUN"]
+    assert {"type": "bind", "source": "examples", "target": "/src/examples", "rw": ""} in mount_options(run)
+    assert run.args.startswith(f"{VENV}/bin/pip install")
+    # Root only to install: the image runs as the role's own user, with its own entrypoint.
+    users = [i.args for i in stage.instructions if i.keyword == "USER"]
+    assert users == ["root", "1000"] and not [
+        i for i in stage.instructions if i.keyword in ("ENTRYPOINT", "CMD")
+    ]

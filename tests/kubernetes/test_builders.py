@@ -12,11 +12,11 @@ import yaml
 from kubeflow.training import ApiClient as TrainingApiClient
 
 from kfstack.errors import InvalidParameterError
-from kfstack.flights.training.settings import TrainingSettings
 from kfstack.kubernetes import node_pools
 from kfstack.kubernetes.spark_application import SparkResources, build_spark_application
 from kfstack.kubernetes.training_jobs import ElasticSettings, build_pytorchjob, build_tfjob
 from kfstack.training.settings import PARAMETER_SERVER
+from kfstack_examples.flights.training.settings import TrainingSettings
 from tests.conftest import SHARED_DIR
 from tests.kubernetes.conftest import spark_request, training_request
 

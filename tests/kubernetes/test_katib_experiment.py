@@ -22,7 +22,6 @@ from kubeflow_katib_api.models import V1beta1Experiment
 from kubernetes import client
 
 from kfstack.errors import CancelledError, InvalidParameterError, ResourceFailedError, ResourceTimeoutError
-from kfstack.flights.training.settings import OBJECTIVE, SEARCH_SPACE, TRAINER_CODE
 from kfstack.kubernetes import naming, resources
 from kfstack.kubernetes.katib_experiment import (
     RUN_PLACEHOLDER,
@@ -44,6 +43,7 @@ from kfstack.settings import katib_parameter
 from kfstack.training.settings import PARAMETER_SERVER, PYTORCH, TENSORFLOW
 from kfstack.tuning import metric_lines, trials
 from kfstack.tuning.spec import TuningSettings
+from kfstack_examples.flights.training.settings import OBJECTIVE, SEARCH_SPACE, TRAINER_CODE
 from tests.kubernetes.conftest import NAMESPACE, RUN_ID, training_request
 from tests.kubernetes.test_builders import validate_with_crds
 from tests.kubernetes.test_launcher import FakeClock, condition

@@ -15,11 +15,11 @@ import yaml
 from kubernetes import client
 
 from kfstack import images
-from kfstack.components.serving import predictor
-from kfstack.flights.training.settings import TrainingSettings
 from kfstack.kubernetes import inference_service, node_pools, resources
 from kfstack.kubernetes.resources import TRAINJOB_NODE
 from kfstack.kubernetes.training_jobs import TrainingJobRequest
+from kfstack_examples.flights import predictor
+from kfstack_examples.flights.training.settings import TrainingSettings
 from tests.conftest import REPO_ROOT, SHARED_DIR
 
 MANIFESTS = REPO_ROOT / "manifests"
@@ -333,10 +333,12 @@ def test_serving_runtime_serves_what_kfstacks_inference_services_ask_for():
     (container,) = runtime["spec"]["containers"]
     # KServe injects the storage initializer's volume into the container of this name.
     assert container["name"] == inference_service.CONTAINER_NAME == "kserve-container"
-    assert container["image"] == images.image_for("predictor", registry=images.DEFAULT_REGISTRY)
+    # The examples' images carry kfstack's names under the examples' own registry path.
+    examples_registry = f"{images.DEFAULT_REGISTRY}/examples"
+    assert container["image"] == images.image_for("predictor", registry=examples_registry)
     assert container["command"][-1] == predictor.MODULE
     # The flags the predictor's parser takes (KServe's own and --model_dir).
-    from kfstack.components.serving.predictor.server import parser
+    from kfstack_examples.flights.predictor.server import parser
 
     args = parser().parse_args(container["args"])
     assert (args.model_name, args.model_dir, args.http_port, args.enable_grpc) == (

@@ -17,8 +17,8 @@ from kfstack.components.training.distributed_training.stage import STAGE as TRAI
 from kfstack.errors import ResourceFailedError
 from kfstack.kubernetes.launcher import Cluster
 from kfstack.pipelines import rendering
-from kfstack.pipelines.steps import TRAINING_CODE
 from kfstack.platforms import run_stage
+from kfstack_examples.flights.pipelines.steps import TRAINING_CODE
 from tests.kubernetes.conftest import NAMESPACE, RUN_ID
 from tests.kubernetes.test_builders import validate_with_crds
 from tests.training.conftest import make_feature_dir
@@ -114,7 +114,7 @@ def test_render_of_the_retraining_pipeline_follows_its_branches(tmp_path):
     # The feature job runs through the Spark step's driver wrapper; its argv is the pipeline's
     # values, the upstream outputs marked where only the run knows them.
     arguments = spark["spec"]["arguments"]
-    assert arguments[0] == "kfstack.spark_jobs.flights_features"
+    assert arguments[0] == "kfstack_examples.flights.features_job"
     assert "--reference-profile-uri={{output:production-model/profile_uri}}" in arguments
     assert "--window-start={{output:data-window/start}}" in arguments
     assert "--num-shards=4" in arguments

@@ -9,9 +9,9 @@ from kfstack.kubernetes import resources
 from kfstack.kubernetes.launcher import Cluster
 from kfstack.kubernetes.training_apis import AUTO, TRAINER_V2, V1, candidate_apis
 from kfstack.pipelines import rendering
-from kfstack.pipelines.steps import TRAINING_CODE
 from kfstack.platforms import choose_variant, run_stage
 from kfstack.training.settings import PYTORCH, TENSORFLOW
+from kfstack_examples.flights.pipelines.steps import TRAINING_CODE
 from tests.kubernetes.conftest import RUN_ID
 from tests.kubernetes.test_render import arguments, cluster, training_arguments
 

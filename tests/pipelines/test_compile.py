@@ -92,7 +92,7 @@ def test_flights_training_task_graph(flights_spec):
     assert tuning["hyperparameters"]["runtimeValue"]["constant"]["learning_rate"] == (
         "{{$.inputs.parameters['pipelinechannel--learning_rate']}}"
     )
-    assert tuning["training_code"]["runtimeValue"]["constant"] == "kfstack.flights.training.train"
+    assert tuning["training_code"]["runtimeValue"]["constant"] == "kfstack_examples.flights.training.train"
     train = tasks["distributed-training"]["inputs"]
     assert train["parameters"]["hyperparameters"] == {
         "taskOutputParameter": {
@@ -126,7 +126,7 @@ def test_flights_training_task_graph(flights_spec):
         if "runtimeValue" in value
     }
     assert constants["model_format"] == "custom"
-    assert constants["custom_predictor"] == "kfstack.components.serving.predictor.server:FlightDelayModel"
+    assert constants["custom_predictor"] == "kfstack_examples.flights.predictor.server:FlightDelayModel"
     assert constants["holdout_split"] == "holdout_requests.parquet"
     assert deploy["inputs"]["parameters"]["canary_max_quality_drop"] == {
         "componentInputParameter": "pipelinechannel--canary_max_auc_drop"
@@ -229,8 +229,8 @@ def test_parse_params_types_values_from_the_pipeline_signature():
 
 
 def test_defaults_live_once_in_the_settings_classes(flights_spec):
-    from kfstack.flights.training.settings import TrainingSettings
     from kfstack.kubernetes.placement import TrainingPlacement
+    from kfstack_examples.flights.training.settings import TrainingSettings
 
     params = flights_spec["root"]["inputDefinitions"]["parameters"]
     assert params["epochs"]["defaultValue"] == TrainingSettings.epochs
@@ -279,7 +279,9 @@ def test_flights_retraining_task_graph(retraining):
     assert features["pipelinechannel--data-window-start"] == {
         "taskOutputParameter": {"outputParameterKey": "start", "producerTask": "data-window"}
     }
-    assert features["spark_application"]["runtimeValue"]["constant"] == "kfstack.spark_jobs.flights_features"
+    assert (
+        features["spark_application"]["runtimeValue"]["constant"] == "kfstack_examples.flights.features_job"
+    )
     # The drift check decides the training branch; the gate decides the deployment inside it.
     assert body["condition-2"]["triggerPolicy"]["condition"] == (
         "inputs.parameter_values['pipelinechannel--data-drift-Output'] == true"

@@ -55,7 +55,7 @@ def test_its_spark_job_training_and_evaluation_run_under_kfp_local(tmp_path):
     from kfstack.components.data.spark_job.component import spark_job
     from kfstack.components.evaluation.model_evaluation.component import model_evaluation
     from kfstack.components.training.distributed_training.component import distributed_training
-    from kfstack.pipelines.digits_training import LABEL, SPARK_APPLICATION, TRAINING_CODE
+    from kfstack_examples.digits.pipeline import LABEL, SPARK_APPLICATION, TRAINING_CODE
 
     @dsl.pipeline(name="digits-sample")
     def digits_sample():
@@ -137,7 +137,7 @@ def test_its_trainer_resumes_from_its_checkpoints(tmp_path):
     """A second training into the same logs (a restarted job) goes on from the last epoch."""
     from kfstack.components.data.spark_job.stage import STAGE as SPARK
     from kfstack.components.training.distributed_training.stage import STAGE as TRAIN
-    from kfstack.pipelines.digits_training import SPARK_APPLICATION, TRAINING_CODE
+    from kfstack_examples.digits.pipeline import SPARK_APPLICATION, TRAINING_CODE
 
     def run(stage, arguments):
         settings = stage.settings(arguments)
@@ -186,7 +186,7 @@ def test_its_trainer_resumes_from_its_checkpoints(tmp_path):
 def test_its_checkpoints_outlive_a_replica_on_an_object_store():
     """TensorFlow opens no object store without tensorflow-io: the trainer mirrors a local
     checkpoint folder to the URI and pulls it back on a restart (fsspec's memory store here)."""
-    from kfstack.pipelines.digits.trainer import _CheckpointStore
+    from kfstack_examples.digits.trainer import _CheckpointStore
 
     uri = "memory://digits-test/logs/checkpoints"
     first = _CheckpointStore(uri)

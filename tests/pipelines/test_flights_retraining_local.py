@@ -27,10 +27,10 @@ import pytest
 from kfstack.app.local_run import run_pipeline_locally
 from kfstack.app.reproduce import reproduce
 from kfstack.app.summary import SUCCEEDED
-from kfstack.flights.feature_spec import JOB_REPORT_FILE
 from kfstack.lineage import Lineage
 from kfstack.serving.registry import LocalRegistry
 from kfstack.version import VERSION_ENV
+from kfstack_examples.flights.feature_spec import JOB_REPORT_FILE
 
 pytestmark = pytest.mark.slow
 
@@ -137,5 +137,11 @@ def test_the_promoted_model_reproduces_bit_for_bit(runs, tmp_path):
     assert production is not None
     recorded = Lineage.load(production.model_dir)
     assert recorded.parameters["synthetic_drift"] == 0.3 and recorded.data["window"]["start"] == "2013-01-08"
-    result = reproduce(production.model_dir, str(tmp_path), tolerance=0.0, console_stream=io.StringIO())
+    result = reproduce(
+        production.model_dir,
+        str(tmp_path),
+        pipeline="flights-training",
+        tolerance=0.0,
+        console_stream=io.StringIO(),
+    )
     assert result.matches, result.render()

@@ -18,8 +18,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from kfstack.app.local_run import run_pipeline_locally
-from kfstack.flights.feature_spec import FEATURE_SPEC_FILE, FeatureSpec
 from kfstack.serving.format_server import MODULE as FORMAT_SERVER
+from kfstack_examples.flights.feature_spec import FEATURE_SPEC_FILE, FeatureSpec
 
 STAGES = [
     "validate-run",

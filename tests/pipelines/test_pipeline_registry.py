@@ -8,13 +8,14 @@ The "installed packages" are ``*.dist-info`` folders on ``sys.path``, which is w
 
 from __future__ import annotations
 
+import importlib.metadata
 import textwrap
 
 import pytest
 
 from kfstack.app import cli
 from kfstack.errors import UsageError
-from kfstack.pipelines import entry, load_pipeline, pipeline_names, run_check
+from kfstack.pipelines import chosen, entry, load_pipeline, pipeline_names, run_check
 
 TEAM_PIPELINE = """
     from kfp import dsl
@@ -86,7 +87,7 @@ def test_listing_imports_nothing_and_a_broken_registration_hides_no_other(site):
         entry("team-broken")
     with pytest.raises(UsageError, match=r"is a str, not a kfstack.pipelines.PipelineEntry"):
         entry("team-typo")
-    assert entry("flights-training").check == "kfstack.pipelines.steps:check_run"
+    assert entry("flights-training").check == "kfstack_examples.flights.pipelines.steps:check_run"
 
 
 def test_a_name_two_packages_declare_is_refused_naming_both(site):
@@ -102,3 +103,28 @@ def test_an_unknown_name_lists_the_known_ones_and_a_module_that_fails_is_named(s
         entry("nope")
     with pytest.raises(UsageError, match=r"pipeline 'team_pipelines.absent:f': .* ModuleNotFoundError"):
         load_pipeline("team_pipelines.absent:f")
+
+
+def test_without_a_name_the_one_installed_pipeline_is_used_and_several_must_be_named(
+    site, monkeypatch, capsys
+):
+    # Here kfstack and its examples are installed: three pipelines, so a name is needed.
+    with pytest.raises(
+        UsageError, match=r"name the pipeline: installed are .*digits-training.*flights-training"
+    ):
+        chosen(None)
+    assert chosen("digits-training") == "digits-training"
+    # A team's venv with only its own package: the one pipeline it declares is the default.
+    install(site, "team-pipelines", {"team-hello": "team_pipelines.hello:REGISTRATION"})
+
+    def only_the_team(group):
+        found = importlib.metadata.distributions(path=[str(site)])
+        return [point for dist in found for point in dist.entry_points if point.group == group]
+
+    monkeypatch.setattr(importlib.metadata, "entry_points", only_the_team)
+    assert chosen(None) == "team-hello"
+    assert cli.main(["describe"]) == 0
+    assert capsys.readouterr().out.startswith("team-hello\n")
+    (site / "team_pipelines-1.0.dist-info" / "entry_points.txt").unlink()
+    with pytest.raises(UsageError, match=r"no pipeline is installed: install a package that declares one"):
+        chosen(None)

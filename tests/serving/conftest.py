@@ -9,15 +9,15 @@ import httpx
 import pyarrow.parquet as pq
 import pytest
 
-from kfstack.components.serving.predictor import DEFAULT_MODEL_NAME, MODULE, command
 from kfstack.evaluation.scoring import RECORDS, read_labelled
-from kfstack.flights.feature_spec import HOLDOUT_FILE, LABEL_COLUMN
-from kfstack.flights.scoring import REQUEST_SCHEMA, check_flights
-from kfstack.flights.training.settings import TrainingSettings
-from kfstack.pipelines.steps import train_locally
 from kfstack.serving import local_services
 from kfstack.serving.rollout import Holdout
-from kfstack.spark_jobs.flights_features.job import FeatureJobConfig, run_feature_job
+from kfstack_examples.flights.feature_spec import HOLDOUT_FILE, LABEL_COLUMN
+from kfstack_examples.flights.features_job.job import FeatureJobConfig, run_feature_job
+from kfstack_examples.flights.pipelines.steps import train_locally
+from kfstack_examples.flights.predictor import DEFAULT_MODEL_NAME, MODULE, command
+from kfstack_examples.flights.scoring import REQUEST_SCHEMA, check_flights
+from kfstack_examples.flights.training.settings import TrainingSettings
 from tests.spark_jobs.conftest import write_input_dir
 
 PREDICTOR_MODULE = MODULE
@@ -113,7 +113,7 @@ def raw_records(real_flights) -> list[dict]:
 
 def v2_inputs(records: list[dict]) -> list[dict]:
     """The same records as V2 columnar inputs."""
-    from kfstack.flights.scoring import REQUEST_FIELDS
+    from kfstack_examples.flights.scoring import REQUEST_FIELDS
 
     datatypes = {"int": "INT64", "float": "FP64", "str": "BYTES"}
     return [

@@ -13,7 +13,7 @@ import argparse
 import sys
 import time
 
-from kfstack.components.serving.predictor import server
+from kfstack_examples.flights.predictor import server
 
 FAULT = ""  # set from --fault when run as a script
 

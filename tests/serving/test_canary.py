@@ -136,7 +136,7 @@ def canary_of(trained, tmp_path):
 
     def start(fault: str | None = None) -> Predictor:
         extra = (f"--fault={fault}",) if fault else ()
-        module = FAULTY_MODULE if fault else "kfstack.components.serving.predictor"
+        module = FAULTY_MODULE if fault else "kfstack_examples.flights.predictor"
         server = Predictor(trained["model"], str(tmp_path), *extra, module=module, service=f"canary-{fault}")
         started.append(server)
         return server

@@ -16,17 +16,17 @@ import pytest
 
 from kfstack.components.evaluation.gate_model import core as gate_core
 from kfstack.components.monitoring.data_drift.core import DriftData, decide_retraining
-from kfstack.components.serving import predictor
 from kfstack.components.serving.production_model import core as production_core
 from kfstack.errors import InvalidParameterError
-from kfstack.flights.feature_spec import DRIFT_PROFILE_FILE, HOLDOUT_FILE, LABEL_COLUMN, PROFILE_FILE
-from kfstack.flights.scoring import MODEL_DIR_FILES
-from kfstack.flights.training.settings import TrainingSettings
 from kfstack.monitoring.drift import DriftThresholds
 from kfstack.monitoring.gate import KEEP, PASS, GateRule
-from kfstack.pipelines.steps import train_locally
 from kfstack.serving.production import ProductionModel, copy_model, read_found
 from kfstack.serving.registry import REGISTRY_DIR_ENV, LocalRegistry
+from kfstack_examples.flights import predictor
+from kfstack_examples.flights.feature_spec import DRIFT_PROFILE_FILE, HOLDOUT_FILE, LABEL_COLUMN, PROFILE_FILE
+from kfstack_examples.flights.pipelines.steps import train_locally
+from kfstack_examples.flights.scoring import MODEL_DIR_FILES
+from kfstack_examples.flights.training.settings import TrainingSettings
 
 NAME = "flights-delay"
 # What the flights pipelines compare a production model by: what its predictor loads, and the

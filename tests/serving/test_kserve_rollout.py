@@ -14,8 +14,6 @@ import pytest
 from kubernetes.client.rest import ApiException
 
 from kfstack.components.common.cleanup_run.core import cleanup_run_resources
-from kfstack.components.serving import predictor
-from kfstack.components.serving.predictor import DEFAULT_MODEL_NAME
 from kfstack.errors import DeploymentFailedError
 from kfstack.kubernetes import inference_service as isvc
 from kfstack.kubernetes import naming, node_pools
@@ -26,6 +24,8 @@ from kfstack.serving.canary import PROMOTE, ROLLBACK, CanaryThresholds
 from kfstack.serving.kserve_rollout import KServeRollout
 from kfstack.serving.production import ProductionModel, kserve_production_model
 from kfstack.serving.rollout import FIRST, roll_out
+from kfstack_examples.flights import predictor
+from kfstack_examples.flights.predictor import DEFAULT_MODEL_NAME
 from tests.kubernetes.fake_api import FakeKubernetesApi
 from tests.kubernetes.fake_kserve import NOWHERE, FakeKServeController
 from tests.serving.conftest import Predictor, read_holdout

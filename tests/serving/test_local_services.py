@@ -12,9 +12,9 @@ import time
 import psutil
 import pytest
 
-from kfstack.components.serving.predictor import command
 from kfstack.errors import RunFailedError
 from kfstack.serving import local_services
+from kfstack_examples.flights.predictor import command
 from tests.conftest import REPO_ROOT
 from tests.serving.conftest import MODEL_NAME
 

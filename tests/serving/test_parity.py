@@ -19,10 +19,10 @@ import os
 import numpy as np
 import pyarrow.parquet as pq
 
-from kfstack.flights.feature_spec import HOLDOUT_FILE, FeatureSpec
-from kfstack.flights.scoring import REQUEST_SCHEMA, FlightScorer, check_flights
-from kfstack.flights.training.settings import MODEL_FILE
 from kfstack.training import shards
+from kfstack_examples.flights.feature_spec import HOLDOUT_FILE, FeatureSpec
+from kfstack_examples.flights.scoring import REQUEST_SCHEMA, FlightScorer, check_flights
+from kfstack_examples.flights.training.settings import MODEL_FILE
 
 
 def _onnx_scores(model_dir: str, features_dir: str) -> np.ndarray:

@@ -17,7 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kfstack.flights.scoring import REQUEST_FIELDS, FlightScorer
+from kfstack_examples.flights.scoring import REQUEST_FIELDS, FlightScorer
 from tests.serving.conftest import Predictor, v2_inputs
 
 FIELD_NAMES = [f.name for f in REQUEST_FIELDS]

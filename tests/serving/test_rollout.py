@@ -9,13 +9,13 @@ import signal
 
 import pytest
 
-from kfstack.components.serving.predictor import command
 from kfstack.errors import CancelledError, DeploymentFailedError
 from kfstack.serving import local_services
 from kfstack.serving.canary import PROMOTE, ROLLBACK, CanaryThresholds, Endpoint, probe
 from kfstack.serving.local_rollout import LocalRollout
 from kfstack.serving.registry import LocalRegistry
 from kfstack.serving.rollout import FIRST, UNCHANGED, roll_out
+from kfstack_examples.flights.predictor import command
 from tests.serving.conftest import read_holdout
 
 MODEL = "flights-delay"

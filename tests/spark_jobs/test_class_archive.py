@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from kfstack.spark_jobs.flights_features import class_archive
+from kfstack_examples.flights.features_job import class_archive
 
 
 def fake_java_home(root, runtime_version: str):
@@ -66,7 +66,7 @@ def test_a_recorded_archive_is_mapped_by_the_next_local_session(tmp_path):
     logs where each class came from, and Spark's come from the archive ("top" layer)."""
     env = {**os.environ, class_archive.CACHE_DIR_ENV: str(tmp_path / "cache")}
     recorded = subprocess.run(
-        [sys.executable, "-m", "kfstack.spark_jobs.flights_features.class_archive"],
+        [sys.executable, "-m", "kfstack_examples.flights.features_job.class_archive"],
         env=env,
         capture_output=True,
         text=True,
@@ -77,7 +77,7 @@ def test_a_recorded_archive_is_mapped_by_the_next_local_session(tmp_path):
 
     log = tmp_path / "classes.log"
     session = (
-        "from kfstack.spark_jobs.flights_features.job import local_spark_session\n"
+        "from kfstack_examples.flights.features_job.job import local_spark_session\n"
         "spark = local_spark_session()\n"
         "assert spark.range(10).count() == 10\n"
         "spark.stop()\n"

@@ -4,11 +4,11 @@ import pytest
 from pyspark.sql import Window
 from pyspark.sql import functions as F
 
-from kfstack.flights.feature_spec import FeatureSpec
-from kfstack.flights.features import MISSING
-from kfstack.spark_jobs.flights_features import featurize
-from kfstack.spark_jobs.flights_features.statistics import train_statistics
-from kfstack.spark_jobs.flights_features.validation import tag_flights, valid_rows
+from kfstack_examples.flights.feature_spec import FeatureSpec
+from kfstack_examples.flights.features import MISSING
+from kfstack_examples.flights.features_job import featurize
+from kfstack_examples.flights.features_job.statistics import train_statistics
+from kfstack_examples.flights.features_job.validation import tag_flights, valid_rows
 from tests.spark_jobs.conftest import flight, flights_frame
 
 
@@ -125,7 +125,7 @@ def test_the_fit_is_what_spark_ml_fits(spark):
     from pyspark.ml import Pipeline
     from pyspark.ml.feature import Imputer, StandardScaler, StringIndexer, VectorAssembler
 
-    from kfstack.flights.features import CATEGORICAL_FEATURES, NUMERIC_FEATURES
+    from kfstack_examples.flights.features import CATEGORICAL_FEATURES, NUMERIC_FEATURES
 
     rows = [
         flight(

@@ -15,7 +15,9 @@ from pyspark.sql import functions as F
 from kfstack import contracts
 from kfstack.contracts import INPUT_URI_ENV, OUTPUT_URI_ENV, REPORT_PATH_ENV
 from kfstack.errors import DataQualityError, InvalidParameterError
-from kfstack.flights.feature_spec import (
+from kfstack.lineage import document_hash
+from kfstack.training import shards
+from kfstack_examples.flights.feature_spec import (
     AIRPORT_LOOKUP_FILE,
     DRIFT_PROFILE_FILE,
     FEATURE_SPEC_FILE,
@@ -27,21 +29,24 @@ from kfstack.flights.feature_spec import (
     TEST_REQUESTS_FILE,
     FeatureSpec,
 )
-from kfstack.flights.features import (
+from kfstack_examples.flights.features import (
     CATEGORICAL_FEATURES,
     FLIGHT_FIELDS,
     NUMERIC_FEATURES,
     WEATHER_FIELDS,
     raw_feature_columns,
 )
-from kfstack.flights.scoring import REQUEST_SCHEMA, check_flights
-from kfstack.lineage import document_hash
-from kfstack.spark_jobs.flights_features import featurize
-from kfstack.spark_jobs.flights_features.config import parse_args
-from kfstack.spark_jobs.flights_features.job import HOLDOUT_RECORDS, PHASES, FeatureJobConfig, run_feature_job
-from kfstack.spark_jobs.flights_features.statistics import train_statistics
-from kfstack.spark_jobs.flights_features.validation import FLIGHT_KEY, tag_flights, valid_rows
-from kfstack.training import shards
+from kfstack_examples.flights.features_job import featurize
+from kfstack_examples.flights.features_job.config import parse_args
+from kfstack_examples.flights.features_job.job import (
+    HOLDOUT_RECORDS,
+    PHASES,
+    FeatureJobConfig,
+    run_feature_job,
+)
+from kfstack_examples.flights.features_job.statistics import train_statistics
+from kfstack_examples.flights.features_job.validation import FLIGHT_KEY, tag_flights, valid_rows
+from kfstack_examples.flights.scoring import REQUEST_SCHEMA, check_flights
 from tests.spark_jobs.conftest import write_input_dir
 
 SAMPLE_ROWS = 3000
@@ -207,7 +212,7 @@ def test_the_holdout_is_the_test_split_as_labelled_requests(job_run):
 def test_serving_transform_matches_the_spark_encoding(spark, job_run, shipped_data_dir):
     """Training/serving parity: NumPy on raw request fields == Spark on the joined tables."""
     config, _ = job_run
-    from kfstack.spark_jobs.flights_features import sources
+    from kfstack_examples.flights.features_job import sources
 
     tables = sources.read_tables(spark, config.input_uri, config.output_uri + "/_parity_staging")
     flights = valid_rows(
@@ -307,7 +312,7 @@ def test_runs_as_a_teams_spark_application_on_parquet_input(tmp_path, shipped_da
         [
             sys.executable,
             "-m",
-            "kfstack.spark_jobs.flights_features",
+            "kfstack_examples.flights.features_job",
             "--num-shards=2.0",
             "--sample-fraction=0.5",
             "--seed=7",
@@ -490,7 +495,7 @@ def test_every_valid_flight_is_drifted_and_split_by_its_changed_key_duplicates_t
     """The synthetic drift and the split are given in the validation pass, to the cached rows and
     to the re-tagged rows of the flights with duplicates alike: with a share of 1, every flight
     kept departs three hours later, and its split is that of its changed key."""
-    from kfstack.spark_jobs.flights_features import job, synthetic_drift, validation
+    from kfstack_examples.flights.features_job import job, synthetic_drift, validation
     from tests.spark_jobs.conftest import flight, flights_frame
 
     carriers = ["UA"]

@@ -33,8 +33,8 @@ import tempfile
 
 import pytest
 
-from kfstack.flights.feature_spec import PROFILE_FILE
-from kfstack.spark_jobs.flights_features.job import FeatureJobConfig, run_feature_job
+from kfstack_examples.flights.feature_spec import PROFILE_FILE
+from kfstack_examples.flights.features_job.job import FeatureJobConfig, run_feature_job
 from tests.spark_jobs import reference_output
 from tests.spark_jobs.conftest import write_input_dir
 
@@ -117,8 +117,8 @@ def test_the_comparison_sees_a_changed_count_vocabulary_or_statistic(outputs):
 
 
 if __name__ == "__main__":  # writes the reference fingerprints (see the module docstring)
-    from kfstack.spark_jobs.flights_features import sources
-    from kfstack.spark_jobs.flights_features.job import local_spark_session
+    from kfstack_examples.flights.features_job import sources
+    from kfstack_examples.flights.features_job.job import local_spark_session
     from tests.conftest import load_real_flights
 
     session = local_spark_session(shuffle_partitions=2)

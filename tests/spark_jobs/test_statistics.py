@@ -6,10 +6,10 @@ import pytest
 from pyspark.sql import functions as F
 
 from kfstack.errors import DataQualityError
-from kfstack.flights.features import CATEGORICAL_FEATURES, NUMERIC_FEATURES
-from kfstack.spark_jobs.flights_features import statistics
-from kfstack.spark_jobs.flights_features.profile import _histogram
-from kfstack.spark_jobs.flights_features.statistics import NumericStatistics, quantile
+from kfstack_examples.flights.features import CATEGORICAL_FEATURES, NUMERIC_FEATURES
+from kfstack_examples.flights.features_job import statistics
+from kfstack_examples.flights.features_job.profile import _histogram
+from kfstack_examples.flights.features_job.statistics import NumericStatistics, quantile
 
 
 def test_a_quantile_is_the_smallest_value_with_that_share_at_or_below_it():

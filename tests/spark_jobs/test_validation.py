@@ -4,7 +4,7 @@ import datetime
 
 import pytest
 
-from kfstack.spark_jobs.flights_features.validation import (
+from kfstack_examples.flights.features_job.validation import (
     IN_WINDOW,
     KEY_HASH,
     OUTSIDE,
@@ -155,7 +155,7 @@ def test_a_window_places_every_row_in_it_outside_it_or_undated(spark):
 
 
 def test_the_content_hash_sees_every_value_and_no_order(spark):
-    from kfstack.spark_jobs.flights_features.job import content_hash
+    from kfstack_examples.flights.features_job.job import content_hash
 
     rows = [flight(flight=str(n), distance=str(100 + n)) for n in range(40)]
 

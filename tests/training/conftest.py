@@ -12,14 +12,14 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from kfstack.flights.feature_spec import (
+from kfstack.training import checkpoints
+from kfstack_examples.flights.feature_spec import (
     JOB_REPORT_FILE,
     SPLITS,
     CategoricalFeature,
     FeatureSpec,
     NumericFeature,
 )
-from kfstack.training import checkpoints
 
 
 def make_feature_dir(root, rows: int = 4000, shards: int = 2, seed: int = 0) -> str:

@@ -12,9 +12,9 @@ import psutil
 import pytest
 
 from kfstack.errors import CancelledError, TrainingFailedError
-from kfstack.flights.training.settings import TrainingSettings
-from kfstack.pipelines.steps import train_locally
 from kfstack.training.process_group import TRACK_SECONDS, ReplicaProcess, run_process_group
+from kfstack_examples.flights.pipelines.steps import train_locally
+from kfstack_examples.flights.training.settings import TrainingSettings
 from tests.training.conftest import kill_after_first_checkpoint, make_feature_dir
 from tests.training.test_trainer import katib_metrics
 

@@ -9,10 +9,10 @@ import onnxruntime
 import pytest
 
 from kfstack.errors import InvalidParameterError
-from kfstack.flights.feature_spec import FeatureSpec
-from kfstack.flights.training.settings import TrainingSettings
-from kfstack.pipelines.steps import train_locally
 from kfstack.training import shards
+from kfstack_examples.flights.feature_spec import FeatureSpec
+from kfstack_examples.flights.pipelines.steps import train_locally
+from kfstack_examples.flights.training.settings import TrainingSettings
 from tests.training.conftest import kill_after_first_checkpoint, make_feature_dir
 from tests.training.test_trainer import katib_metrics
 

@@ -6,13 +6,13 @@ import json
 import pytest
 
 from kfstack.components.training.distributed_training.stage import STAGE, local_price_per_hour
-from kfstack.flights.training.settings import metric_line
 from kfstack.kubernetes import node_pools
-from kfstack.pipelines.steps import TRAINING_CODE
 from kfstack.training.entrypoint import RESULT_FILE
 from kfstack.training.metrics import katib_line
 from kfstack.training.throughput import cost_metrics, scaling_efficiency, throughput
 from kfstack.tuning.metric_lines import MetricReport, parse_line
+from kfstack_examples.flights.pipelines.steps import TRAINING_CODE
+from kfstack_examples.flights.training.settings import metric_line
 
 
 def test_throughput_of_a_run_and_of_one_epoch():

@@ -14,21 +14,21 @@ import torch
 
 from kfstack.components.training.distributed_training.stage import STAGE
 from kfstack.errors import InvalidParameterError
-from kfstack.flights.feature_spec import FeatureSpec
-from kfstack.flights.training.pytorch_model import (
-    DelayClassifier,
-    DelayProbability,
-    ModelConfig,
-)
-from kfstack.flights.training.settings import TrainingSettings
 from kfstack.kubernetes import node_pools
 from kfstack.kubernetes.training_apis import TRAINER_V2
 from kfstack.lineage import Lineage
-from kfstack.pipelines.steps import TRAINING_CODE, train_locally
 from kfstack.training import checkpoints
 from kfstack.training.env_contract import trainjob_env
 from kfstack.training.shards import list_shards, read_shards
 from kfstack.version import __version__, pipeline_version
+from kfstack_examples.flights.feature_spec import FeatureSpec
+from kfstack_examples.flights.pipelines.steps import TRAINING_CODE, train_locally
+from kfstack_examples.flights.training.pytorch_model import (
+    DelayClassifier,
+    DelayProbability,
+    ModelConfig,
+)
+from kfstack_examples.flights.training.settings import TrainingSettings
 
 # Katib v0.19 StdOut metrics collector (DESIGN §3).
 KATIB_METRIC = re.compile(r"([\w|-]+)\s*=\s*([+-]?\d*(\.\d+)?([Ee][+-]?\d+)?)")
@@ -138,7 +138,7 @@ def trainer_argv(feature_dir, tmp_path) -> list[str]:
     return [
         sys.executable,
         "-m",
-        "kfstack.flights.training.pytorch_trainer",
+        "kfstack_examples.flights.training.pytorch_trainer",
         "--features-uri",
         feature_dir,
         "--model-uri",

@@ -12,12 +12,17 @@ import pytest
 
 from kfstack.components.training.distributed_training.stage import STAGE
 from kfstack.errors import InvalidParameterError
-from kfstack.flights.feature_spec import FEATURE_SPEC_FILE
-from kfstack.flights.training.settings import METRICS_FILE, MODEL_FILE, VALIDATION_METRICS, parse_trainer_args
+from kfstack_examples.flights.feature_spec import FEATURE_SPEC_FILE
+from kfstack_examples.flights.training.settings import (
+    METRICS_FILE,
+    MODEL_FILE,
+    VALIDATION_METRICS,
+    parse_trainer_args,
+)
 
 # The PyTorch trainer as a team would declare it to the generic step.
 FLIGHTS_TRAINER = {
-    "training_code": "kfstack.flights.training.pytorch_trainer",
+    "training_code": "kfstack_examples.flights.training.pytorch_trainer",
     "hyperparameter_types": {"epochs": "int", "batch_size": "int", "learning_rate": "float", "seed": "int"},
     "hyperparameters": {"epochs": 2, "batch_size": 128, "learning_rate": 0.01, "seed": 3},
     "metric_names": list(VALIDATION_METRICS),

@@ -11,10 +11,10 @@ import threading
 import pytest
 
 from kfstack.errors import InvalidParameterError, TrainingFailedError, TuningFailedError
-from kfstack.flights.training.settings import OBJECTIVE, TRAINER_CODE
 from kfstack.tuning.local_tuner import JOURNAL_FILE, LocalTuner, TrialRun, parallel_cap
 from kfstack.tuning.spec import TuningSettings
 from kfstack.tuning.trials import EARLY_STOPPED, FAILED, KILLED, SUCCEEDED
+from kfstack_examples.flights.training.settings import OBJECTIVE, TRAINER_CODE
 
 
 def scripted(curve, fail_when=None, log=None):

@@ -13,9 +13,9 @@ import pytest
 
 from kfstack.components.tuning.hyperparameter_tuning.stage import BEST, STAGE, STATE_DIR
 from kfstack.pipelines import rendering
-from kfstack.pipelines.steps import TRAINING_CODE
 from kfstack.platforms import run_stage
 from kfstack.tuning.local_tuner import JOURNAL_FILE
+from kfstack_examples.flights.pipelines.steps import TRAINING_CODE
 from tests.kubernetes.test_render import FakeArtifact
 from tests.training.conftest import make_feature_dir
 

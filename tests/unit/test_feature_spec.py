@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 
-from kfstack.flights.feature_spec import CategoricalFeature, FeatureSpec, NumericFeature
+from kfstack_examples.flights.feature_spec import CategoricalFeature, FeatureSpec, NumericFeature
 
 SPEC = FeatureSpec(
     categorical=(CategoricalFeature("carrier", ("AA", "UA")),),

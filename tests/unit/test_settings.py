@@ -4,13 +4,13 @@ import pytest
 
 from kfstack.components.training.distributed_training.stage import STAGE as TRAINING
 from kfstack.errors import InvalidParameterError
-from kfstack.flights.training.settings import SEARCH_SPACE, TRAINER_CODE, TrainingSettings
 from kfstack.kubernetes.naming import RunContext
 from kfstack.kubernetes.placement import TrainingPlacement
 from kfstack.kubernetes.spark_application import SparkJobPlacement, SparkResources
-from kfstack.pipelines.steps import TRAINING_CODE, check_run
 from kfstack.settings import Placeholder, katib_parameter
-from kfstack.spark_jobs.flights_features.config import FeatureJobConfig
+from kfstack_examples.flights.features_job.config import FeatureJobConfig
+from kfstack_examples.flights.pipelines.steps import TRAINING_CODE, check_run
+from kfstack_examples.flights.training.settings import SEARCH_SPACE, TRAINER_CODE, TrainingSettings
 
 
 def test_every_problem_is_reported_at_once_by_field_name():

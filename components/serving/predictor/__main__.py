@@ -1,3 +1,0 @@
-from kfstack.components.serving.predictor.server import main
-
-raise SystemExit(main())

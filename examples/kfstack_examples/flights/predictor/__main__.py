@@ -1,0 +1,3 @@
+from kfstack_examples.flights.predictor.server import main
+
+raise SystemExit(main())
