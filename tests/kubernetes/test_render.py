@@ -24,6 +24,8 @@ from tests.kubernetes.test_builders import validate_with_crds
 from tests.training.conftest import make_feature_dir
 
 SECRET_VALUE = "wJalrXUtnFEMI-K7MDENG-bPxRfiCYEXAMPLEKEY"
+# The example rendered here (kfstack-examples, installed beside kfstack).
+FLIGHTS = "flights-training"
 
 
 def checkable(objects: list[dict]) -> list[dict]:
@@ -48,6 +50,7 @@ def test_render_writes_every_object_and_they_validate(tmp_path, capsys):
         main(
             [
                 "render",
+                FLIGHTS,
                 "--out",
                 str(out),
                 "--param",
@@ -132,6 +135,7 @@ def test_render_tensorflow_parameter_server_job(tmp_path):
         main(
             [
                 "render",
+                FLIGHTS,
                 "--out",
                 str(out),
                 "--param",
@@ -167,7 +171,7 @@ def test_render_tensorflow_parameter_server_job(tmp_path):
 def test_render_with_auto_writes_each_training_api_with_its_condition(tmp_path):
     """training_api=auto decides on the cluster: both jobs are rendered, each saying when."""
     out = tmp_path / "rendered"
-    assert main(["render", "--out", str(out), "--run-id", RUN_ID]) == 0
+    assert main(["render", FLIGHTS, "--out", str(out), "--run-id", RUN_ID]) == 0
     texts = {path.name.split("-")[0]: path.read_text() for path in out.glob("*.yaml")}
     assert set(texts) == {"experiment", "pytorchjob", "trainjob", "sparkapplication", "inferenceservice"}
     # Two Experiments too (their trials are TrainJobs or PyTorchJobs), each in its own file.
@@ -190,7 +194,7 @@ def test_render_with_auto_writes_each_training_api_with_its_condition(tmp_path):
 def test_render_an_explicit_trainer_v2_choice(tmp_path):
     out = tmp_path / "rendered"
     arguments = ["--param", "training_api=trainer-v2", "--param", "trainer_runtime=kfstack-torch-distributed"]
-    assert main(["render", "--out", str(out), "--param", "workers=4", *arguments]) == 0
+    assert main(["render", FLIGHTS, "--out", str(out), "--param", "workers=4", *arguments]) == 0
     objects = {o["kind"]: o for o in (yaml.safe_load(f.read_text()) for f in out.glob("*.yaml"))}
     assert set(objects) == {"Experiment", "TrainJob", "SparkApplication", "InferenceService"}
     spec = objects["TrainJob"]["spec"]
@@ -225,7 +229,19 @@ def test_render_writes_the_first_deployment_in_either_serving_mode(tmp_path, mod
         "serving_max_replicas=5",
     ]
     assert (
-        main(["render", "--out", str(out), "--param", "training_api=v1", "--run-id", RUN_ID, *parameters])
+        main(
+            [
+                "render",
+                FLIGHTS,
+                "--out",
+                str(out),
+                "--param",
+                "training_api=v1",
+                "--run-id",
+                RUN_ID,
+                *parameters,
+            ]
+        )
         == 0
     )
     (path,) = out.glob("inferenceservice-*.yaml")
@@ -247,7 +263,7 @@ def test_render_writes_the_first_deployment_in_either_serving_mode(tmp_path, mod
 
 def test_render_without_deploy_has_no_inference_service(tmp_path):
     out = tmp_path / "rendered"
-    assert main(["render", "--out", str(out), "--param", "deploy=false"]) == 0
+    assert main(["render", FLIGHTS, "--out", str(out), "--param", "deploy=false"]) == 0
     assert not list(out.glob("inferenceservice-*.yaml"))
 
 
@@ -261,12 +277,13 @@ def test_render_refuses_bad_serving_parameters(tmp_path, capsys):
         "--param",
         "serving_name=Flights",
     ]
-    assert main(["render", "--out", str(out), *bad]) == 2
+    assert main(["render", FLIGHTS, "--out", str(out), *bad]) == 2
     assert "serving_name='Flights'" in capsys.readouterr().err
     assert (
         main(
             [
                 "render",
+                FLIGHTS,
                 "--out",
                 str(out),
                 "--param",
@@ -278,7 +295,7 @@ def test_render_refuses_bad_serving_parameters(tmp_path, capsys):
         == 2
     )
     assert "needs serving_mode=serverless" in capsys.readouterr().err
-    assert main(["render", "--out", str(out), "--param", "canary_max_psi=-1"]) == 2
+    assert main(["render", FLIGHTS, "--out", str(out), "--param", "canary_max_psi=-1"]) == 2
     assert "canary_max_psi=-1" in capsys.readouterr().err
     assert not out.exists()
 
@@ -289,6 +306,7 @@ def test_render_refuses_tensorflow_on_trainer_v2(tmp_path, capsys):
         main(
             [
                 "render",
+                FLIGHTS,
                 "--out",
                 str(out),
                 "--param",
@@ -304,7 +322,9 @@ def test_render_refuses_tensorflow_on_trainer_v2(tmp_path, capsys):
 
 
 def test_render_refuses_bad_parameters(tmp_path, capsys):
-    assert main(["render", "--out", str(tmp_path / "o"), "--param", "spark_executor_memory=lots"]) == 2
+    assert (
+        main(["render", FLIGHTS, "--out", str(tmp_path / "o"), "--param", "spark_executor_memory=lots"]) == 2
+    )
     assert "spark_executor_memory='lots'" in capsys.readouterr().err
     assert not (tmp_path / "o").exists()
     # A Model Registry URL that cannot be one fails before the run, not after its rollout.
@@ -350,7 +370,10 @@ def test_no_credential_value_reaches_compiled_pipelines_or_rendered_objects(tmp_
     for key in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
         monkeypatch.setenv(key, SECRET_VALUE)
     assert main(["compile", "--out", str(tmp_path / "dist")]) == 0
-    assert main(["render", "--out", str(tmp_path / "objects"), "--param", "image_pull_secret=regcred"]) == 0
+    assert (
+        main(["render", FLIGHTS, "--out", str(tmp_path / "objects"), "--param", "image_pull_secret=regcred"])
+        == 0
+    )
     written = list((tmp_path / "dist").iterdir()) + list((tmp_path / "objects").glob("*.yaml"))
     assert written
     for path in written:

@@ -49,7 +49,16 @@ SAMPLE_PARAMS = {
 
 def kfstack_run(root, *params: str, tmpdir, **popen) -> subprocess.Popen:
     """``kfstack run --local`` in a fresh process, with its own (empty) temp folder."""
-    argv = [sys.executable, "-m", "kfstack.app.cli", "run", "--local", "--pipeline-root", str(root)]
+    argv = [
+        sys.executable,
+        "-m",
+        "kfstack.app.cli",
+        "run",
+        "--local",
+        "flights-training",
+        "--pipeline-root",
+        str(root),
+    ]
     for p in params:
         argv += ["--param", p]
     env = {**os.environ, "TMPDIR": str(tmpdir)}
