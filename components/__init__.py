@@ -1,28 +1,84 @@
 """The project's KFP components, one folder each (``<stage>/<name>/component.py``).
 
 A component that launches work on a platform has a ``stage.py`` beside its ``component.py``
-whose ``STAGE`` implements :class:`kfstack.platforms.Stage`. :func:`launching_stages` finds them
-all, so ``kfstack render`` and the validate-parameters task know a new launching component the
-moment its folder exists.
+whose ``STAGE`` implements :class:`kfstack.platforms.Stage`; the component function is named
+after ``STAGE.component`` (``distributed-training`` -> ``distributed_training``).
+:func:`launching_stages` finds them all, so ``kfstack render`` and the validate-parameters task
+know a new launching component the moment its folder exists -- kfstack's own, and a team's,
+which its package declares in the ``kfstack.stages`` entry-point group::
+
+    [project.entry-points."kfstack.stages"]
+    train-churn = "my_team.components.train_churn.stage:STAGE"
+
+A stage is keyed by its component's ``module:function``, and a compiled task is matched to it
+by the component's own code (:func:`kfstack.pipeline_spec.executor_identity`), never by name:
+a team's ``distributed_training`` cannot be taken for kfstack's.
 """
 
 from __future__ import annotations
 
 import importlib
+import importlib.metadata
 import pkgutil
+from collections.abc import Mapping
 from typing import Any
 
+from kfstack.errors import UsageError
+from kfstack.pipeline_spec import executor_identity
+
 STAGE_MODULE = "stage"
+COMPONENT_MODULE = "component"
+ENTRY_POINT_GROUP = "kfstack.stages"
 
 
-def launching_stages(package: str = __name__) -> dict[str, Any]:
-    """Component name -> ``STAGE`` of every ``stage`` module under ``package``."""
-    root = importlib.import_module(package)
+def component_key(stage_module: str, stage: Any) -> str:
+    """``module:function`` of the component a stage module's ``STAGE`` launches (its sibling
+    ``component`` module)."""
+    package = stage_module.rpartition(".")[0]
+    return f"{package}.{COMPONENT_MODULE}:{stage.component.replace('-', '_')}"
+
+
+def launching_stages(*packages: str) -> dict[str, Any]:
+    """``module:function`` of each launching component -> its ``STAGE``: every ``stage`` module
+    under this package and ``packages``, and every stage an installed package declares.
+
+    Raises:
+        UsageError: A declared stage fails to load (one line naming its package).
+    """
     stages: dict[str, Any] = {}
-    for module in pkgutil.walk_packages(root.__path__, prefix=f"{package}."):
-        if module.name.rsplit(".", 1)[-1] != STAGE_MODULE:
-            continue
-        stage = getattr(importlib.import_module(module.name), "STAGE", None)
-        if stage is not None:
-            stages[stage.component] = stage
+    for package in (__name__, *packages):
+        root = importlib.import_module(package)
+        for module in pkgutil.walk_packages(root.__path__, prefix=f"{package}."):
+            if module.name.rsplit(".", 1)[-1] != STAGE_MODULE:
+                continue
+            stage = getattr(importlib.import_module(module.name), "STAGE", None)
+            if stage is not None:
+                stages[component_key(module.name, stage)] = stage
+    for point in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
+        owner = point.dist.name if point.dist is not None else "an unknown package"
+        try:
+            stage = point.load()
+        except Exception as err:  # the package's module failed to import, whatever the way
+            raise UsageError(
+                f"launching component {point.name!r} of {owner}: its stage {point.value} fails to load: "
+                f"{type(err).__name__}: {err}"
+            ) from None
+        stages[component_key(point.module, stage)] = stage
     return stages
+
+
+def component_identities(stages: Mapping[str, Any]) -> dict[str, str]:
+    """:func:`~kfstack.pipeline_spec.executor_identity` of each stage's component -> its key.
+
+    Raises:
+        UsageError: A stage's component cannot be imported (one line naming it).
+    """
+    identities = {}
+    for key in stages:
+        module_name, _, function = key.partition(":")
+        try:
+            component = getattr(importlib.import_module(module_name), function)
+        except Exception as err:  # a team's module failed to import, whatever the way
+            raise UsageError(f"launching component {key}: {type(err).__name__}: {err}") from None
+        identities[executor_identity(component.component_spec.implementation.container.command)] = key
+    return identities

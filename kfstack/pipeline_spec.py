@@ -19,8 +19,10 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import hashlib
+import json
 import re
-from collections.abc import Collection, Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from kfstack.settings import Placeholder
@@ -28,7 +30,6 @@ from kfstack.settings import Placeholder
 RUN_ID_PLACEHOLDER = "{{$.pipeline_job_uuid}}"
 TASK_NAME_PLACEHOLDER = "{{$.pipeline_task_name}}"
 _INPUT_REFERENCE = re.compile(r"\{\{\$\.inputs\.parameters\['([^']+)'\]\}\}")
-_FUNCTION = re.compile(r"--function_to_execute\s+(\S+)")
 
 
 class UndecidedCondition(Exception):
@@ -49,7 +50,7 @@ class LaunchingTask:
 
     Attributes:
         task: The task's name in its DAG (what ``dsl.PIPELINE_TASK_NAME_PLACEHOLDER`` becomes).
-        component: The component's name (its Python function, ``snake_case`` as ``kebab-case``).
+        component: The key its component was asked for by (``launching_tasks``' ``components``).
         arguments: Its inputs by parameter name, outputs as artifact placeholders.
         when: The conditions, undecided from the parameters, under which it runs (empty: it
             runs whenever the run gets this far).
@@ -61,15 +62,23 @@ class LaunchingTask:
     when: tuple[str, ...] = ()
 
 
+def executor_identity(command: Sequence[str]) -> str:
+    """What tells one component's executor from another's in a compiled spec: its container
+    command, which for a Python component embeds the function's own source. Two components of
+    the same name from different packages differ here; the same component always matches."""
+    return hashlib.sha256(json.dumps(list(command)).encode()).hexdigest()
+
+
 def launching_tasks(
-    spec: Mapping[str, Any], parameters: Mapping[str, Any], components: Collection[str], run_id: str
+    spec: Mapping[str, Any], parameters: Mapping[str, Any], components: Mapping[str, str], run_id: str
 ) -> list[LaunchingTask]:
     """The tasks of ``components`` a run with ``parameters`` would execute, in DAG order.
 
     Args:
         spec: The compiled pipeline spec (the first YAML document of a compiled pipeline).
         parameters: Every pipeline parameter's value (defaults filled in).
-        components: Names of the components to report (``distributed-training``...).
+        components: :func:`executor_identity` of each component to report -> the key to report
+            its tasks by.
         run_id: Stands in for the KFP run id.
     """
     walker = _Walker(spec, components, run_id)
@@ -86,9 +95,9 @@ class _Scope:
 
 
 class _Walker:
-    def __init__(self, spec: Mapping[str, Any], components: Collection[str], run_id: str) -> None:
+    def __init__(self, spec: Mapping[str, Any], components: Mapping[str, str], run_id: str) -> None:
         self.spec = spec
-        self.components = set(components)
+        self.components = dict(components)
         self.run_id = run_id
 
     def dag(self, dag: Mapping[str, Any], scope: _Scope, when: tuple[str, ...]) -> Iterator[LaunchingTask]:
@@ -133,18 +142,16 @@ class _Walker:
         if "dag" in component:
             yield from self.dag(component["dag"], _Scope(parameters, artifacts), when)
             return
-        function = self.function_of(component)
-        if function not in self.components:
+        key = self.components.get(self.identity_of(component))
+        if key is None:
             return
         outputs = component.get("outputDefinitions", {}).get("artifacts", {})
         arguments = {**parameters, **artifacts, **{out: artifact_placeholder(name, out) for out in outputs}}
-        yield LaunchingTask(task=name, component=function, arguments=arguments, when=when)
+        yield LaunchingTask(task=name, component=key, arguments=arguments, when=when)
 
-    def function_of(self, component: Mapping[str, Any]) -> str:
+    def identity_of(self, component: Mapping[str, Any]) -> str:
         executor = self.spec["deploymentSpec"]["executors"][component["executorLabel"]]
-        args = " ".join(executor.get("container", {}).get("args", []))
-        match = _FUNCTION.search(args)
-        return match.group(1).replace("_", "-") if match else ""
+        return executor_identity(executor.get("container", {}).get("command", []))
 
     def parameter(self, value: Mapping[str, Any], scope: _Scope, task: str, own: Mapping[str, Any]) -> Any:
         if "componentInputParameter" in value:
@@ -313,6 +320,19 @@ def _evaluate(node: ast.AST, inputs: Mapping[str, Any]) -> Any:
 
 # The pod label and env var that carry the pipeline version into every task (VERSION_ENV).
 VERSION_LABEL = "kfstack.dev/pipeline-version"
+
+
+def replace_task_image(documents: list[dict[str, Any]], current: str, image: str) -> int:
+    """Makes every executor that runs in ``current`` run in ``image`` instead, in place; returns
+    how many. A team's own components, built on other images, keep theirs."""
+    executors = documents[0].get("deploymentSpec", {}).get("executors", {})
+    replaced = 0
+    for executor in executors.values():
+        container = executor.get("container")
+        if container is not None and container.get("image") == current:
+            container["image"] = image
+            replaced += 1
+    return replaced
 
 
 def stamp_version(documents: list[dict[str, Any]], version: str, label_value: str, env_name: str) -> None:

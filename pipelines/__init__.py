@@ -37,10 +37,15 @@ class PipelineEntry:
         function: ``"module:function"`` of the ``@dsl.pipeline`` function.
         check: ``"module:function"`` of the rules across its stages (each stage checks its own
             settings); called with every parameter's value before a run starts.
+        task_image: On a cluster, the image kfstack's own tasks of this pipeline run in
+            (validate-run included, which imports the pipeline): kfstack's launcher image with
+            the package installed, built ``FROM`` it. None: kfstack's launcher image, which
+            holds no team's package. ``kfstack compile/upload --task-image`` overrides it.
     """
 
     function: str
     check: str | None = None
+    task_image: str | None = None
 
 
 ENTRY_POINT_GROUP = "kfstack.pipelines"
@@ -140,9 +145,27 @@ def load_pipeline(name: str) -> Any:
 
 
 def run_check(name: str) -> Callable[[Mapping[str, Any]], None]:
-    """The pipeline's rules across stages (a no-op when it has none)."""
-    check = entry(name).check
-    return _resolve(check) if check else (lambda parameters: None)
+    """The pipeline's rules across stages (a no-op when it has none).
+
+    A check refuses a value by raising ``ValueError`` (kfstack's
+    :class:`~kfstack.errors.InvalidParameterError` is one): the refusal is bad input, reported
+    as an :class:`~kfstack.errors.InvalidParameterError` naming the pipeline, before anything
+    runs.
+    """
+    target = entry(name).check
+    if not target:
+        return lambda parameters: None
+    rules = _resolve(target)
+
+    def check(parameters: Mapping[str, Any]) -> None:
+        try:
+            rules(parameters)
+        except errors.KfstackError:
+            raise
+        except ValueError as err:
+            raise errors.InvalidParameterError(f"{name}: {err}") from None
+
+    return check
 
 
 def check_in_fresh_interpreter(pipeline: str, values: Mapping[str, Any], run_id: str) -> None:

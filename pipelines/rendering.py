@@ -28,18 +28,17 @@ import yaml
 from kfp import compiler
 
 from kfstack import errors, pipeline_spec, platforms
-from kfstack.components import launching_stages
+from kfstack.components import component_identities, launching_stages
 from kfstack.errors import UsageError
 from kfstack.kubernetes.launcher import Cluster
 from kfstack.kubernetes.naming import RunContext
 from kfstack.pipelines import load_pipeline, run_check
 
-COMPONENTS_PACKAGE = "kfstack.components"
-
 
 @dataclasses.dataclass(frozen=True)
 class RenderedTask:
-    """The objects one launching task of the run would create."""
+    """The objects one launching task of the run would create (``component``: its
+    ``module:function``)."""
 
     task: str
     component: str
@@ -107,7 +106,7 @@ def run_parameters(pipeline: str, values: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _launching_variants(
-    pipeline: str, values: Mapping[str, Any], run_id: str, components_package: str = COMPONENTS_PACKAGE
+    pipeline: str, values: Mapping[str, Any], run_id: str, components_packages: tuple[str, ...] = ()
 ) -> list[tuple[pipeline_spec.LaunchingTask, Any, list[platforms.Variant[Any]]]]:
     """Every launching task of a ``platform=kubernetes`` run, its stage and its variants.
 
@@ -116,17 +115,17 @@ def _launching_variants(
     """
     parameters = {**run_parameters(pipeline, values), platforms.PLATFORM_ARGUMENT: platforms.KUBERNETES}
     run_check(pipeline)(parameters)
-    stages = launching_stages(components_package)
+    stages = launching_stages(*components_packages)
     spec = compiled_spec(load_pipeline(pipeline))
     found = []
-    for task in pipeline_spec.launching_tasks(spec, parameters, stages, run_id):
+    for task in pipeline_spec.launching_tasks(spec, parameters, component_identities(stages), run_id):
         stage = stages[task.component]
         found.append((task, stage, stage.variants(stage.settings(task.arguments))))
     return found
 
 
 def render(
-    pipeline: str, values: Mapping[str, Any], run_id: str, components_package: str = COMPONENTS_PACKAGE
+    pipeline: str, values: Mapping[str, Any], run_id: str, components_packages: tuple[str, ...] = ()
 ) -> list[RenderedTask]:
     """The Kubernetes objects a ``platform=kubernetes`` run of ``pipeline`` would create.
 
@@ -138,13 +137,14 @@ def render(
         pipeline: A registered pipeline (``kfstack list``).
         values: Pipeline parameters (typed, or strings to type); the rest take their defaults.
         run_id: Stands in for the KFP run id (names and labels).
-        components_package: Where launching stages are found.
+        components_packages: Packages to search for launching stages besides kfstack's own
+            and those installed packages declare (:func:`kfstack.components.launching_stages`).
 
     Raises:
         UsageError: Unknown pipeline or parameter, or a mistyped value.
         InvalidParameterError: A value a stage or the pipeline's rules refuse (nothing rendered).
     """
-    return _build_all(_launching_variants(pipeline, values, run_id, components_package), run_id)
+    return _build_all(_launching_variants(pipeline, values, run_id, components_packages), run_id)
 
 
 def _build_all(

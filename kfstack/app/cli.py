@@ -51,13 +51,18 @@ from kfstack.errors import (
     KfstackError,
     UsageError,
 )
+from kfstack.images import COMPONENT_IMAGE
 from kfstack.lineage import DEFAULT_TOLERANCE
-from kfstack.pipelines import chosen, load_pipeline, pipeline_names, rendering
+from kfstack.pipelines import chosen, entry, load_pipeline, pipeline_names, rendering
 from kfstack.tuning.spec import LOCAL_BUDGET
 from kfstack.version import VERSION_ENV, __version__, label_safe, pipeline_version
 
 DEFAULT_DIST = os.path.join("dist", "pipelines")
 DEFAULT_PIPELINE_ROOT = "runs"
+TASK_IMAGE_HELP = (
+    "the image kfstack's own tasks run in on the cluster: kfstack's launcher image with your "
+    "package installed (default: the pipeline's registration's task_image, else kfstack's launcher)"
+)
 PIPELINE_NAME_HELP = "pipeline name (kfstack list), or module:function; optional when one is installed"
 DESCRIBE_WIDTH = 96
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
@@ -89,14 +94,22 @@ def _writable_dir(path: str) -> str:
     return path
 
 
-def compile_pipelines(names: list[str], out_dir: str, version: str | None = None) -> list[str]:
+def compile_pipelines(
+    names: list[str], out_dir: str, version: str | None = None, task_image: str | None = None
+) -> list[str]:
     """Compiles the named pipelines (all when empty) to YAML, each stamped with the pipeline
-    version (:func:`~kfstack.version.pipeline_version`; ``version`` overrides it); returns the
+    version (:func:`~kfstack.version.pipeline_version`; ``version`` overrides it), kfstack's
+    tasks in the pipeline's task image (``task_image``, else its registration's); returns the
     written paths.
 
     Raises:
-        UsageError: An unknown pipeline, a malformed version, or ``out_dir`` is not writable.
+        UsageError: An unknown pipeline, a malformed version or image, or ``out_dir`` is not
+            writable.
     """
+    if task_image is not None and (not task_image or any(c.isspace() for c in task_image)):
+        raise UsageError(
+            f"--task-image {task_image!r}: an image reference (registry/name:tag) without spaces"
+        )
     pipelines = [(name, load_pipeline(name)) for name in (names or pipeline_names())]
     try:
         stamped = pipeline_version(version)
@@ -110,6 +123,9 @@ def compile_pipelines(names: list[str], out_dir: str, version: str | None = None
         with open(path, encoding="utf-8") as f:
             documents = [d for d in yaml.safe_load_all(f) if d]
         pipeline_spec.stamp_version(documents, stamped, label_safe(stamped), VERSION_ENV)
+        image = task_image or entry(name).task_image
+        if image:
+            pipeline_spec.replace_task_image(documents, COMPONENT_IMAGE, image)
         with open(path, "w", encoding="utf-8") as f:
             yaml.safe_dump_all(documents, f, sort_keys=False)
         written.append(path)
@@ -150,7 +166,7 @@ def local_arguments(pipeline: str, arguments: dict[str, Any]) -> dict[str, Any]:
 
 
 def _cmd_compile(args: argparse.Namespace) -> int:
-    for path in compile_pipelines(args.names, args.out, args.pipeline_version):
+    for path in compile_pipelines(args.names, args.out, args.pipeline_version, args.task_image):
         print(path)
     return EXIT_OK
 
@@ -347,7 +363,7 @@ def _cmd_upload(args: argparse.Namespace) -> int:
         raise UsageError(f"--pipeline-version: {err}") from None
     with tempfile.TemporaryDirectory(prefix="kfstack-upload-") as out_dir:
         # Every pipeline compiles before the server hears of any of them.
-        paths = compile_pipelines(names, out_dir, version)
+        paths = compile_pipelines(names, out_dir, version, args.task_image)
         if version.endswith("-dirty"):
             print(
                 f"kfstack upload: note: version {version} has uncommitted changes; a later upload of "
@@ -568,6 +584,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="the version stamped into the pipelines (default: <package version>+<git short sha>"
         "[-dirty] of this source tree, or $" + VERSION_ENV + ")",
     )
+    p_compile.add_argument("--task-image", metavar="IMAGE", help=TASK_IMAGE_HELP)
     p_compile.set_defaults(func=_cmd_compile)
 
     p_list = sub.add_parser("list", help="list the pipelines")
@@ -674,6 +691,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="the version name (default: <package version>+<git short sha>[-dirty] of this source "
         "tree, or $" + VERSION_ENV + ")",
     )
+    p_upload.add_argument("--task-image", metavar="IMAGE", help=TASK_IMAGE_HELP)
     p_upload.set_defaults(func=_cmd_upload)
 
     p_schedule = sub.add_parser(

@@ -6,6 +6,7 @@ import textwrap
 import pytest
 
 from kfstack import pipeline_spec
+from kfstack.errors import UsageError
 from kfstack.pipelines import rendering
 from kfstack.settings import Placeholder
 
@@ -107,7 +108,7 @@ def widget_pipeline(tmp_path, monkeypatch):
 
 def test_a_new_launching_component_is_rendered_with_no_change_to_render(widget_pipeline):
     rendered = rendering.render(
-        widget_pipeline, {"size": "3"}, run_id="r-1", components_package="extra_components"
+        widget_pipeline, {"size": "3"}, run_id="r-1", components_packages=("extra_components",)
     )
     by_condition = {task.when: task for task in rendered}
     # mode=small (the default) decides the If/Else pair: only the If branch is rendered.
@@ -125,7 +126,7 @@ def test_a_new_launching_component_is_rendered_with_no_change_to_render(widget_p
 
 def test_the_else_branch_is_rendered_when_the_parameter_says_so(widget_pipeline):
     rendered = rendering.render(
-        widget_pipeline, {"mode": "large"}, run_id="r-1", components_package="extra_components"
+        widget_pipeline, {"mode": "large"}, run_id="r-1", components_packages=("extra_components",)
     )
     sizes = sorted(task.objects[0]["spec"]["size"] for task in rendered)
     assert sizes == [2, 10]  # the Else branch (10) and the undecided output branch (size=2)
@@ -133,7 +134,9 @@ def test_the_else_branch_is_rendered_when_the_parameter_says_so(widget_pipeline)
 
 def test_a_stage_refuses_a_bad_value_before_rendering(widget_pipeline):
     with pytest.raises(ValueError, match="size=0 must be >= 1"):
-        rendering.render(widget_pipeline, {"size": 0}, run_id="r-1", components_package="extra_components")
+        rendering.render(
+            widget_pipeline, {"size": 0}, run_id="r-1", components_packages=("extra_components",)
+        )
 
 
 @pytest.mark.parametrize(
@@ -166,3 +169,74 @@ def test_a_condition_on_a_placeholder_is_undecided():
         pipeline_spec.evaluate_condition(
             "inputs.parameter_values['x'] == 'a'", {"x": Placeholder("{{output:t/o}}")}
         )
+
+
+# A team's launching component named as kfstack's own (distributed_training), declared by its
+# package in the kfstack.stages entry-point group.
+TEAM_PIPELINE = """
+from kfp import dsl
+
+from team_components.distributed_training.component import distributed_training
+
+RUN_ID = dsl.PIPELINE_JOB_ID_PLACEHOLDER
+TASK = dsl.PIPELINE_TASK_NAME_PLACEHOLDER
+
+
+@dsl.pipeline(name="team-training")
+def team_training(size: int = 4):
+    distributed_training(platform="kubernetes", size=size, run_id=RUN_ID, task_name=TASK)
+"""
+
+
+def _declare_stages(site, package: str, entry_points: dict[str, str]) -> None:
+    """A distribution's metadata as pip leaves it, declaring launching stages."""
+    info = site / f"{package.replace('-', '_')}-1.0.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {package}\nVersion: 1.0\n")
+    lines = "\n".join(f"{name} = {value}" for name, value in entry_points.items())
+    (info / "entry_points.txt").write_text(f"[kfstack.stages]\n{lines}\n")
+
+
+@pytest.fixture
+def team_pipeline(tmp_path, monkeypatch):
+    package = tmp_path / "team_components" / "distributed_training"
+    package.mkdir(parents=True)
+    (tmp_path / "team_components" / "__init__.py").write_text("")
+    (package / "__init__.py").write_text("")
+    source = textwrap.dedent(WIDGET_COMPONENT).replace("def widget(", "def distributed_training(")
+    (package / "component.py").write_text(source)
+    stage = textwrap.dedent(WIDGET_STAGE).replace(
+        'component = "widget"', 'component = "distributed-training"'
+    )
+    (package / "stage.py").write_text(stage)
+    (tmp_path / "team_training.py").write_text(textwrap.dedent(TEAM_PIPELINE))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    return tmp_path
+
+
+def test_a_teams_launching_component_is_found_by_its_package_and_never_taken_for_kfstacks(team_pipeline):
+    from kfstack.components import launching_stages
+
+    # Undeclared, the team's task is nobody's: its name alone matches kfstack's component.
+    assert rendering.render("team_training:team_training", {}, run_id="r-1") == []
+    _declare_stages(
+        team_pipeline, "team-components", {"train": "team_components.distributed_training.stage:STAGE"}
+    )
+    stages = launching_stages()
+    team_key = "team_components.distributed_training.component:distributed_training"
+    kfstack_key = "kfstack.components.training.distributed_training.component:distributed_training"
+    assert stages[team_key].component == stages[kfstack_key].component == "distributed-training"
+    (task,) = rendering.render("team_training:team_training", {"size": 5}, run_id="r-1")
+    assert task.component == team_key
+    assert [obj["kind"] for obj in task.objects] == ["Widget"] and task.objects[0]["spec"]["size"] == 5
+    # kfstack's own pipelines still find kfstack's stage beside the team's.
+    found = {t.component for t in rendering.render("digits-training", {}, run_id="r-1")}
+    assert kfstack_key in found and team_key not in found
+
+
+def test_a_declared_stage_that_fails_to_load_is_one_line_naming_its_package(team_pipeline):
+    _declare_stages(team_pipeline, "team-broken", {"train": "team_components.absent.stage:STAGE"})
+    with pytest.raises(
+        UsageError, match=r"launching component 'train' of team-broken: .* ModuleNotFoundError"
+    ):
+        rendering.render("team_training:team_training", {}, run_id="r-1")
