@@ -32,4 +32,7 @@ for folder, package in FOLDER_TO_PACKAGE.items():
     for sub in find_packages(folder, exclude=excluded):
         packages.append(f"{package}.{sub}")
 
-setup(packages=packages, package_dir=package_dir, package_data={"": ["*.yaml", "*.json"]})
+# Data files: the node-pool profiles and schemas (YAML, JSON), and the project templates of
+# `kfstack init` (every file under kfstack/app/project-template).
+package_data = {"": ["*.yaml", "*.json"], "kfstack.app": ["project-template/**/*"]}
+setup(packages=packages, package_dir=package_dir, package_data=package_data)

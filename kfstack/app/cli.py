@@ -480,6 +480,15 @@ def _schedule_list(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _cmd_init(args: argparse.Namespace) -> int:
+    from kfstack.app import project
+
+    planned = project.plan(args.directory, args.name, args.framework, args.task, args.kfstack_source)
+    project.create(planned)
+    print(project.next_steps(planned))
+    return EXIT_OK
+
+
 def _cmd_reproduce(args: argparse.Namespace) -> int:
     from kfstack.app.reproduce import reproduce
 
@@ -774,6 +783,31 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p_reproduce.add_argument("--verbose", action="store_true", help="stream every task's output")
     p_reproduce.set_defaults(func=_cmd_reproduce)
+
+    from kfstack.app.project import DEFAULT_FRAMEWORK, DEFAULT_TASK, FRAMEWORKS, TASKS
+
+    p_init = sub.add_parser(
+        "init",
+        help="create a new project: its pipeline on kfstack's components, runnable and tested at once",
+        epilog="Refuses a directory that is not empty. `make run` and `make test` in the new project set "
+        "it up, run its pipeline embedded and run its tests.",
+    )
+    p_init.add_argument("directory", metavar="DIR", help="where the project goes (new or empty)")
+    p_init.add_argument("--name", help="the project's name (default: DIR's); its package and pipeline follow")
+    p_init.add_argument(
+        "--framework",
+        choices=list(FRAMEWORKS),
+        default=DEFAULT_FRAMEWORK,
+        help="the training code's framework",
+    )
+    p_init.add_argument("--task", choices=list(TASKS), default=DEFAULT_TASK, help="the classification task")
+    p_init.add_argument(
+        "--kfstack-source",
+        metavar="PATH_OR_URL",
+        help="where the project installs kfstack from: a checkout, a kfstack wheel, or a git+ URL "
+        "(default: this checkout, else the release pinned)",
+    )
+    p_init.set_defaults(func=_cmd_init)
 
     p_serve = sub.add_parser(
         "serve",

@@ -110,7 +110,15 @@ def read_labelled(
 def _onnx_request(model: Any, batch: np.ndarray) -> Any:
     from kserve import InferInput, InferRequest
 
-    [spec] = model.get_input_types()
+    inputs = model.get_input_types()
+    if len(inputs) != 1:
+        names = ", ".join(spec["name"] for spec in inputs)
+        raise InvalidParameterError(
+            f"the onnx model takes {len(inputs)} inputs ({names}); evaluating a labelled table needs a "
+            "model with one input tensor of the feature columns (a layer's statistics exported as "
+            "inputs, e.g. Keras' Normalization through tf2onnx, is a common cause)"
+        )
+    [spec] = inputs
     tensor = InferInput(spec["name"], list(batch.shape), spec["datatype"])
     dtype = np.float64 if spec["datatype"] == "FP64" else np.float32
     tensor.set_data_from_numpy(batch.astype(dtype), binary_data=False)

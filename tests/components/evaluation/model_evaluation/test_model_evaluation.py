@@ -190,3 +190,32 @@ def test_the_component_runs_under_kfp_local(digits, tmp_path):
     confusion = outputs["classification"]["artifacts"][0]["metadata"]["confusionMatrix"]
     assert len(confusion["annotationSpecs"]) == 10
     assert "| accuracy |" in (step / "evaluation_report").read_text()
+
+
+def test_an_onnx_model_with_more_than_one_input_is_refused_naming_them(tmp_path):
+    import onnx
+    from onnx import TensorProto, helper
+
+    # What tf2onnx makes of a Keras Normalization layer: its statistics as inputs of their own.
+    features = helper.make_tensor_value_info("features", TensorProto.FLOAT, [None, 2])
+    mean = helper.make_tensor_value_info("mean", TensorProto.FLOAT, [1, 2])
+    out = helper.make_tensor_value_info("probabilities", TensorProto.FLOAT, [None, 2])
+    graph = helper.make_graph(
+        [helper.make_node("Sub", ["features", "mean"], ["probabilities"])], "g", [features, mean], [out]
+    )
+    (tmp_path / "model").mkdir()
+    onnx.save(
+        helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]),
+        tmp_path / "model" / "model.onnx",
+    )
+    pq.write_table(pa.table({"x1": [0.1, 0.9], "x2": [0.2, 0.8], "label": [0, 1]}), tmp_path / "rows.parquet")
+    with pytest.raises(
+        InvalidParameterError, match=r"takes 2 inputs \(features, mean\); .* one input tensor"
+    ):
+        evaluate_dataset(
+            model_dir=str(tmp_path / "model"),
+            model_format="onnx",
+            dataset_uri=str(tmp_path / "rows.parquet"),
+            task="binary",
+            label_column="label",
+        )

@@ -1,0 +1,201 @@
+"""``kfstack init DIR``: a new project a team can run and test at once.
+
+The project is kfstack's shape for a team's own code: its ``pyproject.toml`` depends on kfstack
+and declares its pipeline in the ``kfstack.pipelines`` entry-point group; a PySpark data step,
+training code (PyTorch or TensorFlow, binary or multiclass), a pipeline built on kfstack's
+public components, a bundled sample data set, tests that run the pipeline embedded, one
+Dockerfile per role ``FROM`` kfstack's images, and a README whose two commands set it up, run it
+and test it. The templates ship in kfstack's wheel (``project-template/``); ``{{name}}`` marks
+what is filled in.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import keyword
+import os
+import re
+from pathlib import Path
+
+from kfstack.errors import UsageError
+from kfstack.version import __version__
+
+TEMPLATE = Path(__file__).with_name("project-template")
+PROJECT_NAME = re.compile(r"[a-z][a-z0-9-]{0,39}\Z")
+_MARK = re.compile(r"\{\{(\w+)\}\}")
+# What each framework's project says and which kfstack image its trainer builds on.
+FRAMEWORKS = {
+    "pytorch": {
+        "framework_title": "PyTorch",
+        "job_kind": "PyTorchJob or TrainJob",
+        "trainer_role": "torch-trainer",
+    },
+    "tensorflow": {"framework_title": "TensorFlow", "job_kind": "TFJob", "trainer_role": "tf-trainer"},
+}
+# Classes of each task's sample data, and the accuracy the project's test asks of a model that
+# learned (the synthetic labels follow the features).
+TASKS = {
+    "binary": {"classes": "2", "accuracy_floor": "0.75"},
+    "multiclass": {"classes": "3", "accuracy_floor": "0.6"},
+}
+DEFAULT_FRAMEWORK, DEFAULT_TASK = "pytorch", "binary"
+
+
+@dataclasses.dataclass(frozen=True)
+class Project:
+    """What ``kfstack init`` was asked for, checked."""
+
+    directory: Path
+    name: str
+    framework: str
+    task: str
+    kfstack_requirement: str
+    kfstack_source_kind: str
+
+    @property
+    def package(self) -> str:
+        return self.name.replace("-", "_")
+
+    @property
+    def pipeline(self) -> str:
+        return f"{self.name}-training"
+
+    def values(self) -> dict[str, str]:
+        return {
+            "project": self.name,
+            "package": self.package,
+            "pipeline": self.pipeline,
+            "function": f"{self.package}_training",
+            "serving_name": self.name,
+            "framework": self.framework,
+            "task": self.task,
+            "kfstack_version": __version__,
+            "kfstack_requirement": self.kfstack_requirement,
+            "kfstack_source_kind": self.kfstack_source_kind,
+            **FRAMEWORKS[self.framework],
+            **TASKS[self.task],
+        }
+
+
+def kfstack_source(given: str | None) -> tuple[str, str]:
+    """The requirement line kfstack is installed from, and what kind of source it is.
+
+    ``given``: a kfstack checkout or a wheel file (a path), or a ``git+`` URL; none: the
+    checkout this kfstack runs from, else the release pinned (for an index or a wheelhouse the
+    team's pip is pointed at).
+
+    Raises:
+        UsageError: A path that is neither a kfstack checkout nor a kfstack wheel.
+    """
+    if given is None:
+        checkout = Path(__file__).resolve().parents[2]
+        if (checkout / "pyproject.toml").is_file() and (checkout / "kfstack" / "version.py").is_file():
+            given = str(checkout)
+        else:
+            return (
+                f"kfstack[local]=={__version__}",
+                "the release pinned, from whatever index or wheelhouse pip is given",
+            )
+    if given.startswith("git+"):
+        return f"kfstack[local] @ {given}", "a git URL"
+    path = Path(given).expanduser().resolve()
+    if path.is_file() and path.name.startswith("kfstack-") and path.suffix == ".whl":
+        return f"kfstack[local] @ {path.as_uri()}", "a wheel"
+    if path.is_dir() and (path / "kfstack" / "version.py").is_file():
+        return f"kfstack[local] @ {path.as_uri()}", "a checkout of kfstack (a path)"
+    raise UsageError(
+        f"--kfstack-source {given}: neither a kfstack checkout, a kfstack-*.whl file nor a git+ URL"
+    )
+
+
+def plan(directory: str, name: str | None, framework: str, task: str, source: str | None) -> Project:
+    """Checks everything before a file is written.
+
+    Raises:
+        UsageError: A non-empty directory, a name that cannot be a package or is taken, an unknown
+            framework or task, a bad kfstack source.
+    """
+    target = Path(directory).expanduser().resolve()
+    if target.exists() and (not target.is_dir() or any(target.iterdir())):
+        raise UsageError(f"{directory}: not an empty directory; kfstack init writes a new project only")
+    name = name or target.name
+    if not PROJECT_NAME.match(name) or name.endswith("-"):
+        raise UsageError(
+            f"project name {name!r}: lower-case letters, digits and '-', starting with a letter, at "
+            "most 40 characters (give --name)"
+        )
+    package = name.replace("-", "_")
+    if keyword.iskeyword(package) or importlib.util.find_spec(package) is not None:
+        raise UsageError(f"project name {name!r}: a module named {package!r} exists already; give --name")
+    if framework not in FRAMEWORKS:
+        raise UsageError(f"--framework {framework}: one of {', '.join(FRAMEWORKS)}")
+    if task not in TASKS:
+        raise UsageError(f"--task {task}: one of {', '.join(TASKS)}")
+    requirement, kind = kfstack_source(source)
+    return Project(target, name, framework, task, requirement, kind)
+
+
+def _destination(project: Project, template: Path) -> Path | None:
+    """Where a template file goes in the project (None: not this project's choice)."""
+    relative = template.relative_to(TEMPLATE).as_posix()
+    if relative.startswith("package/train_"):
+        if relative != f"package/train_{project.framework}.py.tmpl":
+            return None
+        relative = "package/train.py.tmpl"
+    if relative.startswith("package/data/sample_"):
+        if relative != f"package/data/sample_{project.task}.csv":
+            return None
+        relative = "package/data/sample.csv"
+    if relative == "gitignore.tmpl":
+        relative = ".gitignore"
+    relative = relative.removesuffix(".tmpl")
+    if relative.startswith("package/"):
+        relative = project.package + relative[len("package") :]
+    return project.directory / relative
+
+
+def fill(text: str, values: dict[str, str], where: str) -> str:
+    """``text`` with every ``{{name}}`` replaced.
+
+    Raises:
+        KeyError: A mark with no value (a template's mistake, never the user's).
+    """
+
+    def value(match: re.Match[str]) -> str:
+        if match.group(1) not in values:
+            raise KeyError(f"{where}: template mark {match.group(0)} has no value")
+        return values[match.group(1)]
+
+    return _MARK.sub(value, text)
+
+
+def create(project: Project) -> list[Path]:
+    """Writes the project; returns the files written."""
+    values = project.values()
+    written = []
+    for template in sorted(p for p in TEMPLATE.rglob("*") if p.is_file() and "__pycache__" not in p.parts):
+        destination = _destination(project, template)
+        if destination is None:
+            continue
+        destination.parent.mkdir(parents=True, exist_ok=True)
+        if template.suffix == ".tmpl":
+            destination.write_text(
+                fill(template.read_text(encoding="utf-8"), values, template.name), encoding="utf-8"
+            )
+        else:
+            destination.write_bytes(template.read_bytes())
+        written.append(destination)
+    return written
+
+
+def next_steps(project: Project) -> str:
+    here = os.path.relpath(project.directory)
+    if here.startswith(".."):
+        here = str(project.directory)
+    return (
+        f"created {project.name} in {here}: pipeline {project.pipeline} "
+        f"({project.framework}, {project.task}); kfstack from {project.kfstack_requirement}\n"
+        f"  cd {here} && make run     # set up .venv and run the pipeline embedded\n"
+        f"  cd {here} && make test    # its tests"
+    )

@@ -1,0 +1,198 @@
+"""``kfstack init DIR``: a new project, from the templates kfstack's wheel ships, that runs and
+tests at once.
+
+The default suite writes projects of every framework and task, checks what was written, and
+compiles and renders each project's pipeline through kfstack as an installed package's (its
+``*.dist-info`` in a site folder on the path). The ``slow`` test does what a team does, from
+kfstack's wheel: it builds the wheel, installs it into a throwaway venv (the other packages are
+linked from this venv, so nothing is downloaded), runs ``kfstack init`` there, installs the new
+project and runs the project's own tests -- its pipeline embedded, end to end.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+import tomllib
+from pathlib import Path
+
+import pytest
+import yaml
+
+from kfstack.app import cli, project
+from kfstack.version import __version__
+from tests.conftest import REPO_ROOT
+
+COMBINATIONS = [(f, t) for f in project.FRAMEWORKS for t in project.TASKS]
+JOB_KIND = {"pytorch": {"PyTorchJob", "TrainJob"}, "tensorflow": {"TFJob"}}
+
+
+def init(capsys, directory: Path, *options: str) -> str:
+    assert cli.main(["init", str(directory), *options]) == 0, capsys.readouterr().err
+    return capsys.readouterr().out
+
+
+def install(site: Path, directory: Path) -> None:
+    """The project as pip installs it editable: its folder on the path and its metadata."""
+    config = tomllib.loads((directory / "pyproject.toml").read_text())["project"]
+    info = site / f"{config['name'].replace('-', '_')}-{config['version']}.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text(
+        f"Metadata-Version: 2.1\nName: {config['name']}\nVersion: {config['version']}\n"
+    )
+    points = config["entry-points"]["kfstack.pipelines"]
+    lines = "".join(f"{name} = {value}\n" for name, value in points.items())
+    (info / "entry_points.txt").write_text(f"[kfstack.pipelines]\n{lines}")
+
+
+@pytest.mark.parametrize(("framework", "task"), COMBINATIONS)
+def test_a_new_project_is_complete_and_its_pipeline_compiles_and_renders(
+    tmp_path, capsys, monkeypatch, framework, task
+):
+    name = f"churn-{framework[:2]}-{task[:3]}"
+    directory = tmp_path / "work" / name
+    out = init(capsys, directory, "--framework", framework, "--task", task)
+    assert f"pipeline {name}-training ({framework}, {task})" in out and "make run" in out
+    package = name.replace("-", "_")
+    written = {p.relative_to(directory).as_posix() for p in directory.rglob("*") if p.is_file()}
+    assert written == {
+        ".gitignore", "Makefile", "README.md", "pyproject.toml", "requirements-kfstack.txt",
+        f"{package}/__init__.py", f"{package}/prepare.py", f"{package}/train.py", f"{package}/pipeline.py",
+        f"{package}/data/sample.csv", "tests/test_pipeline.py",
+        "images/launcher.Dockerfile", "images/spark.Dockerfile", "images/trainer.Dockerfile",
+    }  # fmt: skip
+    for path in written:
+        text = (directory / path).read_text()
+        assert "{{" not in text, path
+        if path.endswith(".py"):
+            compile(text, path, "exec")
+    config = tomllib.loads((directory / "pyproject.toml").read_text())
+    assert f"kfstack=={__version__}" in config["project"]["dependencies"]
+    assert config["project"]["entry-points"]["kfstack.pipelines"] == {
+        f"{name}-training": f"{package}:TRAINING"
+    }
+    # The checkout this kfstack runs from is where the project installs it from by default.
+    assert (directory / "requirements-kfstack.txt").read_text().splitlines()[-1] == (
+        f"kfstack[local] @ {REPO_ROOT.resolve().as_uri()}"
+    )
+    assert f"kfstack-{project.FRAMEWORKS[framework]['trainer_role']}:" in (
+        (directory / "images" / "trainer.Dockerfile").read_text()
+    )
+    # The bundled sample: the task's classes, three malformed rows among 600.
+    rows = (directory / package / "data" / "sample.csv").read_text().splitlines()
+    labels = {row.rsplit(",", 1)[1] for row in rows[1:]}
+    assert len(rows) == 601 and labels == {str(c) for c in range(int(project.TASKS[task]["classes"]))} | {"7"}
+
+    site = tmp_path / "site"
+    install(site, directory)
+    monkeypatch.syspath_prepend(str(directory))
+    monkeypatch.syspath_prepend(str(site))
+    assert cli.main(["describe", f"{name}-training"]) == 0
+    assert "hidden_units" in capsys.readouterr().out
+    rendered = tmp_path / "objects"
+    assert cli.main(["render", f"{name}-training", "--out", str(rendered), "--param", "training_api=v1"]) == 0
+    capsys.readouterr()
+    kinds = {yaml.safe_load(p.read_text())["kind"] for p in rendered.glob("*.yaml")}
+    assert {"SparkApplication", "Experiment", "InferenceService"} <= kinds and kinds & JOB_KIND[framework]
+
+
+def test_init_refuses_before_writing_anything(tmp_path, capsys):
+    taken = tmp_path / "taken"
+    taken.mkdir()
+    (taken / "notes.txt").write_text("mine")
+    assert cli.main(["init", str(taken)]) == 2
+    assert "not an empty directory" in capsys.readouterr().err
+    assert sorted(p.name for p in taken.iterdir()) == ["notes.txt"]
+    for argv, message in [
+        ([str(tmp_path / "Bad_Name")], "lower-case letters, digits and '-'"),
+        ([str(tmp_path / "x"), "--name", "kfstack"], "a module named 'kfstack' exists already"),
+        ([str(tmp_path / "x"), "--name", "class"], "a module named 'class' exists already"),
+        ([str(tmp_path / "y"), "--kfstack-source", str(tmp_path)], "neither a kfstack checkout"),
+    ]:
+        assert cli.main(["init", *argv]) == 2
+        assert message in capsys.readouterr().err
+    assert (
+        not (tmp_path / "x").exists()
+        and not (tmp_path / "y").exists()
+        and not (tmp_path / "Bad_Name").exists()
+    )
+
+
+def test_the_kfstack_source_is_a_wheel_a_git_url_or_a_checkout(tmp_path):
+    wheel = tmp_path / f"kfstack-{__version__}-py3-none-any.whl"
+    wheel.write_bytes(b"")
+    assert project.kfstack_source(str(wheel)) == (f"kfstack[local] @ {wheel.as_uri()}", "a wheel")
+    url = f"git+https://github.com/example/kfstack@v{__version__}"
+    assert project.kfstack_source(url) == (f"kfstack[local] @ {url}", "a git URL")
+    assert project.kfstack_source(str(REPO_ROOT))[0] == f"kfstack[local] @ {REPO_ROOT.resolve().as_uri()}"
+
+
+def test_every_template_mark_has_a_value_and_a_missing_one_is_named():
+    values = project.plan("unused-dir-name", "demo", "pytorch", "binary", None).values()
+    for template in project.TEMPLATE.rglob("*.tmpl"):
+        project.fill(template.read_text(), values, template.name)  # raises on a mark with no value
+    with pytest.raises(KeyError, match=r"x.tmpl: template mark \{\{nope\}\} has no value"):
+        project.fill("{{nope}}", values, "x.tmpl")
+
+
+# --- from kfstack's wheel, as a team starts ------------------------------------------------------
+
+
+def _venv_from_wheel(tmp_path: Path) -> Path:
+    """A throwaway venv with kfstack installed from its wheel, the rest linked from this venv."""
+    source = tmp_path / "src"
+    source.mkdir()
+    for name in ("pyproject.toml", "setup.py", "README.md"):
+        shutil.copy(REPO_ROOT / name, source / name)
+    for folder in ("kfstack", "components", "pipelines", "spark_jobs"):
+        shutil.copytree(
+            REPO_ROOT / folder, source / folder, symlinks=True, ignore=shutil.ignore_patterns("__pycache__")
+        )
+    wheels = tmp_path / "wheels"
+    pip = [sys.executable, "-m", "pip"]
+    subprocess.run(
+        [*pip, "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", wheels, "."], cwd=source, check=True
+    )
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", venv], check=True)
+    ours = Path(sysconfig.get_paths()["purelib"])
+    theirs = venv / "lib" / f"python{sys.version_info.major}.{sys.version_info.minor}" / "site-packages"
+    for entry in ours.iterdir():
+        # Everything but kfstack itself and its examples, and the editable installs' hooks.
+        if not entry.name.startswith(("kfstack", "__editable__")):
+            (theirs / entry.name).symlink_to(entry)
+    (wheel,) = wheels.glob("kfstack-*.whl")
+    subprocess.run([venv / "bin" / "python", "-m", "pip", "install", "-q", "--no-deps", wheel], check=True)
+    return venv
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("framework", "task"), [("pytorch", "binary"), ("tensorflow", "multiclass")])
+def test_a_project_made_from_the_wheel_passes_its_own_tests(tmp_path, framework, task):
+    venv = _venv_from_wheel(tmp_path)
+    python = str(venv / "bin" / "python")
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    work = tmp_path / "projects"
+    work.mkdir()
+    made = subprocess.run(
+        [venv / "bin" / "kfstack", "init", "churn", "--framework", framework, "--task", task],
+        cwd=work, env=env, capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    assert "created churn" in made.stdout
+    # Templates come from the wheel, not from this checkout.
+    where = subprocess.run(
+        [python, "-c", "import kfstack.app.project as p; print(p.TEMPLATE)"], cwd=work, env=env,
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    assert str(venv) in where.stdout
+    pip = [python, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", "-e", "churn"]
+    subprocess.run(pip, cwd=work, env=env, check=True)
+    tests = subprocess.run(
+        [python, "-m", "pytest", "-q", "-p", "no:cacheprovider"], cwd=work / "churn", env=env,
+        capture_output=True, text=True, timeout=1200,
+    )  # fmt: skip
+    assert tests.returncode == 0, tests.stdout[-4000:] + tests.stderr[-2000:]
+    assert "2 passed" in tests.stdout
