@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup run run-digits test test-slow lint compile bench clean
+.PHONY: setup run run-digits test test-slow lint compile bench images clean
 
 # Re-installs when pyproject.toml, setup.py or the examples' pyproject.toml change. kfstack and
 # its examples (examples/, a package of their own, as a team's pipelines are) install together.
@@ -51,6 +51,27 @@ compile: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks
+
+# kfstack's images, one per role (images/Dockerfile), then the examples' on top of them
+# (examples/Dockerfile), tagged <REGISTRY>/kfstack-<role>:<version> and
+# <REGISTRY>/examples/kfstack-<role>:<version>. Needs a Docker engine with BuildKit; where there
+# is none it says so and builds nothing (docs/images.md).
+REGISTRY ?= ghcr.io/kfstack
+ROLES := launcher spark torch-trainer tf-trainer predictor
+images:
+	@if ! command -v docker >/dev/null 2>&1 || ! docker info >/dev/null 2>&1; then \
+	  echo "make images: no Docker engine here (docker missing or not running): nothing built." >&2; \
+	  echo "  The Dockerfiles' structure is checked by tests/images/ instead; build where Docker runs." >&2; \
+	  exit 2; \
+	fi
+	@version=$$($(PYTHON) -c "import runpy; print(runpy.run_path('kfstack/version.py')['__version__'])"); \
+	for role in $(ROLES); do \
+	  docker build -f images/Dockerfile --target $$role -t $(REGISTRY)/kfstack-$$role:$$version . || exit 1; \
+	done; \
+	for role in $(ROLES); do \
+	  docker build -f examples/Dockerfile --build-arg ROLE=$$role --build-arg KFSTACK_REGISTRY=$(REGISTRY) \
+	    --build-arg KFSTACK_VERSION=$$version -t $(REGISTRY)/examples/kfstack-$$role:$$version . || exit 1; \
+	done
 
 # Old embedded runs go through `kfstack clean`: it removes run directories only, never what
 # else lives under runs/ (kept on purpose by later stages).

@@ -452,24 +452,43 @@ def test_no_registry_or_host_is_hard_coded_outside_the_base_image_args(dockerfil
                 assert not {"-i", "--index-url", "--extra-index-url", "--trusted-host", "-f"} & set(args)
 
 
-# --- examples/Dockerfile ------------------------------------------------------------------------
+# --- images a team builds on kfstack's: the examples', and those kfstack init writes ------------
+
+
+def check_built_on_kfstack(text: str, base: str, source: str) -> None:
+    """One stage FROM kfstack's image of a role (registry and version ARGs defaulting to kfstack's
+    own), root only to pip-install the package mounted from ``source`` into kfstack's venv, then
+    the role's user again, with the role's own entrypoint."""
+    parsed = parse_dockerfile(text)
+    (stage,) = parsed.stages
+    assert stage.base == base
+    assert parsed.global_args["KFSTACK_REGISTRY"] == images.DEFAULT_REGISTRY
+    assert parsed.global_args["KFSTACK_VERSION"] == images.__version__
+    installs = [args for inst in stage.instructions for args in pip_installs(inst)]
+    assert installs == [["--no-cache-dir", source]]
+    (run,) = [i for i in stage.instructions if i.keyword == "RUN"]
+    mounted = [m for m in mount_options(run) if m.get("type") == "bind" and m.get("target") == source]
+    assert len(mounted) == 1 and "rw" in mounted[0], mount_options(run)
+    assert run.args.startswith(f"{VENV}/bin/pip install")
+    users = [i.args for i in stage.instructions if i.keyword == "USER"]
+    assert users == ["root", "1000"]
+    assert not [i for i in stage.instructions if i.keyword in ("ENTRYPOINT", "CMD")]
 
 
 def test_the_examples_images_add_the_examples_package_on_top_of_each_role():
-    parsed = parse_dockerfile((REPO_ROOT / "examples" / "Dockerfile").read_text())
-    (stage,) = parsed.stages
-    # One file for every role: the base is kfstack's image of the role the build names.
-    assert stage.base == "${KFSTACK_REGISTRY}/kfstack-${ROLE}:${KFSTACK_VERSION}"
-    assert parsed.global_args["KFSTACK_REGISTRY"] == images.DEFAULT_REGISTRY
-    assert parsed.global_args["KFSTACK_VERSION"] == images.__version__
-    assert parsed.global_args["ROLE"] in images.ROLES
-    installs = [args for inst in stage.instructions for args in pip_installs(inst)]
-    assert installs == [["--no-cache-dir", "/src/examples"]]
-    (run,) = [i for i in stage.instructions if i.keyword == "RUN"]
-    assert {"type": "bind", "source": "examples", "target": "/src/examples", "rw": ""} in mount_options(run)
-    assert run.args.startswith(f"{VENV}/bin/pip install")
-    # Root only to install: the image runs as the role's own user, with its own entrypoint.
-    users = [i.args for i in stage.instructions if i.keyword == "USER"]
-    assert users == ["root", "1000"] and not [
-        i for i in stage.instructions if i.keyword in ("ENTRYPOINT", "CMD")
-    ]
+    text = (REPO_ROOT / "examples" / "Dockerfile").read_text()
+    check_built_on_kfstack(text, "${KFSTACK_REGISTRY}/kfstack-${ROLE}:${KFSTACK_VERSION}", "/src/examples")
+    assert parse_dockerfile(text).global_args["ROLE"] in images.ROLES
+
+
+@pytest.mark.parametrize("framework", ["pytorch", "tensorflow"])
+def test_the_images_kfstack_init_writes_build_on_kfstacks_of_their_role(framework):
+    from kfstack.app import project
+
+    values = project.plan("unused", "demo", framework, "binary", None).values()
+    roles = {"launcher": "launcher", "spark": "spark", "trainer": values["trainer_role"]}
+    for name, role in roles.items():
+        template = project.TEMPLATE / "images" / f"{name}.Dockerfile.tmpl"
+        text = project.fill(template.read_text(), values, template.name)
+        assert role in images.ROLES
+        check_built_on_kfstack(text, f"${{KFSTACK_REGISTRY}}/kfstack-{role}:${{KFSTACK_VERSION}}", "/src")
