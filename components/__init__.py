@@ -19,16 +19,18 @@ from __future__ import annotations
 
 import importlib
 import importlib.metadata
+import logging
 import pkgutil
 from collections.abc import Mapping
 from typing import Any
 
-from kfstack.errors import UsageError
 from kfstack.pipeline_spec import executor_identity
 
 STAGE_MODULE = "stage"
 COMPONENT_MODULE = "component"
 ENTRY_POINT_GROUP = "kfstack.stages"
+
+logger = logging.getLogger(__name__)
 
 
 def component_key(stage_module: str, stage: Any) -> str:
@@ -42,8 +44,9 @@ def launching_stages(*packages: str) -> dict[str, Any]:
     """``module:function`` of each launching component -> its ``STAGE``: every ``stage`` module
     under this package and ``packages``, and every stage an installed package declares.
 
-    Raises:
-        UsageError: A declared stage fails to load (one line naming its package).
+    A declared stage that fails to load, or is not a stage module's ``STAGE``, is left out with
+    a warning naming its package: one broken package never stops the others' pipelines (its own
+    tasks fail when they import it).
     """
     stages: dict[str, Any] = {}
     for package in (__name__, *packages):
@@ -56,13 +59,20 @@ def launching_stages(*packages: str) -> dict[str, Any]:
                 stages[component_key(module.name, stage)] = stage
     for point in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
         owner = point.dist.name if point.dist is not None else "an unknown package"
+        where = f"launching component {point.name!r} of {owner} ({point.value})"
+        if point.module.rsplit(".", 1)[-1] != STAGE_MODULE or not point.attr:
+            logger.warning(
+                "%s left out: name a stage module's STAGE (package.component_folder.stage:STAGE)", where
+            )
+            continue
         try:
             stage = point.load()
         except Exception as err:  # the package's module failed to import, whatever the way
-            raise UsageError(
-                f"launching component {point.name!r} of {owner}: its stage {point.value} fails to load: "
-                f"{type(err).__name__}: {err}"
-            ) from None
+            logger.warning("%s left out: it fails to load: %s: %s", where, type(err).__name__, err)
+            continue
+        if not isinstance(getattr(stage, "component", None), str):
+            logger.warning("%s left out: %s has no component name", where, type(stage).__name__)
+            continue
         stages[component_key(point.module, stage)] = stage
     return stages
 
@@ -70,15 +80,18 @@ def launching_stages(*packages: str) -> dict[str, Any]:
 def component_identities(stages: Mapping[str, Any]) -> dict[str, str]:
     """:func:`~kfstack.pipeline_spec.executor_identity` of each stage's component -> its key.
 
-    Raises:
-        UsageError: A stage's component cannot be imported (one line naming it).
+    A component that cannot be imported is left out with a warning naming it (as a broken
+    declared stage is).
     """
     identities = {}
     for key in stages:
         module_name, _, function = key.partition(":")
         try:
-            component = getattr(importlib.import_module(module_name), function)
+            container = getattr(
+                importlib.import_module(module_name), function
+            ).component_spec.implementation.container
         except Exception as err:  # a team's module failed to import, whatever the way
-            raise UsageError(f"launching component {key}: {type(err).__name__}: {err}") from None
-        identities[executor_identity(component.component_spec.implementation.container.command)] = key
+            logger.warning("launching component %s left out: %s: %s", key, type(err).__name__, err)
+            continue
+        identities[executor_identity(container.image, container.command, container.args or [])] = key
     return identities

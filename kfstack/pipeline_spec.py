@@ -62,11 +62,14 @@ class LaunchingTask:
     when: tuple[str, ...] = ()
 
 
-def executor_identity(command: Sequence[str]) -> str:
-    """What tells one component's executor from another's in a compiled spec: its container
-    command, which for a Python component embeds the function's own source. Two components of
-    the same name from different packages differ here; the same component always matches."""
-    return hashlib.sha256(json.dumps(list(command)).encode()).hexdigest()
+def executor_identity(image: str, command: Sequence[str], args: Sequence[str]) -> str:
+    """What tells one component's executor from another's in a compiled spec: its container's
+    image, command and arguments. A lightweight component's command embeds the function's own
+    source; a containerized one (``target_image``) has the same command as any other, and its
+    function's name in the arguments and its own image. Two components of the same name from
+    different packages differ here; the same component, compiled in the same process, always
+    matches."""
+    return hashlib.sha256(json.dumps([image, list(command), list(args)]).encode()).hexdigest()
 
 
 def launching_tasks(
@@ -151,7 +154,10 @@ class _Walker:
 
     def identity_of(self, component: Mapping[str, Any]) -> str:
         executor = self.spec["deploymentSpec"]["executors"][component["executorLabel"]]
-        return executor_identity(executor.get("container", {}).get("command", []))
+        container = executor.get("container", {})
+        return executor_identity(
+            container.get("image", ""), container.get("command", []), container.get("args", [])
+        )
 
     def parameter(self, value: Mapping[str, Any], scope: _Scope, task: str, own: Mapping[str, Any]) -> Any:
         if "componentInputParameter" in value:

@@ -57,4 +57,6 @@ def test_kfstack_s_wheel_carries_no_example(tmp_path):
     (wheel,) = tmp_path.glob("kfstack-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
     assert any(n.startswith("kfstack/components/training/distributed_training/") for n in names)
+    # kfstack init's templates ship in it (package data outside any Python package).
+    assert "kfstack/app/project-template/package/pipeline.py.tmpl" in names
     assert not [n for n in names if "flights" in n or "digits" in n or "example" in n]

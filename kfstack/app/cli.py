@@ -110,6 +110,8 @@ def compile_pipelines(
         raise UsageError(
             f"--task-image {task_image!r}: an image reference (registry/name:tag) without spaces"
         )
+    if task_image is not None and not names:
+        raise UsageError("--task-image is one pipeline's image: name the pipelines it is for")
     pipelines = [(name, load_pipeline(name)) for name in (names or pipeline_names())]
     try:
         stamped = pipeline_version(version)
@@ -123,9 +125,17 @@ def compile_pipelines(
         with open(path, encoding="utf-8") as f:
             documents = [d for d in yaml.safe_load_all(f) if d]
         pipeline_spec.stamp_version(documents, stamped, label_safe(stamped), VERSION_ENV)
-        image = task_image or entry(name).task_image
+        registered = entry(name)
+        image = task_image or registered.task_image
         if image:
             pipeline_spec.replace_task_image(documents, COMPONENT_IMAGE, image)
+        elif not registered.function.startswith("kfstack."):
+            # Its validate-run imports the pipeline: kfstack's own launcher image cannot.
+            print(
+                f"note: {name}: kfstack's tasks run in {COMPONENT_IMAGE}, which holds kfstack alone; for a "
+                "cluster, give --task-image (your launcher image, FROM kfstack's, with your package)",
+                file=sys.stderr,
+            )
         with open(path, "w", encoding="utf-8") as f:
             yaml.safe_dump_all(documents, f, sort_keys=False)
         written.append(path)

@@ -147,8 +147,8 @@ def _destination(project: Project, template: Path) -> Path | None:
         if relative != f"package/data/sample_{project.task}.csv":
             return None
         relative = "package/data/sample.csv"
-    if relative == "gitignore.tmpl":
-        relative = ".gitignore"
+    if relative in ("gitignore.tmpl", "dockerignore.tmpl"):
+        relative = "." + relative
     relative = relative.removesuffix(".tmpl")
     if relative.startswith("package/"):
         relative = project.package + relative[len("package") :]

@@ -62,7 +62,7 @@ def test_a_new_project_is_complete_and_its_pipeline_compiles_and_renders(
         ".gitignore", "Makefile", "README.md", "pyproject.toml", "requirements-kfstack.txt",
         f"{package}/__init__.py", f"{package}/prepare.py", f"{package}/train.py", f"{package}/pipeline.py",
         f"{package}/data/sample.csv", "tests/test_pipeline.py",
-        "images/launcher.Dockerfile", "images/spark.Dockerfile", "images/trainer.Dockerfile",
+        ".dockerignore", "images/launcher.Dockerfile", "images/spark.Dockerfile", "images/trainer.Dockerfile",
     }  # fmt: skip
     for path in written:
         text = (directory / path).read_text()

@@ -120,9 +120,28 @@ def test_the_task_image_can_be_given_when_compiling(team_project, tmp_path, caps
     image = "registry.example.com/team/churn-launcher:2.0.1"
     (path,) = main(capsys, ["compile", PIPELINE, "--out", str(tmp_path), "--task-image", image]).split()
     spec = _document(path)
-    assert image in {e["container"]["image"] for e in spec["deploymentSpec"]["executors"].values()}
+    images = {e["container"]["image"] for e in spec["deploymentSpec"]["executors"].values()}
+    assert images == {image, "python:3.11"}  # neither the registration's nor kfstack's launcher
     assert cli.main(["compile", PIPELINE, "--out", str(tmp_path), "--task-image", "a b"]) == 2
     assert "--task-image 'a b': an image reference" in capsys.readouterr().err
+    # An image is one pipeline's: compiling every installed pipeline into it is refused.
+    assert cli.main(["compile", "--out", str(tmp_path), "--task-image", image]) == 2
+    assert "name the pipelines it is for" in capsys.readouterr().err
+
+
+def test_a_pipeline_outside_kfstack_without_a_task_image_is_noted(
+    team_project, tmp_path, capsys, monkeypatch
+):
+    from kfstack.pipelines import PipelineEntry
+
+    bare = PipelineEntry(function="team_churn.pipeline:team_churn")
+    monkeypatch.setattr("team_churn.pipeline.REGISTRATION", bare, raising=False)
+    import team_churn.pipeline
+
+    monkeypatch.setattr(team_churn.pipeline, "REGISTRATION", bare)
+    assert cli.main(["compile", PIPELINE, "--out", str(tmp_path)]) == 0
+    err = capsys.readouterr().err
+    assert f"note: {PIPELINE}: kfstack's tasks run in {COMPONENT_IMAGE}" in err and "--task-image" in err
 
 
 def test_upload_run_and_schedule_a_teams_pipeline_on_a_kfp_server(team_project, fake_kfp, capsys):

@@ -6,7 +6,6 @@ import textwrap
 import pytest
 
 from kfstack import pipeline_spec
-from kfstack.errors import UsageError
 from kfstack.pipelines import rendering
 from kfstack.settings import Placeholder
 
@@ -234,9 +233,31 @@ def test_a_teams_launching_component_is_found_by_its_package_and_never_taken_for
     assert kfstack_key in found and team_key not in found
 
 
-def test_a_declared_stage_that_fails_to_load_is_one_line_naming_its_package(team_pipeline):
-    _declare_stages(team_pipeline, "team-broken", {"train": "team_components.absent.stage:STAGE"})
-    with pytest.raises(
-        UsageError, match=r"launching component 'train' of team-broken: .* ModuleNotFoundError"
-    ):
-        rendering.render("team_training:team_training", {}, run_id="r-1")
+def test_a_broken_declared_stage_is_left_out_naming_its_package_and_hides_no_other(team_pipeline, caplog):
+    _declare_stages(
+        team_pipeline,
+        "team-broken",
+        {
+            "train": "team_components.absent.stage:STAGE",
+            "loose": "team_components.distributed_training.component:distributed_training",
+        },
+    )
+    _declare_stages(
+        team_pipeline, "team-components", {"train": "team_components.distributed_training.stage:STAGE"}
+    )
+    (task,) = rendering.render("team_training:team_training", {}, run_id="r-1")
+    assert task.objects[0]["kind"] == "Widget"
+    warned = " | ".join(record.getMessage() for record in caplog.records)
+    assert "launching component 'train' of team-broken" in warned and "ModuleNotFoundError" in warned
+    assert "'loose' of team-broken" in warned and "name a stage module's STAGE" in warned
+
+
+def test_containerized_components_of_one_name_are_told_apart_by_image_and_arguments():
+    from kfstack.pipeline_spec import executor_identity
+
+    # What kfp compiles for any target_image component: the same command, the function in the args.
+    command = ["python3", "-m", "kfp.dsl.executor_main"]
+    ours = executor_identity("registry/a:1", command, ["--function_to_execute", "train"])
+    assert ours == executor_identity("registry/a:1", command, ["--function_to_execute", "train"])
+    assert ours != executor_identity("registry/b:1", command, ["--function_to_execute", "train"])
+    assert ours != executor_identity("registry/a:1", command, ["--function_to_execute", "score"])
