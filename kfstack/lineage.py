@@ -72,6 +72,8 @@ class Lineage:
 
     Attributes:
         model_version: The run that trained it, as the deployment and the registry name it.
+        pipeline: The pipeline that made it, as ``kfstack list`` names it (what
+            ``kfstack reproduce`` runs again); empty when its training step was not told.
         pipeline_version: The pipeline version that ran (``<version>+<sha>[-dirty]``).
         kfstack_version: The package's version.
         run_id: The KFP run id (on the embedded platform kfp.local's, which differs per task).
@@ -90,6 +92,7 @@ class Lineage:
     data: Mapping[str, Any]
     parameters: Mapping[str, Any]
     metrics: Mapping[str, float]
+    pipeline: str = ""
     format_version: int = FORMAT_VERSION
 
     def to_dict(self) -> dict[str, Any]:

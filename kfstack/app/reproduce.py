@@ -2,7 +2,7 @@
 
 A model directory carries its lineage (:mod:`kfstack.lineage`): the pipeline version, the data
 window and its content hash, the feature spec's hash, the parameters and the validation
-metrics. Reproducing it runs the pipeline that made it (named, or the one installed) on the
+metrics. Reproducing it runs the pipeline that made it (as the record names it) on the
 embedded platform with the recorded data and training parameters -- its ``tune`` and ``deploy``
 switches off where it has them: the recorded hyperparameters are the ones tuning chose, and a
 reproduction deploys nothing -- and compares the new model's record with the old one: the same data (content
@@ -78,13 +78,16 @@ def check_version(recorded: Lineage) -> None:
 
 
 def reproduction_arguments(pipeline: str, recorded: Lineage) -> dict[str, Any]:
-    """The recorded parameters ``pipeline`` takes, its tuning and deployment off."""
+    """The recorded parameters ``pipeline`` takes, its tuning and deployment off.
+
+    A recorded value the pipeline does not take as a parameter (the training step records the
+    job's whole shape, e.g. the framework a pipeline fixes) is the pipeline's own to set: the
+    comparison of the records after the run says whether it set the same.
+    """
     known = rendering.parameter_types(load_pipeline(pipeline))
-    unknown = sorted(set(recorded.parameters) - set(known))
-    if unknown:
-        raise UsageError(f"the record has parameters {pipeline} does not take: {', '.join(unknown)}")
+    taken = {name: value for name, value in recorded.parameters.items() if name in known}
     off = {name: False for name in SWITCHED_OFF if name in known}
-    return {**recorded.parameters, **off, "platform": "local"}
+    return {**taken, **off, "platform": "local"}
 
 
 def reproduce(
@@ -97,7 +100,8 @@ def reproduce(
 ) -> Reproduction:
     """Trains the model of ``model_dir`` again from its record and compares (module docstring).
 
-    ``pipeline``: the pipeline that made it; may be left out where one pipeline is installed.
+    ``pipeline``: the pipeline to run; by default the one the record names, else the one
+    installed.
 
     Raises:
         InvalidParameterError: ``model_dir`` has no readable lineage record (nothing ran).
@@ -108,7 +112,7 @@ def reproduce(
     """
     recorded = Lineage.load(model_dir)
     check_version(recorded)
-    name = chosen(pipeline)
+    name = chosen(pipeline or recorded.pipeline or None)
     summary = run_pipeline_locally(
         name,
         reproduction_arguments(name, recorded),

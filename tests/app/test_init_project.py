@@ -11,6 +11,7 @@ project and runs the project's own tests -- its pipeline embedded, end to end.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -196,3 +197,28 @@ def test_a_project_made_from_the_wheel_passes_its_own_tests(tmp_path, framework,
     )  # fmt: skip
     assert tests.returncode == 0, tests.stdout[-4000:] + tests.stderr[-2000:]
     assert "2 passed" in tests.stdout
+    if framework != "pytorch":
+        return
+    # A model of the project, reproduced from its lineage alone: the record names the pipeline.
+    kfstack = str(venv / "bin" / "kfstack")
+    summary = tmp_path / "summary.json"
+    quick = ["--param", "tune=false", "--param", "epochs=3", "--param", "deploy=false"]
+    run = [
+        kfstack,
+        "run",
+        "--local",
+        "churn-training",
+        "--pipeline-root",
+        "runs",
+        "--summary-json",
+        str(summary),
+    ]
+    subprocess.run([*run, *quick], cwd=work / "churn", env=env, capture_output=True, check=True, timeout=900)
+    model_dir = json.loads(summary.read_text())["artifacts"]["model"]
+    assert json.loads((Path(model_dir) / "lineage.json").read_text())["pipeline"] == "churn-training"
+    again = subprocess.run(
+        [kfstack, "reproduce", model_dir, "--pipeline-root", "reproductions"], cwd=work / "churn", env=env,
+        capture_output=True, text=True, timeout=900,
+    )  # fmt: skip
+    assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-2000:]
+    assert "reproduced" in again.stdout and " NO " not in again.stdout

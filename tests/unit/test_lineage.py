@@ -73,3 +73,12 @@ def test_a_reproduction_matches_within_the_tolerance_and_names_what_differs():
         ("parameters.window_start", "2013-01-01", None),
     ]
     assert [d.item for d in compare(record(), record()) if d.item.startswith("parameters")] == ["parameters"]
+
+
+def test_the_record_names_the_pipeline_and_an_earlier_record_without_it_still_loads(tmp_path):
+    record(pipeline="churn-training").save(str(tmp_path / "named"))
+    assert Lineage.load(str(tmp_path / "named")).pipeline == "churn-training"
+    (tmp_path / "earlier").mkdir()
+    earlier = {k: v for k, v in record().to_dict().items() if k != "pipeline"}
+    (tmp_path / "earlier" / LINEAGE_FILE).write_text(json.dumps(earlier))
+    assert Lineage.load(str(tmp_path / "earlier")).pipeline == ""

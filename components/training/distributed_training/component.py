@@ -38,6 +38,7 @@ def distributed_training(
     trainer_runtime: str = "torch-distributed",
     run_id: str = "",
     task_name: str = "",
+    pipeline: str = "",
 ):
     """Runs a team's training code over ``workers`` replicas under the operator's env contract.
 
@@ -95,6 +96,8 @@ def distributed_training(
         trainer_runtime: The TrainJob's ClusterTrainingRuntime (a torchrun runtime).
         run_id: The pipeline run (``dsl.PIPELINE_JOB_ID_PLACEHOLDER``); names the job.
         task_name: This task's name (``dsl.PIPELINE_TASK_NAME_PLACEHOLDER``).
+        pipeline: The pipeline this task belongs to, as ``kfstack list`` names it; recorded in
+            the model's lineage, so that ``kfstack reproduce`` runs that pipeline again.
     """
     from kfstack.components.training.distributed_training.stage import STAGE
     from kfstack.platforms import run_stage

@@ -108,6 +108,7 @@ class DistributedTrainingSettings:
     placement: TrainingPlacement
     run_id: str = ""
     run_dir: str = ""
+    pipeline: str = ""
     threads_per_worker: int | None = None
     on_group_started: Callable[..., None] | None = None
 
@@ -225,6 +226,7 @@ class DistributedTrainingStage:
             placement=TrainingPlacement.from_arguments(arguments),
             run_id=arguments.get("run_id", ""),
             run_dir=os.environ.get(RUN_DIR_ENV, ""),
+            pipeline=arguments.get("pipeline", ""),
         )
 
     def variants(self, settings: DistributedTrainingSettings) -> list[Variant[DistributedTrainingSettings]]:
@@ -428,6 +430,7 @@ def record_lineage(
             "training_api": settings.training_api,
         },
         metrics={name: float(printed[name]) for name in settings.code.metrics},
+        pipeline=settings.pipeline,
     )
     lineage.save(model_uri)
     return lineage

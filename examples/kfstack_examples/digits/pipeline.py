@@ -134,7 +134,11 @@ def digits_training(
         )
         tuning = wiring.on_cluster(tuning, parameters, "tuning")
         training = wiring.call(
-            distributed_training, parameters, **common, hyperparameters=tuning.outputs["best_hyperparameters"]
+            distributed_training,
+            parameters,
+            **common,
+            hyperparameters=tuning.outputs["best_hyperparameters"],
+            pipeline=PIPELINE_NAME,
         )
         training = wiring.on_cluster(training, parameters, "training")
         holdout = {"label_column": LABEL, "task": "multiclass"}

@@ -109,6 +109,11 @@ def features(parameters: Mapping[str, Any], **given: Any) -> dsl.PipelineTask:
     return on_cluster(task, parameters, "spark-features")
 
 
+# The pipeline a flights model's lineage names for `kfstack reproduce`: the retraining pipeline
+# trains with the training pipeline's own steps, and a reproduction needs no drift check.
+REPRODUCED_BY = "flights-training"
+
+
 def train_and_evaluate(
     parameters: Mapping[str, Any], features_task: dsl.PipelineTask
 ) -> tuple[dsl.PipelineTask, dsl.PipelineTask]:
@@ -127,7 +132,10 @@ def train_and_evaluate(
     # One training step: the framework is its parameter, so every later stage appears once in
     # the graph. Training reads its hyperparameters from the tuning step either way.
     training = call(
-        distributed_training, parameters, **{**job, "hyperparameters": tuning.outputs["best_hyperparameters"]}
+        distributed_training,
+        parameters,
+        **{**job, "hyperparameters": tuning.outputs["best_hyperparameters"]},
+        pipeline=REPRODUCED_BY,
     )
     on_cluster(training, parameters, "training")
     # The generic evaluation, scoring every test-split flight as a request through the flights

@@ -64,7 +64,7 @@ def test_the_lineage_record_joins_the_datasets_own_with_the_runs_parameters(tmp_
         data={"window": {"start": "2013-01-01", "end": "2013-02-01"}, "content_hash": "abc", "rows_read": 64},
         parameters={"sample_fraction": 0.5, "depth": 1},
     )
-    step = settings(tmp_path, dataset, workers=3)
+    step = settings(tmp_path, dataset, workers=3, pipeline="team-training")
     (tmp_path / "model").mkdir()
     record_lineage(step, step.model_uri, dataset, {"metrics": {"score": 0.57, "epoch": 4.0}})
     lineage = Lineage.load(step.model_uri)
@@ -80,6 +80,8 @@ def test_the_lineage_record_joins_the_datasets_own_with_the_runs_parameters(tmp_
     assert lineage.parameters["training_api"] == "v1"
     assert lineage.metrics == {"score": 0.57}  # the declared metrics only
     assert (lineage.model_version, lineage.run_id) == ("run-7", "run-7")
+    # The pipeline the task belongs to: what `kfstack reproduce` runs again.
+    assert lineage.pipeline == "team-training"
 
 
 def test_a_dataset_without_lineage_records_its_uri_and_a_broken_one_is_named(tmp_path, dataset):
