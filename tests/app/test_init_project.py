@@ -26,6 +26,7 @@ import yaml
 from kfstack.app import cli, project
 from kfstack.version import __version__
 from tests.conftest import REPO_ROOT
+from tests.installed import install_metadata
 
 COMBINATIONS = [(f, t) for f in project.FRAMEWORKS for t in project.TASKS]
 JOB_KIND = {"pytorch": {"PyTorchJob", "TrainJob"}, "tensorflow": {"TFJob"}}
@@ -39,14 +40,7 @@ def init(capsys, directory: Path, *options: str) -> str:
 def install(site: Path, directory: Path) -> None:
     """The project as pip installs it editable: its folder on the path and its metadata."""
     config = tomllib.loads((directory / "pyproject.toml").read_text())["project"]
-    info = site / f"{config['name'].replace('-', '_')}-{config['version']}.dist-info"
-    info.mkdir(parents=True)
-    (info / "METADATA").write_text(
-        f"Metadata-Version: 2.1\nName: {config['name']}\nVersion: {config['version']}\n"
-    )
-    points = config["entry-points"]["kfstack.pipelines"]
-    lines = "".join(f"{name} = {value}\n" for name, value in points.items())
-    (info / "entry_points.txt").write_text(f"[kfstack.pipelines]\n{lines}")
+    install_metadata(site, config["name"], config["entry-points"], version=config["version"])
 
 
 @pytest.mark.parametrize(("framework", "task"), COMBINATIONS)

@@ -18,6 +18,7 @@ import yaml
 from kfstack.app import cli
 from kfstack.images import COMPONENT_IMAGE
 from tests.app import fake_kfp_server
+from tests.installed import install_metadata
 
 PIPELINE = "team-churn"
 V1 = "2.0.0+abc1234"
@@ -74,11 +75,11 @@ def team_project(tmp_path, monkeypatch):
     (site / "team_churn" / "pipeline.py").write_text(textwrap.dedent(PIPELINE_MODULE))
     # Its PySpark application (never run here: render and the checks only import-check it).
     (site / "team_churn" / "prepare.py").write_text("import sys\n\nprint('rows', sys.argv[1:])\n")
-    info = site / "team_churn-2.0.0.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: team-churn\nVersion: 2.0.0\n")
-    (info / "entry_points.txt").write_text(
-        f"[kfstack.pipelines]\n{PIPELINE} = team_churn.pipeline:REGISTRATION\n"
+    install_metadata(
+        site,
+        "team-churn",
+        {"kfstack.pipelines": {PIPELINE: "team_churn.pipeline:REGISTRATION"}},
+        version="2.0.0",
     )
     monkeypatch.syspath_prepend(str(site))
     # The processes a run starts see the package too, as they would in the team's venv.

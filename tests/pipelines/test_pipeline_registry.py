@@ -16,6 +16,7 @@ import pytest
 from kfstack.app import cli
 from kfstack.errors import UsageError
 from kfstack.pipelines import chosen, entry, load_pipeline, pipeline_names, run_check
+from tests.installed import install_metadata
 
 TEAM_PIPELINE = """
     from kfp import dsl
@@ -46,12 +47,8 @@ TEAM_PIPELINE = """
 
 
 def install(site, package: str, entry_points: dict[str, str]) -> None:
-    """A distribution's metadata as pip leaves it: ``<name>-<version>.dist-info``."""
-    info = site / f"{package.replace('-', '_')}-1.0.dist-info"
-    info.mkdir(parents=True)
-    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {package}\nVersion: 1.0\n")
-    lines = "\n".join(f"{name} = {value}" for name, value in entry_points.items())
-    (info / "entry_points.txt").write_text(f"[kfstack.pipelines]\n{lines}\n")
+    """``package`` installed, declaring ``entry_points`` as pipelines."""
+    install_metadata(site, package, {"kfstack.pipelines": entry_points})
 
 
 @pytest.fixture

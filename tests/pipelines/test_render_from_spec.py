@@ -8,6 +8,7 @@ import pytest
 from kfstack import pipeline_spec
 from kfstack.pipelines import rendering
 from kfstack.settings import Placeholder
+from tests.installed import install_metadata
 
 WIDGET_COMPONENT = '''
 from kfp import dsl
@@ -188,12 +189,8 @@ def team_training(size: int = 4):
 
 
 def _declare_stages(site, package: str, entry_points: dict[str, str]) -> None:
-    """A distribution's metadata as pip leaves it, declaring launching stages."""
-    info = site / f"{package.replace('-', '_')}-1.0.dist-info"
-    info.mkdir(parents=True)
-    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {package}\nVersion: 1.0\n")
-    lines = "\n".join(f"{name} = {value}" for name, value in entry_points.items())
-    (info / "entry_points.txt").write_text(f"[kfstack.stages]\n{lines}\n")
+    """``package`` installed, declaring ``entry_points`` as launching stages."""
+    install_metadata(site, package, {"kfstack.stages": entry_points})
 
 
 @pytest.fixture
