@@ -25,6 +25,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from kfstack.pipeline_spec import executor_identity
+from kfstack.team_code import owner, resolve
 
 STAGE_MODULE = "stage"
 COMPONENT_MODULE = "component"
@@ -58,8 +59,7 @@ def launching_stages(*packages: str) -> dict[str, Any]:
             if stage is not None:
                 stages[component_key(module.name, stage)] = stage
     for point in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
-        owner = point.dist.name if point.dist is not None else "an unknown package"
-        where = f"launching component {point.name!r} of {owner} ({point.value})"
+        where = f"launching component {point.name!r} of {owner(point)} ({point.value})"
         if point.module.rsplit(".", 1)[-1] != STAGE_MODULE or not point.attr:
             logger.warning(
                 "%s left out: name a stage module's STAGE (package.component_folder.stage:STAGE)", where
@@ -85,11 +85,8 @@ def component_identities(stages: Mapping[str, Any]) -> dict[str, str]:
     """
     identities = {}
     for key in stages:
-        module_name, _, function = key.partition(":")
         try:
-            container = getattr(
-                importlib.import_module(module_name), function
-            ).component_spec.implementation.container
+            container = resolve(key).component_spec.implementation.container
         except Exception as err:  # a team's module failed to import, whatever the way
             logger.warning("launching component %s left out: %s: %s", key, type(err).__name__, err)
             continue

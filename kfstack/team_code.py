@@ -5,18 +5,40 @@ The Spark driver wrapper (:mod:`kfstack.spark.driver`) runs a PySpark applicatio
 ``spark-submit`` would; the training entrypoint (:mod:`kfstack.training.entrypoint`) runs a
 training module this way, as ``python -m`` would. An exit with status 0 (or none) counts as
 returning; any other exit, and any exception, goes on unchanged.
+
+Also how kfstack finds what an installed package declares (its pipelines, its launching stages):
+:func:`resolve` of a ``module:attribute`` name, and :func:`owner` of an entry point.
 """
 
 from __future__ import annotations
 
 import contextlib
+import importlib
+import importlib.metadata
 import os
 import runpy
 import sys
 from collections.abc import Iterator, Sequence
+from typing import Any
 
 # A file may be named as spark-submit names files inside an image.
 LOCAL_SCHEME = "local://"
+
+
+def resolve(target: str) -> Any:
+    """The object ``module:attribute`` names (the module imported).
+
+    Raises:
+        Exception: Whatever importing the module raises; AttributeError or ValueError when it
+            holds no such attribute or ``target`` is not ``module:attribute``.
+    """
+    module_name, attribute = target.split(":")
+    return getattr(importlib.import_module(module_name), attribute)
+
+
+def owner(point: importlib.metadata.EntryPoint) -> str:
+    """The name of the installed package that declares ``point``, for messages."""
+    return point.dist.name if point.dist is not None else "an unknown package"
 
 
 def local_path(application: str) -> str:

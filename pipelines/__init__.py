@@ -3,8 +3,8 @@
 A package declares its pipelines in the ``kfstack.pipelines`` entry-point group (the convention
 pytest and Kedro plugins use): the entry point's name is the pipeline's, its value a
 :class:`PipelineEntry` (``"package.module:OBJECT"``), which names the pipeline function and its
-cross-stage check as ``"module:function"``. kfstack itself brings none: its examples (flights,
-digits) are a package of their own, ``kfstack-examples`` (``examples/``), registered the same way.
+cross-stage check as ``"module:function"``. kfstack itself brings none: its examples are a
+package of their own, ``kfstack-examples`` (``examples/``), registered the same way.
 Listing reads the names from the packages' metadata and imports nothing; a pipeline is imported only
 when it is used, so a broken one cannot stop the others. A pipeline can also be named as
 ``module:function`` on the command line.
@@ -24,6 +24,7 @@ from typing import Any
 
 from kfstack import errors
 from kfstack.errors import UsageError
+from kfstack.team_code import owner, resolve
 
 # A KFP task imports kfp in its runtime mode: the executor only, no compiler.
 KFP_RUNTIME_ENV = "_KFP_RUNTIME"
@@ -51,26 +52,15 @@ class PipelineEntry:
 ENTRY_POINT_GROUP = "kfstack.pipelines"
 
 
-def _resolve(target: str) -> Any:
-    module_name, attribute = target.split(":")
-    return getattr(importlib.import_module(module_name), attribute)
-
-
 def _declared() -> dict[str, list[importlib.metadata.EntryPoint]]:
     """Pipeline name -> the entry points declaring it (one distribution can be found twice,
     e.g. an editable install's metadata: the same package and value count once)."""
     found: dict[str, list[importlib.metadata.EntryPoint]] = {}
     for point in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
-        same = [
-            p for p in found.get(point.name, []) if (_package(p), p.value) == (_package(point), point.value)
-        ]
+        same = [p for p in found.get(point.name, []) if (owner(p), p.value) == (owner(point), point.value)]
         if not same:
             found.setdefault(point.name, []).append(point)
     return found
-
-
-def _package(point: importlib.metadata.EntryPoint) -> str:
-    return point.dist.name if point.dist is not None else "an unknown package"
 
 
 def pipeline_names() -> list[str]:
@@ -111,19 +101,19 @@ def entry(name: str) -> PipelineEntry:
     if not points:
         raise UsageError(f"unknown pipeline {name!r}; known: {', '.join(pipeline_names())}")
     if len(points) > 1:
-        packages = " and ".join(sorted(f"{_package(p)} ({p.value})" for p in points))
+        packages = " and ".join(sorted(f"{owner(p)} ({p.value})" for p in points))
         raise UsageError(f"pipeline {name!r} is declared by {packages}: uninstall one, or rename it")
     (point,) = points
     try:
         registered = point.load()
     except Exception as err:  # the package's module failed to import, whatever the way
         raise UsageError(
-            f"pipeline {name!r} of {_package(point)}: its registration {point.value} fails to load: "
+            f"pipeline {name!r} of {owner(point)}: its registration {point.value} fails to load: "
             f"{type(err).__name__}: {err}"
         ) from None
     if not isinstance(registered, PipelineEntry):
         raise UsageError(
-            f"pipeline {name!r} of {_package(point)}: {point.value} is a {type(registered).__name__}, "
+            f"pipeline {name!r} of {owner(point)}: {point.value} is a {type(registered).__name__}, "
             f"not a kfstack.pipelines.PipelineEntry"
         )
     return registered
@@ -137,7 +127,7 @@ def load_pipeline(name: str) -> Any:
     """
     function = entry(name).function
     try:
-        return _resolve(function)
+        return resolve(function)
     except Exception as err:  # a team's module failed to import, whatever the way
         raise UsageError(
             f"pipeline {name!r}: {function} cannot be loaded: {type(err).__name__}: {err}"
@@ -155,7 +145,7 @@ def run_check(name: str) -> Callable[[Mapping[str, Any]], None]:
     target = entry(name).check
     if not target:
         return lambda parameters: None
-    rules = _resolve(target)
+    rules = resolve(target)
 
     def check(parameters: Mapping[str, Any]) -> None:
         try:
