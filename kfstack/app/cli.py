@@ -129,8 +129,8 @@ def compile_pipelines(
         image = task_image or registered.task_image
         if image:
             pipeline_spec.replace_task_image(documents, COMPONENT_IMAGE, image)
-        elif not registered.function.startswith("kfstack."):
-            # Its validate-run imports the pipeline: kfstack's own launcher image cannot.
+        else:
+            # Its validate-run imports the pipeline, which kfstack's own launcher image lacks.
             print(
                 f"note: {name}: kfstack's tasks run in {COMPONENT_IMAGE}, which holds kfstack alone; for a "
                 "cluster, give --task-image (your launcher image, FROM kfstack's, with your package)",

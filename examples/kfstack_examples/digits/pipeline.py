@@ -2,7 +2,7 @@
 -> deployment of an ONNX model served as Triton serves it.
 
 The second example, built on the public components only -- exactly as a team's own pipeline
-would be -- and different from flights on every seam: image data (the 8×8 digits scikit-learn
+would be -- and different from the first on every seam: image data (the 8×8 digits scikit-learn
 ships), a PySpark application run as ``spark-submit`` runs it
 (:mod:`kfstack_examples.digits.prepare`), Keras code under ``MultiWorkerMirroredStrategy``
 (:mod:`kfstack_examples.digits.trainer`), tuning over declared hyperparameters that are not the
