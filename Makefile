@@ -32,7 +32,7 @@ run-digits: $(STAMP)
 test: $(STAMP)
 	$(BIN)/python -m pytest
 
-# The field's habits: lint and format (ruff), types of the library and domain (mypy), the
+# The field's habits: lint and format (ruff), types of every line outside the tests (mypy), the
 # layers (import-linter). setup.py maps components/, pipelines/ and spark_jobs/ onto kfstack.*;
 # kfstack/ holds symbolic links of those names, so mypy and import-linter read the package as
 # installed straight from the source tree.

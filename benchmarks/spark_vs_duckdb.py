@@ -64,7 +64,9 @@ def prepare_inputs(tmp: str, scales: list[int]) -> dict[int, str]:
     with zipfile.ZipFile(os.path.join(shipped, "flights.csv.zip")) as z:
         z.extract("flights.csv", x1)
     inputs = {1: x1}
-    columns = duckdb.sql(f"SELECT * FROM read_csv('{x1}/flights.csv', all_varchar=true) LIMIT 0").columns
+    header = duckdb.sql(f"SELECT * FROM read_csv('{x1}/flights.csv', all_varchar=true) LIMIT 0")
+    assert header is not None  # a SELECT always yields a relation
+    columns = header.columns
     # Replica k gets flight numbers + k * 10000: distinct flights, not duplicates.
     select = ", ".join(
         "CAST(CAST(flight AS INTEGER) + r.range * 10000 AS VARCHAR) AS flight" if c == "flight" else c

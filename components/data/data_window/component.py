@@ -15,7 +15,7 @@ def data_window(
     window_lag_days: int,
     scheduled_time: str,
     created_time: str,
-) -> NamedTuple("DataWindow", [("start", str), ("end", str)]):
+) -> NamedTuple("DataWindow", [("start", str), ("end", str)]):  # type: ignore[valid-type]
     """Resolves the run's data window (``kfstack.monitoring.window``).
 
     Never cached: a scheduled run must see the days since the last one, not an earlier run's

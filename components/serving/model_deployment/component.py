@@ -48,7 +48,7 @@ def model_deployment(
     canary_latency_slack_ms: float = 5.0,
     canary_max_psi: float = 0.2,
     canary_max_quality_drop: float = 0.01,
-) -> NamedTuple("Deployment", [("decision", str), ("production_version", str), ("serving_summary", str)]):
+) -> NamedTuple("Deployment", [("decision", str), ("production_version", str), ("serving_summary", str)]):  # type: ignore[valid-type]
     """Deploys the model: first at 100%, later as a canary judged on the labelled holdout.
 
     Args:

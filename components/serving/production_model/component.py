@@ -16,7 +16,7 @@ def production_model(
     serving_name: str,
     model: Output[Model],
     comparable_files: list = [],  # noqa: B006
-) -> NamedTuple("Production", [("found", bool), ("version", str), ("profile_uri", str)]):
+) -> NamedTuple("Production", [("found", bool), ("version", str), ("profile_uri", str)]):  # type: ignore[valid-type]
     """Copies the model now in production into this step's ``model`` artifact.
 
     Never cached: production changes between runs.

@@ -18,7 +18,7 @@ def register_model(
     model_registry_author: str,
     model_format: str = "",
     model_format_version: str = "",
-) -> NamedTuple("Registration", [("registration", str)]):
+) -> NamedTuple("Registration", [("registration", str)]):  # type: ignore[valid-type]
     """Registers the trained model as a version of ``serving_name`` in a Model Registry, when
     one is configured and the deploy step put the model into production.
 

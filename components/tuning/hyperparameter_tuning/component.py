@@ -59,7 +59,7 @@ def hyperparameter_tuning(
     trainer_runtime: str = "torch-distributed",
     run_id: str = "",
     task_name: str = "",
-) -> NamedTuple("TunedHyperparameters", [("best_hyperparameters", dict)]):
+) -> NamedTuple("TunedHyperparameters", [("best_hyperparameters", dict)]):  # type: ignore[valid-type]
     """Tunes a team's training code over its declared hyperparameters; hands the best on.
 
     Every trial is the ``distributed_training`` step with the trial's values (the same image,
