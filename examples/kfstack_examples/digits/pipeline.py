@@ -19,6 +19,7 @@ from kfstack.components.serving.model_deployment.component import model_deployme
 from kfstack.components.training.distributed_training.component import distributed_training
 from kfstack.components.tuning.hyperparameter_tuning.component import hyperparameter_tuning
 from kfstack.pipelines import wiring
+from kfstack.pipelines.parameters import CATALOG, PER_RUN, Parameter, ParameterSet
 from kfstack_examples.digits.trainer import HYPERPARAMETERS, METRICS
 
 PIPELINE_NAME = "digits-training"
@@ -38,6 +39,99 @@ SEARCH_SPACE = (
 )
 
 
+# The parameters: kfstack's components' from the catalog, with the digits defaults and wording,
+# and the trainer's own hyperparameters (what its declaration says it takes).
+PARAMETERS = ParameterSet(
+    [
+        *CATALOG.take(
+            "platform",
+            "workers",
+            "max_restarts",
+            platform={
+                "description": "``kubernetes`` (SparkApplication, Katib Experiment, TFJob, "
+                "InferenceService) or ``local`` (the same steps on this machine; ``kfstack run "
+                "--local`` sets it)."
+            },
+            workers={"default": 2, "description": "TensorFlow workers (MultiWorkerMirroredStrategy)."},
+            max_restarts={
+                "default": 2,
+                "description": "Restarts from the latest checkpoint after a worker fails.",
+            },
+        ),
+        Parameter(
+            "sample_percent",
+            int,
+            100,
+            "Share of the 1,797 images kept (1-100), by a seeded hash.",
+            PER_RUN,
+            {"ge": 1, "le": 100},
+        ),
+        Parameter("epochs", int, 10, "Epochs of the final training.", PER_RUN, {"ge": 1}),
+        Parameter("hidden_units", int, 64, "The MLP's hidden layer width (tuning's when ``tune``).", PER_RUN),
+        Parameter(
+            "dropout", float, 0.1, "Dropout after the hidden layer (0-1; tuning's when ``tune``).", PER_RUN
+        ),
+        Parameter("activation", str, "relu", "``relu`` or ``tanh`` (tuning's when ``tune``).", PER_RUN),
+        *CATALOG.take(
+            "tune",
+            "tuning_algorithm",
+            "tuning_algorithm_settings",
+            "tuning_search_space",
+            "tuning_max_trials",
+            "tuning_parallel_trials",
+            "tuning_trial_epochs",
+            "tuning_early_stopping",
+            "tuning_min_trials_required",
+            "tuning_start_step",
+            "deploy",
+            "serving_name",
+            "serving_mode",
+            "canary_max_quality_drop",
+            "canary_max_psi",
+            "gpu_pool",
+            "training_api",
+            "object_store_secret",
+            tune={
+                "description": "Tune ``hidden_units``, ``dropout`` and ``activation`` first (Katib's "
+                "semantics)."
+            },
+            tuning_algorithm={
+                "default": "random",
+                "description": "Katib algorithm (random, tpe, grid, ...).",
+            },
+            tuning_algorithm_settings={
+                "default": '{"random_state": 7}',
+                "description": "JSON of the algorithm's settings.",
+            },
+            tuning_search_space={
+                "default": SEARCH_SPACE,
+                "description": "JSON search space over the trainer's declared hyperparameters.",
+            },
+            tuning_max_trials={"default": 8, "description": "Trials in all."},
+            tuning_parallel_trials={"default": 2, "description": "Trials at once."},
+            tuning_trial_epochs={"default": 4, "description": "Epochs per trial."},
+            tuning_early_stopping={"description": "``medianstop`` or ``none``."},
+            tuning_min_trials_required={"description": "medianstop: succeeded trials before any is stopped."},
+            tuning_start_step={"description": "medianstop: the epoch at which a trial is judged."},
+            deploy={"description": "Deploy the model (first at 100%, later as a canary)."},
+            serving_name={
+                "default": "digits",
+                "description": "The InferenceService (and Triton's model name).",
+            },
+            serving_mode={"description": "``serverless`` (Knative) or ``standard`` (RawDeployment)."},
+            canary_max_quality_drop={
+                "default": 0.02,
+                "description": "Roll back when the canary's accuracy is lower by more.",
+            },
+            canary_max_psi={"description": "Roll back above this shift of the predicted classes' shares."},
+            gpu_pool={"description": "Node-pool profile of the training and trial workers."},
+            training_api={"description": "``auto`` or ``v1`` (TensorFlow runs as a TFJob)."},
+            object_store_secret={"description": "Secret with the object-store keys of the pods."},
+        ),
+    ]
+)
+
+
 @dsl.pipeline(
     name=PIPELINE_NAME,
     description=(
@@ -47,66 +141,8 @@ SEARCH_SPACE = (
         "(accuracy, macro-F1) and deployed on KServe's Triton runtime with canary analysis."
     ),
 )
-def digits_training(
-    platform: str = "kubernetes",
-    sample_percent: int = 100,
-    workers: int = 2,
-    max_restarts: int = 2,
-    epochs: int = 10,
-    hidden_units: int = 64,
-    dropout: float = 0.1,
-    activation: str = "relu",
-    tune: bool = True,
-    tuning_algorithm: str = "random",
-    tuning_algorithm_settings: str = '{"random_state": 7}',
-    tuning_search_space: str = SEARCH_SPACE,
-    tuning_max_trials: int = 8,
-    tuning_parallel_trials: int = 2,
-    tuning_trial_epochs: int = 4,
-    tuning_early_stopping: str = "medianstop",
-    tuning_min_trials_required: int = 3,
-    tuning_start_step: int = 2,
-    deploy: bool = True,
-    serving_name: str = "digits",
-    serving_mode: str = "serverless",
-    canary_max_quality_drop: float = 0.02,
-    canary_max_psi: float = 0.2,
-    gpu_pool: str = "h100",
-    training_api: str = "auto",
-    object_store_secret: str = "kfstack-object-store",
-):
-    """Trains, tunes, evaluates and deploys the digits classifier.
-
-    Args:
-        platform: ``kubernetes`` (SparkApplication, Katib Experiment, TFJob, InferenceService)
-            or ``local`` (the same steps on this machine; ``kfstack run --local`` sets it).
-        sample_percent: Share of the 1,797 images kept (1-100), by a seeded hash.
-        workers: TensorFlow workers (MultiWorkerMirroredStrategy).
-        max_restarts: Restarts from the latest checkpoint after a worker fails.
-        epochs: Epochs of the final training.
-        hidden_units: The MLP's hidden layer width (tuning's when ``tune``).
-        dropout: Dropout after the hidden layer (0-1; tuning's when ``tune``).
-        activation: ``relu`` or ``tanh`` (tuning's when ``tune``).
-        tune: Tune ``hidden_units``, ``dropout`` and ``activation`` first (Katib's semantics).
-        tuning_algorithm: Katib algorithm (random, tpe, grid, ...).
-        tuning_algorithm_settings: JSON of the algorithm's settings.
-        tuning_search_space: JSON search space over the trainer's declared hyperparameters.
-        tuning_max_trials: Trials in all.
-        tuning_parallel_trials: Trials at once.
-        tuning_trial_epochs: Epochs per trial.
-        tuning_early_stopping: ``medianstop`` or ``none``.
-        tuning_min_trials_required: medianstop: succeeded trials before any is stopped.
-        tuning_start_step: medianstop: the epoch at which a trial is judged.
-        deploy: Deploy the model (first at 100%, later as a canary).
-        serving_name: The InferenceService (and Triton's model name).
-        serving_mode: ``serverless`` (Knative) or ``standard`` (RawDeployment).
-        canary_max_quality_drop: Roll back when the canary's accuracy is lower by more.
-        canary_max_psi: Roll back above this shift of the predicted classes' shares.
-        gpu_pool: Node-pool profile of the training and trial workers.
-        training_api: ``auto`` or ``v1`` (TensorFlow runs as a TFJob).
-        object_store_secret: Secret with the object-store keys of the pods.
-    """
-    parameters = dict(locals())
+@PARAMETERS.pipeline("Trains, tunes, evaluates and deploys the digits classifier.")
+def digits_training(parameters: dict) -> None:
     with wiring.guarded(PIPELINE_NAME, parameters) as checked:
         job = {"run_id": wiring.RUN_ID, "task_name": wiring.TASK_NAME}
         data = wiring.call(
@@ -114,15 +150,10 @@ def digits_training(
             parameters,
             **job,
             spark_application=SPARK_APPLICATION,
-            spark_arguments=[f"--sample-percent={sample_percent}"],
+            spark_arguments=[f"--sample-percent={parameters['sample_percent']}"],
         )
         data = wiring.on_cluster(data.after(checked), parameters, "spark-digits")
-        chosen = {
-            "hidden_units": hidden_units,
-            "dropout": dropout,
-            "activation": activation,
-            "epochs": epochs,
-        }
+        chosen = {name: parameters[name] for name in ("hidden_units", "dropout", "activation", "epochs")}
         common = {**job, **TRAINING_CODE, "data": data.outputs["output"], "framework": "tensorflow"}
         tuning = wiring.call(
             hyperparameter_tuning,

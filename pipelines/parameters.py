@@ -1,0 +1,628 @@
+"""Pipeline parameters, each written once: name, type, default, range, description, and who sets
+it -- a person per run, or a platform team once per environment.
+
+A pipeline declares its parameters as a :class:`ParameterSet` and lets :meth:`ParameterSet.pipeline`
+write its signature and docstring: the signature KFP compiles (every input, its type and
+default), ordered so that what a person changes per run comes first and the environment's
+settings follow by group; the docstring's ``Args`` are the descriptions KFP compiles into the
+spec. A parameter that a settings class reads takes its type, default and range from that class's
+field (:func:`from_setting`), so a default is never written twice. :data:`CATALOG` holds the
+parameters of kfstack's public components; a pipeline takes them by name and adds its own.
+
+KFP's compiler writes a spec's inputs sorted by name, and the Kubeflow UI lists them in that
+order; the order here is what ``kfstack describe``, the docs and the Python signature show.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import typing
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import Any
+
+from kfstack.kubernetes import inference_service
+from kfstack.kubernetes.placement import Placement, ServingPlacement, TrainingPlacement, TuningPlacement
+from kfstack.kubernetes.spark_application import SparkJobPlacement, SparkResources
+from kfstack.monitoring.drift import DriftThresholds
+from kfstack.monitoring.gate import GateRule
+from kfstack.serving import model_registry
+from kfstack.serving.canary import CanaryThresholds
+from kfstack.settings import parameter_name
+from kfstack.training.settings import JobTopology
+from kfstack.tuning.spec import TuningSettings
+
+# Who sets a parameter, and the groups of the rest in the order a form reads them.
+PER_RUN = "per run"
+GROUPS = (
+    PER_RUN,
+    "data",
+    "training",
+    "tuning",
+    "deployment",
+    "canary analysis",
+    "drift and gate",
+    "model registry",
+    "cluster",
+)
+# The value types a KFP pipeline parameter can have (what the UI's form can fill in).
+SCALARS: tuple[type, ...] = (bool, int, float, str)
+
+
+@dataclasses.dataclass(frozen=True)
+class Parameter:
+    """One pipeline parameter.
+
+    Attributes:
+        name: The parameter's (and the component argument's) name.
+        type: ``bool``, ``int``, ``float`` or ``str``.
+        default: Its value when a run does not set it (an environment file may set another).
+        description: What KFP shows for it; one line, plain.
+        group: :data:`PER_RUN` (a person sets it when triggering a run) or the group of
+            environment settings it belongs to (:data:`GROUPS`).
+        bounds: Its range as a settings field declares it (``ge``, ``gt``, ``le``, ``lt``,
+            ``choices``); checked by that class when the run's stages build their settings.
+    """
+
+    name: str
+    type: type
+    default: Any
+    description: str
+    group: str
+    bounds: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.type not in SCALARS:
+            raise TypeError(f"parameter {self.name}: a pipeline parameter is bool, int, float or str")
+        if self.group not in GROUPS:
+            raise ValueError(f"parameter {self.name}: group {self.group!r} is not one of {', '.join(GROUPS)}")
+        if not isinstance(self.default, self.type) and not (self.type is float and type(self.default) is int):
+            raise TypeError(f"parameter {self.name}: default {self.default!r} is not {self.type.__name__}")
+
+    @property
+    def per_run(self) -> bool:
+        return self.group == PER_RUN
+
+    def but(self, **changes: Any) -> Parameter:
+        """This parameter with some attributes changed (a pipeline's own default, description
+        or group)."""
+        return dataclasses.replace(self, **changes)
+
+    def range_text(self) -> str:
+        """Its range in words (``>= 1``, ``one of tpe, random``); empty: any value of its type."""
+        words = {"ge": ">=", "gt": ">", "le": "<=", "lt": "<"}
+        parts = [f"{words[key]} {value}" for key, value in self.bounds.items() if key in words]
+        if self.bounds.get("choices"):
+            parts.append("one of " + ", ".join(str(c) if c != "" else "''" for c in self.bounds["choices"]))
+        return ", ".join(parts)
+
+
+def from_setting(owner: type, field: str, description: str, group: str, name: str | None = None) -> Parameter:
+    """The parameter a settings class's ``field`` is read from: its type, default and range are
+    the field's (``owner`` is a dataclass: a :class:`~kfstack.settings.Settings` subclass or a
+    plain one). ``name`` defaults to the argument name the field is read from."""
+    fields = {f.name: f for f in dataclasses.fields(owner)}
+    declared = fields[field]
+    if declared.default is dataclasses.MISSING:
+        raise ValueError(f"{owner.__name__}.{field} has no default for a pipeline parameter")
+    bounds = {
+        key: value for key, value in declared.metadata.items() if key != "parameter" and value is not None
+    }
+    return Parameter(
+        name=name or parameter_name(declared),
+        type=typing.get_type_hints(owner)[field],
+        default=declared.default,
+        description=description,
+        group=group,
+        bounds=bounds,
+    )
+
+
+class ParameterSet:
+    """A pipeline's parameters, in the order a person reads them."""
+
+    def __init__(self, parameters: Iterable[Parameter]):
+        self._by_name: dict[str, Parameter] = {}
+        for parameter in parameters:
+            if parameter.name in self._by_name:
+                raise ValueError(f"parameter {parameter.name} is declared twice")
+            self._by_name[parameter.name] = parameter
+
+    def __iter__(self) -> Iterator[Parameter]:
+        return iter(self._by_name.values())
+
+    def __len__(self) -> int:
+        return len(self._by_name)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._by_name
+
+    def __getitem__(self, name: str) -> Parameter:
+        try:
+            return self._by_name[name]
+        except KeyError:
+            raise KeyError(f"no parameter named {name}") from None
+
+    @property
+    def names(self) -> list[str]:
+        return list(self._by_name)
+
+    def take(self, *names: str, **changed: Mapping[str, Any]) -> list[Parameter]:
+        """The named parameters (in the order named), each with the changes ``changed`` gives
+        it by name (``take("workers", workers={"default": 2})``)."""
+        unknown = set(changed) - set(names)
+        if unknown:
+            raise KeyError(f"changes for parameters not taken: {', '.join(sorted(unknown))}")
+        return [self[name].but(**changed.get(name, {})) for name in names]
+
+    def with_defaults(self, defaults: Mapping[str, Any]) -> ParameterSet:
+        """These parameters with other defaults (an environment's), by name."""
+        unknown = sorted(set(defaults) - set(self._by_name))
+        if unknown:
+            raise KeyError(f"no parameter named {', '.join(unknown)}")
+        return ParameterSet(p.but(default=defaults[p.name]) if p.name in defaults else p for p in self)
+
+    def ordered(self) -> list[Parameter]:
+        """Per-run parameters first, then the environment's settings group by group; the
+        declared order within a group."""
+        return sorted(self, key=lambda p: GROUPS.index(p.group))
+
+    def grouped(self) -> dict[str, list[Parameter]]:
+        """Group -> its parameters, groups in :data:`GROUPS` order, empty ones left out."""
+        groups: dict[str, list[Parameter]] = {}
+        for parameter in self.ordered():
+            groups.setdefault(parameter.group, []).append(parameter)
+        return groups
+
+    def docstring(self, summary: str) -> str:
+        """A Google-style docstring: ``summary``, then one ``Args`` line per parameter (what
+        KFP compiles into the spec's descriptions)."""
+        args = "\n".join(f"    {p.name}: {p.description}" for p in self.ordered())
+        return f"{summary}\n\nArgs:\n{args}\n"
+
+    def signature(self) -> inspect.Signature:
+        """The pipeline function's signature: every parameter, typed and defaulted, ordered."""
+        kind = inspect.Parameter.POSITIONAL_OR_KEYWORD
+        return inspect.Signature(
+            [inspect.Parameter(p.name, kind, default=p.default, annotation=p.type) for p in self.ordered()]
+        )
+
+    def pipeline(self, summary: str) -> Callable[[Callable[[dict[str, Any]], None]], Callable[..., None]]:
+        """Turns ``body(parameters)`` into a pipeline function with these parameters.
+
+        ``body`` receives every parameter by name (KFP's channels when compiled) and wires the
+        steps. The function it returns has the generated signature (``__signature__``) and
+        docstring; apply ``@dsl.pipeline`` on top, which reads both. Its ``parameters``
+        attribute is this set (``kfstack describe``, environment files).
+        """
+        signature = self.signature()
+
+        def decorate(body: Callable[[dict[str, Any]], None]) -> Callable[..., None]:
+            def pipeline(*args: Any, **kwargs: Any) -> None:
+                bound = signature.bind(*args, **kwargs)
+                bound.apply_defaults()
+                body(dict(bound.arguments))
+
+            pipeline.__name__ = body.__name__
+            pipeline.__qualname__ = body.__qualname__
+            pipeline.__module__ = body.__module__
+            pipeline.__doc__ = self.docstring(summary)
+            pipeline.__signature__ = signature  # type: ignore[attr-defined]
+            pipeline.parameters = self  # type: ignore[attr-defined]
+            return pipeline
+
+        return decorate
+
+
+def declared_parameters(pipeline_func: Any) -> ParameterSet | None:
+    """The :class:`ParameterSet` a pipeline was generated from (through ``@dsl.pipeline``'s
+    wrapper), or None for a pipeline whose signature is written by hand."""
+    function = getattr(pipeline_func, "pipeline_func", pipeline_func)
+    found = getattr(function, "parameters", None)
+    return found if isinstance(found, ParameterSet) else None
+
+
+# ---------------------------------------------------------------------------------------------
+# The parameters of kfstack's public components. Descriptions say what a run does with the value.
+# ---------------------------------------------------------------------------------------------
+
+_CLUSTER = "cluster"
+_SERVING = inference_service.ServingRequest
+
+CATALOG = ParameterSet(
+    [
+        Parameter(
+            "platform",
+            str,
+            "kubernetes",
+            "``kubernetes`` (SparkApplication + TrainJob, PyTorchJob or TFJob on this cluster) or "
+            "``local`` (embedded: everything on this machine; ``kfstack run --local``).",
+            _CLUSTER,
+            {"choices": ("kubernetes", "local")},
+        ),
+        # The data window a run reads (data_window).
+        Parameter(
+            "window_start",
+            str,
+            "",
+            "First date read (ISO ``2013-07-01``); empty: from the first. With window_end, the "
+            "window exactly.",
+            PER_RUN,
+        ),
+        Parameter("window_end", str, "", "Last date read (inclusive); empty: to the last.", PER_RUN),
+        Parameter(
+            "window_days",
+            int,
+            0,
+            "Without window_start/window_end: a window of this many days ending the day before the "
+            "run's time (a scheduled run: its scheduled time) less window_lag_days; 0 and no dates: "
+            "all the data.",
+            PER_RUN,
+            {"ge": 0},
+        ),
+        Parameter(
+            "window_lag_days",
+            int,
+            0,
+            "Days between a relative window's end and the run's day: late data settles.",
+            "data",
+            {"ge": 0},
+        ),
+        # Spark (spark_job).
+        from_setting(SparkResources, "executor_instances", "Kubernetes: Spark executor pods.", "data"),
+        from_setting(SparkResources, "executor_cores", "Kubernetes: cores per executor.", "data"),
+        from_setting(
+            SparkResources,
+            "executor_memory",
+            "Kubernetes: memory per executor (Spark notation: 4g, 512m).",
+            "data",
+        ),
+        from_setting(
+            SparkResources,
+            "driver_memory",
+            "Driver memory (Spark notation); locally the memory of the one JVM.",
+            "data",
+        ),
+        from_setting(
+            SparkJobPlacement, "service_account", "Kubernetes: the Spark driver's service account.", _CLUSTER
+        ),
+        from_setting(
+            SparkJobPlacement,
+            "timeout_seconds",
+            "Kubernetes: longest wait for the SparkApplication.",
+            _CLUSTER,
+        ),
+        # The training job's shape (distributed_training, hyperparameter_tuning).
+        from_setting(
+            JobTopology,
+            "framework",
+            "``pytorch`` (DDP; TrainJob or PyTorchJob, see training_api) or ``tensorflow`` (TFJob).",
+            PER_RUN,
+        ),
+        from_setting(
+            JobTopology,
+            "workers",
+            "Training ranks (TrainJob: nodes; PyTorchJob: 1 Master + workers-1 Workers; TFJob: Workers).",
+            PER_RUN,
+        ),
+        from_setting(
+            JobTopology,
+            "max_restarts",
+            "Restarts from the last checkpoint when a rank fails (a TrainJob: its runtime's, see "
+            "trainer_runtime).",
+            "training",
+        ),
+        from_setting(
+            JobTopology,
+            "tf_topology",
+            "TensorFlow: ``mwms`` (MultiWorkerMirroredStrategy, synchronous) or ``parameter_server`` "
+            "(chief + workers + parameter servers, asynchronous).",
+            "training",
+        ),
+        from_setting(
+            JobTopology,
+            "tf_parameter_servers",
+            "TensorFlow ``parameter_server`` topology: PS replicas.",
+            "training",
+        ),
+        from_setting(
+            JobTopology,
+            "elastic_min_workers",
+            "Kubernetes, PyTorch: with elastic_max_workers, run the PyTorchJob elastic between these "
+            "replica counts (torchrun, c10d); 0 = fixed size.",
+            "training",
+        ),
+        from_setting(
+            JobTopology,
+            "elastic_max_workers",
+            "Kubernetes, PyTorch: upper replica count of an elastic job; 0 = fixed.",
+            "training",
+        ),
+        # Where the launched pods run (every launching component).
+        from_setting(
+            TrainingPlacement,
+            "node_pool",
+            "Kubernetes: node pool of the training replicas (``cpu``, ``h100``, ``a100-mig``, "
+            "``h100-spot``; see kfstack/kubernetes/node_pools.yaml).",
+            _CLUSTER,
+        ),
+        from_setting(
+            Placement,
+            "object_store_secret",
+            "Kubernetes: name of the Secret with AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY (and "
+            "AWS_ENDPOINT_URL for MinIO) for the pods; optional.",
+            _CLUSTER,
+        ),
+        from_setting(
+            Placement,
+            "image_pull_secret",
+            "Kubernetes: image pull Secret of the launched jobs; empty: none.",
+            _CLUSTER,
+        ),
+        from_setting(
+            TrainingPlacement,
+            "timeout_seconds",
+            "Kubernetes: the training job's activeDeadlineSeconds.",
+            _CLUSTER,
+        ),
+        from_setting(
+            TrainingPlacement,
+            "training_api",
+            "Kubernetes: ``auto`` (the training API the cluster serves; Trainer v2's TrainJob when it "
+            "serves both), ``v1`` (PyTorchJob/TFJob, training-operator v1.9) or ``trainer-v2`` "
+            "(TrainJob, Kubeflow Trainer v2.3; PyTorch, not elastic). Locally: which contract the "
+            "replicas replay.",
+            _CLUSTER,
+        ),
+        from_setting(
+            TrainingPlacement,
+            "trainer_runtime",
+            "Kubernetes, Trainer v2: the ClusterTrainingRuntime of the TrainJob (``torch-distributed`` "
+            "upstream; ``kfstack-torch-distributed`` restarts the whole job from its checkpoint, see "
+            "manifests/README.md).",
+            _CLUSTER,
+        ),
+        # Tuning (hyperparameter_tuning).
+        from_setting(
+            TuningSettings,
+            "enabled",
+            "Tune the declared hyperparameters before training (a Katib Experiment on Kubernetes, "
+            "the embedded tuner locally); false: train with the values given.",
+            PER_RUN,
+        ),
+        from_setting(
+            TuningSettings,
+            "algorithm",
+            "random, tpe, multivariate-tpe, cmaes, grid, sobol; on Kubernetes also "
+            "bayesianoptimization, hyperband.",
+            "tuning",
+        ),
+        from_setting(
+            TuningSettings,
+            "algorithm_settings",
+            'JSON object of Katib algorithm settings, e.g. {"random_state": 7}; {} for the defaults.',
+            "tuning",
+        ),
+        Parameter(
+            "tuning_search_space",
+            str,
+            "{}",
+            "JSON, tuned argument -> feasible space (types double, int, categorical, discrete; "
+            "components/tuning/hyperparameter_tuning/README.md).",
+            "tuning",
+        ),
+        Parameter("tuning_objective", str, "", "The metric tuned: one the training code declares.", "tuning"),
+        from_setting(TuningSettings, "direction", "maximize or minimize.", "tuning"),
+        from_setting(
+            TuningSettings, "goal", "Stop tuning once the best trial reaches it; 0 = no goal.", "tuning"
+        ),
+        from_setting(
+            TuningSettings, "require_goal", "Fail when the trials end without reaching tuning_goal.", "tuning"
+        ),
+        from_setting(
+            TuningSettings,
+            "metric_strategy",
+            "min, max or latest of a trial's reports; empty: by direction.",
+            "tuning",
+        ),
+        from_setting(TuningSettings, "early_stopping", "medianstop or none.", "tuning"),
+        from_setting(
+            TuningSettings,
+            "min_trials_required",
+            "medianstop: succeeded trials before any trial is stopped.",
+            "tuning",
+        ),
+        from_setting(
+            TuningSettings,
+            "start_step",
+            "medianstop: the epoch at which a trial is judged (< trial epochs; Katib's default is 4).",
+            "tuning",
+        ),
+        from_setting(TuningSettings, "trial_epochs", "Epochs per trial.", "tuning"),
+        from_setting(
+            TuningSettings, "parallel_trials", "Trials at once (capped to the cores locally).", "tuning"
+        ),
+        from_setting(
+            TuningSettings,
+            "max_trials",
+            "Trials in all (`kfstack run --local` applies a small local budget).",
+            "tuning",
+        ),
+        from_setting(
+            TuningSettings, "max_failed_trials", "Tuning fails once this many trials failed.", "tuning"
+        ),
+        from_setting(
+            TuningSettings,
+            "resume_policy",
+            "Kubernetes: Katib resumePolicy (Never, LongRunning, FromVolume).",
+            _CLUSTER,
+        ),
+        from_setting(
+            TuningPlacement, "timeout_seconds", "Kubernetes: longest wait for the Experiment.", _CLUSTER
+        ),
+        # Deployment (model_deployment).
+        Parameter(
+            "deploy",
+            bool,
+            True,
+            "Deploy the evaluated model: the first time at 100%, later as a canary analysed on the "
+            "labelled holdout, then promoted or rolled back (a KServe InferenceService on Kubernetes; "
+            "model servers on loopback and the local registry locally).",
+            PER_RUN,
+        ),
+        Parameter("serving_name", str, "model", "The InferenceService (and model) name.", "deployment"),
+        Parameter(
+            "serving_mode",
+            str,
+            inference_service.SERVERLESS,
+            "Kubernetes: ``serverless`` (Knative revisions, canaryTrafficPercent, scale to zero) or "
+            "``standard`` (RawDeployment, the spec.canary list; KServe >= 0.20).",
+            "deployment",
+            {"choices": (inference_service.SERVERLESS, inference_service.STANDARD)},
+        ),
+        from_setting(ServingPlacement, "node_pool", "Kubernetes: node pool of the predictor pods.", _CLUSTER),
+        from_setting(
+            ServingPlacement,
+            "service_account",
+            "Kubernetes: the predictor's service account, with the Secret KServe's storage initializer "
+            "reads the model with; empty: the namespace's default.",
+            _CLUSTER,
+        ),
+        from_setting(
+            _SERVING,
+            "min_replicas",
+            "Kubernetes: autoscaling minimum; 0 (scale to zero) needs serverless.",
+            "deployment",
+            name="serving_min_replicas",
+        ),
+        from_setting(
+            _SERVING,
+            "max_replicas",
+            "Kubernetes: autoscaling maximum.",
+            "deployment",
+            name="serving_max_replicas",
+        ),
+        from_setting(
+            _SERVING,
+            "scale_metric",
+            "Kubernetes: serverless ``concurrency`` or ``rps`` (Knative), standard ``cpu`` or "
+            "``memory`` (HPA); empty: the first of the mode's.",
+            "deployment",
+            name="serving_scale_metric",
+        ),
+        from_setting(
+            _SERVING,
+            "scale_target",
+            "Kubernetes: the metric's target per replica (requests in flight or per second; cpu and "
+            "memory: a utilisation percent of the request, at most 100); 0: the default (concurrency 8, "
+            "rps 50, cpu 80, memory 80).",
+            "deployment",
+            name="serving_scale_target",
+        ),
+        from_setting(
+            ServingPlacement,
+            "timeout_seconds",
+            "Kubernetes: longest wait for each rollout state to be Ready.",
+            _CLUSTER,
+        ),
+        # Canary analysis (model_deployment).
+        from_setting(
+            _SERVING,
+            "canary_traffic_percent",
+            "Kubernetes: the canary's share of live traffic while analysed.",
+            "canary analysis",
+        ),
+        from_setting(
+            CanaryThresholds,
+            "max_error_rate",
+            "Roll back above this canary error rate.",
+            "canary analysis",
+            name="canary_max_error_rate",
+        ),
+        from_setting(
+            CanaryThresholds,
+            "max_latency_ratio",
+            "Roll back when the canary's p95 latency exceeds this times the stable's plus "
+            "canary_latency_slack_ms.",
+            "canary analysis",
+            name="canary_max_latency_ratio",
+        ),
+        from_setting(
+            CanaryThresholds,
+            "latency_slack_ms",
+            "Milliseconds of slack in the latency rule.",
+            "canary analysis",
+            name="canary_latency_slack_ms",
+        ),
+        from_setting(
+            CanaryThresholds,
+            "max_psi",
+            "Roll back above this prediction shift (PSI of canary against stable); 0: not checked.",
+            "canary analysis",
+            name="canary_max_psi",
+        ),
+        from_setting(
+            CanaryThresholds,
+            "max_quality_drop",
+            "Roll back when the canary's quality metric is lower than the stable's by more.",
+            "canary analysis",
+            name="canary_max_quality_drop",
+        ),
+        # Drift check and champion/challenger gate (data_drift, gate_model).
+        from_setting(
+            DriftThresholds,
+            "max_psi",
+            "Retrain when a feature's PSI (new window against the production model's training data) is "
+            "above this (0.1 small, 0.2 large shift).",
+            "drift and gate",
+            name="drift_max_psi",
+        ),
+        from_setting(
+            DriftThresholds,
+            "max_label_rate_shift",
+            "Retrain when the label rate moved by more than this (0-1).",
+            "drift and gate",
+            name="drift_max_label_rate_shift",
+        ),
+        Parameter(
+            "drift_ignore_features",
+            str,
+            "",
+            "Comma-separated features the drift check measures but does not decide on.",
+            "drift and gate",
+        ),
+        Parameter("force", bool, False, "Retrain even when nothing drifted.", PER_RUN),
+        from_setting(
+            GateRule,
+            "metric",
+            "The champion/challenger gate's metric: ``auc``, ``accuracy`` or ``log_loss``.",
+            "drift and gate",
+            name="gate_metric",
+        ),
+        from_setting(
+            GateRule,
+            "margin",
+            "How much better than production (on the new window's holdout) the retrained model must be "
+            "to go on to the canary (0-1; 0: at least as good).",
+            "drift and gate",
+            name="gate_margin",
+        ),
+        # Kubeflow Model Registry (register_model).
+        Parameter(
+            "model_registry_url",
+            str,
+            "",
+            "Kubeflow Model Registry REST base URL (e.g. "
+            "http://model-registry-service.kubeflow.svc.cluster.local:8080): the model that went into "
+            "production is registered there with its lineage. Empty: off.",
+            "model registry",
+        ),
+        Parameter(
+            "model_registry_author",
+            str,
+            model_registry.DEFAULT_AUTHOR,
+            "Author of the registered versions (and owner of a new registered model).",
+            "model registry",
+        ),
+    ]
+)
