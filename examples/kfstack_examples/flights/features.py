@@ -86,7 +86,7 @@ CALENDAR_FEATURES = ("month", "day_of_year")
 MISSING = "<missing>"
 MINUTES_PER_DAY = 24 * 60
 
-# The label, as the Spark job defines it (documented in the job and the README): the flight
+# The label, as the Spark job defines it (documented in the job and docs/examples.md): the flight
 # arrived more than this many minutes late, or never arrived as scheduled (cancelled: no
 # dep_time; diverted: departed but no arrival delay). A traveller counts both as "late".
 DELAY_THRESHOLD_MINUTES = 15
