@@ -2,7 +2,8 @@
 
 0 success; 2 bad input with ONE stderr line ``kfstack <command>: ...`` naming what to fix and
 nothing started or written; 1 a failed run; 130 Ctrl-C; 1 with a traceback for a bug. No real
-pipeline runs: ``run`` tests replace ``run_pipeline_locally`` where the CLI module imported it.
+pipeline runs: ``run`` tests replace ``run_pipeline_locally`` where the ``run`` command's module
+imported it.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import pytest
 import yaml
 
 from kfstack.app import cli
+from kfstack.app.cli import run as run_command
 from kfstack.errors import CancelledError, TrainingFailedError
 from kfstack.pipelines import pipeline_names
 from kfstack.tuning.spec import LOCAL_BUDGET
@@ -67,7 +69,7 @@ def local_runs(monkeypatch):
 
     fake = Fake()
     fake.calls = calls
-    monkeypatch.setattr(cli, "run_pipeline_locally", fake)
+    monkeypatch.setattr(run_command, "run_pipeline_locally", fake)
     return fake
 
 

@@ -21,6 +21,7 @@ import kfp_server_api
 import pytest
 
 from kfstack.app import cli, kfp_server
+from kfstack.app.cli.compile_ import compile_pipelines
 from kfstack.app.cron import parse_cron
 from kfstack.errors import InvalidParameterError
 from kfstack.pipelines import pipeline_names
@@ -157,7 +158,7 @@ def _compiled() -> str:
     import tempfile
 
     out_dir = tempfile.mkdtemp(prefix="kfstack-test-")
-    (path,) = cli.compile_pipelines([PIPELINE], out_dir, V1)
+    (path,) = compile_pipelines([PIPELINE], out_dir, V1)
     return path
 
 

@@ -8,7 +8,8 @@ import pytest
 import yaml
 
 from kfstack import images
-from kfstack.app.cli import compile_pipelines, compiled_path, parse_params
+from kfstack.app.cli.compile_ import compile_pipelines, compiled_path
+from kfstack.app.cli.parameters import parse_params
 from kfstack.errors import UsageError
 from kfstack.pipelines import load_pipeline, pipeline_names
 from kfstack.version import __version__, label_safe

@@ -1,0 +1,29 @@
+"""``kfstack clean``: removes the directories of earlier embedded runs, nothing else under the
+pipeline root (:mod:`kfstack.app.run_directory`)."""
+
+from __future__ import annotations
+
+import argparse
+
+from kfstack.app import run_directory
+from kfstack.app.cli.exit_codes import EXIT_OK
+from kfstack.app.cli.options import DEFAULT_PIPELINE_ROOT, Subparsers
+
+
+def add_parser(subparsers: Subparsers) -> None:
+    parser = subparsers.add_parser(
+        "clean", help="remove the directories of earlier embedded runs (nothing else under the root)"
+    )
+    parser.add_argument("--pipeline-root", default=DEFAULT_PIPELINE_ROOT, help="where the runs are")
+    parser.add_argument("--keep", type=int, default=0, metavar="N", help="keep the newest N runs")
+    parser.add_argument("--dry-run", action="store_true", help="only list what would be removed")
+    parser.set_defaults(func=handle)
+
+
+def handle(args: argparse.Namespace) -> int:
+    removed = run_directory.clean_runs(args.pipeline_root, keep=args.keep, dry_run=args.dry_run)
+    verb = "would remove" if args.dry_run else "removed"
+    for run in removed:
+        print(f"{verb} {run.path}")
+    print(f"{verb} {len(removed)} run(s) under {args.pipeline_root}")
+    return EXIT_OK

@@ -1,0 +1,97 @@
+"""``kfstack compile``: pipelines to YAML files (``dist/pipelines`` unless ``--out``), each
+stamped with the pipeline version, kfstack's tasks in the pipeline's task image. (The module's
+name keeps clear of the builtin ``compile``.)
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+import yaml
+from kfp import compiler
+
+from kfstack import pipeline_spec
+from kfstack.app.cli.exit_codes import EXIT_OK
+from kfstack.app.cli.options import TASK_IMAGE_HELP, Subparsers, writable_dir
+from kfstack.errors import UsageError
+from kfstack.images import COMPONENT_IMAGE
+from kfstack.pipelines import entry, load_pipeline, pipeline_names
+from kfstack.version import VERSION_ENV, label_safe, pipeline_version
+
+DEFAULT_DIST = os.path.join("dist", "pipelines")
+
+
+def add_parser(subparsers: Subparsers) -> None:
+    parser = subparsers.add_parser("compile", help="compile pipelines to YAML (dist/pipelines)")
+    parser.add_argument("names", nargs="*", help="pipelines to compile (default: all)")
+    parser.add_argument("--out", default=DEFAULT_DIST, help="output directory")
+    parser.add_argument(
+        "--pipeline-version",
+        default=None,
+        help="the version stamped into the pipelines (default: <package version>+<git short sha>"
+        "[-dirty] of this source tree, or $" + VERSION_ENV + ")",
+    )
+    parser.add_argument("--task-image", metavar="IMAGE", help=TASK_IMAGE_HELP)
+    parser.set_defaults(func=handle)
+
+
+def handle(args: argparse.Namespace) -> int:
+    for path in compile_pipelines(args.names, args.out, args.pipeline_version, args.task_image):
+        print(path)
+    return EXIT_OK
+
+
+def compiled_path(out_dir: str, name: str, version: str) -> str:
+    """Where ``kfstack compile`` writes pipeline ``name``: ``<out>/<name>-<version>.yaml``
+    (the version :func:`~kfstack.version.label_safe`, a file name without ``+``)."""
+    return os.path.join(out_dir, f"{name}-{label_safe(version)}.yaml")
+
+
+def compile_pipelines(
+    names: list[str], out_dir: str, version: str | None = None, task_image: str | None = None
+) -> list[str]:
+    """Compiles the named pipelines (all when empty) to YAML, each stamped with the pipeline
+    version (:func:`~kfstack.version.pipeline_version`; ``version`` overrides it), kfstack's
+    tasks in the pipeline's task image (``task_image``, else its registration's); returns the
+    written paths.
+
+    Raises:
+        UsageError: An unknown pipeline, a malformed version or image, or ``out_dir`` is not
+            writable.
+    """
+    if task_image is not None and (not task_image or any(c.isspace() for c in task_image)):
+        raise UsageError(
+            f"--task-image {task_image!r}: an image reference (registry/name:tag) without spaces"
+        )
+    if task_image is not None and not names:
+        raise UsageError("--task-image is one pipeline's image: name the pipelines it is for")
+    pipelines = [(name, load_pipeline(name)) for name in (names or pipeline_names())]
+    try:
+        stamped = pipeline_version(version)
+    except ValueError as err:
+        raise UsageError(f"--pipeline-version: {err}") from None
+    writable_dir(out_dir)
+    written = []
+    for name, pipeline_func in pipelines:
+        path = compiled_path(out_dir, name, stamped)
+        compiler.Compiler().compile(pipeline_func, package_path=path)
+        with open(path, encoding="utf-8") as f:
+            documents = [d for d in yaml.safe_load_all(f) if d]
+        pipeline_spec.stamp_version(documents, stamped, label_safe(stamped), VERSION_ENV)
+        registered = entry(name)
+        image = task_image or registered.task_image
+        if image:
+            pipeline_spec.replace_task_image(documents, COMPONENT_IMAGE, image)
+        else:
+            # Its validate-run imports the pipeline, which kfstack's own launcher image lacks.
+            print(
+                f"note: {name}: kfstack's tasks run in {COMPONENT_IMAGE}, which holds kfstack alone; for a "
+                "cluster, give --task-image (your launcher image, FROM kfstack's, with your package)",
+                file=sys.stderr,
+            )
+        with open(path, "w", encoding="utf-8") as f:
+            yaml.safe_dump_all(documents, f, sort_keys=False)
+        written.append(path)
+    return written

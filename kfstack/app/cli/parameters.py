@@ -1,0 +1,47 @@
+"""A pipeline's parameters as ``--param NAME=VALUE`` gives them, typed and checked before
+anything runs or is submitted (``run``, ``render``, ``schedule``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kfstack import platforms
+from kfstack.errors import UsageError
+from kfstack.pipelines import load_pipeline, rendering
+
+# Stands in for the KFP run id when parameters are checked before a cluster run or schedule is
+# submitted.
+CLUSTER_CHECK_RUN_ID = "cluster-check"
+
+
+def parse_params(pairs: list[str], pipeline: str) -> dict[str, Any]:
+    """Turns ``k=v`` strings into typed arguments of ``pipeline``, by its signature's types.
+
+    Raises:
+        UsageError: A malformed pair, an unknown name or a value of the wrong type -- before
+            anything runs.
+    """
+    types = rendering.parameter_types(load_pipeline(pipeline))
+    arguments: dict[str, Any] = {}
+    for pair in pairs:
+        name, sep, raw = pair.partition("=")
+        if not sep or not name:
+            raise UsageError(f"--param {pair!r}: expected NAME=VALUE")
+        if name not in types:
+            raise UsageError(f"--param {name}: unknown parameter of {pipeline}; known: {', '.join(types)}")
+        arguments[name] = rendering.convert(f"--param {name}", raw, types[name])
+    return arguments
+
+
+def check_cluster_arguments(pipeline: str, arguments: dict[str, Any]) -> None:
+    """Every check a cluster run of ``pipeline`` makes of ``arguments`` before it starts a task
+    (stage settings, node pools, the pipeline's rules across stages), here, before anything is
+    submitted. Parameters not given take the compiled defaults, as on the cluster.
+
+    Raises:
+        UsageError, InvalidParameterError: What the run would refuse.
+    """
+    if arguments.get(platforms.PLATFORM_ARGUMENT, platforms.KUBERNETES) == platforms.KUBERNETES:
+        rendering.render(pipeline, arguments, run_id=CLUSTER_CHECK_RUN_ID)
+    else:
+        rendering.run_check(pipeline)(rendering.run_parameters(pipeline, arguments))

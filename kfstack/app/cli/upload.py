@@ -1,0 +1,67 @@
+"""``kfstack upload``: compiles pipelines and uploads them to a KFP API server as the version
+named by ``--pipeline-version``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+
+from kfstack.app.cli.compile_ import compile_pipelines
+from kfstack.app.cli.exit_codes import EXIT_OK
+from kfstack.app.cli.options import TASK_IMAGE_HELP, Subparsers, kfp_server_options
+from kfstack.errors import UsageError
+from kfstack.pipelines import pipeline_names
+from kfstack.version import VERSION_ENV, pipeline_version
+
+
+def add_parser(subparsers: Subparsers) -> None:
+    parser = subparsers.add_parser(
+        "upload",
+        help="compile pipelines and upload them to a KFP server as a version named by --pipeline-version",
+        parents=[kfp_server_options()],
+        epilog="A new pipeline is created with this version as its first version; a version already "
+        "there is not uploaded again (exit 0).",
+    )
+    parser.add_argument("names", nargs="*", help="pipelines to upload (default: all)")
+    parser.add_argument(
+        "--pipeline-version",
+        default=None,
+        help="the version name (default: <package version>+<git short sha>[-dirty] of this source "
+        "tree, or $" + VERSION_ENV + ")",
+    )
+    parser.add_argument("--task-image", metavar="IMAGE", help=TASK_IMAGE_HELP)
+    parser.set_defaults(func=handle)
+
+
+def handle(args: argparse.Namespace) -> int:
+    from kfstack.app import kfp_server
+
+    names = args.names or pipeline_names()
+    try:
+        version = pipeline_version(args.pipeline_version)
+    except ValueError as err:
+        raise UsageError(f"--pipeline-version: {err}") from None
+    with tempfile.TemporaryDirectory(prefix="kfstack-upload-") as out_dir:
+        # Every pipeline compiles before the server hears of any of them.
+        paths = compile_pipelines(names, out_dir, version, args.task_image)
+        if version.endswith("-dirty"):
+            print(
+                f"kfstack upload: note: version {version} has uncommitted changes; a later upload of "
+                f"other uncommitted changes carries the same name and is skipped as already uploaded: "
+                f"commit first, or pass --pipeline-version",
+                file=sys.stderr,
+            )
+        with kfp_server.connect(args.host, args.namespace, args.token) as client:
+            for name, path in zip(names, paths, strict=True):
+                done = kfp_server.upload(client, name, path, version)
+                ref = done.ref
+                ids = f"pipeline id {ref.pipeline_id}, version id {ref.version_id}"
+                if not done.new_version:
+                    print(f"{name} version {ref.version} already uploaded ({ids}); nothing uploaded")
+                elif done.new_pipeline:
+                    print(f"{name}: created the pipeline with first version {ref.version} ({ids})")
+                else:
+                    print(f"{name}: uploaded version {ref.version} ({ids})")
+                print(f"  {kfp_server.pipeline_url(client, ref.pipeline_id, ref.version_id)}")
+    return EXIT_OK
