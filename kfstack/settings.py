@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import types
 import typing
 from collections.abc import Mapping
 from typing import Any, ClassVar, TypeVar
@@ -98,13 +99,20 @@ def parameter_name(field: dataclasses.Field) -> str:
     return field.metadata.get("parameter") or field.name
 
 
+_UNIONS = (typing.Union, types.UnionType)
+
+
 def _type_problem(name: str, value: Any, expected: Any) -> str | None:
     if isinstance(value, Placeholder):
         return None
-    allowed = typing.get_args(expected) or (expected,)
+    allowed = typing.get_args(expected) if typing.get_origin(expected) in _UNIONS else (expected,)
     if type(None) in allowed and value is None:
         return None
     for kind in allowed:
+        # A container (``tuple[str, ...]``, ``dict[str, str]``): its kind, not its items.
+        container = typing.get_origin(kind)
+        if container is not None and container not in _UNIONS and isinstance(value, container):
+            return None
         if kind is float and isinstance(value, (int, float)) and not isinstance(value, bool):
             return None
         if kind is int and isinstance(value, int) and not isinstance(value, bool):
@@ -114,7 +122,7 @@ def _type_problem(name: str, value: Any, expected: Any) -> str | None:
         # A value object of its own (a declaration such as kfstack.contracts.TrainingCode).
         if isinstance(kind, type) and kind not in (int, float, str, bool) and isinstance(value, kind):
             return None
-    names = " or ".join(getattr(k, "__name__", str(k)) for k in allowed)
+    names = " or ".join(getattr(typing.get_origin(k) or k, "__name__", str(k)) for k in allowed)
     return f"{name}={value!r} must be {names}"
 
 

@@ -537,7 +537,6 @@ CATALOG = ParameterSet(
             "max_error_rate",
             "Roll back above this canary error rate.",
             "canary analysis",
-            name="canary_max_error_rate",
         ),
         from_setting(
             CanaryThresholds,
@@ -545,28 +544,24 @@ CATALOG = ParameterSet(
             "Roll back when the canary's p95 latency exceeds this times the stable's plus "
             "canary_latency_slack_ms.",
             "canary analysis",
-            name="canary_max_latency_ratio",
         ),
         from_setting(
             CanaryThresholds,
             "latency_slack_ms",
             "Milliseconds of slack in the latency rule.",
             "canary analysis",
-            name="canary_latency_slack_ms",
         ),
         from_setting(
             CanaryThresholds,
             "max_psi",
             "Roll back above this prediction shift (PSI of canary against stable); 0: not checked.",
             "canary analysis",
-            name="canary_max_psi",
         ),
         from_setting(
             CanaryThresholds,
             "max_quality_drop",
             "Roll back when the canary's quality metric is lower than the stable's by more.",
             "canary analysis",
-            name="canary_max_quality_drop",
         ),
         # Drift check and champion/challenger gate (data_drift, gate_model).
         from_setting(
@@ -575,14 +570,12 @@ CATALOG = ParameterSet(
             "Retrain when a feature's PSI (new window against the production model's training data) is "
             "above this (0.1 small, 0.2 large shift).",
             "drift and gate",
-            name="drift_max_psi",
         ),
         from_setting(
             DriftThresholds,
             "max_label_rate_shift",
             "Retrain when the label rate moved by more than this (0-1).",
             "drift and gate",
-            name="drift_max_label_rate_shift",
         ),
         Parameter(
             "drift_ignore_features",
@@ -597,7 +590,6 @@ CATALOG = ParameterSet(
             "metric",
             "The champion/challenger gate's metric: ``auc``, ``accuracy`` or ``log_loss``.",
             "drift and gate",
-            name="gate_metric",
         ),
         from_setting(
             GateRule,
@@ -605,7 +597,6 @@ CATALOG = ParameterSet(
             "How much better than production (on the new window's holdout) the retrained model must be "
             "to go on to the canary (0-1; 0: at least as good).",
             "drift and gate",
-            name="gate_margin",
         ),
         # Kubeflow Model Registry (register_model).
         Parameter(

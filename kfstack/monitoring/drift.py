@@ -35,6 +35,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from kfstack.errors import InvalidParameterError
+from kfstack.settings import Settings, setting
 
 SHARE_FLOOR = 1e-4
 MISSING = "(missing)"
@@ -109,21 +110,14 @@ def label_rate(profile: Mapping[str, Any]) -> float | None:
 
 
 @dataclasses.dataclass(frozen=True)
-class DriftThresholds:
+class DriftThresholds(Settings):
     """The drift decision's limits (see the module docstring)."""
 
-    max_psi: float = 0.2
-    max_label_rate_shift: float = 0.05
-    ignored_features: tuple[str, ...] = ()
+    concern = "drift thresholds"
 
-    def __post_init__(self) -> None:
-        problems = []
-        if not self.max_psi > 0:
-            problems.append(f"drift_max_psi={self.max_psi} must be positive")
-        if not 0 <= self.max_label_rate_shift <= 1:
-            problems.append(f"drift_max_label_rate_shift={self.max_label_rate_shift} must be in [0, 1]")
-        if problems:
-            raise InvalidParameterError("; ".join(problems))
+    max_psi: float = setting(0.2, gt=0.0, parameter="drift_max_psi")
+    max_label_rate_shift: float = setting(0.05, ge=0.0, le=1.0, parameter="drift_max_label_rate_shift")
+    ignored_features: tuple[str, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)

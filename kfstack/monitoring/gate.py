@@ -24,8 +24,8 @@ from typing import Any
 
 import numpy as np
 
-from kfstack.errors import InvalidParameterError
 from kfstack.evaluation.task_metrics import HIGHER_IS_BETTER
+from kfstack.settings import Settings, setting
 from kfstack.training import metrics
 
 # Metric -> whether higher is better: every metric of a task.
@@ -35,20 +35,13 @@ KEEP = "champion"
 
 
 @dataclasses.dataclass(frozen=True)
-class GateRule:
-    """Which metric decides and by how much the challenger must win."""
+class GateRule(Settings):
+    """Which metric decides and by how much the challenger must win (in the metric's units)."""
 
-    metric: str = "auc"
-    margin: float = 0.0
+    concern = "gate rule"
 
-    def __post_init__(self) -> None:
-        problems = []
-        if self.metric not in GATE_METRICS:
-            problems.append(f"gate_metric={self.metric!r} must be one of {', '.join(GATE_METRICS)}")
-        if not (math.isfinite(self.margin) and self.margin >= 0.0):
-            problems.append(f"gate_margin={self.margin} must be a number >= 0 (in the metric's units)")
-        if problems:
-            raise InvalidParameterError("; ".join(problems))
+    metric: str = setting("auc", choices=tuple(GATE_METRICS), parameter="gate_metric")
+    margin: float = setting(0.0, ge=0.0, parameter="gate_margin")
 
 
 @dataclasses.dataclass(frozen=True)

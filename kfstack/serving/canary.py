@@ -47,6 +47,7 @@ from kfstack.errors import DeploymentFailedError, InvalidParameterError
 from kfstack.evaluation.task_metrics import BINARY, HIGHER_IS_BETTER, MULTICLASS, QUALITY_METRIC, evaluate
 from kfstack.monitoring.drift import SHARE_FLOOR, population_stability
 from kfstack.serving.protocols import V1_PROBABILITIES, ServingProtocol
+from kfstack.settings import Settings, setting
 
 PROMOTE = "promote"
 ROLLBACK = "rollback"
@@ -61,29 +62,16 @@ def display_name(metric: str) -> str:
 
 
 @dataclasses.dataclass(frozen=True)
-class CanaryThresholds:
-    """The decision rule's limits (see the module docstring)."""
+class CanaryThresholds(Settings):
+    """The decision rule's limits (see the module docstring); ``max_psi`` 0: not checked."""
 
-    max_error_rate: float = 0.01
-    max_latency_ratio: float = 2.0
-    latency_slack_ms: float = 5.0
-    max_psi: float = 0.2
-    max_quality_drop: float = 0.01
+    concern = "canary thresholds"
 
-    def __post_init__(self) -> None:
-        problems = []
-        if not 0.0 <= self.max_error_rate <= 1.0:
-            problems.append(f"canary_max_error_rate={self.max_error_rate} must be in [0, 1]")
-        if self.max_latency_ratio < 1.0:
-            problems.append(f"canary_max_latency_ratio={self.max_latency_ratio} must be at least 1")
-        if self.latency_slack_ms < 0:
-            problems.append(f"canary_latency_slack_ms={self.latency_slack_ms} must not be negative")
-        if self.max_psi < 0:
-            problems.append(f"canary_max_psi={self.max_psi} must not be negative (0: not checked)")
-        if self.max_quality_drop < 0:
-            problems.append(f"canary_max_quality_drop={self.max_quality_drop} must not be negative")
-        if problems:
-            raise InvalidParameterError("; ".join(problems))
+    max_error_rate: float = setting(0.01, ge=0.0, le=1.0, parameter="canary_max_error_rate")
+    max_latency_ratio: float = setting(2.0, ge=1.0, parameter="canary_max_latency_ratio")
+    latency_slack_ms: float = setting(5.0, ge=0.0, parameter="canary_latency_slack_ms")
+    max_psi: float = setting(0.2, ge=0.0, parameter="canary_max_psi")
+    max_quality_drop: float = setting(0.01, ge=0.0, parameter="canary_max_quality_drop")
 
 
 @dataclasses.dataclass(frozen=True)

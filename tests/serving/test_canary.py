@@ -95,7 +95,7 @@ def test_a_prediction_shift_limit_of_zero_is_not_checked():
     assert report.decision == PROMOTE
     slow = figures(p95=12.0, predictions=np.full(2000, 0.5))
     assert judge(figures("stable"), slow, CanaryThresholds(max_psi=0.0)).decision == ROLLBACK
-    with pytest.raises(InvalidParameterError, match=r"canary_max_psi=-0\.1 must not be negative"):
+    with pytest.raises(InvalidParameterError, match=r"canary_max_psi=-0\.1 must be >= 0"):
         CanaryThresholds(max_psi=-0.1)
 
 

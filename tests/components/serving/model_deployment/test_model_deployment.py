@@ -83,7 +83,7 @@ def arguments(digits, tmp_path, **overrides):
         ),
         ({"task": "ranking"}, "task='ranking' is not one of"),
         ({"canary_records": 0}, "canary_records=0 must be at least 1"),
-        ({"canary_max_quality_drop": -1.0}, "canary_max_quality_drop=-1.0 must not be negative"),
+        ({"canary_max_quality_drop": -1.0}, r"canary_max_quality_drop=-1.0 must be >= 0"),
         ({"serving_name": "Digits_1"}, "serving_name='Digits_1'"),
     ],
 )
