@@ -20,9 +20,10 @@ import kfp
 import kfp_server_api
 import pytest
 
-from kfstack.app import cli, kfp_server
+from kfstack.app import cli
 from kfstack.app.cli.compile_ import compile_pipelines
 from kfstack.app.cron import parse_cron
+from kfstack.app.kfp_server import connection, runs
 from kfstack.errors import InvalidParameterError
 from kfstack.pipelines import pipeline_names
 from kfstack.version import VERSION_ENV
@@ -151,7 +152,7 @@ def test_the_fake_names_an_uploaded_pipelines_first_version_after_the_pipeline(f
 
 
 def kfp_server_connect(server: FakeKfpServer):
-    return kfp_server.connect(server.url)
+    return connection.connect(server.url)
 
 
 def _compiled() -> str:
@@ -365,7 +366,7 @@ def test_run_wait_ctrl_c_leaves_the_run_running(capsys, fake_kfp, monkeypatch):
     def interrupted(seconds: float) -> None:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(kfp_server.time, "sleep", interrupted)
+    monkeypatch.setattr(runs.time, "sleep", interrupted)
     code, _out, err = main(capsys, ["run", PIPELINE, "--wait", *POLL, *host(fake_kfp)])
     assert code == 130
     (run_id,) = fake_kfp.runs
@@ -563,7 +564,7 @@ def test_unreachable_host_is_one_line(capsys, argv, monkeypatch, tmp_path):
 
 def test_host_that_never_answers_times_out_in_one_line(capsys, monkeypatch, tmp_path):
     monkeypatch.setattr(kfp.Client, "_LOCAL_KFP_CONTEXT", str(tmp_path / "context.json"))
-    monkeypatch.setattr(kfp_server, "REQUEST_TIMEOUT_S", 0.3)
+    monkeypatch.setattr(connection, "REQUEST_TIMEOUT_S", 0.3)
     with socket.socket() as silent:  # accepts connections (the kernel does), never answers
         silent.bind(("127.0.0.1", 0))
         silent.listen(8)
@@ -615,11 +616,11 @@ def test_wait_rides_out_a_restarting_server_but_not_a_refusal():
             return done
 
     client = Client()
-    run = kfp_server.wait_for_run(client, "r", on_task=print, sleep=lambda s: None, max_poll_errors=3)
+    run = runs.wait_for_run(client, "r", on_task=print, sleep=lambda s: None, max_poll_errors=3)
     assert run is done and client.calls == 3
     failures[:] = [kfp_server_api.ApiException(status=404)]
     with pytest.raises(kfp_server_api.ApiException):
-        kfp_server.wait_for_run(client, "r", on_task=print, sleep=lambda s: None)
+        runs.wait_for_run(client, "r", on_task=print, sleep=lambda s: None)
 
 
 def test_namespace_goes_to_pipeline_and_experiment(capsys, fake_kfp):

@@ -167,7 +167,7 @@ def handle(args: argparse.Namespace) -> int:
 
 def _run_on_cluster(args: argparse.Namespace) -> int:
     """``kfstack run`` without ``--local``: a run of an uploaded version on the KFP server."""
-    from kfstack.app import kfp_server
+    from kfstack.app.kfp_server import connection, pipelines, runs
 
     local_only = flags_given(args, _LOCAL_ONLY)
     if local_only:
@@ -186,15 +186,15 @@ def _run_on_cluster(args: argparse.Namespace) -> int:
     if args.summary_json:
         writable_dir(os.path.dirname(os.path.abspath(args.summary_json)))
     experiment = args.experiment or args.name
-    with kfp_server.connect(args.host, args.namespace, args.token) as client:
-        ref = kfp_server.resolve_version(client, args.name, args.version_name)
-        experiment_id, created = kfp_server.ensure_experiment(client, experiment)
+    with connection.connect(args.host, args.namespace, args.token) as client:
+        ref = pipelines.resolve_version(client, args.name, args.version_name)
+        experiment_id, created = runs.ensure_experiment(client, experiment)
         if created:
             print(f"created experiment {experiment} ({experiment_id})")
         started = datetime.datetime.now(datetime.UTC).strftime("%Y%m%d-%H%M%S")
         display_name = f"{args.name} {ref.version} {started}"
-        run_id = kfp_server.start_run(client, ref, experiment_id, arguments, display_name)
-        url = kfp_server.run_url(client, run_id)
+        run_id = runs.start_run(client, ref, experiment_id, arguments, display_name)
+        url = runs.run_url(client, run_id)
         print(
             f"started run {run_id}: {ref.pipeline} version {ref.version} (version id {ref.version_id}), "
             f"experiment {experiment}"
@@ -208,8 +208,8 @@ def _run_on_cluster(args: argparse.Namespace) -> int:
             print(f"{now}  {task:<28} {state}", flush=True)
 
         try:
-            with kfp_server.api_errors(client):
-                run = kfp_server.wait_for_run(
+            with connection.api_errors(client):
+                run = runs.wait_for_run(
                     client,
                     run_id,
                     on_task=task_line,
@@ -231,10 +231,10 @@ def _run_on_cluster(args: argparse.Namespace) -> int:
             return EXIT_FAILED
     if args.summary_json:
         with open(args.summary_json, "w", encoding="utf-8") as f:
-            json.dump(kfp_server.run_record(run, url, ref, experiment), f, indent=2)
+            json.dump(runs.run_record(run, url, ref, experiment), f, indent=2)
             f.write("\n")
     print(f"run {run_id} {run.state}: {url}")
-    if run.state != kfp_server.SUCCEEDED:
+    if run.state != runs.SUCCEEDED:
         error = f": {run.error.message}" if run.error and run.error.message else ""
         print(f"kfstack run: run {run_id} ended {run.state}{error}", file=sys.stderr)
         return EXIT_FAILED

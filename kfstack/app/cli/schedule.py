@@ -66,7 +66,7 @@ def default_schedule_name(pipeline: str, version: str | None) -> str:
 
 
 def handle(args: argparse.Namespace) -> int:
-    from kfstack.app import kfp_server
+    from kfstack.app.kfp_server import connection, pipelines, recurring_runs, runs
 
     if args.list:
         return _list_schedules(args)
@@ -74,8 +74,8 @@ def handle(args: argparse.Namespace) -> int:
         extra = flags_given(args, {"PIPELINE": "pipeline", **_SCHEDULE_CREATE_ONLY})
         if extra:
             raise UsageError(f"--delete NAME takes no {', '.join(extra)}")
-        with kfp_server.connect(args.host, args.namespace, args.token) as client:
-            for recurring_run_id in kfp_server.delete_schedules(client, args.delete):
+        with connection.connect(args.host, args.namespace, args.token) as client:
+            for recurring_run_id in recurring_runs.delete_schedules(client, args.delete):
                 print(f"deleted schedule {args.delete} ({recurring_run_id})")
         return EXIT_OK
     if not args.pipeline:
@@ -91,37 +91,37 @@ def handle(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     experiment = args.experiment or args.pipeline
-    with kfp_server.connect(args.host, args.namespace, args.token) as client:
-        ref = kfp_server.resolve_version(client, args.pipeline, args.version_name)
-        experiment_id, created = kfp_server.ensure_experiment(client, experiment)
+    with connection.connect(args.host, args.namespace, args.token) as client:
+        ref = pipelines.resolve_version(client, args.pipeline, args.version_name)
+        experiment_id, created = runs.ensure_experiment(client, experiment)
         if created:
             print(f"created experiment {experiment} ({experiment_id})")
         pinned = args.version_name is not None
-        recurring_run_id, replaced = kfp_server.create_schedule(
+        recurring_run_id, replaced = recurring_runs.create_schedule(
             client, name, ref, pinned, experiment_id, cron.expression, arguments
         )
         version = f"version {ref.version}" if pinned else f"the latest version (now {ref.version})"
         print(
             f"scheduled {name} ({recurring_run_id}): {args.pipeline} {version}, cron {cron.expression!r}, "
-            f"experiment {experiment}, at most {kfp_server.MAX_CONCURRENCY} run at a time, no catch-up"
+            f"experiment {experiment}, at most {recurring_runs.MAX_CONCURRENCY} run at a time, no catch-up"
         )
-        print(f"  {kfp_server.schedule_url(client, recurring_run_id)}")
+        print(f"  {recurring_runs.schedule_url(client, recurring_run_id)}")
         for old in replaced:
             print(f"replaced the earlier schedule {name} ({old}): deleted once the new one existed")
     return EXIT_OK
 
 
 def _list_schedules(args: argparse.Namespace) -> int:
-    from kfstack.app import kfp_server
+    from kfstack.app.kfp_server import connection, pipelines, recurring_runs
 
     extra = flags_given(args, _SCHEDULE_CREATE_ONLY)
     if extra:
         raise UsageError(f"--list takes no {', '.join(extra)}")
-    with kfp_server.connect(args.host, args.namespace, args.token) as client:
+    with connection.connect(args.host, args.namespace, args.token) as client:
         pipeline_id = None
         if args.pipeline:
-            pipeline_id = kfp_server.require_pipeline(client, args.pipeline)
-        found = kfp_server.schedules(client, pipeline_id)
+            pipeline_id = pipelines.require_pipeline(client, args.pipeline)
+        found = recurring_runs.schedules(client, pipeline_id)
         if not found:
             print("no schedules" + (f" of {args.pipeline}" if args.pipeline else ""))
             return EXIT_OK
@@ -130,12 +130,12 @@ def _list_schedules(args: argparse.Namespace) -> int:
         for schedule in found:
             pid = schedule.pipeline_id or ""
             if pid and pid not in names:
-                names[pid] = kfp_server.pipeline_name(client, pid)
+                names[pid] = pipelines.pipeline_name(client, pid)
             version = "latest"
             if schedule.version_id:
                 version = schedule.version_id
                 if pid:
-                    version = kfp_server.version_name(client, pid, schedule.version_id)
+                    version = pipelines.version_name(client, pid, schedule.version_id)
             rows.append(
                 (schedule.name, schedule.id, schedule.cron, schedule.status, names.get(pid, "?"), version)
             )

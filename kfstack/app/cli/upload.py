@@ -35,7 +35,7 @@ def add_parser(subparsers: Subparsers) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
-    from kfstack.app import kfp_server
+    from kfstack.app.kfp_server import connection, pipelines
 
     names = args.names or pipeline_names()
     try:
@@ -52,9 +52,9 @@ def handle(args: argparse.Namespace) -> int:
                 f"commit first, or pass --pipeline-version",
                 file=sys.stderr,
             )
-        with kfp_server.connect(args.host, args.namespace, args.token) as client:
+        with connection.connect(args.host, args.namespace, args.token) as client:
             for name, path in zip(names, paths, strict=True):
-                done = kfp_server.upload(client, name, path, version)
+                done = pipelines.upload(client, name, path, version)
                 ref = done.ref
                 ids = f"pipeline id {ref.pipeline_id}, version id {ref.version_id}"
                 if not done.new_version:
@@ -63,5 +63,5 @@ def handle(args: argparse.Namespace) -> int:
                     print(f"{name}: created the pipeline with first version {ref.version} ({ids})")
                 else:
                     print(f"{name}: uploaded version {ref.version} ({ids})")
-                print(f"  {kfp_server.pipeline_url(client, ref.pipeline_id, ref.version_id)}")
+                print(f"  {pipelines.pipeline_url(client, ref.pipeline_id, ref.version_id)}")
     return EXIT_OK
