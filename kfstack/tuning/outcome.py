@@ -9,13 +9,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from kfstack.errors import TuningFailedError
-from kfstack.kubernetes.katib_experiment import (
-    ExperimentRequest,
-    build_experiment,
-    read_trials,
-    trial_parameters,
-    tuning_result,
-)
+from kfstack.kubernetes.katib_experiment import ExperimentRequest, build_experiment, trial_parameters
+from kfstack.kubernetes.katib_result import read_trials, tuning_result
 from kfstack.kubernetes.launcher import Cluster
 from kfstack.kubernetes.naming import RunContext
 from kfstack.kubernetes.resources import EXPERIMENT, ResourceKind

@@ -30,10 +30,9 @@ from kfstack.kubernetes.katib_experiment import (
     TrialParameterRef,
     build_experiment,
     primary_command_line,
-    read_trials,
     trial_parameters,
-    tuning_result,
 )
+from kfstack.kubernetes.katib_result import read_trials, tuning_result
 from kfstack.kubernetes.launcher import Cluster, delete_run_resources, launch, termination_message
 from kfstack.kubernetes.placement import Placement
 from kfstack.kubernetes.train_job import build_trainjob
