@@ -17,10 +17,15 @@ from kfstack.app.cli.exit_codes import EXIT_OK
 from kfstack.app.cli.options import TASK_IMAGE_HELP, Subparsers, writable_dir
 from kfstack.errors import UsageError
 from kfstack.images import COMPONENT_IMAGE
-from kfstack.pipelines import entry, load_pipeline, pipeline_names
+from kfstack.pipelines import entry, environments, load_pipeline, pipeline_names
 from kfstack.version import VERSION_ENV, label_safe, pipeline_version
 
 DEFAULT_DIST = os.path.join("dist", "pipelines")
+ENV_HELP = (
+    "an environment file, or the name of an overlay that has one (manifests/overlays/ENV/"
+    f"{environments.FILE_NAME}): its settings become the parameters' defaults, and the version "
+    "is named <version>.<env>"
+)
 
 
 def add_parser(subparsers: Subparsers) -> None:
@@ -34,13 +39,24 @@ def add_parser(subparsers: Subparsers) -> None:
         "[-dirty] of this source tree, or $" + VERSION_ENV + ")",
     )
     parser.add_argument("--task-image", metavar="IMAGE", help=TASK_IMAGE_HELP)
+    parser.add_argument("--env", metavar="ENV", help=ENV_HELP)
     parser.set_defaults(func=handle)
 
 
 def handle(args: argparse.Namespace) -> int:
-    for path in compile_pipelines(args.names, args.out, args.pipeline_version, args.task_image):
+    environment = environments.load_environment(args.env) if args.env else None
+    version = environments.versioned(stamped_version(args.pipeline_version), environment)
+    for path in compile_pipelines(args.names, args.out, version, args.task_image, environment):
         print(path)
     return EXIT_OK
+
+
+def stamped_version(explicit: str | None) -> str:
+    """The pipeline version (:func:`~kfstack.version.pipeline_version`) or a usage error."""
+    try:
+        return pipeline_version(explicit)
+    except ValueError as err:
+        raise UsageError(f"--pipeline-version: {err}") from None
 
 
 def compiled_path(out_dir: str, name: str, version: str) -> str:
@@ -50,16 +66,22 @@ def compiled_path(out_dir: str, name: str, version: str) -> str:
 
 
 def compile_pipelines(
-    names: list[str], out_dir: str, version: str | None = None, task_image: str | None = None
+    names: list[str],
+    out_dir: str,
+    version: str | None = None,
+    task_image: str | None = None,
+    environment: environments.Environment | None = None,
 ) -> list[str]:
     """Compiles the named pipelines (all when empty) to YAML, each stamped with the pipeline
     version (:func:`~kfstack.version.pipeline_version`; ``version`` overrides it), kfstack's
-    tasks in the pipeline's task image (``task_image``, else its registration's); returns the
-    written paths.
+    tasks in the pipeline's task image (``task_image``, else its registration's), and with the
+    defaults ``environment`` gives it (the version is written as given: name an environment's
+    with :func:`~kfstack.pipelines.environments.versioned`); returns the written paths.
 
     Raises:
-        UsageError: An unknown pipeline, a malformed version or image, or ``out_dir`` is not
-            writable.
+        UsageError: An unknown pipeline, a malformed version or image, ``out_dir`` is not
+            writable, or the environment names a parameter no pipeline takes.
+        InvalidParameterError: The environment sets a value a run would refuse.
     """
     if task_image is not None and (not task_image or any(c.isspace() for c in task_image)):
         raise UsageError(
@@ -68,10 +90,9 @@ def compile_pipelines(
     if task_image is not None and not names:
         raise UsageError("--task-image is one pipeline's image: name the pipelines it is for")
     pipelines = [(name, load_pipeline(name)) for name in (names or pipeline_names())]
-    try:
-        stamped = pipeline_version(version)
-    except ValueError as err:
-        raise UsageError(f"--pipeline-version: {err}") from None
+    stamped = stamped_version(version)
+    # An environment's defaults are checked for every pipeline before any file is written.
+    defaults = environments.pipeline_defaults(environment, [n for n, _ in pipelines]) if environment else {}
     writable_dir(out_dir)
     written = []
     for name, pipeline_func in pipelines:
@@ -80,6 +101,8 @@ def compile_pipelines(
         with open(path, encoding="utf-8") as f:
             documents = [d for d in yaml.safe_load_all(f) if d]
         pipeline_spec.stamp_version(documents, stamped, label_safe(stamped), VERSION_ENV)
+        if defaults.get(name):
+            environments.with_defaults(documents[0], defaults[name])
         registered = entry(name)
         image = task_image or registered.task_image
         if image:

@@ -1,5 +1,7 @@
 """``kfstack describe``: a pipeline's name, description and parameters (type, default,
-description), read from its compiled interface."""
+description), read from its compiled interface -- with an environment's defaults when ``--env``
+names one. A pipeline declared with a :class:`~kfstack.pipelines.parameters.ParameterSet` shows
+what a person sets per run first, then the environment's settings by group."""
 
 from __future__ import annotations
 
@@ -9,35 +11,68 @@ import textwrap
 from kfstack import pipeline_spec
 from kfstack.app.cli.exit_codes import EXIT_OK
 from kfstack.app.cli.options import PIPELINE_NAME_HELP, Subparsers
-from kfstack.pipelines import chosen, load_pipeline, rendering
+from kfstack.pipelines import chosen, environments, load_pipeline, rendering
+from kfstack.pipelines.parameters import PER_RUN, declared_parameters
 
 DESCRIBE_WIDTH = 96
+DESCRIBE_ENV_HELP = (
+    "an environment file, or the name of an overlay that has one: the defaults shown are those "
+    "`kfstack compile --env` would compile"
+)
 
 
 def add_parser(subparsers: Subparsers) -> None:
     parser = subparsers.add_parser("describe", help="a pipeline's parameters: type, default, description")
     parser.add_argument("name", nargs="?", help=PIPELINE_NAME_HELP)
+    parser.add_argument("--env", metavar="ENV", help=DESCRIBE_ENV_HELP)
     parser.set_defaults(func=handle)
 
 
 def handle(args: argparse.Namespace) -> int:
     args.name = chosen(args.name)
-    spec = rendering.compiled_spec(load_pipeline(args.name))
+    pipeline_func = load_pipeline(args.name)
+    spec = rendering.compiled_spec(pipeline_func)
+    environment = environments.load_environment(args.env) if args.env else None
+    if environment:
+        environments.with_defaults(spec, environments.pipeline_defaults(environment, [args.name])[args.name])
     info = spec.get("pipelineInfo", {})
     print(info.get("name", args.name))
     if info.get("description"):
         print(textwrap.fill(info["description"], width=DESCRIBE_WIDTH))
-    print("\nparameters (set with --param NAME=VALUE):")
-    for parameter in pipeline_spec.pipeline_parameters(spec):
-        default = "required" if parameter.required else f"default {parameter.default!r}"
-        print(f"  {parameter.name}  ({parameter.type}, {default})")
-        if parameter.description:
-            print(
-                textwrap.fill(
-                    parameter.description,
-                    width=DESCRIBE_WIDTH,
-                    initial_indent=" " * 6,
-                    subsequent_indent=" " * 6,
-                )
-            )
+    documented = {parameter.name: parameter for parameter in pipeline_spec.pipeline_parameters(spec)}
+    declared = declared_parameters(pipeline_func)
+    if declared is None:  # a signature written by hand: no groups to show
+        sections = {"parameters": list(documented)}
+    else:
+        sections = {
+            heading(group, environment): [p.name for p in parameters]
+            for group, parameters in declared.grouped().items()
+        }
+    print("\nset any of them with --param NAME=VALUE (kfstack run) or in the Kubeflow UI's run form")
+    for title, names in sections.items():
+        print(f"\n{title}:")
+        for name in names:
+            show(documented[name])
     return EXIT_OK
+
+
+def heading(group: str, environment: environments.Environment | None) -> str:
+    if group == PER_RUN:
+        return "per run (what a person sets when triggering a run)"
+    if environment:
+        return f"{group} ({environment.name}'s defaults)"
+    return f"{group} (defaults an environment file can set)"
+
+
+def show(parameter: pipeline_spec.ParameterDoc) -> None:
+    default = "required" if parameter.required else f"default {parameter.default!r}"
+    print(f"  {parameter.name}  ({parameter.type}, {default})")
+    if parameter.description:
+        print(
+            textwrap.fill(
+                parameter.description,
+                width=DESCRIBE_WIDTH,
+                initial_indent=" " * 6,
+                subsequent_indent=" " * 6,
+            )
+        )

@@ -7,12 +7,11 @@ import argparse
 import sys
 import tempfile
 
-from kfstack.app.cli.compile_ import compile_pipelines
+from kfstack.app.cli.compile_ import ENV_HELP, compile_pipelines, stamped_version
 from kfstack.app.cli.exit_codes import EXIT_OK
 from kfstack.app.cli.options import TASK_IMAGE_HELP, Subparsers, kfp_server_options
-from kfstack.errors import UsageError
-from kfstack.pipelines import pipeline_names
-from kfstack.version import VERSION_ENV, pipeline_version
+from kfstack.pipelines import environments, pipeline_names
+from kfstack.version import DIRTY_SUFFIX, VERSION_ENV
 
 
 def add_parser(subparsers: Subparsers) -> None:
@@ -31,6 +30,7 @@ def add_parser(subparsers: Subparsers) -> None:
         "tree, or $" + VERSION_ENV + ")",
     )
     parser.add_argument("--task-image", metavar="IMAGE", help=TASK_IMAGE_HELP)
+    parser.add_argument("--env", metavar="ENV", help=ENV_HELP)
     parser.set_defaults(func=handle)
 
 
@@ -38,14 +38,13 @@ def handle(args: argparse.Namespace) -> int:
     from kfstack.app.kfp_server import connection, pipelines
 
     names = args.names or pipeline_names()
-    try:
-        version = pipeline_version(args.pipeline_version)
-    except ValueError as err:
-        raise UsageError(f"--pipeline-version: {err}") from None
+    environment = environments.load_environment(args.env) if args.env else None
+    version = environments.versioned(stamped_version(args.pipeline_version), environment)
     with tempfile.TemporaryDirectory(prefix="kfstack-upload-") as out_dir:
-        # Every pipeline compiles before the server hears of any of them.
-        paths = compile_pipelines(names, out_dir, version, args.task_image)
-        if version.endswith("-dirty"):
+        # Every pipeline compiles (and its environment's defaults are checked) before the server
+        # hears of any of them.
+        paths = compile_pipelines(names, out_dir, version, args.task_image, environment)
+        if DIRTY_SUFFIX in version:
             print(
                 f"kfstack upload: note: version {version} has uncommitted changes; a later upload of "
                 f"other uncommitted changes carries the same name and is skipped as already uploaded: "

@@ -109,35 +109,39 @@ _WORDED = {
     },
 }
 
-# The catalog's parameters both pipelines take, in the order a form reads them within a group.
-_SHARED = (
-    "platform",
-    "framework",
-    "workers",
-    "max_restarts",
+# Every parameter of flights-training, in the order a form reads them: what a person sets per
+# run first (the data, the model, whether to tune and deploy), then the environment's settings;
+# ParameterSet.ordered() keeps this order within each group.
+_TRAINING_FORM = (
+    "data_uri",
     "window_start",
     "window_end",
-    "gpu_pool",
-    "tf_topology",
-    "tf_parameter_servers",
-    "elastic_min_workers",
-    "elastic_max_workers",
+    "sample_fraction",
+    "synthetic_drift",
+    "framework",
+    "workers",
+    "epochs",
+    "batch_size",
+    "learning_rate",
+    "seed",
+    "tune",
+    "deploy",
+    "max_quarantine_fraction",
+    "num_shards",
     "spark_executors",
     "spark_executor_cores",
     "spark_executor_memory",
     "spark_driver_memory",
-    "spark_service_account",
-    "object_store_secret",
-    "image_pull_secret",
-    "spark_timeout_seconds",
-    "training_timeout_seconds",
-    "training_api",
-    "trainer_runtime",
-    "tune",
+    "max_restarts",
+    "tf_topology",
+    "tf_parameter_servers",
+    "elastic_min_workers",
+    "elastic_max_workers",
+    "decision_threshold",
+    "tuning_objective",
+    "tuning_search_space",
     "tuning_algorithm",
     "tuning_algorithm_settings",
-    "tuning_search_space",
-    "tuning_objective",
     "tuning_direction",
     "tuning_goal",
     "tuning_require_goal",
@@ -149,57 +153,74 @@ _SHARED = (
     "tuning_parallel_trials",
     "tuning_max_trials",
     "tuning_max_failed_trials",
-    "tuning_resume_policy",
-    "tuning_timeout_seconds",
-    "deploy",
     "serving_name",
     "serving_mode",
-    "serving_pool",
-    "serving_service_account",
     "serving_min_replicas",
     "serving_max_replicas",
     "serving_scale_metric",
     "serving_scale_target",
-    "serving_timeout_seconds",
     "canary_traffic_percent",
+    "canary_records",
+    "canary_batch_size",
     "canary_max_error_rate",
     "canary_max_latency_ratio",
     "canary_latency_slack_ms",
     "canary_max_psi",
+    "canary_max_auc_drop",
     "model_registry_url",
     "model_registry_author",
+    "platform",
+    "gpu_pool",
+    "serving_pool",
+    "object_store_secret",
+    "image_pull_secret",
+    "spark_service_account",
+    "serving_service_account",
+    "training_api",
+    "trainer_runtime",
+    "spark_timeout_seconds",
+    "training_timeout_seconds",
+    "tuning_timeout_seconds",
+    "serving_timeout_seconds",
+    "tuning_resume_policy",
+)
+# flights-retraining's own: the relative window and whether to retrain at all (per run), the
+# drift thresholds and the gate (the environment's).
+_RETRAINING_FORM = (
+    "window_days",
+    "window_lag_days",
+    "force",
+    "drift_max_psi",
+    "drift_max_label_rate_shift",
+    "drift_ignore_features",
+    "gate_metric",
+    "gate_margin",
 )
 # The flights canary is judged by its AUC: the generic quality drop, under the flights name.
-_AUC_DROP = CATALOG["canary_max_quality_drop"].but(
-    name="canary_max_auc_drop",
-    description="Roll back when the canary's AUC is lower than the stable's by more.",
-)
+_OWN_BY_NAME = {
+    parameter.name: parameter
+    for parameter in (
+        *_OWN,
+        CATALOG["canary_max_quality_drop"].but(
+            name="canary_max_auc_drop",
+            description="Roll back when the canary's AUC is lower than the stable's by more.",
+        ),
+    )
+}
 
 
-def _catalog(*names: str, **changed: dict) -> list[Parameter]:
-    return CATALOG.take(
-        *names, **{name: {**_WORDED.get(name, {}), **changed.get(name, {})} for name in names}
+def _declared(names: tuple[str, ...], **changed: dict) -> ParameterSet:
+    """The flights parameters ``names``: their own, or the catalog's in the flights wording
+    with ``changed`` on top."""
+    return ParameterSet(
+        _OWN_BY_NAME[name]
+        if name in _OWN_BY_NAME
+        else CATALOG[name].but(**{**_WORDED.get(name, {}), **changed.get(name, {})})
+        for name in names
     )
 
 
-TRAINING = ParameterSet([*_OWN, *_catalog(*_SHARED), _AUC_DROP])
-
-RETRAINING = ParameterSet(
-    [
-        *_OWN,
-        *_catalog(
-            *_SHARED,
-            "window_days",
-            "window_lag_days",
-            "force",
-            "drift_max_psi",
-            "drift_max_label_rate_shift",
-            "drift_ignore_features",
-            "gate_metric",
-            "gate_margin",
-            # Not checked: see the parameter's description (the gate compared the models already).
-            canary_max_psi={"default": 0.0},
-        ),
-        _AUC_DROP,
-    ]
-)
+TRAINING = _declared(_TRAINING_FORM)
+# Its canary's prediction shift is not checked: see the parameter's description (the gate has
+# compared the models already).
+RETRAINING = _declared(_TRAINING_FORM + _RETRAINING_FORM, canary_max_psi={"default": 0.0})

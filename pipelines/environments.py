@@ -1,0 +1,215 @@
+"""Environment files: the settings a platform team sets once per environment, compiled into a
+pipeline version as its parameters' defaults (``kfstack compile --env prod``, ``upload --env``).
+
+A person triggering a run from the Kubeflow UI then sees the environment's node pools, Secrets,
+service accounts, timeouts and thresholds already filled in, and changes only what is theirs to
+change per run. An environment file lives beside the kustomize overlay of the same environment
+(``manifests/overlays/<env>/pipeline-parameters.yaml``) or anywhere a path names::
+
+    # What every pipeline that takes one of these parameters gets as its default.
+    parameters:
+      gpu_pool: h100
+      object_store_secret: kfstack-object-store
+    # One pipeline's own (wins over the shared ones).
+    pipelines:
+      flights-retraining:
+        window_days: 7
+
+A shared name no pipeline takes is refused (a misspelt setting would otherwise be silently
+ignored), and so is a value of the wrong type; the values are then checked as a run would check
+them (:func:`kfstack.pipelines.rendering.render`), before anything is written or uploaded. A run
+still takes any parameter on the command line or in the UI: the environment sets defaults only.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import yaml
+
+from kfstack.errors import InvalidParameterError, UsageError
+from kfstack.pipelines import load_pipeline
+from kfstack.pipelines.parameters import CATALOG
+from kfstack.pipelines.rendering import parameter_types, render
+from kfstack.version import check_version
+
+# Where ``--env NAME`` looks, under the directory kfstack runs in: beside the overlay of NAME.
+OVERLAYS_DIR = os.path.join("manifests", "overlays")
+FILE_NAME = "pipeline-parameters.yaml"
+# The run id the objects of an environment's check are rendered under.
+CHECK_RUN_ID = "environment-check"
+# KFP's parameter types and the YAML values each takes.
+_ACCEPTED: dict[str, tuple[type, ...]] = {
+    "Boolean": (bool,),
+    "Integer": (int,),
+    "Float": (int, float),
+    "String": (str,),
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class Environment:
+    """One environment's parameter defaults.
+
+    Attributes:
+        name: The environment's name (the overlay's, or the file's stem).
+        path: The file it was read from.
+        shared: Parameter -> default for every pipeline that takes it.
+        per_pipeline: Pipeline -> its own parameter defaults.
+    """
+
+    name: str
+    path: str
+    shared: Mapping[str, Any]
+    per_pipeline: Mapping[str, Mapping[str, Any]]
+
+    def check_names(self, known: Iterable[str]) -> None:
+        """Refuses a shared parameter that none of ``known`` (every parameter name of the
+        pipelines at hand and of kfstack's components) is.
+
+        Raises:
+            UsageError: Naming each unknown parameter.
+        """
+        unknown = sorted(set(self.shared) - set(known))
+        if unknown:
+            raise UsageError(f"{self.path}: no pipeline takes the parameter {', '.join(unknown)}")
+
+    def defaults_for(self, pipeline: str, types: Mapping[str, str]) -> dict[str, Any]:
+        """The defaults this environment gives ``pipeline``, whose parameters have the KFP
+        ``types`` (name -> ``Integer``, ``Float``, ``Boolean``, ``String``).
+
+        Raises:
+            UsageError: A pipeline section names a parameter the pipeline does not take, or a
+                value is not of its parameter's type.
+        """
+        own = self.per_pipeline.get(pipeline, {})
+        unknown = sorted(set(own) - set(types))
+        if unknown:
+            raise UsageError(f"{self.path}: pipelines.{pipeline}: no parameter {', '.join(unknown)}")
+        values = {name: value for name, value in self.shared.items() if name in types}
+        values.update(own)
+        for name, value in values.items():
+            accepted = _ACCEPTED.get(types[name])
+            if accepted is None:
+                raise UsageError(
+                    f"{self.path}: {name} is a {types[name]} input, which an environment cannot set"
+                )
+            if (isinstance(value, bool) and bool not in accepted) or not isinstance(value, accepted):
+                raise UsageError(
+                    f"{self.path}: {name}={value!r}: expected {types[name]} (quote a text that "
+                    f"YAML would read as a number or a boolean)"
+                )
+        return values
+
+
+def environment_path(reference: str, root: str = ".") -> str:
+    """The file ``reference`` means: a path to an existing file, or the name of an overlay
+    under ``root`` (``prod``: ``manifests/overlays/prod/pipeline-parameters.yaml``).
+
+    Raises:
+        UsageError: Neither exists (the message says where it looked).
+    """
+    if os.path.isfile(reference):
+        return reference
+    beside_overlay = os.path.join(root, OVERLAYS_DIR, reference, FILE_NAME)
+    if os.path.isfile(beside_overlay):
+        return beside_overlay
+    raise UsageError(f"no environment {reference!r}: neither a file nor {beside_overlay}")
+
+
+def load_environment(reference: str, root: str = ".") -> Environment:
+    """The environment file ``reference`` names (see :func:`environment_path`).
+
+    Raises:
+        UsageError: It is missing, is not YAML, or is not shaped as the module docstring shows.
+    """
+    path = environment_path(reference, root)
+    try:
+        with open(path, encoding="utf-8") as f:
+            document = yaml.safe_load(f) or {}
+    except yaml.YAMLError as err:
+        raise UsageError(f"{path}: not YAML: {err}") from None
+    if not isinstance(document, dict):
+        raise UsageError(f"{path}: expected a mapping with 'parameters' and/or 'pipelines'")
+    extra = sorted(set(document) - {"parameters", "pipelines"})
+    if extra:
+        raise UsageError(f"{path}: unknown key {', '.join(extra)} (it takes 'parameters' and 'pipelines')")
+    shared = _scalars(path, "parameters", document.get("parameters") or {})
+    sections = document.get("pipelines") or {}
+    if not isinstance(sections, dict):
+        raise UsageError(f"{path}: 'pipelines' must map pipeline names to their parameters")
+    per_pipeline = {
+        str(name): _scalars(path, f"pipelines.{name}", values or {}) for name, values in sections.items()
+    }
+    return Environment(name=_name(path), path=path, shared=shared, per_pipeline=per_pipeline)
+
+
+def _name(path: str) -> str:
+    """An environment's name: its overlay's (the folder of a file named :data:`FILE_NAME`), else
+    the file's stem (``envs/staging.yaml``: ``staging``)."""
+    folder, file_name = os.path.split(os.path.abspath(path))
+    return os.path.basename(folder) if file_name == FILE_NAME else os.path.splitext(file_name)[0]
+
+
+def versioned(version: str, environment: Environment | None) -> str:
+    """The name of a pipeline version compiled for ``environment``: ``<version>.<env>``, so the
+    versions of two environments never share a name (and the UI says whose defaults it has).
+
+    Raises:
+        UsageError: The name cannot be a version (:func:`kfstack.version.check_version`).
+    """
+    if environment is None:
+        return version
+    try:
+        return check_version(f"{version}.{environment.name}")
+    except ValueError as err:
+        raise UsageError(f"environment {environment.name!r}: {err}") from None
+
+
+def _scalars(path: str, where: str, values: Any) -> dict[str, Any]:
+    if not isinstance(values, dict):
+        raise UsageError(f"{path}: '{where}' must map parameter names to values")
+    for name, value in values.items():
+        if not isinstance(value, (bool, int, float, str)):
+            raise UsageError(f"{path}: {where}.{name} must be a number, a boolean or a text, not {value!r}")
+    return {str(name): value for name, value in values.items()}
+
+
+def with_defaults(spec: dict[str, Any], defaults: Mapping[str, Any]) -> dict[str, Any]:
+    """The compiled pipeline ``spec`` with other defaults for some of its parameters, written as
+    KFP's compiler writes them (numbers as floats: a protobuf ``Value``)."""
+    parameters = spec["root"]["inputDefinitions"]["parameters"]
+    for name, value in defaults.items():
+        kind = parameters[name]["parameterType"]
+        written = float(value) if kind in ("NUMBER_INTEGER", "NUMBER_DOUBLE") else value
+        parameters[name]["defaultValue"] = written
+        parameters[name]["isOptional"] = True
+    return spec
+
+
+def pipeline_defaults(environment: Environment, pipelines: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """Pipeline -> the defaults ``environment`` gives it, each pipeline's checked as a run of it
+    on Kubernetes would check them: every object it would create is rendered with them.
+
+    Raises:
+        UsageError: A parameter no pipeline (nor kfstack's catalog) takes, or a value of the
+            wrong type.
+        InvalidParameterError: A value a run would refuse (an unknown node pool, a malformed
+            Spark memory...); the message names the file and the pipeline.
+    """
+    types = {name: parameter_types(load_pipeline(name)) for name in pipelines}
+    environment.check_names(
+        {parameter for taken in types.values() for parameter in taken} | set(CATALOG.names)
+    )
+    found = {}
+    for name in pipelines:
+        defaults = environment.defaults_for(name, types[name])
+        try:
+            render(name, defaults, run_id=CHECK_RUN_ID)
+        except (UsageError, InvalidParameterError) as err:
+            raise type(err)(f"{environment.path}: {name}: {err}") from None
+        found[name] = defaults
+    return found
