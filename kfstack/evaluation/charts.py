@@ -1,9 +1,7 @@
-"""The ROC curve and the confusion matrix as one self-contained HTML page of inline SVG.
-
-The KFP UI shows an ``HTML`` artifact in a sandboxed frame, and a cluster may have no way out
-to the internet: the page therefore loads nothing (no script, stylesheet, font or image) and
-draws with SVG elements only. Every function is pure: numbers in, markup out; every text is
-escaped.
+"""The ROC curve and the confusion matrix as one self-contained HTML page of inline SVG, drawn
+with :mod:`kfstack.plotting` (which says why the page loads nothing). Each SVG declares its
+namespace, so that it also parses as a standalone SVG document. Every function is pure: numbers
+in, markup out; every text is escaped.
 """
 
 from __future__ import annotations
@@ -11,13 +9,17 @@ from __future__ import annotations
 import html
 from collections.abc import Sequence
 
-SVG_NAMESPACE = "http://www.w3.org/2000/svg"
-FONT = "font-family='sans-serif'"
+from kfstack import plotting
+from kfstack.plotting import FONT, Axis
 
 # ROC plot: a square plot area with room above for the title, left and below for ticks and axis labels.
 ROC_WIDTH, ROC_HEIGHT = 400, 396
 ROC_LEFT, ROC_TOP, ROC_SIZE = 64, 56, 290
 ROC_TICKS = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
+_ROC_LABELS = tuple(f"{tick:.1f}" for tick in ROC_TICKS)
+# False positive rate across, true positive rate up (SVG's y grows downwards), both 0 to 1.
+FPR_AXIS = Axis(0.0, 1.0, ROC_LEFT, ROC_LEFT + ROC_SIZE, ROC_TICKS, _ROC_LABELS)
+TPR_AXIS = Axis(0.0, 1.0, ROC_TOP + ROC_SIZE, ROC_TOP, ROC_TICKS, _ROC_LABELS)
 
 # Confusion matrix: n x n cells after a column for the row labels and a row for the column labels;
 # a cell is CELL wide for two classes, smaller for more, never below MIN_CELL.
@@ -26,16 +28,6 @@ GRID_LEFT, GRID_TOP = 150, 84
 # Cell shade from white (no rows) to this blue (the largest cell).
 FULL_SHADE = (31, 90, 166)
 DARK_SHADE_FROM = 0.55  # share of FULL_SHADE above which the count is written in white
-
-
-def roc_x(fpr: float) -> float:
-    """Horizontal SVG coordinate of a false positive rate in [0, 1]."""
-    return ROC_LEFT + fpr * ROC_SIZE
-
-
-def roc_y(tpr: float) -> float:
-    """Vertical SVG coordinate of a true positive rate in [0, 1] (SVG's y grows downwards)."""
-    return ROC_TOP + (1.0 - tpr) * ROC_SIZE
 
 
 def roc_title(auc: float | None, auc_undefined_reason: str = "") -> tuple[str, str]:
@@ -64,47 +56,23 @@ def roc_svg(
         raise ValueError(f"fpr has {len(fpr)} points, tpr {len(tpr)}")
     headline, note = roc_title(auc, auc_undefined_reason)
     full_title = f"{headline} ({note})" if note else headline
-    left, right = roc_x(0.0), roc_x(1.0)
-    top, bottom = roc_y(1.0), roc_y(0.0)
+    x, y = FPR_AXIS, TPR_AXIS
     parts = [
-        f"<svg xmlns='{SVG_NAMESPACE}' width='{ROC_WIDTH}' height='{ROC_HEIGHT}' "
-        f"viewBox='0 0 {ROC_WIDTH} {ROC_HEIGHT}' role='img' class='roc'>",
-        f"<title>{html.escape(full_title)}</title>",
-        f"<text x='{ROC_LEFT + ROC_SIZE / 2:.1f}' y='22' text-anchor='middle' font-size='14' "
-        f"font-weight='bold' {FONT}>{html.escape(headline)}</text>",
-        f"<rect x='{left:.1f}' y='{top:.1f}' width='{ROC_SIZE}' height='{ROC_SIZE}' "
-        "fill='white' stroke='#444' stroke-width='1' class='plot-area'/>",
+        *plotting.svg_start(ROC_WIDTH, ROC_HEIGHT, "roc", full_title, namespace=True),
+        plotting.headline(ROC_LEFT + ROC_SIZE / 2, 22, headline),
     ]
     if note:
         parts.append(
             f"<text x='{ROC_LEFT + ROC_SIZE / 2:.1f}' y='40' text-anchor='middle' font-size='12' "
             f"{FONT}>{html.escape(note)}</text>"
         )
-    for tick in ROC_TICKS:
-        x, y = roc_x(tick), roc_y(tick)
-        label = html.escape(f"{tick:.1f}")
-        parts += [
-            # Light grid line, a tick mark outside the axis, and its label: x axis, then y axis.
-            f"<line x1='{x:.1f}' y1='{top:.1f}' x2='{x:.1f}' y2='{bottom:.1f}' stroke='#eee'/>",
-            f"<line x1='{x:.1f}' y1='{bottom:.1f}' x2='{x:.1f}' y2='{bottom + 5:.1f}' stroke='#444'/>",
-            f"<text x='{x:.1f}' y='{bottom + 18:.1f}' text-anchor='middle' font-size='11' "
-            f"{FONT}>{label}</text>",
-            f"<line x1='{left:.1f}' y1='{y:.1f}' x2='{right:.1f}' y2='{y:.1f}' stroke='#eee'/>",
-            f"<line x1='{left - 5:.1f}' y1='{y:.1f}' x2='{left:.1f}' y2='{y:.1f}' stroke='#444'/>",
-            f"<text x='{left - 8:.1f}' y='{y + 4:.1f}' text-anchor='end' font-size='11' "
-            f"{FONT}>{label}</text>",
-        ]
-    points = " ".join(f"{roc_x(x):.2f},{roc_y(y):.2f}" for x, y in zip(fpr, tpr, strict=True))
-    y_label_x, y_label_y = ROC_LEFT - 42, ROC_TOP + ROC_SIZE / 2
+    # The tick labels are short ("0.2"): the vertical axis title sits closer than the default.
+    parts += plotting.frame(x, y, "false positive rate", "true positive rate (recall)", y_title_gap=42)
+    points = " ".join(f"{x(f):.2f},{y(t):.2f}" for f, t in zip(fpr, tpr, strict=True))
     parts += [
-        f"<line x1='{left:.1f}' y1='{bottom:.1f}' x2='{right:.1f}' y2='{top:.1f}' stroke='#999' "
+        f"<line x1='{x.start:.1f}' y1='{y.start:.1f}' x2='{x.end:.1f}' y2='{y.end:.1f}' stroke='#999' "
         "stroke-dasharray='5 4' class='chance'/>",
         f"<polyline points='{points}' fill='none' stroke='#1f5aa6' stroke-width='2' class='curve'/>",
-        f"<text x='{(left + right) / 2:.1f}' y='{bottom + 38:.1f}' text-anchor='middle' font-size='12' "
-        f"{FONT}>false positive rate</text>",
-        f"<text x='{y_label_x:.1f}' y='{y_label_y:.1f}' text-anchor='middle' font-size='12' "
-        f"transform='rotate(-90 {y_label_x:.1f} {y_label_y:.1f})' {FONT}>"
-        "true positive rate (recall)</text>",
         "</svg>",
     ]
     return "\n".join(parts)
@@ -147,11 +115,8 @@ def confusion_svg(matrix: Sequence[Sequence[int]], labels: Sequence[str], captio
     largest = max(max(row) for row in matrix)
     middle = GRID_LEFT + n * cell / 2
     parts = [
-        f"<svg xmlns='{SVG_NAMESPACE}' width='{width}' height='{height}' "
-        f"viewBox='0 0 {width} {height}' role='img' class='confusion'>",
-        f"<title>{html.escape(f'Confusion matrix, {caption}')}</title>",
-        f"<text x='{middle:.1f}' y='22' text-anchor='middle' font-size='14' "
-        f"font-weight='bold' {FONT}>Confusion matrix</text>",
+        *plotting.svg_start(width, height, "confusion", f"Confusion matrix, {caption}", namespace=True),
+        plotting.headline(middle, 22, "Confusion matrix"),
         f"<text x='{middle:.1f}' y='{GRID_TOP - 36}' text-anchor='middle' font-size='12' "
         f"font-style='italic' {FONT}>predicted</text>",
         f"<text x='{GRID_LEFT - 12}' y='{GRID_TOP - 14}' text-anchor='end' font-size='12' "
@@ -221,21 +186,11 @@ def charts_html(
         charts.append(confusion_svg(matrix, labels, caption))
     if not charts:
         charts.append("<p>No chart: the task has no ROC curve or confusion matrix (see the metrics).</p>")
-    return "\n".join(
+    return plotting.html_page(
+        heading,
         [
-            "<!DOCTYPE html>",
-            "<html lang='en'>",
-            "<head>",
-            "<meta charset='utf-8'>",
-            f"<title>{html.escape(heading)}</title>",
-            "</head>",
-            "<body style='font-family: sans-serif; margin: 16px;'>",
-            f"<h1 style='font-size: 18px;'>{html.escape(heading)}</h1>",
             "<div style='display: flex; flex-wrap: wrap; gap: 24px; align-items: flex-start;'>",
             *charts,
             "</div>",
-            "</body>",
-            "</html>",
-            "",
-        ]
+        ],
     )

@@ -1,11 +1,8 @@
 """The tuning step's report: a Markdown table of the trials and an optimisation plot.
 
 Both are read in the KFP UI: the table as a ``Markdown`` artifact, the plot as an ``HTML``
-artifact. The UI shows an HTML artifact in a sandboxed frame, and a cluster may have no way out
-to the internet, so the page loads nothing -- no script, stylesheet, font or image, not even the
-SVG namespace URL (an HTML parser puts an inline ``<svg>`` in the SVG namespace by itself) -- and
-draws with inline SVG only. The page is also well-formed XML (void elements closed), so a test or
-a tool can parse it with :mod:`xml.etree`.
+artifact, a self-contained page of inline SVG drawn with :mod:`kfstack.plotting` that names no
+URL at all (not even the SVG namespace's).
 
 Both functions are pure: a :class:`~kfstack.tuning.trials.TuningResult` in, text out. Every text
 that comes from the run (trial names, parameter values, messages, the run's reason) is escaped.
@@ -13,12 +10,13 @@ that comes from the run (trial names, parameter values, messages, the run's reas
 
 from __future__ import annotations
 
-import dataclasses
 import html
 import math
 import re
 from collections.abc import Iterable, Sequence
 
+from kfstack import plotting
+from kfstack.plotting import bar, circle, count_axis, cross, diamond, value_axis
 from kfstack.tuning.spec import MAXIMIZE
 from kfstack.tuning.trials import (
     EARLY_STOPPED,
@@ -183,7 +181,6 @@ def trials_markdown(result: TuningResult, parameter_names: Sequence[str]) -> str
 # HTML: the optimisation plot
 # --------------------------------------------------------------------------------------------
 
-FONT = "font-family='sans-serif'"
 SVG_WIDTH = 720
 PLOT_LEFT, PLOT_WIDTH = 76, 470
 LEGEND_X = PLOT_LEFT + PLOT_WIDTH + 24  # the legend sits right of the plot area
@@ -191,6 +188,8 @@ LEGEND_X = PLOT_LEFT + PLOT_WIDTH + 24  # the legend sits right of the plot area
 OBJECTIVE_TOP, OBJECTIVE_HEIGHT = 48, 260
 HISTORY_TOP, HISTORY_HEIGHT = 44, 170
 AXIS_ROOM = 58  # below the plot area: tick labels and the axis title
+# The plot's own style: it may shrink to fit a narrow frame.
+SVG_STYLE = "max-width: 100%; height: auto;"
 
 # One colour per outcome, the same in both panels.
 COLOURS = {
@@ -215,157 +214,6 @@ def _outcome(status: str) -> str:
     if status in FAILED_OUTCOMES:
         return FAILED
     return status if status in (SUCCEEDED, EARLY_STOPPED) else "other"
-
-
-def _nice_step(raw: float) -> float:
-    """The smallest of 1, 2, 2.5, 5 times a power of ten that is at least ``raw`` (> 0)."""
-    magnitude = 10.0 ** math.floor(math.log10(raw))
-    for multiple in (1.0, 2.0, 2.5, 5.0):
-        if raw <= multiple * magnitude * (1 + 1e-9):
-            return multiple * magnitude
-    return 10.0 * magnitude
-
-
-def _decimals(step: float) -> int:
-    """Decimals that tell ticks ``step`` apart (0.025 -> 3, 0.02 -> 2, 5 -> 0)."""
-    digits = max(0, -math.floor(math.log10(step) + 1e-9))
-    return digits if abs(round(step * 10**digits) - step * 10**digits) < 1e-6 else digits + 1
-
-
-@dataclasses.dataclass(frozen=True)
-class _Axis:
-    """A linear map from data ``[low, high]`` to pixels ``[start, end]``, and its ticks.
-
-    A vertical axis maps upwards (``start`` is the bottom pixel): SVG's y grows downwards.
-    """
-
-    low: float
-    high: float
-    start: float
-    end: float
-    ticks: tuple[float, ...]
-    labels: tuple[str, ...]
-
-    def __call__(self, value: float) -> float:
-        return self.start + (value - self.low) / (self.high - self.low) * (self.end - self.start)
-
-
-def _value_axis(values: Sequence[float], start: float, end: float) -> _Axis:
-    """An axis around ``values`` (finite, at least one) with about five round ticks.
-
-    Never of zero span: equal values (or one value) get a window around them.
-    """
-    low, high = min(values), max(values)
-    size = max(abs(low), abs(high))
-    if high - low <= 1e-9 * size:
-        # Equal values, or a spread below float precision at this magnitude: 5% either side.
-        pad = size * 0.05 or 0.5
-    else:
-        pad = (high - low) * 0.08  # keep points off the frame
-    low, high = low - pad, high + pad
-    step = _nice_step((high - low) / 5)
-    first, last = math.floor(low / step), math.ceil(high / step)
-    if last <= first or last - first > 50:  # float trouble at huge magnitudes: no round ticks
-        ticks = [low, high]
-        digits = 6
-    else:
-        low, high = first * step, last * step
-        ticks = [k * step for k in range(first, last + 1)]
-        digits = _decimals(step)
-    # `+ 0.0` turns a rounded -0.0 into 0.0, so no tick reads "-0.00".
-    labels = tuple(f"{round(t, digits) + 0.0:.{digits}f}" for t in ticks)
-    return _Axis(low, high, start, end, tuple(ticks), labels)
-
-
-def _count_axis(count: int, start: float, end: float) -> _Axis:
-    """An axis of the whole numbers 1..count (trials, epochs), half a unit of room each side."""
-    # About ten ticks, on whole steps of 1, 2, 5, 10, ... (round(2.5) is 2).
-    step = max(1, round(_nice_step(count / 10)))
-    ticks = [1, *range(step, count + 1, step)] if step > 1 else list(range(1, count + 1))
-    return _Axis(0.5, count + 0.5, start, end, tuple(float(t) for t in ticks), tuple(map(str, ticks)))
-
-
-def _frame(x: _Axis, y: _Axis, x_title: str, y_title: str) -> list[str]:
-    """The plot area: frame, grid lines, tick marks and labels, and the two axis titles."""
-    left, right, top, bottom = x.start, x.end, y.end, y.start
-    parts = [
-        f"<rect x='{left:.1f}' y='{top:.1f}' width='{right - left:.1f}' height='{bottom - top:.1f}' "
-        "fill='white' stroke='#444444' class='plot-area'/>"
-    ]
-    for tick, label in zip(x.ticks, x.labels, strict=True):
-        px = x(tick)
-        parts += [
-            f"<line x1='{px:.1f}' y1='{top:.1f}' x2='{px:.1f}' y2='{bottom:.1f}' stroke='#eeeeee'/>",
-            f"<line x1='{px:.1f}' y1='{bottom:.1f}' x2='{px:.1f}' y2='{bottom + 5:.1f}' stroke='#444444'/>",
-            f"<text x='{px:.1f}' y='{bottom + 18:.1f}' text-anchor='middle' font-size='11' {FONT} "
-            f"class='x-tick'>{html.escape(label)}</text>",
-        ]
-    for tick, label in zip(y.ticks, y.labels, strict=True):
-        py = y(tick)
-        parts += [
-            f"<line x1='{left:.1f}' y1='{py:.1f}' x2='{right:.1f}' y2='{py:.1f}' stroke='#eeeeee'/>",
-            f"<line x1='{left - 5:.1f}' y1='{py:.1f}' x2='{left:.1f}' y2='{py:.1f}' stroke='#444444'/>",
-            f"<text x='{left - 8:.1f}' y='{py + 4:.1f}' text-anchor='end' font-size='11' {FONT} "
-            f"class='y-tick'>{html.escape(label)}</text>",
-        ]
-    y_title_x, y_title_y = left - 60, (top + bottom) / 2
-    parts += [
-        f"<text x='{(left + right) / 2:.1f}' y='{bottom + 40:.1f}' text-anchor='middle' font-size='12' "
-        f"{FONT}>{html.escape(x_title)}</text>",
-        f"<text x='{y_title_x:.1f}' y='{y_title_y:.1f}' text-anchor='middle' font-size='12' "
-        f"transform='rotate(-90 {y_title_x:.1f} {y_title_y:.1f})' {FONT}>{html.escape(y_title)}</text>",
-    ]
-    return parts
-
-
-# Markers. Each carries a <title>: the browser shows it as a tooltip, and it names the trial.
-
-
-def _circle(x: float, y: float, colour: str, css_class: str, tip: str, radius: float = 5.0) -> str:
-    return (
-        f"<circle cx='{x:.2f}' cy='{y:.2f}' r='{radius:g}' fill='{colour}' stroke='{colour}' "
-        f"class='{css_class}'><title>{html.escape(tip)}</title></circle>"
-    )
-
-
-def _diamond(x: float, y: float, colour: str, css_class: str, tip: str, size: float = 6.0) -> str:
-    # Hollow, so an early-stopped trial reads apart from a succeeded one even without colour.
-    points = f"{x:.2f},{y - size:.2f} {x + size:.2f},{y:.2f} {x:.2f},{y + size:.2f} {x - size:.2f},{y:.2f}"
-    return (
-        f"<polygon points='{points}' fill='white' stroke='{colour}' stroke-width='2' "
-        f"class='{css_class}'><title>{html.escape(tip)}</title></polygon>"
-    )
-
-
-def _cross(x: float, y: float, colour: str, css_class: str, tip: str, size: float = 5.0) -> str:
-    path = (
-        f"M {x - size:.2f} {y - size:.2f} L {x + size:.2f} {y + size:.2f} "
-        f"M {x - size:.2f} {y + size:.2f} L {x + size:.2f} {y - size:.2f}"
-    )
-    return (
-        f"<path d='{path}' stroke='{colour}' stroke-width='2' fill='none' "
-        f"class='{css_class}'><title>{html.escape(tip)}</title></path>"
-    )
-
-
-def _bar(x: float, y: float, colour: str, css_class: str, tip: str, size: float = 6.0) -> str:
-    return (
-        f"<line x1='{x:.2f}' y1='{y - size:.2f}' x2='{x:.2f}' y2='{y + size:.2f}' stroke='{colour}' "
-        f"stroke-width='2' class='{css_class}'><title>{html.escape(tip)}</title></line>"
-    )
-
-
-def _legend(entries: Sequence[tuple[str, str]], top: float) -> list[str]:
-    """A column of (marker markup at the origin, label) entries right of the plot area."""
-    parts = [f"<g class='legend' transform='translate({LEGEND_X} {top:.1f})'>"]
-    for index, (marker, label) in enumerate(entries):
-        y = index * 20
-        parts += [
-            f"<g transform='translate(8 {y})'>{marker}</g>",
-            f"<text x='22' y='{y + 4}' font-size='12' {FONT}>{html.escape(label)}</text>",
-        ]
-    parts.append("</g>")
-    return parts
 
 
 def _tip(trial: TrialRecord, number: int, objective: str, value: float | None) -> str:
@@ -413,17 +261,14 @@ def _objective_svg(result: TuningResult) -> str:
     observed = [v for v in values if v is not None]
     maximize = result.direction == MAXIMIZE
     bottom = OBJECTIVE_TOP + OBJECTIVE_HEIGHT
-    x = _count_axis(len(result.trials), PLOT_LEFT, PLOT_LEFT + PLOT_WIDTH)
-    y = _value_axis(observed, bottom, OBJECTIVE_TOP)
+    x = count_axis(len(result.trials), PLOT_LEFT, PLOT_LEFT + PLOT_WIDTH)
+    y = value_axis(observed, bottom, OBJECTIVE_TOP)
     height = bottom + AXIS_ROOM
     title = f"{result.objective} by trial ({result.direction}, {result.algorithm})"
     parts = [
-        f"<svg width='{SVG_WIDTH}' height='{height}' viewBox='0 0 {SVG_WIDTH} {height}' role='img' "
-        "class='objective' style='max-width: 100%; height: auto;'>",
-        f"<title>{html.escape(title)}</title>",
-        f"<text x='{PLOT_LEFT + PLOT_WIDTH / 2:.1f}' y='24' text-anchor='middle' font-size='14' "
-        f"font-weight='bold' {FONT}>{html.escape(title)}</text>",
-        *_frame(x, y, "trial (creation order)", result.objective),
+        *plotting.svg_start(SVG_WIDTH, height, "objective", title, style=SVG_STYLE),
+        plotting.headline(PLOT_LEFT + PLOT_WIDTH / 2, 24, title),
+        *plotting.frame(x, y, "trial (creation order)", result.objective),
     ]
     corners = best_so_far(values, maximize)
     if corners:
@@ -439,17 +284,17 @@ def _objective_svg(result: TuningResult) -> str:
         outcome = _outcome(trial.status)
         colour = COLOURS[outcome]
         if value is not None and trial.status == EARLY_STOPPED:
-            parts.append(_diamond(x(number), y(value), colour, "point early-stopped", tip))
+            parts.append(diamond(x(number), y(value), colour, "point early-stopped", tip))
             shown.add("early-stopped")
         elif value is not None:
-            parts.append(_circle(x(number), y(value), colour, "point succeeded", tip))
+            parts.append(circle(x(number), y(value), colour, "point succeeded", tip))
             shown.add("succeeded")
         elif outcome == FAILED:
             # No value to place: a mark on the x axis, so the trial still shows where it ran.
-            parts.append(_cross(x(number), bottom, colour, "mark failed", tip))
+            parts.append(cross(x(number), bottom, colour, "mark failed", tip))
             shown.add("failed")
         else:
-            parts.append(_bar(x(number), bottom, colour, "mark no-value", tip))
+            parts.append(bar(x(number), bottom, colour, "mark no-value", tip))
             shown.add("no-value")
         if value is not None and _is_best(trial, result):
             best_ring = (
@@ -459,10 +304,10 @@ def _objective_svg(result: TuningResult) -> str:
     if best_ring:
         parts.append(best_ring)
     entries = [
-        (_circle(0, 0, COLOURS[SUCCEEDED], "key", "succeeded"), "succeeded", "succeeded"),
-        (_diamond(0, 0, COLOURS[EARLY_STOPPED], "key", "early-stopped"), "early-stopped", "early-stopped"),
-        (_cross(0, 0, COLOURS[FAILED], "key", "failed"), "failed (no value)", "failed"),
-        (_bar(0, 0, COLOURS["other"], "key", "no value"), "no value", "no-value"),
+        (circle(0, 0, COLOURS[SUCCEEDED], "key", "succeeded"), "succeeded", "succeeded"),
+        (diamond(0, 0, COLOURS[EARLY_STOPPED], "key", "early-stopped"), "early-stopped", "early-stopped"),
+        (cross(0, 0, COLOURS[FAILED], "key", "failed"), "failed (no value)", "failed"),
+        (bar(0, 0, COLOURS["other"], "key", "no value"), "no value", "no-value"),
     ]
     legend = [(marker, label) for marker, label, key in entries if key in shown]
     legend.append(
@@ -473,7 +318,7 @@ def _objective_svg(result: TuningResult) -> str:
     )
     if best_ring:
         legend.append((f"<circle r='8' fill='none' stroke='{INK}' stroke-width='1.5'/>", "best trial"))
-    parts += [*_legend(legend, OBJECTIVE_TOP + 8), "</svg>"]
+    parts += [*plotting.legend(legend, LEGEND_X, OBJECTIVE_TOP + 8), "</svg>"]
     return "\n".join(parts)
 
 
@@ -488,17 +333,14 @@ def _history_svg(result: TuningResult) -> str:
         return ""
     bottom = HISTORY_TOP + HISTORY_HEIGHT
     epochs = max(epoch for _n, _t, points in curves for epoch, _v in points)
-    x = _count_axis(epochs, PLOT_LEFT, PLOT_LEFT + PLOT_WIDTH)
-    y = _value_axis([v for _n, _t, points in curves for _e, v in points], bottom, HISTORY_TOP)
+    x = count_axis(epochs, PLOT_LEFT, PLOT_LEFT + PLOT_WIDTH)
+    y = value_axis([v for _n, _t, points in curves for _e, v in points], bottom, HISTORY_TOP)
     height = bottom + AXIS_ROOM
     title = f"{result.objective} per epoch"
     parts = [
-        f"<svg width='{SVG_WIDTH}' height='{height}' viewBox='0 0 {SVG_WIDTH} {height}' role='img' "
-        "class='history' style='max-width: 100%; height: auto;'>",
-        f"<title>{html.escape(title)}</title>",
-        f"<text x='{PLOT_LEFT + PLOT_WIDTH / 2:.1f}' y='22' text-anchor='middle' font-size='13' "
-        f"font-weight='bold' {FONT}>{html.escape(title)}</text>",
-        *_frame(x, y, "epoch", result.objective),
+        *plotting.svg_start(SVG_WIDTH, height, "history", title, style=SVG_STYLE),
+        plotting.headline(PLOT_LEFT + PLOT_WIDTH / 2, 22, title, size=13),
+        *plotting.frame(x, y, "epoch", result.objective),
     ]
     shown: dict[str, str] = {}
     for number, trial, points in curves:
@@ -514,13 +356,13 @@ def _history_svg(result: TuningResult) -> str:
             f"stroke-opacity='0.8' class='epoch-curve {css}'><title>{html.escape(tip)}</title></polyline>",
             # A dot where each curve ends: where an early-stopped trial was stopped, and the only
             # thing a one-epoch curve would show.
-            _circle(end_x, end_y, colour, f"curve-end {css}", tip, radius=2.5),
+            circle(end_x, end_y, colour, f"curve-end {css}", tip, radius=2.5),
         ]
     legend = [
         (f"<line x1='-8' y1='0' x2='8' y2='0' stroke='{colour}' stroke-width='2'/>", css)
         for css, colour in shown.items()
     ]
-    parts += [*_legend(legend, HISTORY_TOP + 8), "</svg>"]
+    parts += [*plotting.legend(legend, LEGEND_X, HISTORY_TOP + 8), "</svg>"]
     return "\n".join(parts)
 
 
@@ -557,22 +399,11 @@ def optimisation_plot_html(result: TuningResult) -> str:
             f"{html.escape(f'No trial reported the objective {result.objective}: nothing to plot.')}</p>"
         )
     history = _history_svg(result)
-    return "\n".join(
+    return plotting.html_page(
+        heading,
         [
-            "<!DOCTYPE html>",
-            "<html lang='en'>",
-            "<head>",
-            # Closed, like every void element here, so the page is also well-formed XML.
-            "<meta charset='utf-8'/>",
-            f"<title>{html.escape(heading)}</title>",
-            "</head>",
-            "<body style='font-family: sans-serif; margin: 16px;'>",
-            f"<h1 style='font-size: 18px;'>{html.escape(heading)}</h1>",
             f"<p class='summary' style='font-size: 13px;'>{html.escape(summary)}</p>",
             body,
             *([history] if history else []),
-            "</body>",
-            "</html>",
-            "",
-        ]
+        ],
     )

@@ -8,12 +8,8 @@ import xml.etree.ElementTree as ET
 import numpy as np
 import pytest
 
-from kfstack.evaluation.charts import (
-    SVG_NAMESPACE,
-    charts_html,
-    confusion_svg,
-    roc_svg,
-)
+from kfstack.evaluation.charts import charts_html, confusion_svg, roc_svg
+from kfstack.plotting import SVG_NAMESPACE
 from kfstack.training import metrics
 
 SVG = f"{{{SVG_NAMESPACE}}}"
