@@ -585,10 +585,13 @@ CATALOG = ParameterSet(
             "drift and gate",
         ),
         Parameter("force", bool, False, "Retrain even when nothing drifted.", PER_RUN),
-        from_setting(
-            GateRule,
-            "metric",
-            "The champion/challenger gate's metric: ``auc``, ``accuracy`` or ``log_loss``.",
+        # The component decides by the task's quality metric unless told (GateRule takes one).
+        Parameter(
+            "gate_metric",
+            str,
+            "",
+            "The metric the champion/challenger gate decides on, any of the task's; empty: the "
+            "task's quality metric (AUC, accuracy, RMSE).",
             "drift and gate",
         ),
         from_setting(

@@ -9,6 +9,7 @@ parameters of ``flights-retraining``.
 
 from __future__ import annotations
 
+from kfstack.monitoring.gate import GateRule
 from kfstack.pipelines.parameters import CATALOG, PER_RUN, Parameter, ParameterSet, from_setting
 from kfstack_examples.flights.features import CALENDAR_FEATURES
 from kfstack_examples.flights.features_job.config import FeatureJobConfig
@@ -101,6 +102,10 @@ _WORDED = {
         "description": "Roll back above this prediction shift (PSI of canary against stable); 0: not "
         "checked (flights-retraining's default: a model retrained because the data drifted is meant "
         "to predict differently, and its gate has compared it with production on labelled new data)."
+    },
+    "gate_metric": {
+        "default": GateRule.metric,
+        "description": "The champion/challenger gate's metric: ``auc``, ``accuracy`` or ``log_loss``.",
     },
     "drift_ignore_features": {
         "default": ",".join(CALENDAR_FEATURES),
