@@ -1,5 +1,7 @@
 """Shared test helpers: where the upstream CRDs and validator live when ../shared is present; the
-local SparkSession and the shipped flights tables (feature job and serving tests)."""
+local SparkSession and the shipped flights tables (feature job and serving tests); one small real
+flights run (serving tests and the retraining components' tests); a fake KServe cluster with
+real predictors (the KServe rollout tests and the exit handler's)."""
 
 import os
 import pathlib
@@ -42,3 +44,64 @@ def load_real_flights(shipped_data_dir: str):
 @pytest.fixture(scope="session")
 def real_flights(shipped_data_dir):
     return load_real_flights(shipped_data_dir)
+
+
+# Rows of the shipped flights the small real run reads.
+TRAINED_SAMPLE_ROWS = 4000
+
+
+@pytest.fixture(scope="session")
+def trained(tmp_path_factory, spark, shipped_data_dir, real_flights) -> dict[str, str]:
+    """``features``, ``model`` and ``input`` directories of one small real run: the feature job
+    on a slice of the shipped flights, the real trainer."""
+    from kfstack_examples.flights.features_job.job import FeatureJobConfig, run_feature_job
+    from kfstack_examples.flights.pipelines.steps import train_locally
+    from kfstack_examples.flights.training.settings import TrainingSettings
+    from tests.spark_jobs.conftest import write_input_dir
+
+    root = tmp_path_factory.mktemp("served")
+    input_dir = write_input_dir(
+        root / "input", shipped_data_dir, real_flights.head(TRAINED_SAMPLE_ROWS), "csv"
+    )
+    features = str(root / "features")
+    run_feature_job(
+        FeatureJobConfig(
+            input_uri=input_dir, output_uri=features, quarantine_uri=str(root / "quarantine"), num_shards=2
+        ),
+        spark=spark,
+    )
+    model = str(root / "model")
+    train_locally(
+        TrainingSettings(epochs=2, workers=1, batch_size=256, max_restarts=0),
+        features_uri=features,
+        model_uri=model,
+        logs_uri=str(root / "logs"),
+    )
+    return {"features": features, "model": model, "input": input_dir}
+
+
+@pytest.fixture(scope="module")
+def kserve_predictors(trained, tmp_path_factory):
+    """Each model URI the KServe tests roll out -> the loopback predictor serving it
+    (tests/serving/fake_kserve_cluster.py); started once per test module."""
+    from tests.serving.fake_kserve_cluster import predictors
+
+    with predictors(trained["model"], str(tmp_path_factory.mktemp("kserve-predictors"))) as servers:
+        yield servers
+
+
+@pytest.fixture(scope="module")
+def kserve_holdout(trained):
+    """The labelled requests a KServe rollout's canary analysis replays."""
+    from tests.serving.conftest import read_holdout
+
+    return read_holdout(trained["features"], 200)
+
+
+@pytest.fixture
+def kserve_cluster(kserve_predictors):
+    """A fresh fake KServe cluster: (launcher's Cluster, fake API server, fake controller)."""
+    from tests.serving.fake_kserve_cluster import fake_cluster
+
+    with fake_cluster(kserve_predictors) as cluster:
+        yield cluster

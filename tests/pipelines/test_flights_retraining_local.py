@@ -12,7 +12,8 @@ on real flights -- both branches, the gate, and a reproduction of the promoted m
 5. ``kfstack reproduce`` of the promoted model: the same data, spec and metrics, bit for bit.
 
 Whole runs, each a Spark job and (but for 2) a training: ``slow``. The steps' decisions are
-tested fast in tests/serving/test_champion.py and tests/monitoring.
+tested fast with their components (tests/components/: production_model, data_drift, gate_model)
+and in tests/monitoring.
 """
 
 from __future__ import annotations

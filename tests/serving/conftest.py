@@ -1,5 +1,5 @@
-"""A real model directory (the feature job on a slice of the shipped flights, the real trainer)
-and a real predictor process on a loopback port, shared by the serving tests."""
+"""A real predictor process on a loopback port serving the model of one small real run
+(``trained``, in tests/conftest.py), shared by the serving tests."""
 
 from __future__ import annotations
 
@@ -13,38 +13,11 @@ from kfstack.evaluation.scoring import RECORDS, read_labelled
 from kfstack.serving import local_services
 from kfstack.serving.rollout import Holdout
 from kfstack_examples.flights.feature_spec import HOLDOUT_FILE, LABEL_COLUMN
-from kfstack_examples.flights.features_job.job import FeatureJobConfig, run_feature_job
-from kfstack_examples.flights.pipelines.steps import train_locally
 from kfstack_examples.flights.predictor import DEFAULT_MODEL_NAME, MODULE, command
 from kfstack_examples.flights.scoring import REQUEST_SCHEMA, check_flights
-from kfstack_examples.flights.training.settings import TrainingSettings
-from tests.spark_jobs.conftest import write_input_dir
 
 PREDICTOR_MODULE = MODULE
 MODEL_NAME = DEFAULT_MODEL_NAME
-SAMPLE_ROWS = 4000
-
-
-@pytest.fixture(scope="session")
-def trained(tmp_path_factory, spark, shipped_data_dir, real_flights) -> dict[str, str]:
-    """``features``, ``model`` and ``input`` directories of one small real run."""
-    root = tmp_path_factory.mktemp("served")
-    input_dir = write_input_dir(root / "input", shipped_data_dir, real_flights.head(SAMPLE_ROWS), "csv")
-    features = str(root / "features")
-    run_feature_job(
-        FeatureJobConfig(
-            input_uri=input_dir, output_uri=features, quarantine_uri=str(root / "quarantine"), num_shards=2
-        ),
-        spark=spark,
-    )
-    model = str(root / "model")
-    train_locally(
-        TrainingSettings(epochs=2, workers=1, batch_size=256, max_restarts=0),
-        features_uri=features,
-        model_uri=model,
-        logs_uri=str(root / "logs"),
-    )
-    return {"features": features, "model": model, "input": input_dir}
 
 
 class Predictor:

@@ -1,9 +1,9 @@
 """Generic evaluation: metrics by task, scored through the server that will serve the model.
 
 Unit: binary, multiclass and regression metrics from every shape a server answers, undefined
-ones named. Real models: the digits classifier as a scikit-learn pickle and as ONNX served as
-Triton would (the two agree), a team's own kserve.Model taking records; the component under
-kfp.local.
+ones named; what the component publishes on the UI's artifacts (``core.publish``). Real models:
+the digits classifier as a scikit-learn pickle and as ONNX served as Triton would (the two
+agree), a team's own kserve.Model taking records; the component under kfp.local.
 """
 
 from __future__ import annotations
@@ -163,6 +163,40 @@ def test_the_format_comes_from_the_training_steps_metadata():
     assert model_format_of("sklearn", {"model_format": "onnx"}) == "sklearn"
     with pytest.raises(InvalidParameterError, match="records none"):
         model_format_of("", {})
+
+
+def test_publish_puts_the_figures_the_matrix_and_the_curve_on_the_uis_artifacts(tmp_path):
+    from kfp.dsl import HTML, ClassificationMetrics, Markdown, Metrics
+
+    from kfstack.components.evaluation.model_evaluation.core import publish
+
+    result = evaluate("binary", [0, 0, 0, 1], [0.1, 0.6, 0.2, 0.9]).named(["on_time", "delayed"])
+    metrics, classification, report, charts = Metrics(), ClassificationMetrics(), Markdown(), HTML()
+    report.path, charts.path = str(tmp_path / "report.md"), str(tmp_path / "charts.html")
+    publish(
+        result, threshold=0.5, metrics=metrics, classification=classification, report=report, charts=charts
+    )
+
+    assert metrics.metadata["auc"] == 1.0 and metrics.metadata["rows"] == 4
+    matrix = classification.metadata["confusionMatrix"]
+    assert [spec["displayName"] for spec in matrix["annotationSpecs"]] == ["on_time", "delayed"]
+    assert [row["row"] for row in matrix["rows"]] == [[2, 1], [0, 1]]
+    assert classification.metadata["confidenceMetrics"]  # the ROC curve, binary with probabilities
+    assert "| auc |" in (tmp_path / "report.md").read_text()
+    page = (tmp_path / "charts.html").read_text()
+    assert "predicted delayed at probability ≥ 0.5" in page and "<svg" in page
+    # An undefined figure is logged as such, and a regression has no matrix nor curve.
+    regression = evaluate("regression", [2.0, 2.0], [1.0, 3.0])
+    metrics, classification = Metrics(), ClassificationMetrics()
+    publish(
+        regression,
+        threshold=0.5,
+        metrics=metrics,
+        classification=classification,
+        report=report,
+        charts=charts,
+    )
+    assert metrics.metadata["r2"] == "undefined" and classification.metadata == {}
 
 
 # kfp.local warns that the component's image is not plain Python; this process has its packages.

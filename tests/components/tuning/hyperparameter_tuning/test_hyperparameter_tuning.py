@@ -12,6 +12,8 @@ import pytest
 from kfstack.components.tuning.hyperparameter_tuning.stage import BEST, STAGE
 from kfstack.errors import InvalidParameterError, TuningFailedError
 from kfstack.kubernetes.naming import RunContext
+from tests.kfp_local import logged as logged_metrics
+from tests.kfp_local import run_pipeline, task_outputs
 from tests.kubernetes.test_builders import validate_with_crds
 
 TEAM = {
@@ -157,3 +159,35 @@ def test_tuning_off_hands_the_runs_values_on_typed(team_code, tmp_path, dataset)
     result = STAGE.run_local(STAGE.variants(settings)[0].settings)
     assert result.outputs[BEST] == {"depth": 4, "learning_rate": 1.0}
     assert not (tmp_path / "trials").exists()
+
+
+# kfp.local warns that the component's image is not plain Python; this process has its packages.
+@pytest.mark.filterwarnings("ignore:You may be attemping to run a task:RuntimeWarning")
+def test_the_component_runs_under_kfp_local(team_code, tmp_path, dataset):
+    from kfp import dsl
+
+    from kfstack.components.tuning.hyperparameter_tuning.component import hyperparameter_tuning
+
+    given = {
+        name: value
+        for name, value in arguments(tmp_path, dataset).items()
+        if name not in ("data", "tuning_trials", "tuning_search_space", "tuning_max_trials")
+    }
+
+    @dsl.pipeline(name="team-tuning")
+    def team_tuning():
+        data = dsl.importer(artifact_uri=dataset, artifact_class=dsl.Dataset)
+        hyperparameter_tuning(
+            data=data.output,
+            tuning_search_space=json.dumps({"depth": SPACE["depth"]}),
+            tuning_max_trials=2,
+            **given,
+        )
+
+    run = run_pipeline(team_tuning, tmp_path / "root")
+    outputs = task_outputs(run, "hyperparameter-tuning")
+    # The grid's two trials (depth 5 and 6); the best handed on with the run's other values.
+    assert outputs["parameterValues"]["best_hyperparameters"] == {"depth": 6, "learning_rate": 0.1}
+    logged = logged_metrics(run, "hyperparameter-tuning", "tuning_metrics")
+    assert logged["trials_run"] == 2 and logged["trials_succeeded"] == 2
+    assert "depth" in (run / "hyperparameter-tuning" / "tuning_report").read_text()

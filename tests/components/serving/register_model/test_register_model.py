@@ -1,10 +1,12 @@
-"""Registration of the production model in Kubeflow Model Registry (``register_model``).
+"""Registration of the production model in Kubeflow Model Registry (``register_model``): its
+plain function (``core.register_production_model``), the registry parts it is built on
+(:mod:`kfstack.serving.model_registry`), and the component under kfp.local.
 
 No real Model Registry server runs here. The real ``model-registry`` 0.3.18 client talks real
-HTTP to a fake server on 127.0.0.1 (``fake_model_registry.py``) that implements the endpoints
-that client calls and checks every body against the client's own OpenAPI models. What a real
-server would add -- its database, its own validation, an auth proxy's token review -- is not
-exercised; the fake reproduces the behaviours the step depends on (unique names, 404 on a
+HTTP to a fake server on 127.0.0.1 (tests/serving/fake_model_registry.py) that implements the
+endpoints that client calls and checks every body against the client's own OpenAPI models. What
+a real server would add -- its database, its own validation, an auth proxy's token review -- is
+not exercised; the fake reproduces the behaviours the step depends on (unique names, 404 on a
 missing lookup, 401 on a wrong token).
 
 The model directory is a minimal one: a ``lineage.json`` written by :class:`Lineage` and a
@@ -27,6 +29,7 @@ from kfstack.errors import InvalidParameterError, PlatformNotAvailableError, Run
 from kfstack.lineage import Lineage
 from kfstack.serving import model_registry as mr
 from kfstack.uris import storage_uri
+from tests.kfp_local import run_pipeline, task_outputs
 from tests.serving import fake_model_registry
 from tests.serving.fake_model_registry import API, FakeModelRegistry
 
@@ -440,15 +443,14 @@ def test_the_fake_refuses_a_body_the_api_does_not_define(fake_registry):
 # kfp.local warns that the component's image is not plain Python; this process has its packages.
 @pytest.mark.filterwarnings("ignore:You may be attemping to run a task:RuntimeWarning")
 def test_the_component_registers_through_kfp_local(model_dir, tmp_path, fake_registry):
-    from kfp import dsl, local
-    from kfp.local import config
+    from kfp import dsl
 
     from kfstack.components.serving.register_model.component import register_model
 
     @dsl.pipeline(name="register-model-test")
-    def registration() -> str:
+    def registration():
         imported = dsl.importer(artifact_uri=model_dir, artifact_class=dsl.Model)
-        task = register_model(
+        register_model(
             platform="local",
             model=imported.output,
             decision="first",
@@ -457,14 +459,9 @@ def test_the_component_registers_through_kfp_local(model_dir, tmp_path, fake_reg
             model_registry_author="",
             model_format="onnx",  # an imported directory carries no training step's record
         )
-        return task.outputs["registration"]
 
-    previous = config.LocalExecutionConfig.instance
-    local.init(runner=local.SubprocessRunner(use_venv=False), pipeline_root=str(tmp_path / "root"))
-    try:
-        output = json.loads(registration().output)
-    finally:
-        config.LocalExecutionConfig.instance = previous
+    run = run_pipeline(registration, tmp_path / "root")
+    output = json.loads(task_outputs(run, "register-model")["parameterValues"]["registration"])
 
     assert output["registered"] and output["created"]
     assert output["uri"] == f"file://{model_dir}"
