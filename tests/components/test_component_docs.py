@@ -1,4 +1,4 @@
-"""Every component's README lists exactly the component's inputs and outputs.
+"""Every component documents itself and has its tests where it is.
 
 A component documents itself beside its code (``components/<category>/<name>/README.md``): an
 ``Inputs`` and an ``Outputs`` section, each a Markdown table whose first column is an argument
@@ -7,21 +7,30 @@ component interface (``component_spec``), so a renamed, added or removed argumen
 until the README follows. Components are found by scanning ``components/**/component.py``: a
 new component without a README fails too. ``validate_run`` lives in ``pipelines/`` and is
 documented in a section of ``components/README.md``.
+
+Beside each README is a ``metadata.yaml`` in kubeflow/pipelines-components' schema, and each
+component's tests are mirrored under ``tests/components/<category>/<name>/`` (``validate_run``'s
+in ``tests/pipelines/test_validate_run.py``), at that repository's levels: a unit test of the
+plain function the component calls, and a run of the component under kfp.local.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import datetime
 import importlib
 import pathlib
 import re
 
+import jsonschema
 import pytest
+import yaml
 from kfp.dsl.base_component import BaseComponent
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
 COMPONENTS_DIR = REPO_ROOT / "components"
 INDEX = COMPONENTS_DIR / "README.md"
+TESTS_DIR = REPO_ROOT / "tests"
 VALIDATE_RUN_SECTION = "Pipeline-level component: `validate_run`"
 
 PARAMETER_TYPES = {
@@ -226,3 +235,120 @@ def test_index_links_every_component_readme():
     links = set(re.findall(r"\]\(([^)#]+/README\.md)\)", index))
     expected = {f"{c.label}/README.md" for c in COMPONENTS if c.doc_path != INDEX}
     assert expected <= links, f"components/README.md does not link {', '.join(sorted(expected - links))}"
+
+
+# --- metadata.yaml ----------------------------------------------------------------------------
+
+# The rules of kubeflow/pipelines-components' metadata.yaml (scripts/validate_metadata): the keys
+# it knows and those it requires, the stability levels, Kubeflow Pipelines among the Kubeflow
+# dependencies, and a dependency's version in semantic versioning (optionally ==, >=, <=, ~=).
+_VERSION = r"^(==|>=|<=|~=)?(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)([-+][0-9A-Za-z.+-]+)?$"
+_DEPENDENCY = {
+    "type": "object",
+    "required": ["name", "version"],
+    "properties": {"name": {"type": "string"}, "version": {"type": "string", "pattern": _VERSION}},
+}
+METADATA_SCHEMA = {
+    "type": "object",
+    "required": ["name", "stability", "dependencies", "lastVerified"],
+    "additionalProperties": False,
+    "properties": {
+        "name": {"type": "string"},
+        "stability": {"enum": ["alpha", "beta", "stable"]},
+        "dependencies": {
+            "type": "object",
+            "required": ["kubeflow"],
+            "additionalProperties": False,
+            "properties": {
+                "kubeflow": {
+                    "type": "array",
+                    "items": _DEPENDENCY,
+                    "contains": {"properties": {"name": {"const": "Pipelines"}}, "required": ["name"]},
+                },
+                "external_services": {"type": "array", "items": _DEPENDENCY},
+            },
+        },
+        "lastVerified": {},  # a date-time: YAML reads it as one (checked below)
+        "tags": {"type": "array", "items": {"type": "string"}},
+        "ci": {
+            "type": "object",
+            "additionalProperties": False,
+            "properties": {"skip_dependency_probe": {"type": "boolean"}},
+        },
+        "links": {"type": "object"},
+        "managed": {"type": "boolean"},
+        "description": {"type": "string"},
+    },
+}
+FOLDER_COMPONENTS = [c for c in COMPONENTS if c.doc_path != INDEX]
+
+
+@pytest.mark.parametrize("documented", FOLDER_COMPONENTS, ids=lambda c: c.label)
+def test_metadata_follows_the_pipelines_components_schema(documented):
+    path = documented.doc_path.parent / "metadata.yaml"
+    where = path.relative_to(REPO_ROOT).as_posix()
+    assert path.exists(), f"no {where} beside the component"
+    metadata = yaml.safe_load(path.read_text(encoding="utf-8"))
+    problems = [
+        f"{'.'.join(map(str, error.absolute_path)) or 'top level'}: {error.message}"
+        for error in jsonschema.Draft202012Validator(METADATA_SCHEMA).iter_errors(metadata)
+    ]
+    assert not problems, f"{where}: " + "; ".join(sorted(problems))
+    assert metadata["name"] == path.parent.name, f"{where}: name is not the folder's"
+    verified = metadata["lastVerified"]
+    assert isinstance(verified, datetime.datetime) and verified.tzinfo is not None, (
+        f"{where}: lastVerified={verified!r} is not a date-time with its zone (2026-11-25T00:00:00Z)"
+    )
+
+
+# --- tests where the component is -------------------------------------------------------------
+
+_LOCAL_RUN = re.compile(r"\brun_pipeline\(|\blocal\.init\(")
+
+
+@dataclasses.dataclass(frozen=True)
+class ComponentTests:
+    """Where a component's tests are and how they name it."""
+
+    where: pathlib.Path  # the mirrored folder, or validate_run's module
+    modules: list[pathlib.Path]
+    component_module: str  # imported by the test that runs it under kfp.local
+    plain: re.Pattern[str]  # how a unit test reaches the plain function
+
+
+def component_tests(documented: DocumentedComponent) -> ComponentTests:
+    if documented.doc_path == INDEX:  # validate_run, with the pipelines
+        path = TESTS_DIR / "pipelines" / "test_validate_run.py"
+        return ComponentTests(
+            path,
+            [path] if path.exists() else [],
+            "kfstack.pipelines.validate_run",
+            re.compile(r"kfstack\.pipelines\.rendering import .*\bcheck_run_parameters\b"),
+        )
+    folder = TESTS_DIR / "components" / documented.label
+    package = re.escape("kfstack.components." + documented.label.replace("/", "."))
+    return ComponentTests(
+        folder,
+        sorted(folder.glob("test_*.py")),
+        f"kfstack.components.{documented.label.replace('/', '.')}.component",
+        # core.py or stage.py, or the component's own function where it has neither.
+        re.compile(rf"{package}(\.| import )(core|stage)\b|\.python_func\b"),
+    )
+
+
+@pytest.mark.parametrize("documented", COMPONENTS, ids=lambda c: c.label)
+def test_every_component_has_unit_and_kfp_local_tests_where_it_is(documented):
+    tests = component_tests(documented)
+    where = tests.where.relative_to(REPO_ROOT).as_posix()
+    assert tests.modules, f"{documented.label}: no test module in {where}"
+    texts = {path.name: path.read_text(encoding="utf-8") for path in tests.modules}
+    assert any(tests.plain.search(text) for text in texts.values()), (
+        f"{where}: no unit test of {documented.label}'s plain function (its core or stage module, "
+        f"or the component's python_func)"
+    )
+    runs = [
+        name
+        for name, text in texts.items()
+        if f"{tests.component_module} import" in text and _LOCAL_RUN.search(text)
+    ]
+    assert runs, f"{where}: no test imports {tests.component_module} and runs it under kfp.local"
