@@ -50,7 +50,7 @@ from kfstack.errors import DeploymentFailedError, InvalidParameterError
 from kfstack.kubernetes.node_pools import NodePoolProfile
 from kfstack.kubernetes.pods import to_dict
 from kfstack.kubernetes.resources import KSERVE_MODE_ANNOTATION, SERVERLESS, STANDARD, kserve_mode
-from kfstack.settings import Placeholder
+from kfstack.settings import Placeholder, Settings, setting
 
 DEPLOYMENT_MODE_ANNOTATION = KSERVE_MODE_ANNOTATION
 DEPLOYMENT_MODES = {SERVERLESS: "Serverless", STANDARD: "Standard"}
@@ -103,7 +103,7 @@ def kserve_sdk() -> Any:
 
 
 @dataclasses.dataclass(frozen=True)
-class ServingRequest:
+class ServingRequest(Settings):
     """One rollout of a model to an InferenceService.
 
     Attributes:
@@ -130,59 +130,63 @@ class ServingRequest:
             V1); empty: the runtime's default.
     """
 
-    name: str
-    mode: str
+    concern = "serving request"
+
+    # Built by keyword: the fields without a default go first, for the dataclass.
     storage_uri: str
     model_version: str
     profile: NodePoolProfile
-    service_account: str = ""
-    min_replicas: int = 1
-    max_replicas: int = 3
-    scale_metric: str = ""
-    scale_target: int = 0
-    canary_traffic_percent: int = 10
+    name: str = setting(parameter="serving_name")
+    mode: str = setting(choices=tuple(DEPLOYMENT_MODES), parameter="serving_mode")
+    service_account: str = setting("", parameter="serving_service_account")
+    min_replicas: int = setting(1, ge=0, parameter="serving_min_replicas")
+    max_replicas: int = setting(3, ge=1, parameter="serving_max_replicas")
+    scale_metric: str = setting("", parameter="serving_scale_metric")
+    scale_target: int = setting(0, ge=0, parameter="serving_scale_target")
+    canary_traffic_percent: int = setting(10, ge=1, le=99)
     labels: dict[str, str] = dataclasses.field(default_factory=dict)
     model_format: str = ""
     model_format_version: str = ""
     runtime: str = ""
     protocol_version: str = ""
 
-    def __post_init__(self) -> None:
+    def check(self) -> list[str]:
+        if not self.concrete("mode"):
+            return []  # the rules below are the mode's
         problems = []
-        if self.mode not in DEPLOYMENT_MODES:
-            problems.append(f"serving_mode={self.mode!r} must be one of {', '.join(DEPLOYMENT_MODES)}")
-        elif not _NAME.match(self.name) or len(self.name) > MAX_NAME_LENGTH[self.mode]:
+        name, mode = self.argument("name"), self.argument("mode")
+        longest = MAX_NAME_LENGTH[self.mode]
+        if self.concrete("name") and (not _NAME.match(self.name) or len(self.name) > longest):
             problems.append(
-                f"serving_name={self.name!r}: an InferenceService name is a DNS-1035 label (lower-case "
-                f"letters, digits and '-', starting with a letter) of at most {MAX_NAME_LENGTH[self.mode]} "
-                f"characters in serving_mode={self.mode} (KServe derives longer names from it)"
+                f"{name}={self.name!r}: an InferenceService name is a DNS-1035 label (lower-case "
+                f"letters, digits and '-', starting with a letter) of at most {longest} "
+                f"characters in {mode}={self.mode} (KServe derives longer names from it)"
             )
-        if self.min_replicas < 0 or self.max_replicas < max(1, self.min_replicas):
+        if self.max_replicas < self.min_replicas:
             problems.append(
-                f"serving_min_replicas={self.min_replicas}, serving_max_replicas={self.max_replicas}: "
-                f"need 0 <= min <= max and max >= 1"
+                f"{self.argument('min_replicas')}={self.min_replicas} must be <= "
+                f"{self.argument('max_replicas')}={self.max_replicas}"
             )
         if self.min_replicas == 0 and self.mode == STANDARD:
-            problems.append("serving_min_replicas=0 (scale to zero) needs serving_mode=serverless (Knative)")
-        metrics = SCALE_METRICS.get(self.mode, {})
-        if metrics and self.scale_metric and self.scale_metric not in metrics:
             problems.append(
-                f"serving_scale_metric={self.scale_metric!r}: serving_mode={self.mode} scales on "
+                f"{self.argument('min_replicas')}=0 (scale to zero) needs {mode}={SERVERLESS} (Knative)"
+            )
+        metrics = SCALE_METRICS[self.mode]
+        if self.scale_metric and self.scale_metric not in metrics:
+            problems.append(
+                f"{self.argument('scale_metric')}={self.scale_metric!r}: {mode}={self.mode} scales on "
                 f"{' or '.join(metrics)}"
             )
-        elif metrics and (self.scale_target < 0 or (self.mode == STANDARD and self.scale_target > 100)):
+        elif self.mode == STANDARD and self.scale_target > 100:
             problems.append(
-                f"serving_scale_target={self.scale_target}: a target per replica, at least 1 "
-                f"(serving_mode=standard: a utilisation percent, at most 100); 0: the default"
+                f"{self.argument('scale_target')}={self.scale_target}: {mode}={STANDARD} scales on a "
+                f"utilisation percent, at most 100 (0: the default)"
             )
         if not self.model_format:
             problems.append("the model format the InferenceService declares (modelFormat.name) is empty")
-        if not 0 < self.canary_traffic_percent < 100:
-            problems.append(f"canary_traffic_percent={self.canary_traffic_percent} must be between 1 and 99")
         if "://" not in self.storage_uri and not isinstance(self.storage_uri, Placeholder):
             problems.append(f"storage URI {self.storage_uri!r} has no scheme (s3://, gs://, pvc://...)")
-        if problems:
-            raise InvalidParameterError("; ".join(problems))
+        return problems
 
     @property
     def scaling(self) -> tuple[str, int]:
