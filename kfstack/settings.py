@@ -3,8 +3,14 @@
 A settings class is a frozen dataclass deriving from :class:`Settings`; each field declares its
 constraints with :func:`setting`. Constructing one validates every field and the class's own
 cross-field :meth:`Settings.check`, and raises :class:`~kfstack.errors.InvalidParameterError`
-naming each bad field -- by the pipeline parameter it comes from when that name differs -- so a
-bad value fails before anything is created. Everything below the edge takes the object.
+naming each bad field, so a bad value fails before anything is created. Everything below the
+edge takes the object.
+
+The library names a value by its field (``TrainingPlacement.node_pool``). What a user set has
+the name of a component's argument or a pipeline's parameter (``gpu_pool``), which only the edge
+knows: it builds settings with :meth:`Settings.from_arguments` and the names of its arguments
+(``names={"node_pool": "gpu_pool"}``), or within :func:`named`, and the messages then name what
+the user set.
 
 Why dataclasses and not pydantic: the settings are a handful of scalars, the launcher image and
 ``kfstack compile`` should import nothing beyond the standard library for them, and a field must
@@ -15,11 +21,13 @@ the checks are ours.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import dataclasses
 import re
 import types
 import typing
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any, ClassVar, TypeVar
 
 from kfstack.errors import InvalidParameterError
@@ -79,7 +87,6 @@ def setting(
     le: float | None = None,
     lt: float | None = None,
     choices: tuple[Any, ...] | None = None,
-    parameter: str | None = None,
 ) -> Any:
     """A settings field with its constraints.
 
@@ -87,16 +94,32 @@ def setting(
         default: The one default of this value in the project.
         ge, gt, le, lt: Numeric bounds (inclusive ``ge``/``le``, exclusive ``gt``/``lt``).
         choices: The allowed values.
-        parameter: The pipeline/component argument this field is read from, when it is not
-            the field's own name (errors name what the user set).
     """
-    metadata = {"ge": ge, "gt": gt, "le": le, "lt": lt, "choices": choices, "parameter": parameter}
+    metadata = {"ge": ge, "gt": gt, "le": le, "lt": lt, "choices": choices}
     return dataclasses.field(default=default, metadata=metadata)
 
 
-def parameter_name(field: dataclasses.Field) -> str:
-    """The argument name a field is read from (and named by in errors)."""
-    return field.metadata.get("parameter") or field.name
+# Field -> the argument name a user set, for the settings being built (see the module docstring).
+_ARGUMENT_NAMES: contextvars.ContextVar[Mapping[str, str]] = contextvars.ContextVar(
+    "argument_names", default=types.MappingProxyType({})
+)
+
+
+@contextlib.contextmanager
+def named(names: Mapping[str, str]) -> Iterator[None]:
+    """Within it, settings name a field by ``names[field]`` in their messages (the edge's
+    argument names); fields it does not list keep their own names."""
+    token = _ARGUMENT_NAMES.set(names)
+    try:
+        yield
+    finally:
+        _ARGUMENT_NAMES.reset(token)
+
+
+def argument_name(field: str) -> str:
+    """The name a message gives ``field``: the edge's argument name within :func:`named`, else
+    the field's own."""
+    return _ARGUMENT_NAMES.get().get(field, field)
 
 
 _UNIONS = (typing.Union, types.UnionType)
@@ -166,7 +189,7 @@ class Settings:
         problems: list[str] = []
         for field in dataclasses.fields(self):  # type: ignore[arg-type]
             value = getattr(self, field.name)
-            name = parameter_name(field)
+            name = argument_name(field.name)
             type_problem = _type_problem(name, value, hints[field.name])
             if type_problem:
                 problems.append(type_problem)
@@ -179,9 +202,8 @@ class Settings:
         return []
 
     def argument(self, field_name: str) -> str:
-        """The argument name of one of this class's fields (for messages)."""
-        fields = {f.name: f for f in dataclasses.fields(self)}  # type: ignore[arg-type]
-        return parameter_name(fields[field_name])
+        """The name of one of this class's fields in messages (:func:`argument_name`)."""
+        return argument_name(field_name)
 
     def concrete(self, *names: str) -> bool:
         """True when none of the named fields holds a :class:`Placeholder` (cross-field rules
@@ -189,34 +211,38 @@ class Settings:
         return not any(isinstance(getattr(self, n), Placeholder) for n in names)
 
     @classmethod
-    def from_arguments(cls: type[S], arguments: Mapping[str, Any], **overrides: Any) -> S:
-        """The settings of ``arguments`` (component or pipeline arguments, by parameter name).
+    def from_arguments(
+        cls: type[S], arguments: Mapping[str, Any], names: Mapping[str, str] | None = None, **overrides: Any
+    ) -> S:
+        """The settings of ``arguments`` (component or pipeline arguments by name).
 
-        Fields whose argument is absent keep their default; ``overrides`` (by field name) win.
+        Args:
+            arguments: Argument name -> value.
+            names: Field -> the argument it is read from, where the two differ (the edge's
+                names: messages name the argument).
+            overrides: Values by field name; they win over ``arguments``.
+
+        Fields whose argument is absent keep their default.
 
         Raises:
             InvalidParameterError: A value is missing, mistyped or out of range.
         """
+        names = names or {}
         values: dict[str, Any] = {}
         for field in dataclasses.fields(cls):  # type: ignore[arg-type]
+            argument = names.get(field.name, field.name)
             if field.name in overrides:
                 values[field.name] = overrides[field.name]
-            elif parameter_name(field) in arguments:
-                values[field.name] = arguments[parameter_name(field)]
-        try:
-            return cls(**values)
-        except TypeError as err:  # a required field without an argument
-            raise InvalidParameterError(f"invalid {cls.concern}: {err}") from err
+            elif argument in arguments:
+                values[field.name] = arguments[argument]
+        with named(names):
+            try:
+                return cls(**values)
+            except TypeError as err:  # a required field without an argument
+                raise InvalidParameterError(f"invalid {cls.concern}: {err}") from err
 
-    def arguments(self) -> dict[str, Any]:
-        """Argument name -> value of every field (what these settings were built from)."""
-        return {parameter_name(f): getattr(self, f.name) for f in dataclasses.fields(self)}  # type: ignore[arg-type]
-
-    @classmethod
-    def defaults(cls) -> dict[str, Any]:
-        """Argument name -> default of every field that has one (docs, pipeline signatures)."""
-        return {
-            parameter_name(f): f.default
-            for f in dataclasses.fields(cls)  # type: ignore[arg-type]
-            if f.default is not dataclasses.MISSING
-        }
+    def arguments(self, names: Mapping[str, str] | None = None) -> dict[str, Any]:
+        """Argument name -> value of every field (what these settings were built from);
+        ``names`` as :meth:`from_arguments` takes them."""
+        names = names or {}
+        return {names.get(f.name, f.name): getattr(self, f.name) for f in dataclasses.fields(self)}  # type: ignore[arg-type]

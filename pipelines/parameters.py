@@ -21,6 +21,7 @@ import typing
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
+from kfstack.components.argument_names import argument
 from kfstack.kubernetes import inference_service
 from kfstack.kubernetes.placement import Placement, ServingPlacement, TrainingPlacement, TuningPlacement
 from kfstack.kubernetes.spark_application import SparkJobPlacement, SparkResources
@@ -28,7 +29,6 @@ from kfstack.monitoring.drift import DriftThresholds
 from kfstack.monitoring.gate import GateRule
 from kfstack.serving import model_registry
 from kfstack.serving.canary import CanaryThresholds
-from kfstack.settings import parameter_name
 from kfstack.training.settings import JobTopology
 from kfstack.tuning.spec import TuningSettings
 
@@ -100,16 +100,15 @@ class Parameter:
 def from_setting(owner: type, field: str, description: str, group: str, name: str | None = None) -> Parameter:
     """The parameter a settings class's ``field`` is read from: its type, default and range are
     the field's (``owner`` is a dataclass: a :class:`~kfstack.settings.Settings` subclass or a
-    plain one). ``name`` defaults to the argument name the field is read from."""
+    plain one). ``name`` defaults to the components' argument name of the field
+    (:mod:`kfstack.components.argument_names`)."""
     fields = {f.name: f for f in dataclasses.fields(owner)}
     declared = fields[field]
     if declared.default is dataclasses.MISSING:
         raise ValueError(f"{owner.__name__}.{field} has no default for a pipeline parameter")
-    bounds = {
-        key: value for key, value in declared.metadata.items() if key != "parameter" and value is not None
-    }
+    bounds = {key: value for key, value in declared.metadata.items() if value is not None}
     return Parameter(
-        name=name or parameter_name(declared),
+        name=name or argument(owner, field),
         type=typing.get_type_hints(owner)[field],
         default=declared.default,
         description=description,

@@ -136,13 +136,13 @@ class ServingRequest(Settings):
     storage_uri: str
     model_version: str
     profile: NodePoolProfile
-    name: str = setting(parameter="serving_name")
-    mode: str = setting(choices=tuple(DEPLOYMENT_MODES), parameter="serving_mode")
-    service_account: str = setting("", parameter="serving_service_account")
-    min_replicas: int = setting(1, ge=0, parameter="serving_min_replicas")
-    max_replicas: int = setting(3, ge=1, parameter="serving_max_replicas")
-    scale_metric: str = setting("", parameter="serving_scale_metric")
-    scale_target: int = setting(0, ge=0, parameter="serving_scale_target")
+    name: str = setting()
+    mode: str = setting(choices=tuple(DEPLOYMENT_MODES))
+    service_account: str = setting("")
+    min_replicas: int = setting(1, ge=0)
+    max_replicas: int = setting(3, ge=1)
+    scale_metric: str = setting("")
+    scale_target: int = setting(0, ge=0)
     canary_traffic_percent: int = setting(10, ge=1, le=99)
     labels: dict[str, str] = dataclasses.field(default_factory=dict)
     model_format: str = ""

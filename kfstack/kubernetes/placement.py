@@ -67,8 +67,8 @@ class TrainingPlacement(Placement):
 
     concern = "training placement"
 
-    node_pool: str = setting("h100", parameter="gpu_pool")
-    timeout_seconds: int = setting(6 * 3600, gt=0, parameter="training_timeout_seconds")
+    node_pool: str = setting("h100")
+    timeout_seconds: int = setting(6 * 3600, gt=0)
     # Which training operator's API runs the job, and the TrainJob's runtime
     # (kfstack.kubernetes.training_apis).
     training_api: str = setting(training_apis.AUTO, choices=training_apis.TRAINING_APIS)
@@ -77,18 +77,19 @@ class TrainingPlacement(Placement):
     def check(self) -> list[str]:
         problems = super().check()
         if not self.trainer_runtime:
-            problems.append("trainer_runtime: name the ClusterTrainingRuntime TrainJobs run on")
+            runtime = self.argument("trainer_runtime")
+            problems.append(f"{runtime}: name the ClusterTrainingRuntime TrainJobs run on")
         return problems
 
 
 @dataclasses.dataclass(frozen=True)
 class TuningPlacement(TrainingPlacement):
     """Where a Katib Experiment's trials run (the training pool) and how long it may take: the
-    wait for the whole Experiment (each trial's job keeps ``training_timeout_seconds``)."""
+    wait for the whole Experiment (each trial's job keeps the training placement's timeout)."""
 
     concern = "tuning placement"
 
-    timeout_seconds: int = setting(24 * 3600, gt=0, parameter="tuning_timeout_seconds")
+    timeout_seconds: int = setting(24 * 3600, gt=0)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -99,7 +100,7 @@ class ServingPlacement(Placement):
 
     concern = "serving placement"
 
-    node_pool: str = setting(node_pools.SERVING_POOL, parameter="serving_pool")
-    service_account: str = setting("", parameter="serving_service_account")
-    timeout_seconds: int = setting(30 * 60, gt=0, parameter="serving_timeout_seconds")
+    node_pool: str = setting(node_pools.SERVING_POOL)
+    service_account: str = setting("")
+    timeout_seconds: int = setting(30 * 60, gt=0)
     poll_interval_seconds: int = setting(5, gt=0)

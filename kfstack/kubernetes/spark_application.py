@@ -63,22 +63,22 @@ _MEMORY_SUFFIXES = ("k", "m", "g", "t")
 @dataclasses.dataclass(frozen=True)
 class SparkResources(Settings):
     """Driver and executor sizes (memory as Spark writes it: ``512m``, ``4g``), read from the
-    ``spark_*`` arguments of a Spark stage."""
+    arguments of a Spark stage."""
 
     concern = "spark resources"
 
-    driver_cores: int = setting(1, ge=1, parameter="spark_driver_cores")
-    driver_memory: str = setting("2g", parameter="spark_driver_memory")
-    executor_instances: int = setting(2, ge=1, parameter="spark_executors")
-    executor_cores: int = setting(2, ge=1, parameter="spark_executor_cores")
-    executor_memory: str = setting("4g", parameter="spark_executor_memory")
+    driver_cores: int = setting(1, ge=1)
+    driver_memory: str = setting("2g")
+    executor_instances: int = setting(2, ge=1)
+    executor_cores: int = setting(2, ge=1)
+    executor_memory: str = setting("4g")
 
     def check(self) -> list[str]:
         return [
             problem
             for name, value in (
-                ("spark_driver_memory", self.driver_memory),
-                ("spark_executor_memory", self.executor_memory),
+                (self.argument("driver_memory"), self.driver_memory),
+                (self.argument("executor_memory"), self.executor_memory),
             )
             if (problem := _memory_problem(name, value))
         ]
@@ -86,22 +86,22 @@ class SparkResources(Settings):
 
 @dataclasses.dataclass(frozen=True)
 class SparkJobPlacement(Placement):
-    """Where a Spark job's driver and executors run, read from the ``spark_*`` placement
-    arguments of a Spark stage: a CPU pool by default, and a driver service account that may
+    """Where a Spark job's driver and executors run, read from the placement arguments of a
+    Spark stage: a CPU pool by default, and a driver service account that may
     create executor pods."""
 
     concern = "spark placement"
 
-    node_pool: str = setting(node_pools.CPU_POOL, parameter="spark_node_pool")
-    service_account: str = setting("kfstack-spark", parameter="spark_service_account")
-    timeout_seconds: int = setting(2 * 3600, gt=0, parameter="spark_timeout_seconds")
+    node_pool: str = setting(node_pools.CPU_POOL)
+    service_account: str = setting("kfstack-spark")
+    timeout_seconds: int = setting(2 * 3600, gt=0)
 
     def check(self) -> list[str]:
         problems = super().check()
         if not self.service_account:
             problems.append(
-                "spark_service_account: the Spark driver needs a service account that may "
-                "create executor pods"
+                f"{self.argument('service_account')}: the Spark driver needs a service account that "
+                "may create executor pods"
             )
         return problems
 

@@ -115,8 +115,8 @@ class DriftThresholds(Settings):
 
     concern = "drift thresholds"
 
-    max_psi: float = setting(0.2, gt=0.0, parameter="drift_max_psi")
-    max_label_rate_shift: float = setting(0.05, ge=0.0, le=1.0, parameter="drift_max_label_rate_shift")
+    max_psi: float = setting(0.2, gt=0.0)
+    max_label_rate_shift: float = setting(0.05, ge=0.0, le=1.0)
     ignored_features: tuple[str, ...] = ()
 
 

@@ -40,8 +40,8 @@ class GateRule(Settings):
 
     concern = "gate rule"
 
-    metric: str = setting("auc", choices=tuple(GATE_METRICS), parameter="gate_metric")
-    margin: float = setting(0.0, ge=0.0, parameter="gate_margin")
+    metric: str = setting("auc", choices=tuple(GATE_METRICS))
+    margin: float = setting(0.0, ge=0.0)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -67,11 +67,11 @@ class CanaryThresholds(Settings):
 
     concern = "canary thresholds"
 
-    max_error_rate: float = setting(0.01, ge=0.0, le=1.0, parameter="canary_max_error_rate")
-    max_latency_ratio: float = setting(2.0, ge=1.0, parameter="canary_max_latency_ratio")
-    latency_slack_ms: float = setting(5.0, ge=0.0, parameter="canary_latency_slack_ms")
-    max_psi: float = setting(0.2, ge=0.0, parameter="canary_max_psi")
-    max_quality_drop: float = setting(0.01, ge=0.0, parameter="canary_max_quality_drop")
+    max_error_rate: float = setting(0.01, ge=0.0, le=1.0)
+    max_latency_ratio: float = setting(2.0, ge=1.0)
+    latency_slack_ms: float = setting(5.0, ge=0.0)
+    max_psi: float = setting(0.2, ge=0.0)
+    max_quality_drop: float = setting(0.01, ge=0.0)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -1,13 +1,13 @@
 """The tuning spec: what a Katib ``Experiment`` says, typed and validated before anything runs.
 
-:class:`TuningSettings` reads the pipeline's ``tune`` and ``tuning_*`` parameters -- scalars a
-user fills in the Kubeflow UI, and the search space as a small JSON string -- and refuses an
-invalid spec with the parameter's name: an empty range, an unknown algorithm or algorithm
-setting, an objective the trainer never prints, a goal outside what the metric can reach,
-early stopping that could never act. The same object drives the Katib Experiment on Kubernetes
-and the embedded tuner.
+:class:`TuningSettings` holds what a user fills in (the components read it from the ``tune``
+and ``tuning_*`` arguments: :mod:`kfstack.components.argument_names`) -- scalars, and the
+search space as a small JSON string -- and refuses an invalid spec naming the value: an empty
+range, an unknown algorithm or algorithm setting, an objective the trainer never prints, a goal
+outside what the metric can reach, early stopping that could never act. The same object drives
+the Katib Experiment on Kubernetes and the embedded tuner.
 
-The search space (``tuning_search_space``), one entry per tuned trainer argument::
+The search space (``search_space``), one entry per tuned trainer argument::
 
     {"learning_rate": {"type": "double", "min": 0.0003, "max": 0.03, "scale": "log"},
      "batch_size": {"type": "discrete", "values": [512, 1024, 2048]}}
@@ -175,7 +175,7 @@ def _number(value: Any) -> float | None:
 
 
 def parse_search_space(
-    text: str, code: TrainingCode, parameter: str = "tuning_search_space"
+    text: str, code: TrainingCode, parameter: str = "search_space"
 ) -> tuple[SearchParameter, ...]:
     """The search space of a JSON string (see the module docstring).
 
@@ -265,7 +265,7 @@ def _parse_range(where: str, name: str, kind: str, entry: dict) -> SearchParamet
 
 
 def parse_algorithm_settings(
-    algorithm: str, text: str, parameter: str = "tuning_algorithm_settings"
+    algorithm: str, text: str, parameter: str = "algorithm_settings"
 ) -> dict[str, str]:
     """The algorithm's settings of a JSON object (values as Katib passes them: strings).
 
@@ -327,29 +327,30 @@ class TuningSettings(Settings):
     # What the trials run: the hyperparameters a search space may set, the metrics an objective
     # may name (the step's declaration of the team's code). No defaults: they are the code's.
     code: TrainingCode
-    search_space: str = setting(parameter="tuning_search_space")
-    objective: str = setting(parameter="tuning_objective")
-    enabled: bool = setting(True, parameter="tune")
-    algorithm: str = setting("tpe", choices=ALGORITHMS, parameter="tuning_algorithm")
-    algorithm_settings: str = setting("{}", parameter="tuning_algorithm_settings")
-    direction: str = setting(MAXIMIZE, choices=DIRECTIONS, parameter="tuning_direction")
-    goal: float = setting(0.0, parameter="tuning_goal")
-    require_goal: bool = setting(False, parameter="tuning_require_goal")
-    metric_strategy: str = setting("", choices=("", *STRATEGIES), parameter="tuning_metric_strategy")
-    early_stopping: str = setting(MEDIANSTOP, choices=EARLY_STOPPING, parameter="tuning_early_stopping")
-    min_trials_required: int = setting(3, ge=1, parameter="tuning_min_trials_required")
-    start_step: int = setting(2, ge=1, parameter="tuning_start_step")
-    trial_epochs: int = setting(6, ge=1, parameter="tuning_trial_epochs")
-    parallel_trials: int = setting(3, ge=1, parameter="tuning_parallel_trials")
-    max_trials: int = setting(12, ge=1, parameter="tuning_max_trials")
-    max_failed_trials: int = setting(3, ge=0, parameter="tuning_max_failed_trials")
-    resume_policy: str = setting(NEVER, choices=RESUME_POLICIES, parameter="tuning_resume_policy")
+    search_space: str = setting()
+    objective: str = setting()
+    enabled: bool = setting(True)
+    algorithm: str = setting("tpe", choices=ALGORITHMS)
+    algorithm_settings: str = setting("{}")
+    direction: str = setting(MAXIMIZE, choices=DIRECTIONS)
+    goal: float = setting(0.0)
+    require_goal: bool = setting(False)
+    metric_strategy: str = setting("", choices=("", *STRATEGIES))
+    early_stopping: str = setting(MEDIANSTOP, choices=EARLY_STOPPING)
+    min_trials_required: int = setting(3, ge=1)
+    start_step: int = setting(2, ge=1)
+    trial_epochs: int = setting(6, ge=1)
+    parallel_trials: int = setting(3, ge=1)
+    max_trials: int = setting(12, ge=1)
+    max_failed_trials: int = setting(3, ge=0)
+    resume_policy: str = setting(NEVER, choices=RESUME_POLICIES)
 
     def check(self) -> list[str]:
         problems = []
+        name = self.argument
         if self.objective not in self.code.metrics:
             problems.append(
-                f"tuning_objective={self.objective!r} is not a metric the training code declares "
+                f"{name('objective')}={self.objective!r} is not a metric the training code declares "
                 f"(declared: {', '.join(self.code.metrics) or 'none'})"
             )
         for parse in (lambda: self.parameters, lambda: self.algorithm_config):
@@ -362,30 +363,32 @@ class TuningSettings(Settings):
         problems += self._goal_problems()
         if self.parallel_trials > self.max_trials:
             problems.append(
-                f"tuning_parallel_trials={self.parallel_trials} must be <= "
-                f"tuning_max_trials={self.max_trials}"
+                f"{name('parallel_trials')}={self.parallel_trials} must be <= "
+                f"{name('max_trials')}={self.max_trials}"
             )
         if self.early_stopping == MEDIANSTOP and self.start_step >= self.trial_epochs:
             problems.append(
-                f"tuning_start_step={self.start_step} must be < tuning_trial_epochs={self.trial_epochs}: "
+                f"{name('start_step')}={self.start_step} must be < "
+                f"{name('trial_epochs')}={self.trial_epochs}: "
                 f"medianstop judges a trial at its start_step-th epoch, so with start_step >= epochs "
                 f"no trial can stop early (Katib's default start_step is 4)"
             )
         if self.early_stopping == MEDIANSTOP and self.min_trials_required >= self.max_trials:
             problems.append(
-                f"tuning_min_trials_required={self.min_trials_required} must be < "
-                f"tuning_max_trials={self.max_trials}: medianstop acts only after that many trials succeeded"
+                f"{name('min_trials_required')}={self.min_trials_required} must be < "
+                f"{name('max_trials')}={self.max_trials}: medianstop acts only after that many trials "
+                f"succeeded"
             )
         problems += self._algorithm_problems()
         return problems
 
     def _goal_problems(self) -> list[str]:
+        goal = self.argument("goal")
         if not math.isfinite(self.goal):
-            return [f"tuning_goal={self.goal} must be a finite number (0 means none)"]
+            return [f"{goal}={self.goal} must be a finite number (0 means none)"]
         if not self.has_goal:
-            return (
-                ["tuning_require_goal=true needs a tuning_goal (0 means none)"] if self.require_goal else []
-            )
+            needs = f"{self.argument('require_goal')}=true needs a {goal} (0 means none)"
+            return [needs] if self.require_goal else []
         if self.objective not in self.code.metric_ranges:
             return []  # a metric of no declared range: any finite goal
         low, high = self.code.metric_ranges[self.objective]
@@ -394,27 +397,28 @@ class TuningSettings(Settings):
             return []
         bounds = f"{low} < goal <= {high}" if self.direction == MAXIMIZE else f"{low} <= goal < {high}"
         return [
-            f"tuning_goal={self.goal}: {self.direction} {self.objective} never reaches it, or reaches "
+            f"{goal}={self.goal}: {self.direction} {self.objective} never reaches it, or reaches "
             f"it by chance ({self.objective} lies in [{low}, {high}]; a goal needs {bounds})"
         ]
 
     def _algorithm_problems(self) -> list[str]:
+        algorithm, space = self.argument("algorithm"), self.argument("search_space")
         ranges = [p for p in self.parameters if p.is_range]
         if self.algorithm == "cmaes" and len(ranges) < 2:
-            return ["tuning_algorithm=cmaes needs two or more double or int parameters (tuning_search_space)"]
+            return [f"{algorithm}=cmaes needs two or more double or int parameters ({space})"]
         if self.algorithm == "grid":
             try:
                 combinations = math.prod(len(p.grid()) for p in self.parameters)
             except ValueError as err:
-                return [f"tuning_algorithm=grid: {err} in tuning_search_space"]
+                return [f"{algorithm}=grid: {err} in {space}"]
             if self.max_trials > combinations:
                 return [
-                    f"tuning_max_trials={self.max_trials} > the {combinations} combinations of the grid "
-                    f"(Katib refuses it): lower it or widen the search space"
+                    f"{self.argument('max_trials')}={self.max_trials} > the {combinations} combinations of "
+                    f"the grid (Katib refuses it): lower it or widen the search space"
                 ]
         if self.algorithm == "hyperband":
             return [
-                "tuning_algorithm=hyperband is not supported: its brackets re-run trials with a growing "
+                f"{algorithm}=hyperband is not supported: its brackets re-run trials with a growing "
                 "resource, which neither kfstack's trials nor its embedded tuner do"
             ]
         return []
@@ -422,12 +426,14 @@ class TuningSettings(Settings):
     @functools.cached_property
     def parameters(self) -> tuple[SearchParameter, ...]:
         """The parsed search space."""
-        return parse_search_space(self.search_space, self.code)
+        return parse_search_space(self.search_space, self.code, self.argument("search_space"))
 
     @functools.cached_property
     def algorithm_config(self) -> dict[str, str]:
         """The parsed algorithm settings (name -> value string)."""
-        return parse_algorithm_settings(self.algorithm, self.algorithm_settings)
+        return parse_algorithm_settings(
+            self.algorithm, self.algorithm_settings, self.argument("algorithm_settings")
+        )
 
     @property
     def has_goal(self) -> bool:
@@ -467,9 +473,9 @@ class TuningSettings(Settings):
 # small machine); medianstop judges at epoch 2 once 2 trials succeeded, so trials 3 and 4 can
 # stop early.
 LOCAL_BUDGET: Mapping[str, Any] = {
-    "tuning_max_trials": 4,
-    "tuning_parallel_trials": 1,
-    "tuning_trial_epochs": 4,
-    "tuning_start_step": 2,
-    "tuning_min_trials_required": 2,
+    "max_trials": 4,
+    "parallel_trials": 1,
+    "trial_epochs": 4,
+    "start_step": 2,
+    "min_trials_required": 2,
 }

@@ -418,7 +418,8 @@ def test_run_local_success(capsys, tmp_path, local_runs):
     assert "SUMMARY-TEXT" in out
     ((name, arguments, pipeline_root),) = local_runs.calls
     assert name == FLIGHTS and pipeline_root == str(root)
-    assert arguments == {"sample_fraction": 0.01, "platform": "local", **LOCAL_BUDGET}
+    budget = {f"tuning_{field}": value for field, value in LOCAL_BUDGET.items()}
+    assert arguments == {"sample_fraction": 0.01, "platform": "local", **budget}
     assert local_runs.result.written == [str(summary_json)]
 
 

@@ -229,9 +229,9 @@ def test_spark_application_fields():
     for bad in ({"main_file": "/opt/x.py"}, {"service_account": ""}):
         with pytest.raises(InvalidParameterError):
             build_spark_application(spark_request(**bad))
-    with pytest.raises(InvalidParameterError, match="spark_executor_memory='6GB': expected Spark memory"):
+    with pytest.raises(InvalidParameterError, match="executor_memory='6GB': expected Spark memory"):
         SparkResources(executor_memory="6GB")
-    with pytest.raises(InvalidParameterError, match="spark_driver_cores=0 must be >= 1"):
+    with pytest.raises(InvalidParameterError, match="driver_cores=0 must be >= 1"):
         SparkResources(driver_cores=0)
 
 

@@ -196,17 +196,17 @@ def test_a_standard_canary_cannot_move_off_the_stable_pods(change, parameter):
 
 def test_the_name_must_fit_what_kserve_derives_from_it():
     assert request(isvc.STANDARD, name="a" * 35).name
-    with pytest.raises(InvalidParameterError, match="at most 35 characters in serving_mode=standard"):
+    with pytest.raises(InvalidParameterError, match="at most 35 characters in mode=standard"):
         request(isvc.STANDARD, name="a" * 36)
     assert request(isvc.SERVERLESS, name="a" * 45).name
     with pytest.raises(InvalidParameterError, match="at most 45"):
         request(isvc.SERVERLESS, name="a" * 46)
-    with pytest.raises(InvalidParameterError, match="serving_name='Flights'"):
+    with pytest.raises(InvalidParameterError, match="name='Flights'"):
         request(isvc.SERVERLESS, name="Flights")
 
 
-def test_refusals_name_the_parameter():
-    with pytest.raises(InvalidParameterError, match="needs serving_mode=serverless"):
+def test_refusals_name_the_field():
+    with pytest.raises(InvalidParameterError, match="needs mode=serverless"):
         request(isvc.STANDARD, min_replicas=0)
     with pytest.raises(InvalidParameterError, match="canary_traffic_percent=100"):
         request(isvc.SERVERLESS, canary_traffic_percent=100)
@@ -214,11 +214,9 @@ def test_refusals_name_the_parameter():
     with pytest.raises(InvalidParameterError, match=r"modelFormat\.name\) is empty"):
         request(isvc.SERVERLESS, model_format="")
     # Each mode's autoscaler has its own metrics (Knative's KPA; Standard mode's HPA).
-    with pytest.raises(InvalidParameterError, match="serving_scale_metric='cpu': serving_mode=serverless"):
+    with pytest.raises(InvalidParameterError, match="scale_metric='cpu': mode=serverless"):
         request(isvc.SERVERLESS, scale_metric="cpu")
-    with pytest.raises(
-        InvalidParameterError, match="serving_scale_metric='concurrency': serving_mode=standard"
-    ):
+    with pytest.raises(InvalidParameterError, match="scale_metric='concurrency': mode=standard"):
         request(isvc.STANDARD, scale_metric="concurrency")
     with pytest.raises(InvalidParameterError, match="at most 100"):
         request(isvc.STANDARD, scale_metric="cpu", scale_target=150)

@@ -118,16 +118,16 @@ def test_a_changed_feature_set_is_drift_and_the_rest_is_still_compared():
     compare_profiles(profile(), changed, DriftThresholds(ignored_features=("hour",)))
 
 
-def test_psi_needs_matching_bins_and_thresholds_name_their_parameter():
+def test_psi_needs_matching_bins_and_thresholds_name_their_field():
     with pytest.raises(InvalidParameterError, match="bins must match"):
         population_stability([0.5, 0.5], [1.0])
     assert population_stability([0.0], [0.0]) == 0.0
     assert population_stability([1.0, 0.0], [0.0, 1.0]) == pytest.approx(
         2 * (1 - SHARE_FLOOR) * math.log(1 / SHARE_FLOOR)
     )
-    with pytest.raises(InvalidParameterError, match="drift_max_psi=0"):
+    with pytest.raises(InvalidParameterError, match="max_psi=0 must be > 0"):
         DriftThresholds(max_psi=0)
-    with pytest.raises(InvalidParameterError, match="drift_max_label_rate_shift=2"):
+    with pytest.raises(InvalidParameterError, match="max_label_rate_shift=2 must be <= 1"):
         DriftThresholds(max_label_rate_shift=2)
 
 

@@ -50,14 +50,14 @@ def test_undefined_figures_and_no_champion():
     )
 
 
-def test_bad_rules_name_their_parameter():
-    with pytest.raises(InvalidParameterError, match="gate_metric='f1'"):
+def test_bad_rules_name_their_field():
+    with pytest.raises(InvalidParameterError, match="metric='f1' is not one of"):
         GateRule(metric="f1")
     # Any metric of a task decides, a loss or an error the lower the better.
     assert report({"rmse": 1.8}, {"rmse": 2.0}, GateRule(metric="rmse", margin=0.1)).decision == PASS
     assert report({"rmse": 1.95}, {"rmse": 2.0}, GateRule(metric="rmse", margin=0.1)).decision == KEEP
     assert report({"macro_f1": 0.9}, {"macro_f1": 0.8}, GateRule(metric="macro_f1")).decision == PASS
-    with pytest.raises(InvalidParameterError, match=r"gate_margin=-0\.1"):
+    with pytest.raises(InvalidParameterError, match=r"margin=-0\.1 must be >= 0"):
         GateRule(margin=-0.1)
 
 

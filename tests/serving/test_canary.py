@@ -95,14 +95,14 @@ def test_a_prediction_shift_limit_of_zero_is_not_checked():
     assert report.decision == PROMOTE
     slow = figures(p95=12.0, predictions=np.full(2000, 0.5))
     assert judge(figures("stable"), slow, CanaryThresholds(max_psi=0.0)).decision == ROLLBACK
-    with pytest.raises(InvalidParameterError, match=r"canary_max_psi=-0\.1 must be >= 0"):
+    with pytest.raises(InvalidParameterError, match=r"max_psi=-0\.1 must be >= 0"):
         CanaryThresholds(max_psi=-0.1)
 
 
-def test_bad_thresholds_are_refused_naming_the_parameter():
-    with pytest.raises(InvalidParameterError, match=r"canary_max_error_rate=1\.5"):
+def test_bad_thresholds_are_refused_naming_the_field():
+    with pytest.raises(InvalidParameterError, match=r"max_error_rate=1\.5 must be <= 1"):
         CanaryThresholds(max_error_rate=1.5)
-    with pytest.raises(InvalidParameterError, match=r"canary_max_latency_ratio=0\.5"):
+    with pytest.raises(InvalidParameterError, match=r"max_latency_ratio=0\.5 must be >= 1"):
         CanaryThresholds(max_latency_ratio=0.5)
 
 

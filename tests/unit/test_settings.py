@@ -1,14 +1,16 @@
-"""Typed settings: validated once, errors name the parameter, placeholders stand in for values."""
+"""Typed settings: validated once, errors name the field (the argument, at the edge),
+placeholders stand in for values."""
 
 import pytest
 
+from kfstack.components import argument_names
 from kfstack.components.training.distributed_training.stage import STAGE as TRAINING
 from kfstack.errors import InvalidParameterError
 from kfstack.kubernetes.naming import RunContext
-from kfstack.kubernetes.placement import TrainingPlacement
+from kfstack.kubernetes.placement import TrainingPlacement, TuningPlacement
 from kfstack.kubernetes.spark_application import SparkJobPlacement, SparkResources
-from kfstack.settings import Placeholder, katib_parameter
-from kfstack_examples.flights.features_job.config import FeatureJobConfig
+from kfstack.settings import Placeholder, katib_parameter, named
+from kfstack_examples.flights.features_job.config import PIPELINE_NAMES, FeatureJobConfig
 from kfstack_examples.flights.pipelines.steps import TRAINING_CODE, check_run
 from kfstack_examples.flights.training.settings import SEARCH_SPACE, TRAINER_CODE, TrainingSettings
 
@@ -26,23 +28,40 @@ def test_every_problem_is_reported_at_once_by_field_name():
         assert part in message
 
 
-def test_errors_name_the_pipeline_parameter_not_the_field():
+def test_the_library_names_fields_and_the_edge_names_its_arguments():
+    # Built in the library: messages name the field.
+    with pytest.raises(InvalidParameterError, match="node_pool='h200' is not a node pool"):
+        TrainingPlacement(node_pool="h200")
+    # Built at the components' edge: messages name the argument a user set.
     with pytest.raises(InvalidParameterError, match="gpu_pool='h200' is not a node pool"):
-        TrainingPlacement.from_arguments({"gpu_pool": "h200"})
+        argument_names.from_arguments(TrainingPlacement, {"gpu_pool": "h200"})
     with pytest.raises(InvalidParameterError, match="spark_timeout_seconds=0 must be > 0"):
-        SparkJobPlacement.from_arguments({"spark_timeout_seconds": 0})
+        argument_names.from_arguments(SparkJobPlacement, {"spark_timeout_seconds": 0})
     with pytest.raises(InvalidParameterError, match="spark_executors=0 must be >= 1"):
-        SparkResources.from_arguments({"spark_executors": 0})
+        argument_names.from_arguments(SparkResources, {"spark_executors": 0})
+    # A class's own check names the argument too, and a subclass takes its base's names.
+    with pytest.raises(InvalidParameterError, match="spark_driver_memory='lots'"):
+        argument_names.from_arguments(SparkResources, {"spark_driver_memory": "lots"})
+    with pytest.raises(InvalidParameterError, match="tuning_timeout_seconds=0 must be > 0"):
+        argument_names.from_arguments(TuningPlacement, {"tuning_timeout_seconds": 0})
+    # Names given once hold only while those settings are built.
+    with named({"node_pool": "gpu_pool"}), pytest.raises(InvalidParameterError, match="gpu_pool="):
+        TrainingPlacement(node_pool="h200")
+    with pytest.raises(InvalidParameterError, match="node_pool="):
+        TrainingPlacement(node_pool="h200")
 
 
-def test_arguments_are_read_by_parameter_name_and_defaults_live_in_the_class():
-    placement = TrainingPlacement.from_arguments(
-        {"gpu_pool": "a100-mig", "training_timeout_seconds": 60, "unrelated": "ignored"}
+def test_arguments_are_read_by_their_names_and_defaults_live_in_the_class():
+    placement = argument_names.from_arguments(
+        TrainingPlacement, {"gpu_pool": "a100-mig", "training_timeout_seconds": 60, "unrelated": "ignored"}
     )
     assert (placement.node_pool, placement.timeout_seconds) == ("a100-mig", 60)
     assert placement.poll_interval_seconds == TrainingPlacement.poll_interval_seconds
-    assert TrainingPlacement.defaults()["gpu_pool"] == "h100"
-    job = FeatureJobConfig.from_arguments({"features": "/f", "quarantine": "/q", "data_uri": ""})
+    assert placement.arguments(argument_names.names_of(TrainingPlacement))["gpu_pool"] == "a100-mig"
+    assert TrainingPlacement().node_pool == "h100"
+    job = FeatureJobConfig.from_arguments(
+        {"features": "/f", "quarantine": "/q", "data_uri": ""}, PIPELINE_NAMES
+    )
     assert job.input_uri is None  # empty data_uri: the shipped tables
 
 
@@ -56,7 +75,7 @@ def test_types_are_checked_not_coerced():
 
 def test_a_missing_required_argument_is_a_parameter_error():
     with pytest.raises(InvalidParameterError, match="feature job settings"):
-        FeatureJobConfig.from_arguments({"features": "/f"})
+        FeatureJobConfig.from_arguments({"features": "/f"}, PIPELINE_NAMES)
 
 
 def test_cross_stage_rule_of_the_flights_run():

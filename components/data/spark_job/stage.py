@@ -26,6 +26,7 @@ from typing import Any
 import fsspec
 
 from kfstack import images
+from kfstack.components import argument_names
 from kfstack.contracts import SparkApplicationCode, check_secret_names, locations_env, read_report
 from kfstack.errors import InvalidParameterError
 from kfstack.kubernetes.launcher import Cluster
@@ -62,8 +63,13 @@ class SparkJobOptions(Settings):
     concern = "spark job"
 
     input_uri: str = ""
-    image: str = setting("", parameter="spark_image")
+    image: str = ""
     local_cores: int = setting(0, ge=0)
+
+
+# The component's argument names of the options, where they differ (a pipeline's other images
+# are its trainers', hence ``spark_image``).
+OPTION_ARGUMENTS = {"image": "spark_image"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -176,11 +182,11 @@ def settings_from_arguments(arguments: Mapping[str, Any]) -> SparkJobSettings:
         "code": code,
         "output_uri": arguments.get(OUTPUT, ""),
         "report_uri": arguments.get(REPORT, ""),
-        "options": checked(lambda: SparkJobOptions.from_arguments(arguments)),
+        "options": checked(lambda: SparkJobOptions.from_arguments(arguments, OPTION_ARGUMENTS)),
         "spark_conf": checked(lambda: spark_conf(arguments.get("spark_conf"))),
         "env_secrets": checked(lambda: check_secret_names(list(secrets), "env_secrets")),
-        "resources": checked(lambda: SparkResources.from_arguments(arguments)),
-        "placement": checked(lambda: SparkJobPlacement.from_arguments(arguments)),
+        "resources": checked(lambda: argument_names.from_arguments(SparkResources, arguments)),
+        "placement": checked(lambda: argument_names.from_arguments(SparkJobPlacement, arguments)),
     }
     for name in (OUTPUT, REPORT):
         if not arguments.get(name):

@@ -62,18 +62,22 @@ def gate_model(
     """
     import os
 
+    from kfstack.components.argument_names import names_of
     from kfstack.components.evaluation.gate_model.core import gate_models
     from kfstack.evaluation.scoring import model_format_of
     from kfstack.evaluation.task_metrics import QUALITY_METRIC, check_task
     from kfstack.monitoring.gate import GateRule
+    from kfstack.settings import named
 
+    with named(names_of(GateRule)):
+        rule = GateRule(gate_metric or QUALITY_METRIC[check_task(task)], gate_margin)
     report = gate_models(
         challenger_dir=challenger.path,
         champion_dir=champion.path,
         dataset_uri=os.path.join(dataset.path, dataset_split) if dataset_split else dataset.path,
         task=task,
         label_column=label_column,
-        rule=GateRule(gate_metric or QUALITY_METRIC[check_task(task)], gate_margin),
+        rule=rule,
         model_format=model_format_of(model_format, challenger.metadata),
         custom_predictor=custom_predictor,
         feature_columns=feature_columns,

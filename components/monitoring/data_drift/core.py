@@ -16,11 +16,13 @@ import shutil
 from collections.abc import Sequence
 from typing import Any
 
+from kfstack.components.argument_names import names_of
 from kfstack.errors import InvalidParameterError
 from kfstack.monitoring.decision import DriftDecision, decide, nothing_to_compare
 from kfstack.monitoring.drift import DriftReport, DriftThresholds, compare_profiles, feature_names
 from kfstack.monitoring.profiling import PROFILE_FILE, profile_dataset, write_profile
 from kfstack.serving.production import RECORD_FILE, read_found
+from kfstack.settings import named
 
 
 def _load(path: str) -> dict[str, Any]:
@@ -127,7 +129,8 @@ def check_and_publish(
     """The component's whole work: the decision on the UI's artifacts (the report's metadata is
     the run summary's ``drift`` entry), and the current data's own profile (on its own edges:
     the reference of a model trained on it). Returns ``retrain``."""
-    thresholds = DriftThresholds(max_psi, max_label_rate_shift, feature_names(ignored))
+    with named(names_of(DriftThresholds)):
+        thresholds = DriftThresholds(max_psi, max_label_rate_shift, feature_names(ignored))
     decision = decide_retraining(data, thresholds, force)
     os.makedirs(profile_dir, exist_ok=True)
     for name, value in decision.metrics().items():

@@ -28,6 +28,7 @@ from typing import Any
 import fsspec
 
 from kfstack import contracts
+from kfstack.components import argument_names
 from kfstack.errors import InvalidParameterError
 from kfstack.evaluation.scoring import REQUEST_FORMATS, read_labelled
 from kfstack.evaluation.task_metrics import check_task
@@ -122,35 +123,23 @@ class ModelDeploymentStage:
             raise InvalidParameterError(
                 "model_format=onnx takes request_format=tensor (one input tensor, as Triton)"
             )
-        placement = ServingPlacement.from_arguments(arguments)
+        placement = argument_names.from_arguments(ServingPlacement, arguments)
         run_dir = os.environ.get(RUN_DIR_ENV, "")
         run = model_version(arguments["run_id"], run_dir)
         model_uri = arguments["model"]
         serving_uri = arguments["serving_model"] if model_format == contracts.ONNX else model_uri
-        request = isvc.ServingRequest(
-            name=arguments["serving_name"],
-            mode=arguments["serving_mode"],
+        request = argument_names.from_arguments(
+            isvc.ServingRequest,
+            arguments,
             storage_uri=storage_uri(serving_uri),
             model_version=run,
             profile=placement.profile,
             service_account=placement.service_account,
-            min_replicas=arguments["serving_min_replicas"],
-            max_replicas=arguments["serving_max_replicas"],
-            scale_metric=arguments["serving_scale_metric"],
-            scale_target=arguments["serving_scale_target"],
-            canary_traffic_percent=arguments["canary_traffic_percent"],
             model_format=serving_format,
-            model_format_version="",
             runtime=runtime,
             protocol_version="v2" if model_format == contracts.ONNX else "",
         )
-        thresholds = CanaryThresholds(
-            max_error_rate=arguments["canary_max_error_rate"],
-            max_latency_ratio=arguments["canary_max_latency_ratio"],
-            latency_slack_ms=arguments["canary_latency_slack_ms"],
-            max_psi=arguments["canary_max_psi"],
-            max_quality_drop=arguments["canary_max_quality_drop"],
-        )
+        thresholds = argument_names.from_arguments(CanaryThresholds, arguments)
         for name in ("canary_records", "canary_batch_size"):
             if arguments[name] < 1:
                 raise InvalidParameterError(f"{name}={arguments[name]} must be at least 1")

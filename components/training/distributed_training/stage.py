@@ -36,6 +36,7 @@ from typing import Any
 import fsspec
 
 from kfstack import contracts, images
+from kfstack.components import argument_names
 from kfstack.errors import InvalidParameterError
 from kfstack.kubernetes import node_pools
 from kfstack.kubernetes.launcher import Cluster
@@ -223,7 +224,7 @@ class DistributedTrainingStage:
             data_uri=arguments["data"],
             model_uri=arguments[MODEL_OUTPUT],
             logs_uri=arguments["training_logs"],
-            placement=TrainingPlacement.from_arguments(arguments),
+            placement=argument_names.from_arguments(TrainingPlacement, arguments),
             run_id=arguments.get("run_id", ""),
             run_dir=os.environ.get(RUN_DIR_ENV, ""),
             pipeline=arguments.get("pipeline", ""),

@@ -26,6 +26,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from kfstack import contracts, progress
+from kfstack.components import argument_names
 from kfstack.components.training.distributed_training.stage import STAGE as TRAIN_STAGE
 from kfstack.components.training.distributed_training.stage import (
     DistributedTrainingSettings,
@@ -114,7 +115,7 @@ class HyperparameterTuningStage:
                 space, an objective that is not a declared metric, ...), before anything runs.
         """
         code = code_from_arguments(arguments)
-        tuning = TuningSettings.from_arguments(arguments, code=code)
+        tuning = argument_names.from_arguments(TuningSettings, arguments, code=code)
         base = dict(arguments.get("hyperparameters") or {})
         tuned = {p.name: katib_parameter(p.name) for p in tuning.parameters} if tuning.enabled else {}
         trial_values = {**base, **tuned}
@@ -140,7 +141,7 @@ class HyperparameterTuningStage:
             trial=trial,
             trials_uri=trials_uri,
             state_dir=state_dir,
-            placement=TuningPlacement.from_arguments(arguments),
+            placement=argument_names.from_arguments(TuningPlacement, arguments),
         )
         settings.best()  # the run's own values are declared and typed, tuned or not
         return settings

@@ -19,5 +19,9 @@ class CanaryReplay(Settings):
 
     concern = "canary analysis"
 
-    records: int = setting(2000, ge=1, parameter="canary_records")
-    batch_size: int = setting(20, ge=1, le=DEFAULT_MAX_BATCH, parameter="canary_batch_size")
+    records: int = setting(2000, ge=1)
+    batch_size: int = setting(20, ge=1, le=DEFAULT_MAX_BATCH)
+
+
+# The pipelines' parameter names of the fields.
+REPLAY_PARAMETERS = {"records": "canary_records", "batch_size": "canary_batch_size"}

@@ -24,9 +24,10 @@ from kfstack.app.cli.options import (
 from kfstack.app.cli.parameters import check_cluster_arguments, parse_params
 from kfstack.app.local_run import run_pipeline_locally
 from kfstack.app.summary import CANCELLED, SUCCEEDED
+from kfstack.components.argument_names import argument
 from kfstack.errors import KfpAuthError, KfpRequestError, KfpServerUnavailableError, UsageError
 from kfstack.pipelines import chosen, load_pipeline, rendering
-from kfstack.tuning.spec import LOCAL_BUDGET
+from kfstack.tuning.spec import LOCAL_BUDGET, TuningSettings
 
 # Stands in for the KFP run id when parameters are checked before a local run.
 LOCAL_CHECK_RUN_ID = "local-check"
@@ -121,7 +122,8 @@ def local_arguments(pipeline: str, arguments: dict[str, Any]) -> dict[str, Any]:
     if arguments.get("platform", "local") != "local":
         raise UsageError(f"run --local sets platform=local; drop --param platform={arguments['platform']}")
     parameters = rendering.parameter_types(load_pipeline(pipeline))
-    budget = {name: value for name, value in LOCAL_BUDGET.items() if name in parameters}
+    local_budget = {argument(TuningSettings, field): value for field, value in LOCAL_BUDGET.items()}
+    budget = {name: value for name, value in local_budget.items() if name in parameters}
     return {**budget, **arguments, "platform": "local"}
 
 

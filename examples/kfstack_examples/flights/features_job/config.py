@@ -75,9 +75,9 @@ class FeatureJobConfig(Settings):
 
     concern = "feature job settings"
 
-    output_uri: str = setting(parameter="features")
-    quarantine_uri: str = setting(parameter="quarantine")
-    input_uri: str | None = setting(None, parameter="data_uri")
+    output_uri: str = setting()
+    quarantine_uri: str = setting()
+    input_uri: str | None = setting(None)
     num_shards: int = setting(4, ge=1)
     max_quarantine_fraction: float = setting(0.05, ge=0.0, le=1.0)
     sample_fraction: float = setting(1.0, gt=0.0, le=1.0)
@@ -130,6 +130,9 @@ class FeatureJobConfig(Settings):
         }
 
 
+# The pipelines' parameter names of the fields where the two differ (the locations are the
+# spark_job step's; the input its data_uri).
+PIPELINE_NAMES = {"output_uri": "features", "quarantine_uri": "quarantine", "input_uri": "data_uri"}
 # The job's options the pipelines set from their parameters of the same name.
 PIPELINE_OPTIONS = (
     "num_shards",

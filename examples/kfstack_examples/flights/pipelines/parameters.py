@@ -14,7 +14,7 @@ from kfstack.pipelines.parameters import CATALOG, PER_RUN, Parameter, ParameterS
 from kfstack_examples.flights.features import CALENDAR_FEATURES
 from kfstack_examples.flights.features_job.config import FeatureJobConfig
 from kfstack_examples.flights.predictor import DEFAULT_MODEL_NAME
-from kfstack_examples.flights.settings import CanaryReplay
+from kfstack_examples.flights.settings import REPLAY_PARAMETERS, CanaryReplay
 from kfstack_examples.flights.training.settings import OBJECTIVE, SEARCH_SPACE, TrainingSettings
 
 _OWN = [
@@ -69,9 +69,19 @@ _OWN = [
         {"ge": 0.0, "le": 1.0},
     ),
     from_setting(
-        CanaryReplay, "records", "Labelled holdout records replayed to stable and canary.", "canary analysis"
+        CanaryReplay,
+        "records",
+        "Labelled holdout records replayed to stable and canary.",
+        "canary analysis",
+        name=REPLAY_PARAMETERS["records"],
     ),
-    from_setting(CanaryReplay, "batch_size", "Records per replayed request.", "canary analysis"),
+    from_setting(
+        CanaryReplay,
+        "batch_size",
+        "Records per replayed request.",
+        "canary analysis",
+        name=REPLAY_PARAMETERS["batch_size"],
+    ),
 ]
 
 # The catalog's parameters in the flights wording (a flight's dates, the trainers' tuned values).

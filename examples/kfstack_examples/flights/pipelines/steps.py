@@ -14,6 +14,7 @@ from typing import Any
 
 from kfp import dsl
 
+from kfstack.components import argument_names
 from kfstack.components.data.spark_job.component import spark_job
 from kfstack.components.evaluation.gate_model.component import gate_model
 from kfstack.components.evaluation.model_evaluation.component import model_evaluation
@@ -45,9 +46,14 @@ from kfstack.tuning.spec import TuningSettings
 from kfstack_examples.flights import predictor
 from kfstack_examples.flights.feature_spec import HOLDOUT_FILE, LABEL_COLUMN, PROFILE_FILE, TEST_REQUESTS_FILE
 from kfstack_examples.flights.features import CATEGORICAL_FEATURES, CLASS_NAMES, NUMERIC_FEATURES
-from kfstack_examples.flights.features_job.config import SPARK_CONF, FeatureJobConfig, pipeline_arguments
+from kfstack_examples.flights.features_job.config import (
+    PIPELINE_NAMES,
+    SPARK_CONF,
+    FeatureJobConfig,
+    pipeline_arguments,
+)
 from kfstack_examples.flights.scoring import MODEL_DIR_FILES
-from kfstack_examples.flights.settings import CanaryReplay
+from kfstack_examples.flights.settings import REPLAY_PARAMETERS, CanaryReplay
 from kfstack_examples.flights.training.settings import TRAINER_CODE, TrainingSettings
 
 __all__ = [
@@ -255,18 +261,18 @@ def check_run(parameters: Mapping[str, Any]) -> None:
     # The feature job's options (it runs as a Spark application, which checks them again): the
     # same config its driver parses, with stand-ins for the locations the step gives it.
     FeatureJobConfig.from_arguments(
-        parameters, output_uri="(the step's output)", quarantine_uri="(its quarantine)"
+        parameters, PIPELINE_NAMES, output_uri="(the step's output)", quarantine_uri="(its quarantine)"
     )
     # The canary's batches are requests to the flights predictor, which takes at most
     # DEFAULT_MAX_BATCH records: a larger batch fails here, not as a canary of errors.
-    CanaryReplay.from_arguments(parameters)
+    CanaryReplay.from_arguments(parameters, REPLAY_PARAMETERS)
     # The trainers' hyperparameters and job shape (batch_size >= workers: the global batch is
     # split over the replicas), which the generic step checks only for type and shell safety.
     TrainingSettings.from_arguments(parameters)
     if "tuning_search_space" in parameters and "tuning_objective" in parameters:
         # The tuning spec against the trainers' declaration with their metrics' ranges (an AUC
         # goal above 1 is refused), which the generic step's declaration does not carry.
-        tuning = TuningSettings.from_arguments(parameters, code=TRAINER_CODE)
+        tuning = argument_names.from_arguments(TuningSettings, parameters, code=TRAINER_CODE)
         if parameters.get("tune", True) and any(p.name == "framework" for p in tuning.parameters):
             raise InvalidParameterError(
                 "tuning_search_space: framework is not tuned: it decides the job (a PyTorchJob or a "
@@ -306,9 +312,9 @@ def check_retraining_run(parameters: Mapping[str, Any]) -> None:
             parameters["window_days"],
             parameters["window_lag_days"],
         ),
-        lambda: DriftThresholds(parameters["drift_max_psi"], parameters["drift_max_label_rate_shift"]),
+        lambda: argument_names.from_arguments(DriftThresholds, parameters, ignored_features=()),
         lambda: _known_features(feature_names(parameters["drift_ignore_features"])),
-        lambda: GateRule(parameters["gate_metric"], parameters["gate_margin"]),
+        lambda: argument_names.from_arguments(GateRule, parameters),
     )
     problems = []
     for check in checks:
