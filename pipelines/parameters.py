@@ -393,7 +393,7 @@ CATALOG = ParameterSet(
             TuningSettings,
             "algorithm",
             "random, tpe, multivariate-tpe, cmaes, grid, sobol; on Kubernetes also "
-            "bayesianoptimization, hyperband.",
+            "bayesianoptimization (hyperband is refused: kfstack's trials have no growing resource).",
             "tuning",
         ),
         from_setting(
