@@ -23,8 +23,11 @@ import dataclasses
 import datetime
 
 from kfstack.errors import InvalidParameterError
+from kfstack.settings import Settings, named
 
 _PLACEHOLDER_START = "{{"
+# The names resolve_window's callers give a window's ends.
+_WINDOW_ARGUMENTS = {"start": "window_start", "end": "window_end"}
 
 
 def parse_day(text: str, name: str) -> datetime.date:
@@ -57,27 +60,32 @@ def parse_time(text: str) -> datetime.datetime | None:
 
 
 @dataclasses.dataclass(frozen=True)
-class DataWindow:
+class DataWindow(Settings):
     """A date range, both ends inclusive; an empty window (no start, no end) is all the data."""
+
+    concern = "data window"
 
     start: datetime.date | None = None
     end: datetime.date | None = None
 
-    def __post_init__(self) -> None:
+    def check(self) -> list[str]:
         if self.start and self.end and self.start > self.end:
-            raise InvalidParameterError(f"window_start {self.start} is after window_end {self.end}")
+            return [f"{self.argument('start')} {self.start} is after {self.argument('end')} {self.end}"]
+        return []
 
     @classmethod
     def parse(cls, start: str, end: str) -> DataWindow:
-        """From ISO dates; an empty string leaves that end open.
+        """From ISO dates; an empty string leaves that end open. Messages name the ends as
+        :func:`resolve_window` takes them (``window_start``, ``window_end``).
 
         Raises:
             InvalidParameterError: A bad date, or start after end.
         """
-        return cls(
-            parse_day(start, "window_start") if start.strip() else None,
-            parse_day(end, "window_end") if end.strip() else None,
-        )
+        with named(_WINDOW_ARGUMENTS):
+            return cls(
+                parse_day(start, _WINDOW_ARGUMENTS["start"]) if start.strip() else None,
+                parse_day(end, _WINDOW_ARGUMENTS["end"]) if end.strip() else None,
+            )
 
     @property
     def bounded(self) -> bool:
