@@ -268,6 +268,22 @@ CATALOG = ParameterSet(
             {"ge": 0},
         ),
         # Spark (spark_job).
+        Parameter(
+            "input_uri",
+            str,
+            "",
+            "The raw data the Spark application reads (its KFSTACK_INPUT_URI: s3://, gs://, a "
+            "local path...); empty: none, or the application's own default.",
+            PER_RUN,
+        ),
+        Parameter(
+            "spark_image",
+            str,
+            "",
+            "Kubernetes: the image of the Spark driver and executors, with the team's application "
+            "installed; empty: kfstack's Spark image.",
+            _CLUSTER,
+        ),
         from_setting(SparkResources, "executor_instances", "Kubernetes: Spark executor pods.", "data"),
         from_setting(SparkResources, "executor_cores", "Kubernetes: cores per executor.", "data"),
         from_setting(
@@ -336,6 +352,14 @@ CATALOG = ParameterSet(
             "elastic_max_workers",
             "Kubernetes, PyTorch: upper replica count of an elastic job; 0 = fixed.",
             "training",
+        ),
+        Parameter(
+            "trainer_image",
+            str,
+            "",
+            "Kubernetes: the image of the training replicas and trials, with the team's training "
+            "code installed; empty: kfstack's trainer image for the framework.",
+            _CLUSTER,
         ),
         # Where the launched pods run (every launching component).
         from_setting(
