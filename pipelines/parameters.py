@@ -213,6 +213,32 @@ class ParameterSet:
         return decorate
 
 
+def reference_markdown(parameters: ParameterSet, title: str) -> str:
+    """A reference page of ``parameters``: one table per group, per-run first, each parameter
+    with its type, default, range and description (``docs/parameters.md`` is the catalog's)."""
+    lines = [f"# {title}", ""]
+    lines.append(
+        "Written by `python -m kfstack.pipelines.parameters` from the declarations in "
+        "`kfstack/pipelines/parameters.py`; `tests/pipelines/test_parameter_catalog.py` keeps it "
+        "in step with them. A pipeline takes the parameters it needs by name, with its own "
+        "defaults or wording where it has them: `kfstack describe NAME` shows a pipeline's own "
+        "([pipelines.md](pipelines.md#where-a-parameter-is-declared))."
+    )
+    for group, members in parameters.grouped().items():
+        heading = "Per run" if group == PER_RUN else f"{group[0].upper()}{group[1:]} (set per environment)"
+        lines += [
+            "",
+            f"## {heading}",
+            "",
+            "| parameter | type | default | range | description |",
+            "|---|---|---|---|---|",
+        ]
+        for p in members:
+            cells = (f"`{p.name}`", p.type.__name__, f"`{p.default!r}`", p.range_text(), p.description)
+            lines.append("| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
 def declared_parameters(pipeline_func: Any) -> ParameterSet | None:
     """The :class:`ParameterSet` a pipeline was generated from (through ``@dsl.pipeline``'s
     wrapper), or None for a pipeline whose signature is written by hand."""
@@ -643,3 +669,7 @@ CATALOG = ParameterSet(
         ),
     ]
 )
+
+
+if __name__ == "__main__":
+    print(reference_markdown(CATALOG, "Pipeline parameters: kfstack's catalog"), end="")

@@ -7,6 +7,7 @@ test below holds every such literal to the catalog's value (one home, checked co
 
 import importlib
 import inspect
+import pathlib
 import pkgutil
 
 import pytest
@@ -23,6 +24,7 @@ from kfstack.pipelines.parameters import (
     ParameterSet,
     declared_parameters,
     from_setting,
+    reference_markdown,
 )
 from kfstack.pipelines.rendering import compiled_spec
 from kfstack.tuning.spec import TuningSettings
@@ -193,3 +195,14 @@ def test_the_guard_sees_every_component_that_takes_a_catalog_parameter():
         "model_deployment",
         "gate_model",
     } <= short
+
+
+def test_the_catalogs_reference_page_is_written_from_the_catalog():
+    page = pathlib.Path(__file__).resolve().parents[2] / "docs" / "parameters.md"
+    expected = reference_markdown(CATALOG, "Pipeline parameters: kfstack's catalog")
+    assert page.read_text(encoding="utf-8") == expected, (
+        "docs/parameters.md is out of date: python -m kfstack.pipelines.parameters > docs/parameters.md"
+    )
+    # Every catalog parameter has its row, with its default.
+    for parameter in CATALOG:
+        assert f"| `{parameter.name}` | {parameter.type.__name__} | `{parameter.default!r}` |" in expected
