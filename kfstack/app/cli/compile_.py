@@ -14,32 +14,20 @@ from kfp import compiler
 
 from kfstack import pipeline_spec
 from kfstack.app.cli.exit_codes import EXIT_OK
-from kfstack.app.cli.options import TASK_IMAGE_HELP, Subparsers, writable_dir
+from kfstack.app.cli.options import Subparsers, add_compiled_version_options, writable_dir
 from kfstack.errors import UsageError
 from kfstack.images import COMPONENT_IMAGE
 from kfstack.pipelines import entry, environments, load_pipeline, pipeline_names
 from kfstack.version import VERSION_ENV, label_safe, pipeline_version
 
 DEFAULT_DIST = os.path.join("dist", "pipelines")
-ENV_HELP = (
-    "an environment file, or the name of an overlay that has one (manifests/overlays/ENV/"
-    f"{environments.FILE_NAME}): its settings become the parameters' defaults, and the version "
-    "is named <version>.<env>"
-)
 
 
 def add_parser(subparsers: Subparsers) -> None:
     parser = subparsers.add_parser("compile", help="compile pipelines to YAML (dist/pipelines)")
     parser.add_argument("names", nargs="*", help="pipelines to compile (default: all)")
     parser.add_argument("--out", default=DEFAULT_DIST, help="output directory")
-    parser.add_argument(
-        "--pipeline-version",
-        default=None,
-        help="the version stamped into the pipelines (default: <package version>+<git short sha>"
-        "[-dirty] of this source tree, or $" + VERSION_ENV + ")",
-    )
-    parser.add_argument("--task-image", metavar="IMAGE", help=TASK_IMAGE_HELP)
-    parser.add_argument("--env", metavar="ENV", help=ENV_HELP)
+    add_compiled_version_options(parser, "the version stamped into the pipelines")
     parser.set_defaults(func=handle)
 
 

@@ -5,14 +5,24 @@ from __future__ import annotations
 
 import argparse
 import os
-from typing import TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from kfstack.errors import UsageError
+from kfstack.pipelines import environments
+from kfstack.version import VERSION_ENV
+
+if TYPE_CHECKING:
+    from kfstack.app.kfp_server.pipelines import PipelineVersionRef
 
 DEFAULT_PIPELINE_ROOT = "runs"
 TASK_IMAGE_HELP = (
     "the image kfstack's own tasks run in on the cluster: kfstack's launcher image with your "
     "package installed (default: the pipeline's registration's task_image, else kfstack's launcher)"
+)
+ENV_HELP = (
+    "an environment file, or the name of an overlay that has one (manifests/overlays/ENV/"
+    f"{environments.FILE_NAME}): its settings become the parameters' defaults, and the version "
+    "is named <version>.<env>"
 )
 PIPELINE_NAME_HELP = "pipeline name (kfstack list), or module:function; optional when one is installed"
 
@@ -42,6 +52,64 @@ def kfp_server_options() -> argparse.ArgumentParser:
     )
     connection.add_argument("--token", help="a bearer token the API server (or its proxy) accepts")
     return server
+
+
+# The flags of :func:`kfp_server_options` (flag -> attribute, for :func:`flags_given`).
+KFP_SERVER_FLAGS = {"--host": "host", "--namespace": "namespace", "--token": "token"}
+
+
+def add_compiled_version_options(parser: argparse.ArgumentParser, version_help: str) -> None:
+    """``--pipeline-version``, ``--task-image`` and ``--env``: what ``compile`` and ``upload``
+    compile each pipeline with (:func:`~kfstack.app.cli.compile_.compile_pipelines`).
+
+    Args:
+        version_help: What the version is to the command; the help goes on with its default.
+    """
+    parser.add_argument(
+        "--pipeline-version",
+        default=None,
+        help=f"{version_help} (default: <package version>+<git short sha>[-dirty] of this source "
+        f"tree, or ${VERSION_ENV})",
+    )
+    parser.add_argument("--task-image", metavar="IMAGE", help=TASK_IMAGE_HELP)
+    parser.add_argument("--env", metavar="ENV", help=ENV_HELP)
+
+
+# The flags of :func:`add_run_target_options` (flag -> attribute, for :func:`flags_given`).
+RUN_TARGET_FLAGS = {"--version": "version_name", "--experiment": "experiment"}
+
+
+def add_run_target_options(parser: argparse.ArgumentParser, version_help: str, experiment_help: str) -> None:
+    """``--version`` (``args.version_name``) and ``--experiment``: the uploaded version the runs
+    of ``run`` (on a cluster) and ``schedule`` start from, and the experiment they go to."""
+    parser.add_argument("--version", dest="version_name", metavar="VERSION", help=version_help)
+    parser.add_argument("--experiment", help=experiment_help)
+
+
+def resolve_run_target(
+    client: Any, pipeline: str, args: argparse.Namespace
+) -> tuple[PipelineVersionRef, str, str]:
+    """What the options of :func:`add_run_target_options` name on the server: the version of
+    ``pipeline`` (default: its latest), the experiment (default: the pipeline's name) and its id.
+    The experiment is created if absent, and that said on stdout.
+
+    Raises:
+        UsageError: The pipeline or the version is not on the server.
+    """
+    from kfstack.app.kfp_server import pipelines, runs
+
+    experiment = args.experiment or pipeline
+    ref = pipelines.resolve_version(client, pipeline, args.version_name)
+    experiment_id, created = runs.ensure_experiment(client, experiment)
+    if created:
+        print(f"created experiment {experiment} ({experiment_id})")
+    return ref, experiment, experiment_id
+
+
+def add_param_option(parser: argparse.ArgumentParser, help_text: str) -> None:
+    """``--param NAME=VALUE``, repeatable (``args.param``: a list, read by
+    :func:`~kfstack.app.cli.parameters.parse_params`)."""
+    parser.add_argument("--param", action="append", default=[], metavar="NAME=VALUE", help=help_text)
 
 
 def flags_given(args: argparse.Namespace, flags: dict[str, str]) -> list[str]:

@@ -15,10 +15,15 @@ from kfstack.app import run_directory
 from kfstack.app.cli.exit_codes import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK
 from kfstack.app.cli.options import (
     DEFAULT_PIPELINE_ROOT,
+    KFP_SERVER_FLAGS,
     PIPELINE_NAME_HELP,
+    RUN_TARGET_FLAGS,
     Subparsers,
+    add_param_option,
+    add_run_target_options,
     flags_given,
     kfp_server_options,
+    resolve_run_target,
     writable_dir,
 )
 from kfstack.app.cli.parameters import check_cluster_arguments, parse_params
@@ -36,13 +41,10 @@ DEFAULT_POLL_SECONDS = 10.0
 # Flags of `run` that only mean something for one of its two platforms.
 _LOCAL_ONLY = {"--resume": "resume", "--pipeline-root": "pipeline_root", "--verbose": "verbose"}
 _CLUSTER_ONLY = {
-    "--version": "version_name",
-    "--experiment": "experiment",
+    **RUN_TARGET_FLAGS,
     "--wait": "wait",
     "--poll-seconds": "poll_seconds",
-    "--host": "host",
-    "--namespace": "namespace",
-    "--token": "token",
+    **KFP_SERVER_FLAGS,
 }
 
 
@@ -59,13 +61,7 @@ def add_parser(subparsers: Subparsers) -> None:
     parser.add_argument(
         "--local", action="store_true", help="run on the embedded platform (kfp.local, no cluster)"
     )
-    parser.add_argument(
-        "--param",
-        action="append",
-        default=[],
-        metavar="NAME=VALUE",
-        help="pipeline parameter (repeatable; see kfstack describe PIPELINE)",
-    )
+    add_param_option(parser, "pipeline parameter (repeatable; see kfstack describe PIPELINE)")
     parser.add_argument(
         "--pipeline-root",
         default=None,
@@ -87,14 +83,10 @@ def add_parser(subparsers: Subparsers) -> None:
         action="store_true",
         help="--local: stream every task's output and kfp's own to the console",
     )
-    parser.add_argument(
-        "--version",
-        dest="version_name",
-        metavar="VERSION",
-        help="cluster: the uploaded pipeline version to run (default: the pipeline's latest)",
-    )
-    parser.add_argument(
-        "--experiment", help="cluster: the experiment to run in, created if absent (default: PIPELINE)"
+    add_run_target_options(
+        parser,
+        version_help="cluster: the uploaded pipeline version to run (default: the pipeline's latest)",
+        experiment_help="cluster: the experiment to run in, created if absent (default: PIPELINE)",
     )
     parser.add_argument(
         "--wait",
@@ -169,7 +161,7 @@ def handle(args: argparse.Namespace) -> int:
 
 def _run_on_cluster(args: argparse.Namespace) -> int:
     """``kfstack run`` without ``--local``: a run of an uploaded version on the KFP server."""
-    from kfstack.app.kfp_server import connection, pipelines, runs
+    from kfstack.app.kfp_server import connection, runs
 
     local_only = flags_given(args, _LOCAL_ONLY)
     if local_only:
@@ -187,12 +179,8 @@ def _run_on_cluster(args: argparse.Namespace) -> int:
     check_cluster_arguments(args.name, arguments)
     if args.summary_json:
         writable_dir(os.path.dirname(os.path.abspath(args.summary_json)))
-    experiment = args.experiment or args.name
     with connection.connect(args.host, args.namespace, args.token) as client:
-        ref = pipelines.resolve_version(client, args.name, args.version_name)
-        experiment_id, created = runs.ensure_experiment(client, experiment)
-        if created:
-            print(f"created experiment {experiment} ({experiment_id})")
+        ref, experiment, experiment_id = resolve_run_target(client, args.name, args)
         started = datetime.datetime.now(datetime.UTC).strftime("%Y%m%d-%H%M%S")
         display_name = f"{args.name} {ref.version} {started}"
         run_id = runs.start_run(client, ref, experiment_id, arguments, display_name)

@@ -7,19 +7,22 @@ import argparse
 import sys
 
 from kfstack.app.cli.exit_codes import EXIT_OK
-from kfstack.app.cli.options import Subparsers, flags_given, kfp_server_options
+from kfstack.app.cli.options import (
+    RUN_TARGET_FLAGS,
+    Subparsers,
+    add_param_option,
+    add_run_target_options,
+    flags_given,
+    kfp_server_options,
+    resolve_run_target,
+)
 from kfstack.app.cli.parameters import check_cluster_arguments, parse_params
 from kfstack.app.cron import parse_cron
 from kfstack.errors import UsageError
 from kfstack.version import label_safe
 
 # Flags that only mean something when a schedule is created.
-_SCHEDULE_CREATE_ONLY = {
-    "--name": "name",
-    "--version": "version_name",
-    "--experiment": "experiment",
-    "--param": "param",
-}
+_SCHEDULE_CREATE_ONLY = {"--name": "name", **RUN_TARGET_FLAGS, "--param": "param"}
 
 
 def add_parser(subparsers: Subparsers) -> None:
@@ -44,18 +47,12 @@ def add_parser(subparsers: Subparsers) -> None:
         "--name",
         help="the schedule's name (default: PIPELINE, or PIPELINE-VERSION when --version pins one)",
     )
-    parser.add_argument(
-        "--version",
-        dest="version_name",
-        metavar="VERSION",
-        help="pin this uploaded version (default: each run takes the pipeline's latest version)",
+    add_run_target_options(
+        parser,
+        version_help="pin this uploaded version (default: each run takes the pipeline's latest version)",
+        experiment_help="the experiment its runs go to, created if absent (default: PIPELINE)",
     )
-    parser.add_argument(
-        "--experiment", help="the experiment its runs go to, created if absent (default: PIPELINE)"
-    )
-    parser.add_argument(
-        "--param", action="append", default=[], metavar="NAME=VALUE", help="pipeline parameter (repeatable)"
-    )
+    add_param_option(parser, "pipeline parameter (repeatable)")
     parser.set_defaults(func=handle)
 
 
@@ -66,7 +63,7 @@ def default_schedule_name(pipeline: str, version: str | None) -> str:
 
 
 def handle(args: argparse.Namespace) -> int:
-    from kfstack.app.kfp_server import connection, pipelines, recurring_runs, runs
+    from kfstack.app.kfp_server import connection, recurring_runs
 
     if args.list:
         return _list_schedules(args)
@@ -90,12 +87,8 @@ def handle(args: argparse.Namespace) -> int:
             f"(seconds first): {cron.expression!r}",
             file=sys.stderr,
         )
-    experiment = args.experiment or args.pipeline
     with connection.connect(args.host, args.namespace, args.token) as client:
-        ref = pipelines.resolve_version(client, args.pipeline, args.version_name)
-        experiment_id, created = runs.ensure_experiment(client, experiment)
-        if created:
-            print(f"created experiment {experiment} ({experiment_id})")
+        ref, experiment, experiment_id = resolve_run_target(client, args.pipeline, args)
         pinned = args.version_name is not None
         recurring_run_id, replaced = recurring_runs.create_schedule(
             client, name, ref, pinned, experiment_id, cron.expression, arguments

@@ -7,11 +7,11 @@ import argparse
 import sys
 import tempfile
 
-from kfstack.app.cli.compile_ import ENV_HELP, compile_pipelines, stamped_version
+from kfstack.app.cli.compile_ import compile_pipelines, stamped_version
 from kfstack.app.cli.exit_codes import EXIT_OK
-from kfstack.app.cli.options import TASK_IMAGE_HELP, Subparsers, kfp_server_options
+from kfstack.app.cli.options import Subparsers, add_compiled_version_options, kfp_server_options
 from kfstack.pipelines import environments, pipeline_names
-from kfstack.version import DIRTY_SUFFIX, VERSION_ENV
+from kfstack.version import DIRTY_SUFFIX
 
 
 def add_parser(subparsers: Subparsers) -> None:
@@ -23,14 +23,7 @@ def add_parser(subparsers: Subparsers) -> None:
         "there is not uploaded again (exit 0).",
     )
     parser.add_argument("names", nargs="*", help="pipelines to upload (default: all)")
-    parser.add_argument(
-        "--pipeline-version",
-        default=None,
-        help="the version name (default: <package version>+<git short sha>[-dirty] of this source "
-        "tree, or $" + VERSION_ENV + ")",
-    )
-    parser.add_argument("--task-image", metavar="IMAGE", help=TASK_IMAGE_HELP)
-    parser.add_argument("--env", metavar="ENV", help=ENV_HELP)
+    add_compiled_version_options(parser, "the version name")
     parser.set_defaults(func=handle)
 
 
