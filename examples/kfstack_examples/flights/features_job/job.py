@@ -80,8 +80,6 @@ from kfstack_examples.flights.features_job.statistics import train_statistics
 
 logger = logging.getLogger(__name__)
 
-TOP_REASONS_IN_ERRORS = 3
-
 
 @dataclasses.dataclass
 class FeatureJobReport:
@@ -106,11 +104,14 @@ class FeatureJobReport:
     phases: dict[str, dict[str, float | int]] = dataclasses.field(default_factory=dict)
 
     @property
-    def quarantined_fraction(self) -> float:
-        return self.rows_quarantined / self.rows_read if self.rows_read else 0.0
+    def quality_report(self) -> quality.QualityReport:
+        """The rows read and quarantined per reason, as the quality module every team's job may
+        use counts them: its share of rejected rows and its check are the job's."""
+        return quality.QualityReport(self.rows_read, self.quarantined_by_reason)
 
-    def top_reasons(self, n: int = TOP_REASONS_IN_ERRORS) -> list[tuple[str, int]]:
-        return sorted(self.quarantined_by_reason.items(), key=lambda kv: (-kv[1], kv[0]))[:n]
+    @property
+    def quarantined_fraction(self) -> float:
+        return self.quality_report.quarantined_fraction
 
     def to_dict(self) -> dict[str, Any]:
         return {**dataclasses.asdict(self), "quarantined_fraction": self.quarantined_fraction}
@@ -450,17 +451,14 @@ def run_feature_job(config: FeatureJobConfig, spark: SparkSession | None = None)
                 f"no flights to read in {input_uri} for {window.describe()} "
                 f"(sample_fraction={config.sample_fraction})"
             )
-        if report.quarantined_fraction > config.max_quarantine_fraction:
+        try:
+            report.quality_report.check(config.max_quarantine_fraction, where=config.quarantine_uri)
+        except DataQualityError:
+            # A failed run's report too: what it read, and where its time went up to the check.
             report.seconds = round(time.perf_counter() - started, 2)
-            report.phases = log.phases  # the phases that ran: where a failed run's time went
+            report.phases = log.phases
             _write_json(sources.join_uri(config.output_uri, JOB_REPORT_FILE), report.to_dict())
-            reasons = ", ".join(f"{r} ({n})" for r, n in report.top_reasons())
-            raise DataQualityError(
-                f"{report.rows_quarantined} of {rows_read} rows "
-                f"({report.quarantined_fraction:.1%}) were quarantined, above "
-                f"max_quarantine_fraction={config.max_quarantine_fraction:.1%}; top reasons: "
-                f"{reasons}. The rejected rows are in {config.quarantine_uri}."
-            )
+            raise
 
         # The lookup tables are small: each is aggregated once, kept, and broadcast to the joins.
         planes = featurize.plane_lookup(tables["planes"]).persist()
