@@ -346,16 +346,26 @@ def _experiment_primary_pod(obj: dict) -> PodRef:
     return PodRef(name=None, selector=selector, container=KATIB_SUGGESTION_CONTAINER)
 
 
-EXPERIMENT = ResourceKind(
-    kind="Experiment",
-    group="kubeflow.org",
-    version="v1beta1",
-    plural="experiments",
-    phase=experiment_phase,
-    describe=describe_experiment,
-    primary_pod=_experiment_primary_pod,
-    provided_by="Katib v0.19",
-)
+def _katib_kind(
+    kind: str,
+    phase: Callable[[dict], Phase],
+    describe: Callable[[dict], str],
+    primary_pod: Callable[[dict], PodRef],
+) -> ResourceKind:
+    """A Katib v1beta1 kind: the Experiment, or the Trials it owns."""
+    return ResourceKind(
+        kind=kind,
+        group="kubeflow.org",
+        version="v1beta1",
+        plural=f"{kind.lower()}s",
+        phase=phase,
+        describe=describe,
+        primary_pod=primary_pod,
+        provided_by="Katib v0.19",
+    )
+
+
+EXPERIMENT = _katib_kind("Experiment", experiment_phase, describe_experiment, _experiment_primary_pod)
 
 # Trial outcomes in the order Katib's experiment controller tests them (a Trial has one True).
 TRIAL_FAILED_CONDITIONS = ("Killed", "Failed", "MetricsUnavailable")
@@ -390,16 +400,7 @@ def _trial_primary_pod(obj: dict) -> PodRef:
 
 # Read by the tuning step (its trials), never launched, and not in KINDS: the run cleanup must not
 # delete Trials one by one (deleting the Experiment deletes them and their jobs).
-TRIAL = ResourceKind(
-    kind="Trial",
-    group="kubeflow.org",
-    version="v1beta1",
-    plural="trials",
-    phase=trial_phase,
-    describe=describe_training_job,
-    primary_pod=_trial_primary_pod,
-    provided_by="Katib v0.19",
-)
+TRIAL = _katib_kind("Trial", trial_phase, describe_training_job, _trial_primary_pod)
 
 # --- long-lived services -----------------------------------------------------------------------
 
