@@ -53,6 +53,13 @@ def _number(df: DataFrame, name: str) -> Column:
     return F.trim(df[name]).try_cast("double")
 
 
+def _one_row_per_key(typed: DataFrame, key: str, fields: Sequence[str]) -> DataFrame:
+    """The rows with a ``key``, one per key: each field's first non-null value among the key's
+    rows (a source table may list a key more than once, not always with every field)."""
+    first_values = [F.first(c, ignorenulls=True).alias(c) for c in fields]
+    return typed.where(F.col(key).isNotNull()).groupBy(key).agg(*first_values)
+
+
 def plane_lookup(planes: DataFrame) -> DataFrame:
     """Plane attributes keyed by ``tailnum`` (one row per tailnum): :data:`PLANE_FIELDS`."""
     typed = planes.select(
@@ -62,8 +69,8 @@ def plane_lookup(planes: DataFrame) -> DataFrame:
         F.col("engine").alias("plane_engine"),
         _number(planes, "seats").alias("plane_seats"),
         _number(planes, "engines").alias("plane_engines"),
-    ).where(F.col("tailnum").isNotNull())
-    return typed.groupBy("tailnum").agg(*[F.first(c, ignorenulls=True).alias(c) for c in PLANE_FIELDS])
+    )
+    return _one_row_per_key(typed, "tailnum", PLANE_FIELDS)
 
 
 def airport_lookup(airports: DataFrame) -> DataFrame:
@@ -73,8 +80,8 @@ def airport_lookup(airports: DataFrame) -> DataFrame:
         _number(airports, "lat").alias("dest_lat"),
         _number(airports, "lon").alias("dest_lon"),
         _number(airports, "alt").alias("dest_alt"),
-    ).where(F.col("faa").isNotNull())
-    return typed.groupBy("faa").agg(*[F.first(c, ignorenulls=True).alias(c) for c in AIRPORT_FIELDS])
+    )
+    return _one_row_per_key(typed, "faa", AIRPORT_FIELDS)
 
 
 def weather_by_hour(weather: DataFrame) -> DataFrame:
