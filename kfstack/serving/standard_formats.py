@@ -119,8 +119,29 @@ def _matrix(instances: Any, width: int | None) -> Any:
     return array
 
 
-class SklearnModel(kserve.Model):
+class _MatrixModel(kserve.Model):
+    """A stand-in whose model takes rows of ``width`` numbers and answers a value per row, as
+    KServe's sklearn and xgboost servers name them in V2 (``input-0``, ``output-0``); its
+    ``GET /v2/models/<name>`` tells the width the model records (see the module docstring)."""
+
+    # The V2 datatype of the tensors, as the runtime it stands in for declares them.
+    datatype: str
+
+    @property
+    def width(self) -> int | None:
+        raise NotImplementedError
+
+    def get_input_types(self) -> list[dict]:
+        return [{"name": "input-0", "datatype": self.datatype, "shape": [-1, self.width or -1]}]
+
+    def get_output_types(self) -> list[dict]:
+        return [{"name": "output-0", "datatype": self.datatype, "shape": [-1]}]
+
+
+class SklearnModel(_MatrixModel):
     """The ``sklearn`` format as ``kserve-sklearnserver`` 0.20 serves it."""
+
+    datatype = "FP64"
 
     def __init__(self, name: str, model_dir: str) -> None:
         super().__init__(name)
@@ -147,15 +168,11 @@ class SklearnModel(kserve.Model):
             result = self.model.predict(instances)
         return get_predict_response(payload, result, self.name)
 
-    def get_input_types(self) -> list[dict]:
-        return [{"name": "input-0", "datatype": "FP64", "shape": [-1, self.width or -1]}]
 
-    def get_output_types(self) -> list[dict]:
-        return [{"name": "output-0", "datatype": "FP64", "shape": [-1]}]
-
-
-class XGBoostModel(kserve.Model):
+class XGBoostModel(_MatrixModel):
     """The ``xgboost`` format as ``kserve-xgbserver`` 0.20 serves it."""
+
+    datatype = "FP32"
 
     def __init__(self, name: str, model_dir: str, nthread: int = 1) -> None:
         super().__init__(name)
@@ -182,12 +199,6 @@ class XGBoostModel(kserve.Model):
         instances = _matrix(get_predict_input(payload), self.width)
         result = self.booster.predict(xgboost.DMatrix(instances, nthread=self.nthread))
         return get_predict_response(payload, result, self.name)
-
-    def get_input_types(self) -> list[dict]:
-        return [{"name": "input-0", "datatype": "FP32", "shape": [-1, self.width or -1]}]
-
-    def get_output_types(self) -> list[dict]:
-        return [{"name": "output-0", "datatype": "FP32", "shape": [-1]}]
 
 
 class TritonOnnxModel(kserve.Model):
