@@ -23,6 +23,8 @@ Choices made here:
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
+from typing import Any
 
 from kubeflow.training import models
 from kubeflow.training.constants import constants as training
@@ -137,6 +139,13 @@ def _metadata(request: TrainingJobRequest):
     )
 
 
+def _manifest(job_model: Callable[..., Any], kind: str, request: TrainingJobRequest, spec: Any) -> dict:
+    """A training-operator v1 job of ``kind`` (its SDK model ``job_model``) with ``spec``,
+    named and labelled by the request, as a manifest."""
+    job = job_model(api_version=training.API_VERSION, kind=kind, metadata=_metadata(request), spec=spec)
+    return pods.to_dict(job)
+
+
 def _replica(
     request: TrainingJobRequest,
     replicas: int,
@@ -187,19 +196,14 @@ def build_pytorchjob(request: TrainingJobRequest) -> dict:
             replica_specs[training.REPLICA_TYPE_WORKER] = _replica(
                 request, request.workers - 1, container, command
             )
-    job = models.KubeflowOrgV1PyTorchJob(
-        api_version=training.API_VERSION,
-        kind=PYTORCHJOB,
-        metadata=_metadata(request),
-        spec=models.KubeflowOrgV1PyTorchJobSpec(
-            pytorch_replica_specs=replica_specs,
-            run_policy=_run_policy(request),
-            elastic_policy=elastic_policy,
-            # One process per pod: the trainer's env contract (kfstack.training.env_contract).
-            nproc_per_node="1" if request.elastic is None else None,
-        ),
+    spec = models.KubeflowOrgV1PyTorchJobSpec(
+        pytorch_replica_specs=replica_specs,
+        run_policy=_run_policy(request),
+        elastic_policy=elastic_policy,
+        # One process per pod: the trainer's env contract (kfstack.training.env_contract).
+        nproc_per_node="1" if request.elastic is None else None,
     )
-    return pods.to_dict(job)
+    return _manifest(models.KubeflowOrgV1PyTorchJob, PYTORCHJOB, request, spec)
 
 
 def build_tfjob(request: TrainingJobRequest) -> dict:
@@ -234,14 +238,9 @@ def build_tfjob(request: TrainingJobRequest) -> dict:
         # The job succeeds when every worker has (MWMS workers finish together); the default
         # would end it when worker 0 alone finishes.
         success_policy = "AllWorkers"
-    job = models.KubeflowOrgV1TFJob(
-        api_version=training.API_VERSION,
-        kind=TFJOB,
-        metadata=_metadata(request),
-        spec=models.KubeflowOrgV1TFJobSpec(
-            tf_replica_specs=replica_specs,
-            run_policy=_run_policy(request),
-            success_policy=success_policy,
-        ),
+    spec = models.KubeflowOrgV1TFJobSpec(
+        tf_replica_specs=replica_specs,
+        run_policy=_run_policy(request),
+        success_policy=success_policy,
     )
-    return pods.to_dict(job)
+    return _manifest(models.KubeflowOrgV1TFJob, TFJOB, request, spec)
