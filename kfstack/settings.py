@@ -24,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import dataclasses
+import math
 import re
 import types
 import typing
@@ -149,7 +150,9 @@ def _type_problem(name: str, value: Any, expected: Any) -> str | None:
     return f"{name}={value!r} must be {names}"
 
 
-def _bound_problems(name: str, value: Any, meta: Mapping[str, Any]) -> list[str]:
+def bound_problems(name: str, value: Any, meta: Mapping[str, Any]) -> list[str]:
+    """The problems of ``value`` against the range ``meta`` declares (``ge``, ``gt``, ``le``,
+    ``lt``, ``choices``), naming it ``name``; a :class:`Placeholder` or None has none."""
     if isinstance(value, Placeholder) or value is None:
         return []
     problems = []
@@ -161,6 +164,10 @@ def _bound_problems(name: str, value: Any, meta: Mapping[str, Any]) -> list[str]
         ("le", "<=", lambda v, b: v <= b),
         ("lt", "<", lambda v, b: v < b),
     )
+    bounded = any(meta.get(key) is not None for key, _, _ in checks)
+    # A bounded number is a finite one: inf passes a lower bound, nan fails every bound unclearly.
+    if bounded and isinstance(value, float) and not math.isfinite(value):
+        return [*problems, f"{name}={value!r} must be a finite number"]
     for key, word, ok in checks:
         bound = meta.get(key)
         if bound is not None and not ok(value, bound):
@@ -194,7 +201,7 @@ class Settings:
             if type_problem:
                 problems.append(type_problem)
                 continue
-            problems += _bound_problems(name, value, field.metadata)
+            problems += bound_problems(name, value, field.metadata)
         return problems if problems else self.check()
 
     def check(self) -> list[str]:

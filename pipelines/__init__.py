@@ -135,19 +135,27 @@ def load_pipeline(name: str) -> Any:
 
 
 def run_check(name: str) -> Callable[[Mapping[str, Any]], None]:
-    """The pipeline's rules across stages (a no-op when it has none).
+    """The pipeline's own checks: the ranges of the parameters it declares itself (those no
+    settings class checks: :meth:`kfstack.pipelines.parameters.ParameterSet.problems`), then
+    its rules across stages (its registration's ``check``, when it has one).
 
     A check refuses a value by raising ``ValueError`` (kfstack's
     :class:`~kfstack.errors.InvalidParameterError` is one): the refusal is bad input, reported
     as an :class:`~kfstack.errors.InvalidParameterError` naming the pipeline, before anything
     runs.
     """
+    from kfstack.pipelines.parameters import declared_parameters
+
     target = entry(name).check
-    if not target:
-        return lambda parameters: None
-    rules = resolve(target)
+    rules = resolve(target) if target else None
+    declared = declared_parameters(load_pipeline(name))
 
     def check(parameters: Mapping[str, Any]) -> None:
+        problems = declared.problems(parameters) if declared else []
+        if problems:
+            raise errors.InvalidParameterError(f"{name}: " + "; ".join(problems))
+        if rules is None:
+            return
         try:
             rules(parameters)
         except errors.KfstackError:

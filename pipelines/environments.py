@@ -15,15 +15,17 @@ change per run. An environment file lives beside the kustomize overlay of the sa
       flights-retraining:
         window_days: 7
 
-A shared name no pipeline takes is refused (a misspelt setting would otherwise be silently
-ignored), and so is a value of the wrong type; the values are then checked as a run would check
-them (:func:`kfstack.pipelines.rendering.render`), before anything is written or uploaded. A run
+A shared name no installed pipeline takes, or a section for a pipeline that is not installed, is
+refused (a misspelt name would otherwise be silently ignored), and so is a value of the wrong
+type or a number that is not finite; the values are then checked as a run would check them
+(:func:`kfstack.pipelines.rendering.render`), before anything is written or uploaded. A run
 still takes any parameter on the command line or in the UI: the environment sets defaults only.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -31,7 +33,7 @@ from typing import Any
 import yaml
 
 from kfstack.errors import InvalidParameterError, UsageError
-from kfstack.pipelines import load_pipeline
+from kfstack.pipelines import load_pipeline, pipeline_names
 from kfstack.pipelines.parameters import CATALOG
 from kfstack.pipelines.rendering import parameter_types, render
 from kfstack.version import check_version
@@ -66,16 +68,20 @@ class Environment:
     shared: Mapping[str, Any]
     per_pipeline: Mapping[str, Mapping[str, Any]]
 
-    def check_names(self, known: Iterable[str]) -> None:
-        """Refuses a shared parameter that none of ``known`` (every parameter name of the
-        pipelines at hand and of kfstack's components) is.
+    def check_names(self, parameters: Iterable[str], pipelines: Iterable[str]) -> None:
+        """Refuses a shared parameter that none of ``parameters`` (every parameter of the
+        installed pipelines and of kfstack's catalog) is, and a section for a pipeline that is
+        not one of ``pipelines``: a misspelt name would otherwise be silently ignored.
 
         Raises:
-            UsageError: Naming each unknown parameter.
+            UsageError: Naming each unknown parameter or pipeline.
         """
-        unknown = sorted(set(self.shared) - set(known))
+        unknown = sorted(set(self.shared) - set(parameters))
         if unknown:
             raise UsageError(f"{self.path}: no pipeline takes the parameter {', '.join(unknown)}")
+        strangers = sorted(set(self.per_pipeline) - set(pipelines))
+        if strangers:
+            raise UsageError(f"{self.path}: pipelines: no pipeline named {', '.join(strangers)} is installed")
 
     def defaults_for(self, pipeline: str, types: Mapping[str, str]) -> dict[str, Any]:
         """The defaults this environment gives ``pipeline``, whose parameters have the KFP
@@ -175,6 +181,8 @@ def _scalars(path: str, where: str, values: Any) -> dict[str, Any]:
     for name, value in values.items():
         if not isinstance(value, (bool, int, float, str)):
             raise UsageError(f"{path}: {where}.{name} must be a number, a boolean or a text, not {value!r}")
+        if isinstance(value, float) and not math.isfinite(value):
+            raise UsageError(f"{path}: {where}.{name}={value!r}: expected a finite number")
     return {str(name): value for name, value in values.items()}
 
 
@@ -201,9 +209,16 @@ def pipeline_defaults(environment: Environment, pipelines: Sequence[str]) -> dic
             Spark memory...); the message names the file and the pipeline.
     """
     types = {name: parameter_types(load_pipeline(name)) for name in pipelines}
-    environment.check_names(
-        {parameter for taken in types.values() for parameter in taken} | set(CATALOG.names)
-    )
+    # The names an environment may use: every installed pipeline's (an environment is shared by
+    # them all, and one compile may take a few), and the catalog's.
+    others = {}
+    for name in sorted(set(pipeline_names()) - set(pipelines)):
+        try:
+            others[name] = parameter_types(load_pipeline(name))
+        except UsageError:
+            continue  # a pipeline that does not load is not this compile's to judge
+    taken = {parameter for found in (*types.values(), *others.values()) for parameter in found}
+    environment.check_names(taken | set(CATALOG.names), [*types, *others])
     found = {}
     for name in pipelines:
         defaults = environment.defaults_for(name, types[name])

@@ -15,6 +15,7 @@ order; the order here is what ``kfstack describe``, the docs and the Python sign
 
 from __future__ import annotations
 
+import builtins
 import dataclasses
 import inspect
 import typing
@@ -29,6 +30,7 @@ from kfstack.monitoring.drift import DriftThresholds
 from kfstack.monitoring.gate import GateRule
 from kfstack.serving import model_registry
 from kfstack.serving.canary import CanaryThresholds
+from kfstack.settings import bound_problems
 from kfstack.training.settings import JobTopology
 from kfstack.tuning.spec import TuningSettings
 
@@ -60,8 +62,10 @@ class Parameter:
         description: What KFP shows for it; one line, plain.
         group: :data:`PER_RUN` (a person sets it when triggering a run) or the group of
             environment settings it belongs to (:data:`GROUPS`).
-        bounds: Its range as a settings field declares it (``ge``, ``gt``, ``le``, ``lt``,
-            ``choices``); checked by that class when the run's stages build their settings.
+        bounds: Its range (``ge``, ``gt``, ``le``, ``lt``, ``choices``).
+        owner: The settings class whose field it is (:func:`from_setting`), which checks the
+            range when the run's stages build their settings; None: :meth:`ParameterSet.problems`
+            checks it before a run.
     """
 
     name: str
@@ -70,6 +74,7 @@ class Parameter:
     description: str
     group: str
     bounds: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    owner: builtins.type | None = None  # (`type` here is the field above)
 
     def __post_init__(self) -> None:
         if self.type not in SCALARS:
@@ -114,6 +119,7 @@ def from_setting(owner: type, field: str, description: str, group: str, name: st
         description=description,
         group=group,
         bounds=bounds,
+        owner=owner,
     )
 
 
@@ -154,12 +160,16 @@ class ParameterSet:
             raise KeyError(f"changes for parameters not taken: {', '.join(sorted(unknown))}")
         return [self[name].but(**changed.get(name, {})) for name in names]
 
-    def with_defaults(self, defaults: Mapping[str, Any]) -> ParameterSet:
-        """These parameters with other defaults (an environment's), by name."""
-        unknown = sorted(set(defaults) - set(self._by_name))
-        if unknown:
-            raise KeyError(f"no parameter named {', '.join(unknown)}")
-        return ParameterSet(p.but(default=defaults[p.name]) if p.name in defaults else p for p in self)
+    def problems(self, values: Mapping[str, Any]) -> list[str]:
+        """The range problems of ``values`` (by parameter name) for the parameters no settings
+        class checks (those declared here, not read from a field); values of another type (a
+        placeholder a compiled pipeline resolves later) are left to the run."""
+        found = []
+        for parameter in self:
+            value = values.get(parameter.name)
+            if parameter.owner is None and parameter.bounds and isinstance(value, SCALARS):
+                found += bound_problems(parameter.name, value, parameter.bounds)
+        return found
 
     def ordered(self) -> list[Parameter]:
         """Per-run parameters first, then the environment's settings group by group; the
@@ -509,6 +519,15 @@ CATALOG = ParameterSet(
         from_setting(
             TuningPlacement, "timeout_seconds", "Kubernetes: longest wait for the Experiment.", _CLUSTER
         ),
+        # Evaluation and the gate's scoring (gate_model; model_evaluation's threshold).
+        Parameter(
+            "decision_threshold",
+            float,
+            0.5,
+            "Binary: a row is predicted positive at a probability at or above it.",
+            "training",
+            {"ge": 0.0, "le": 1.0},
+        ),
         # Deployment (model_deployment).
         Parameter(
             "deploy",
@@ -612,6 +631,15 @@ CATALOG = ParameterSet(
             "Roll back when the canary's quality metric is lower than the stable's by more.",
             "canary analysis",
         ),
+        Parameter(
+            "canary_records",
+            int,
+            2000,
+            "Labelled holdout rows replayed to stable and canary.",
+            "canary analysis",
+            {"ge": 1},
+        ),
+        Parameter("canary_batch_size", int, 20, "Rows per replayed request.", "canary analysis", {"ge": 1}),
         # Drift check and champion/challenger gate (data_drift, gate_model).
         from_setting(
             DriftThresholds,
@@ -647,7 +675,7 @@ CATALOG = ParameterSet(
             GateRule,
             "margin",
             "How much better than production (on the new window's holdout) the retrained model must be "
-            "to go on to the canary (0-1; 0: at least as good).",
+            "to go on to the canary, in the gate metric's units (0: at least as good).",
             "drift and gate",
         ),
         # Kubeflow Model Registry (register_model).

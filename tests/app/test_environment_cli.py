@@ -33,6 +33,10 @@ def test_compile_env_writes_the_environments_defaults_and_names_the_version(caps
     dev = yaml.safe_load(pathlib.Path(DEV).read_text(encoding="utf-8"))["parameters"]
     for name, value in dev.items():
         assert parameters[name]["defaultValue"] == value, name
+    # The tasks (and so the model's lineage) carry the version itself: `kfstack reproduce`
+    # compares it with a checkout's, which has no environment.
+    text = written.read_text(encoding="utf-8")
+    assert "value: 1.2.3\n" in text and "1.2.3.dev" not in text
     # What the environment does not set keeps the pipeline's own default.
     assert parameters["workers"]["defaultValue"] == 2.0
     # And a compile without it is the pipeline's own.

@@ -59,6 +59,9 @@ def test_bad_rules_name_their_field():
     assert report({"macro_f1": 0.9}, {"macro_f1": 0.8}, GateRule(metric="macro_f1")).decision == PASS
     with pytest.raises(InvalidParameterError, match=r"margin=-0\.1 must be >= 0"):
         GateRule(margin=-0.1)
+    # A margin no model can beat is refused, not a gate that never passes.
+    with pytest.raises(InvalidParameterError, match="margin=inf must be a finite number"):
+        GateRule(margin=float("inf"))
 
 
 def test_figures_and_metrics_of_scored_records():

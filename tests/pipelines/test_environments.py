@@ -99,6 +99,40 @@ def test_a_parameter_no_pipeline_takes_is_refused_as_a_likely_typo(tmp_path):
         environments.pipeline_defaults(environment, ["flights-training"])
 
 
+def test_a_parameter_another_installed_pipeline_takes_is_not_a_typo(tmp_path):
+    # num_shards is the flights pipelines' (not the catalog's): compiling digits alone keeps it.
+    environment = environments.load_environment(write(tmp_path, "parameters:\n  num_shards: 8\n"))
+    assert (
+        "num_shards"
+        not in environments.pipeline_defaults(environment, ["digits-training"])["digits-training"]
+    )
+    assert (
+        environments.pipeline_defaults(environment, ["flights-training"])["flights-training"]["num_shards"]
+        == 8
+    )
+
+
+def test_a_section_for_a_pipeline_that_is_not_installed_is_refused(tmp_path):
+    environment = environments.load_environment(
+        write(tmp_path, "pipelines:\n  flights-retrainng:\n    gate_margin: 0.01\n")
+    )
+    with pytest.raises(UsageError, match="no pipeline named flights-retrainng is installed"):
+        environments.pipeline_defaults(environment, ["flights-training"])
+
+
+@pytest.mark.parametrize("value", [".inf", "-.inf", ".nan"])
+def test_a_number_that_is_not_finite_is_refused(tmp_path, value):
+    with pytest.raises(UsageError, match=r"gate_margin=.*: expected a finite number"):
+        environments.load_environment(write(tmp_path, f"parameters:\n  gate_margin: {value}\n"))
+
+
+def test_a_range_only_the_pipeline_declares_is_checked_too(tmp_path):
+    # decision_threshold belongs to no settings class: the pipeline's own declaration checks it.
+    environment = environments.load_environment(write(tmp_path, "parameters:\n  decision_threshold: 1.5\n"))
+    with pytest.raises(InvalidParameterError, match=r"decision_threshold=1\.5 must be <= 1\.0"):
+        environments.pipeline_defaults(environment, ["flights-training"])
+
+
 def test_a_value_a_run_would_refuse_is_refused_when_compiling(tmp_path):
     environment = environments.load_environment(write(tmp_path, "parameters:\n  gpu_pool: nope\n"))
     with pytest.raises(

@@ -9,6 +9,7 @@ import importlib
 import inspect
 import pathlib
 import pkgutil
+import re
 
 import pytest
 from kfp import dsl
@@ -75,7 +76,7 @@ def test_a_set_refuses_a_name_twice_and_changes_only_what_it_takes():
     with pytest.raises(KeyError, match="changes for parameters not taken: gpu_pool"):
         CATALOG.take("workers", gpu_pool={"default": "cpu"})
     with pytest.raises(KeyError, match="no parameter named nope"):
-        CATALOG.with_defaults({"nope": 1})
+        CATALOG.take("nope")
     (workers,) = CATALOG.take("workers", workers={"default": 8})
     assert workers.default == 8 and CATALOG["workers"].default == 2
 
@@ -206,3 +207,13 @@ def test_the_catalogs_reference_page_is_written_from_the_catalog():
     # Every catalog parameter has its row, with its default.
     for parameter in CATALOG:
         assert f"| `{parameter.name}` | {parameter.type.__name__} | `{parameter.default!r}` |" in expected
+
+
+def test_the_declaration_example_in_the_docs_compiles():
+    page = pathlib.Path(__file__).resolve().parents[2] / "docs" / "pipelines.md"
+    (example,) = re.findall(r"```python\n(.*?)```", page.read_text(encoding="utf-8"), re.S)
+    namespace: dict = {}
+    exec(example, namespace)  # the page's own code, as a reader would paste it
+    inputs = compiled_spec(namespace["churn_training"])["root"]["inputDefinitions"]["parameters"]
+    assert sorted(inputs) == ["gpu_pool", "object_store_secret", "platform", "table", "workers"]
+    assert inputs["workers"]["defaultValue"] == 4.0

@@ -1,6 +1,8 @@
 """Typed settings: validated once, errors name the field (the argument, at the edge),
 placeholders stand in for values."""
 
+import re
+
 import pytest
 
 from kfstack.components import argument_names
@@ -9,7 +11,11 @@ from kfstack.errors import InvalidParameterError
 from kfstack.kubernetes.naming import RunContext
 from kfstack.kubernetes.placement import TrainingPlacement, TuningPlacement
 from kfstack.kubernetes.spark_application import SparkJobPlacement, SparkResources
+from kfstack.monitoring.drift import DriftThresholds
+from kfstack.monitoring.gate import GateRule
+from kfstack.serving.canary import CanaryThresholds
 from kfstack.settings import Placeholder, katib_parameter, named
+from kfstack.tuning.spec import TuningSettings
 from kfstack_examples.flights.features_job.config import PIPELINE_NAMES, FeatureJobConfig
 from kfstack_examples.flights.pipelines.steps import TRAINING_CODE, check_run
 from kfstack_examples.flights.training.settings import SEARCH_SPACE, TRAINER_CODE, TrainingSettings
@@ -49,6 +55,22 @@ def test_the_library_names_fields_and_the_edge_names_its_arguments():
         TrainingPlacement(node_pool="h200")
     with pytest.raises(InvalidParameterError, match="node_pool="):
         TrainingPlacement(node_pool="h200")
+
+
+@pytest.mark.parametrize(
+    ("settings", "arguments", "message"),
+    [
+        (CanaryThresholds, {"canary_max_error_rate": 1.5}, "canary_max_error_rate=1.5 must be <= 1"),
+        (DriftThresholds, {"drift_max_psi": 0.0}, "drift_max_psi=0.0 must be > 0"),
+        (GateRule, {"gate_metric": "f1"}, "gate_metric='f1' is not one of"),
+        (TuningSettings, {"tuning_max_trials": 0}, "tuning_max_trials=0 must be >= 1"),
+    ],
+)
+def test_every_settings_class_a_component_reads_is_named_as_its_arguments(settings, arguments, message):
+    overrides = {"code": TRAINER_CODE, "search_space": SEARCH_SPACE, "objective": "val_auc"}
+    extra = overrides if settings is TuningSettings else {}
+    with pytest.raises(InvalidParameterError, match=re.escape(message)):
+        argument_names.from_arguments(settings, arguments, **extra)
 
 
 def test_arguments_are_read_by_their_names_and_defaults_live_in_the_class():

@@ -33,8 +33,7 @@ def add_parser(subparsers: Subparsers) -> None:
 
 def handle(args: argparse.Namespace) -> int:
     environment = environments.load_environment(args.env) if args.env else None
-    version = environments.versioned(stamped_version(args.pipeline_version), environment)
-    for path in compile_pipelines(args.names, args.out, version, args.task_image, environment):
+    for path in compile_pipelines(args.names, args.out, args.pipeline_version, args.task_image, environment):
         print(path)
     return EXIT_OK
 
@@ -63,8 +62,10 @@ def compile_pipelines(
     """Compiles the named pipelines (all when empty) to YAML, each stamped with the pipeline
     version (:func:`~kfstack.version.pipeline_version`; ``version`` overrides it), kfstack's
     tasks in the pipeline's task image (``task_image``, else its registration's), and with the
-    defaults ``environment`` gives it (the version is written as given: name an environment's
-    with :func:`~kfstack.pipelines.environments.versioned`); returns the written paths.
+    defaults ``environment`` gives it: the file is then named after the environment's version
+    (:func:`~kfstack.pipelines.environments.versioned`), while the tasks and the model's lineage
+    carry the version itself (``kfstack reproduce`` compares it with a checkout's); returns the
+    written paths.
 
     Raises:
         UsageError: An unknown pipeline, a malformed version or image, ``out_dir`` is not
@@ -84,7 +85,7 @@ def compile_pipelines(
     writable_dir(out_dir)
     written = []
     for name, pipeline_func in pipelines:
-        path = compiled_path(out_dir, name, stamped)
+        path = compiled_path(out_dir, name, environments.versioned(stamped, environment))
         compiler.Compiler().compile(pipeline_func, package_path=path)
         with open(path, encoding="utf-8") as f:
             documents = [d for d in yaml.safe_load_all(f) if d]

@@ -21,8 +21,8 @@ TASK_IMAGE_HELP = (
 )
 ENV_HELP = (
     "an environment file, or the name of an overlay that has one (manifests/overlays/ENV/"
-    f"{environments.FILE_NAME}): its settings become the parameters' defaults, and the version "
-    "is named <version>.<env>"
+    f"{environments.FILE_NAME}): its settings become the parameters' defaults; the file and the "
+    "uploaded version are named <version>.<env> (the tasks and the model's lineage keep <version>)"
 )
 PIPELINE_NAME_HELP = "pipeline name (kfstack list), or module:function; optional when one is installed"
 

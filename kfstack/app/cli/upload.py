@@ -32,7 +32,9 @@ def handle(args: argparse.Namespace) -> int:
 
     names = args.names or pipeline_names()
     environment = environments.load_environment(args.env) if args.env else None
-    version = environments.versioned(stamped_version(args.pipeline_version), environment)
+    version = stamped_version(args.pipeline_version)
+    # The name on the server says whose defaults the version has; its tasks carry `version`.
+    uploaded_as = environments.versioned(version, environment)
     with tempfile.TemporaryDirectory(prefix="kfstack-upload-") as out_dir:
         # Every pipeline compiles (and its environment's defaults are checked) before the server
         # hears of any of them.
@@ -46,7 +48,7 @@ def handle(args: argparse.Namespace) -> int:
             )
         with connection.connect(args.host, args.namespace, args.token) as client:
             for name, path in zip(names, paths, strict=True):
-                done = pipelines.upload(client, name, path, version)
+                done = pipelines.upload(client, name, path, uploaded_as)
                 ref = done.ref
                 ids = f"pipeline id {ref.pipeline_id}, version id {ref.version_id}"
                 if not done.new_version:

@@ -60,14 +60,6 @@ _OWN = [
     from_setting(
         TrainingSettings, "seed", "Seed of the data split and sample, and of the training.", PER_RUN
     ),
-    Parameter(
-        "decision_threshold",
-        float,
-        0.5,
-        "Probability at or above which a flight is called delayed.",
-        "training",
-        {"ge": 0.0, "le": 1.0},
-    ),
     from_setting(
         CanaryReplay,
         "records",
@@ -91,6 +83,7 @@ _WORDED = {
         "window_end, the window exactly."
     },
     "window_end": {"description": "Last flight date read (inclusive); empty: to the last."},
+    "decision_threshold": {"description": "Probability at or above which a flight is called delayed."},
     "window_lag_days": {
         "description": "Days between a relative window's end and the run's day: late data settles; a "
         "schedule replays the bundled 2013 flights with a lag that maps today onto 2013."
