@@ -3,8 +3,8 @@
 import pytest
 
 from kfstack.kubernetes import naming, node_pools, pods
-from kfstack.kubernetes.spark_application import SparkApplicationRequest
-from kfstack.kubernetes.training_jobs import TrainingJobRequest
+from kfstack.kubernetes.spark_application import SparkApplicationRequest, build_spark_application
+from kfstack.kubernetes.training_jobs import TrainingJobRequest, build_pytorchjob
 
 RUN_ID = "3f9c1e2a-5b7d-4c8e-9a0b-1c2d3e4f5a6b"
 NAMESPACE = "team-ml"
@@ -49,3 +49,22 @@ def fake_api():
 
     with FakeKubernetesApi() as api:
         yield api
+
+
+def put_a_runs_objects(api) -> tuple[dict, dict]:
+    """On a fake API: the run's PyTorchJob still running, its SparkApplication finished, and
+    another run's PyTorchJob running; returns the run's two (a cleanup deletes the first only)."""
+    running = build_pytorchjob(training_request())
+    finished = build_spark_application(spark_request())
+    other_run = build_pytorchjob(
+        training_request(
+            name="kfs-train-other",
+            labels={**running["metadata"]["labels"], "kfstack.dev/pipeline-run": "another-run"},
+        )
+    )
+    job_running = {"conditions": [{"type": "Running", "status": "True", "reason": "", "message": ""}]}
+    api.put("pytorchjobs", NAMESPACE, {**running, "status": job_running})
+    completed = {"applicationState": {"state": "COMPLETED"}}
+    api.put("sparkapplications", NAMESPACE, {**finished, "status": completed})
+    api.put("pytorchjobs", NAMESPACE, {**other_run, "status": job_running})
+    return running, finished

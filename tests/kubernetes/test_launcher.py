@@ -21,7 +21,7 @@ from kfstack.kubernetes.launcher import (
 from kfstack.kubernetes.placement import Placement
 from kfstack.kubernetes.spark_application import build_spark_application
 from kfstack.kubernetes.training_jobs import build_pytorchjob, build_tfjob
-from tests.kubernetes.conftest import NAMESPACE, RUN_ID, spark_request, training_request
+from tests.kubernetes.conftest import NAMESPACE, RUN_ID, put_a_runs_objects, spark_request, training_request
 
 PLURAL = "pytorchjobs"
 
@@ -243,19 +243,7 @@ def test_bad_timeouts_fail_before_anything_is_created(fake_api):
 
 
 def test_cleanup_deletes_only_the_runs_unfinished_objects(fake_api):
-    running = build_pytorchjob(training_request())
-    finished = build_spark_application(spark_request())
-    other_run = build_pytorchjob(
-        training_request(
-            name="kfs-train-other",
-            labels={**running["metadata"]["labels"], "kfstack.dev/pipeline-run": "another-run"},
-        )
-    )
-    fake_api.put(PLURAL, NAMESPACE, {**running, "status": job_status("Running")})
-    fake_api.put(
-        "sparkapplications", NAMESPACE, {**finished, "status": {"applicationState": {"state": "COMPLETED"}}}
-    )
-    fake_api.put(PLURAL, NAMESPACE, {**other_run, "status": job_status("Running")})
+    running, finished = put_a_runs_objects(fake_api)
     deleted = delete_run_resources(RUN_ID, Cluster(fake_api.api_client(), NAMESPACE))
     assert deleted == [f"PyTorchJob/{running['metadata']['name']}"]
     assert (PLURAL, NAMESPACE, "kfs-train-other") in fake_api.objects

@@ -18,16 +18,13 @@ from kfstack.errors import InvalidParameterError, ResourceFailedError
 from kfstack.kubernetes import inference_service as isvc
 from kfstack.kubernetes.launcher import Cluster
 from kfstack.kubernetes.spark_application import build_spark_application
-from kfstack.kubernetes.training_jobs import build_pytorchjob
 from kfstack.serving.canary import PROMOTE
 from kfstack_examples.flights.predictor import DEFAULT_MODEL_NAME
 from tests.kfp_local import run_pipeline, task_outputs
-from tests.kubernetes.conftest import NAMESPACE, RUN_ID, spark_request, training_request
+from tests.kubernetes.conftest import NAMESPACE, RUN_ID, put_a_runs_objects, spark_request
 from tests.kubernetes.fake_api import FakeKubernetesApi
 from tests.serving import fake_kserve_cluster
 from tests.serving.fake_kserve_cluster import MODELS, deploy, live, rollout, serving_model
-
-RUNNING = {"conditions": [{"type": "Running", "status": "True", "reason": "", "message": ""}]}
 
 
 def test_off_kubernetes_there_is_nothing_to_clean():
@@ -50,22 +47,8 @@ def test_without_a_kubernetes_api_nothing_can_have_been_created(tmp_path, monkey
 
 
 def test_the_runs_unfinished_jobs_are_deleted_and_nothing_else():
-    running = build_pytorchjob(training_request())
-    finished = build_spark_application(spark_request())
-    other_run = build_pytorchjob(
-        training_request(
-            name="kfs-train-other",
-            labels={**running["metadata"]["labels"], "kfstack.dev/pipeline-run": "another-run"},
-        )
-    )
     with FakeKubernetesApi() as api:
-        api.put("pytorchjobs", NAMESPACE, {**running, "status": RUNNING})
-        api.put(
-            "sparkapplications",
-            NAMESPACE,
-            {**finished, "status": {"applicationState": {"state": "COMPLETED"}}},
-        )
-        api.put("pytorchjobs", NAMESPACE, {**other_run, "status": RUNNING})
+        running, finished = put_a_runs_objects(api)
         cluster = Cluster(api.api_client(), NAMESPACE)
 
         assert cleanup_run_resources(platform="kubernetes", run_id=RUN_ID, cluster=cluster) == [
