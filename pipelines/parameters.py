@@ -202,7 +202,8 @@ class ParameterSet:
         ``body`` receives every parameter by name (KFP's channels when compiled) and wires the
         steps. The function it returns has the generated signature (``__signature__``) and
         docstring; apply ``@dsl.pipeline`` on top, which reads both. Its ``parameters``
-        attribute is this set (``kfstack describe``, environment files).
+        attribute is this set (``kfstack describe``'s groups, the run check of the ranges the
+        pipeline declares itself: :func:`declared_parameters`).
         """
         signature = self.signature()
 
