@@ -48,6 +48,8 @@ def model_deployment(
     canary_latency_slack_ms: float = 5.0,
     canary_max_psi: float = 0.2,
     canary_max_quality_drop: float = 0.01,
+    # Outputs as KFP reads them: inline, for the task runs this function's source alone (no
+    # module around it), which mypy cannot type -- hence the ignore.
 ) -> NamedTuple("Deployment", [("decision", str), ("production_version", str), ("serving_summary", str)]):  # type: ignore[valid-type]
     """Deploys the model: first at 100%, later as a canary judged on the labelled holdout.
 

@@ -16,6 +16,8 @@ def production_model(
     serving_name: str,
     model: Output[Model],
     comparable_files: list = [],  # noqa: B006
+    # Outputs as KFP reads them: inline, for the task runs this function's source alone (no
+    # module around it), which mypy cannot type -- hence the ignore.
 ) -> NamedTuple("Production", [("found", bool), ("version", str), ("profile_uri", str)]):  # type: ignore[valid-type]
     """Copies the model now in production into this step's ``model`` artifact.
 

@@ -59,6 +59,8 @@ def hyperparameter_tuning(
     trainer_runtime: str = "torch-distributed",
     run_id: str = "",
     task_name: str = "",
+    # Outputs as KFP reads them: inline, for the task runs this function's source alone (no
+    # module around it), which mypy cannot type -- hence the ignore.
 ) -> NamedTuple("TunedHyperparameters", [("best_hyperparameters", dict)]):  # type: ignore[valid-type]
     """Tunes a team's training code over its declared hyperparameters; hands the best on.
 
