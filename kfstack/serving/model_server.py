@@ -14,6 +14,11 @@ KServe's format runtimes (:mod:`kfstack.serving.standard_formats`) -- run on KSe
 - **Bounded bodies**: a ``Content-Length`` above ``max_body_bytes`` is refused with a 413 unread.
 - **Requests counted by outcome** on ``/metrics``: ``kfstack_predictor_requests_total{model_name,
   protocol, outcome}`` with ``outcome`` ``ok`` (2xx), ``bad_request`` (4xx), ``error`` (5xx).
+- **The queue**: ``kfstack_predictor_requests_in_flight{model_name, protocol}``, the requests
+  this process has accepted and not yet answered, counted from the moment their headers arrive
+  (before the body is read, so a slow upload counts as queued work) until the response ends or
+  the client goes away. It is one process's count: a pod whose server runs several worker
+  processes exports one gauge per process, and an autoscaler sums them over the pods.
 
 Importing ``kserve`` parses ``sys.argv`` for its own flags: a server runs as its own process.
 """
@@ -28,7 +33,7 @@ from typing import Any
 from fastapi import FastAPI
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from prometheus_client import Counter
+from prometheus_client import Counter, Gauge
 
 # 10,000 records of ~25 fields is about 4 MiB of JSON; four times that is refused unread.
 DEFAULT_MAX_BODY_BYTES = 16 * 2**20
@@ -41,6 +46,11 @@ REQUESTS = Counter(
     "kfstack_predictor_requests",
     "Prediction requests by protocol and outcome (ok: 2xx, bad_request: 4xx, error: 5xx)",
     ["model_name", "protocol", "outcome"],
+)
+IN_FLIGHT = Gauge(
+    "kfstack_predictor_requests_in_flight",
+    "Prediction requests accepted and not yet answered by this process, from their headers on",
+    ["model_name", "protocol"],
 )
 _PREDICT_PATH = re.compile(r"^/(?P<protocol>v1)/models/(?P<model>[^/:]+):predict$")
 _INFER_PATH = re.compile(r"^/(?P<protocol>v2)/models/(?P<model>[^/]+)(/versions/[^/]+)?/infer$")
@@ -77,6 +87,13 @@ class RequestAccounting:
             scope = _with_json_content_type(scope)
         # Only the served model's name becomes a label value: a fuzzed path must not mint series.
         model = self.model_name if match["model"] == self.model_name else UNKNOWN_MODEL
+        # Queued from here: the headers are in, the body is not read yet.
+        with IN_FLIGHT.labels(model, match["protocol"]).track_inprogress():
+            await self._answer(scope, receive, send, model, match["protocol"])
+
+    async def _answer(self, scope: dict, receive: Any, send: Any, model: str, protocol: str) -> None:
+        """The request's answer, counted by outcome: a 413 for a body over the limit (unread),
+        else the app's."""
         outcome = ERROR
         length = dict(scope.get("headers") or []).get(b"content-length", b"0")
         if length.isdigit() and int(length) > self.max_body_bytes:
@@ -85,7 +102,7 @@ class RequestAccounting:
                 content={"error": f"body: {int(length)} bytes, more than the {self.max_body_bytes} allowed"},
             )
             await response(scope, receive, send)
-            REQUESTS.labels(model, match["protocol"], BAD_REQUEST).inc()
+            REQUESTS.labels(model, protocol, BAD_REQUEST).inc()
             return
 
         async def send_and_note(message: dict) -> None:
@@ -98,7 +115,7 @@ class RequestAccounting:
         try:
             await self.app(scope, receive, send_and_note)
         finally:
-            REQUESTS.labels(model, match["protocol"], outcome).inc()
+            REQUESTS.labels(model, protocol, outcome).inc()
 
 
 async def _request_validation_error(_request: Any, exc: Exception) -> JSONResponse:

@@ -11,6 +11,8 @@ import concurrent.futures
 import json
 import math
 import re
+import socket
+import time
 
 import httpx
 import pytest
@@ -190,6 +192,40 @@ def test_metrics_count_requests_by_outcome_and_the_probabilities_served(predicto
     assert grew("kfstack_predictor_delay_probability_count") == 10
     assert grew("kfstack_predictor_delay_probability_bucket", le="1.0") == 10
     assert "request_predict_seconds" in after  # KServe's own, still there
+
+
+def test_a_request_is_in_flight_from_its_headers_until_it_ends(predictor, raw_records):
+    """The queue-length gauge counts a request whose body has not arrived yet (a slow upload is
+    queued work), and lets it go when the client goes away."""
+    labels = {"model_name": predictor.name, "protocol": "v1"}
+
+    def in_flight() -> float:
+        return _metric(
+            httpx.get(f"{predictor.url}/metrics").text, "kfstack_predictor_requests_in_flight", **labels
+        )
+
+    assert in_flight() == 0
+    url = httpx.URL(predictor.url)
+    headers = (
+        f"POST /v1/models/{predictor.name}:predict HTTP/1.1\r\nHost: {url.host}\r\n"
+        "Content-Type: application/json\r\nContent-Length: 100000\r\n\r\n"
+    )
+    with socket.create_connection((url.host, url.port), timeout=10) as client:
+        client.sendall(headers.encode())
+        client.sendall(json.dumps({"instances": raw_records[:1]})[:20].encode())  # the body's start
+        assert _eventually(lambda: in_flight() == 1)
+    assert _eventually(lambda: in_flight() == 0)  # the client went away mid-body
+    predictor.v1(raw_records[:3])
+    assert in_flight() == 0
+
+
+def _eventually(condition, seconds: float = 10.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.05)
+    return condition()
 
 
 def test_a_directory_without_the_lookups_is_refused_with_the_missing_files(tmp_path, trained):
