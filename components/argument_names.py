@@ -2,8 +2,8 @@
 field (``TrainingPlacement.node_pool``) becomes what a user sets (``gpu_pool``).
 
 The library names its values by field and knows no component or pipeline; the components'
-arguments carry the names a pipeline's parameters have (a flights run's ``gpu_pool``, the
-catalog's in :mod:`kfstack.pipelines.parameters`). Stages build their settings through
+arguments carry the names a pipeline's parameters have (the catalog's, in
+:mod:`kfstack.pipelines.parameters`). Stages build their settings through
 :func:`from_arguments`, so a refused value is named as the user set it; the parameter catalog
 names its parameters by the same table. A field not listed is its own argument's name.
 """
@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import Any, TypeVar
 
 from kfstack.kubernetes.inference_service import ServingRequest
-from kfstack.kubernetes.placement import Placement, ServingPlacement, TrainingPlacement, TuningPlacement
+from kfstack.kubernetes.placement import ServingPlacement, TrainingPlacement, TuningPlacement
 from kfstack.kubernetes.spark_application import SparkJobPlacement, SparkResources
 from kfstack.monitoring.drift import DriftThresholds
 from kfstack.monitoring.gate import GateRule
@@ -47,7 +47,6 @@ _TRAINING_PLACEMENT = {"node_pool": "gpu_pool", "timeout_seconds": "training_tim
 
 # Settings class -> field -> the argument it is read from, where the two differ.
 NAMES: dict[type[Settings], dict[str, str]] = {
-    Placement: {},
     TrainingPlacement: _TRAINING_PLACEMENT,
     # Trials run on the training pool; the wait is the whole Experiment's.
     TuningPlacement: {**_TRAINING_PLACEMENT, "timeout_seconds": "tuning_timeout_seconds"},

@@ -12,7 +12,7 @@ change per run. An environment file lives beside the kustomize overlay of the sa
       object_store_secret: kfstack-object-store
     # One pipeline's own (wins over the shared ones).
     pipelines:
-      flights-retraining:
+      churn-retraining:
         window_days: 7
 
 A shared name no installed pipeline takes, or a section for a pipeline that is not installed, is
