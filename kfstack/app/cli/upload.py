@@ -39,7 +39,7 @@ def handle(args: argparse.Namespace) -> int:
         # Every pipeline compiles (and its environment's defaults are checked) before the server
         # hears of any of them.
         paths = compile_pipelines(names, out_dir, version, args.task_image, environment)
-        if DIRTY_SUFFIX in version:
+        if version.endswith(DIRTY_SUFFIX):
             print(
                 f"kfstack upload: note: version {version} has uncommitted changes; a later upload of "
                 f"other uncommitted changes carries the same name and is skipped as already uploaded: "
