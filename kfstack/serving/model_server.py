@@ -19,6 +19,11 @@ KServe's format runtimes (:mod:`kfstack.serving.standard_formats`) -- run on KSe
   (before the body is read, so a slow upload counts as queued work) until the response ends or
   the client goes away. It is one process's count: a pod whose server runs several worker
   processes exports one gauge per process, and an autoscaler sums them over the pods.
+- **Latency of the whole request**: ``kfstack_predictor_request_duration_seconds{model_name,
+  protocol}``, a histogram from the headers to the end of the response, whatever the outcome
+  (KServe's own ``request_predict_seconds`` times the model's ``predict`` alone). Its bucket
+  bounds are written with a decimal point where Prometheus 3 would add one, so an ``le``
+  selector means the same on Prometheus 2 and 3.
 
 Importing ``kserve`` parses ``sys.argv`` for its own flags: a server runs as its own process.
 """
@@ -33,7 +38,7 @@ from typing import Any
 from fastapi import FastAPI
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from prometheus_client import Counter, Gauge
+from prometheus_client import Counter, Gauge, Histogram
 
 # 10,000 records of ~25 fields is about 4 MiB of JSON; four times that is refused unread.
 DEFAULT_MAX_BODY_BYTES = 16 * 2**20
@@ -51,6 +56,14 @@ IN_FLIGHT = Gauge(
     "kfstack_predictor_requests_in_flight",
     "Prediction requests accepted and not yet answered by this process, from their headers on",
     ["model_name", "protocol"],
+)
+# From 5 ms to 10 s: a p95 alert's 250 ms and 1 s lines fall on bucket bounds.
+LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+REQUEST_SECONDS = Histogram(
+    "kfstack_predictor_request_duration_seconds",
+    "Prediction requests' time from their headers to the end of the response",
+    ["model_name", "protocol"],
+    buckets=LATENCY_BUCKETS,
 )
 _PREDICT_PATH = re.compile(r"^/(?P<protocol>v1)/models/(?P<model>[^/:]+):predict$")
 _INFER_PATH = re.compile(r"^/(?P<protocol>v2)/models/(?P<model>[^/]+)(/versions/[^/]+)?/infer$")
@@ -88,7 +101,10 @@ class RequestAccounting:
         # Only the served model's name becomes a label value: a fuzzed path must not mint series.
         model = self.model_name if match["model"] == self.model_name else UNKNOWN_MODEL
         # Queued from here: the headers are in, the body is not read yet.
-        with IN_FLIGHT.labels(model, match["protocol"]).track_inprogress():
+        with (
+            IN_FLIGHT.labels(model, match["protocol"]).track_inprogress(),
+            REQUEST_SECONDS.labels(model, match["protocol"]).time(),
+        ):
             await self._answer(scope, receive, send, model, match["protocol"])
 
     async def _answer(self, scope: dict, receive: Any, send: Any, model: str, protocol: str) -> None:

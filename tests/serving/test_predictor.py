@@ -191,6 +191,10 @@ def test_metrics_count_requests_by_outcome_and_the_probabilities_served(predicto
     assert grew("kfstack_predictor_records_total") == 10
     assert grew("kfstack_predictor_delay_probability_count") == 10
     assert grew("kfstack_predictor_delay_probability_bucket", le="1.0") == 10
+    # The whole request's latency, every outcome; every request is under the top bound.
+    assert grew("kfstack_predictor_request_duration_seconds_count", protocol="v1") == 2
+    assert grew("kfstack_predictor_request_duration_seconds_bucket", protocol="v1", le="10.0") == 2
+    assert grew("kfstack_predictor_request_duration_seconds_count", protocol="v2") == 1
     assert "request_predict_seconds" in after  # KServe's own, still there
 
 
