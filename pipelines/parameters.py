@@ -663,6 +663,14 @@ CATALOG = ParameterSet(
             "drift and gate",
         ),
         Parameter("force", bool, False, "Retrain even when nothing drifted.", PER_RUN),
+        Parameter(
+            "trigger",
+            str,
+            "",
+            "Why this run was started: a drift alert's receiver writes the alert, the model, when it "
+            "started firing and its max PSI; empty: a schedule or by hand.",
+            PER_RUN,
+        ),
         # The component decides by the task's quality metric unless told (GateRule takes one).
         Parameter(
             "gate_metric",

@@ -23,6 +23,7 @@ def data_drift(
     drift_max_label_rate_shift: float = 0.05,
     drift_ignore_features: str = "",
     force: bool = False,
+    trigger: str = "",
 ) -> bool:
     """Compares the current data with what production was trained on: PSI per column, the label
     rate shift; decides whether to retrain.
@@ -50,6 +51,9 @@ def data_drift(
         drift_ignore_features: Comma-separated columns measured and reported, not deciding (a
             calendar column differs between any two windows by construction).
         force: Retrain even without drift.
+        trigger: Why the run was started (a drift alert's receiver writes the alert, model, time
+            and max PSI), shown in the report and recorded as its ``trigger``; empty: a
+            schedule or a person.
 
     Returns:
         Whether to retrain: drifted, forced, or nothing comparable in production. (The one
@@ -72,6 +76,7 @@ def data_drift(
         max_label_rate_shift=drift_max_label_rate_shift,
         ignored=drift_ignore_features,
         force=force,
+        trigger=trigger,
         metrics=drift_metrics,
         report=drift_report,
         profile_dir=current_profile.path,

@@ -122,6 +122,7 @@ def check_and_publish(
     max_label_rate_shift: float,
     ignored: str,
     force: bool,
+    trigger: str = "",
     metrics: Any,
     report: Any,
     profile_dir: str,
@@ -136,8 +137,12 @@ def check_and_publish(
     for name, value in decision.metrics().items():
         metrics.log_metric(name, value)
     report.metadata.update(decision.summary())
+    markdown = decision.markdown()
+    if trigger:  # the run summary and the UI say why a run that was not scheduled happened
+        report.metadata["trigger"] = trigger
+        markdown += f"\n\nStarted by: {trigger}\n"
     with open(report.path, "w", encoding="utf-8") as f:
-        f.write(decision.markdown())
+        f.write(markdown)
     own = os.path.join(data.current_uri, PROFILE_FILE)
     if data.current_profile_file and os.path.isfile(own):
         shutil.copy(own, os.path.join(profile_dir, PROFILE_FILE))  # the data step's, on its own edges

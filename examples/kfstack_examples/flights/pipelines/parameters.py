@@ -198,6 +198,7 @@ _RETRAINING_FORM = (
     "window_days",
     "window_lag_days",
     "force",
+    "trigger",
     "drift_max_psi",
     "drift_max_label_rate_shift",
     "drift_ignore_features",
