@@ -90,16 +90,17 @@ def _same_edges(a: Sequence[float], b: Sequence[float]) -> bool:
     )
 
 
+def categorical_shares(entry: Mapping[str, Any], values: Sequence[str]) -> list[float]:
+    """A categorical feature's profile as shares over ``values``, then everything else."""
+    top = entry.get("top_values") or {}
+    listed = [float(top.get(v, 0.0)) for v in values]
+    return [*listed, max(0.0, 1.0 - sum(listed))]
+
+
 def categorical_psi(reference: Mapping[str, Any], current: Mapping[str, Any]) -> float:
     """PSI of one categorical feature over the values either profile lists, plus the rest."""
-    ref, cur = reference.get("top_values") or {}, current.get("top_values") or {}
-    values = sorted(set(ref) | set(cur))
-
-    def shares(top: Mapping[str, float]) -> list[float]:
-        listed = [float(top.get(v, 0.0)) for v in values]
-        return [*listed, max(0.0, 1.0 - sum(listed))]
-
-    return population_stability(shares(ref), shares(cur))
+    values = sorted(set(reference.get("top_values") or {}) | set(current.get("top_values") or {}))
+    return population_stability(categorical_shares(reference, values), categorical_shares(current, values))
 
 
 def label_rate(profile: Mapping[str, Any]) -> float | None:

@@ -1,0 +1,239 @@
+"""Live drift's window against the batch profile and drift check it mirrors: the same bins on the
+same rows, the same PSI, nothing until the window is full, the oldest rows evicted."""
+
+from __future__ import annotations
+
+import logging
+import math
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from kfstack.errors import InvalidParameterError
+from kfstack.monitoring.drift import (
+    MISSING,
+    DriftThresholds,
+    categorical_psi,
+    numeric_psi,
+    population_stability,
+)
+from kfstack.monitoring.live_drift import (
+    NO_LIVE_DRIFT,
+    LiveDrift,
+    LiveDriftSettings,
+    Reference,
+    category_key,
+    read_reference,
+)
+from kfstack.monitoring.profiling import profile_dataset, write_profile
+
+NUMERIC = ("distance", "delay")
+CATEGORICAL = ("carrier",)
+CARRIERS = ("AA", "B6", "DL", "UA", "WN")
+
+
+def rows(seed: int, n: int, shift: float = 0.0, carriers: tuple[str, ...] = CARRIERS) -> dict[str, list]:
+    """``n`` rows of two numeric features (some missing) and a categorical one (some None)."""
+    rng = np.random.default_rng(seed)
+    distance = rng.normal(1000 + shift * 400, 300, n)
+    delay = rng.exponential(20, n) + shift * 30
+    delay[rng.random(n) < 0.1] = np.nan
+    carrier = [None if rng.random() < 0.05 else str(c) for c in rng.choice(carriers, n)]
+    return {"distance": distance.tolist(), "delay": delay.tolist(), "carrier": carrier}
+
+
+def profile_of(columns: dict[str, list], path, reference=None) -> dict:
+    pq.write_table(pa.table(columns), str(path))
+    return profile_dataset(str(path), NUMERIC, CATEGORICAL, reference=reference)
+
+
+@pytest.fixture
+def reference_profile(tmp_path) -> dict:
+    return profile_of(rows(0, 5000), tmp_path / "reference.parquet")
+
+
+def window_of(reference_profile, size, **kwargs) -> LiveDrift:
+    return LiveDrift(Reference(reference_profile), size, **kwargs)
+
+
+def test_the_window_bins_rows_as_the_batch_profile_does(tmp_path, reference_profile):
+    # Shifted rows: many beyond the reference's edges, in its end bins.
+    new = rows(1, 3000, shift=1.0)
+    current = profile_of(new, tmp_path / "current.parquet", reference=reference_profile)
+    window = window_of(reference_profile, 3000)
+    window.observe(new)
+    counts = window.counts()
+    for name in NUMERIC:
+        entry = current["numeric"][name]
+        missing = round(entry["missing_fraction"] * 3000)
+        assert counts[name] == [missing, *entry["histogram"]["counts"]]
+    top_edge = reference_profile["numeric"]["distance"]["histogram"]["edges"][-1]
+    assert sum(d > top_edge for d in new["distance"]) > 50  # binned in the last bin, as the batch's
+    top = current["categorical"]["carrier"]["top_values"]
+    listed = Reference(reference_profile).features[-1].values
+    assert set(top) == set(listed)  # the profile lists every value: the bins compare one to one
+    assert counts["carrier"] == [round(top[v] * 3000) for v in listed] + [0]
+
+
+def test_the_window_psi_is_the_batch_checks_psi_on_the_same_rows(tmp_path, reference_profile):
+    new = rows(2, 2000, shift=0.5)
+    current = profile_of(new, tmp_path / "current.parquet", reference=reference_profile)
+    window = window_of(reference_profile, 2000)
+    window.observe(new)
+    report = window.report()
+    assert report is not None
+    for name in NUMERIC:
+        expected = numeric_psi(name, reference_profile["numeric"][name], current["numeric"][name])
+        assert report.psi[name] == pytest.approx(expected, rel=1e-12)
+    carrier = categorical_psi(reference_profile["categorical"]["carrier"], current["categorical"]["carrier"])
+    assert report.psi["carrier"] == pytest.approx(carrier, rel=1e-12)
+    assert report.max_psi == max(report.psi.values()) > 0.2
+
+
+def test_nothing_is_reported_until_the_window_is_full(reference_profile):
+    window = window_of(reference_profile, 100)
+    window.observe(rows(3, 99))
+    assert window.rows == 99 and window.report() is None
+    window.observe(rows(4, 1))
+    assert window.rows == 100 and window.report() is not None
+
+
+def test_the_oldest_rows_leave_the_window(reference_profile):
+    """Batches of every size, one row to more than the window: the counts are always those of
+    the last ``size`` rows alone."""
+    size = 37
+    window = window_of(reference_profile, size)
+    seen: dict[str, list] = {name: [] for name in (*NUMERIC, *CATEGORICAL)}
+    rng = np.random.default_rng(5)
+    for step, batch_rows in enumerate([1, 5, 30, 2, 1, 36, 37, 50, 3, *rng.integers(1, 20, 20).tolist()]):
+        batch = rows(100 + step, batch_rows, shift=step % 3)
+        window.observe(batch)
+        for name in seen:
+            seen[name] += batch[name]
+        fresh = window_of(reference_profile, size)
+        fresh.observe({name: values[-size:] for name, values in seen.items()})
+        assert window.counts() == fresh.counts(), f"after batch {step}"
+        assert window.rows == min(size, len(seen["carrier"]))
+
+
+def test_a_matrix_by_position_bins_as_the_same_rows_by_name(reference_profile):
+    batch = rows(6, 500)
+    columns = ("carrier_code", "delay", "distance")  # another order, and a column not profiled
+    matrix = np.column_stack([np.zeros(500), batch["delay"], batch["distance"]])
+    no_carrier = {k: v for k, v in reference_profile.items() if k != "categorical"}
+    by_position = LiveDrift(Reference(no_carrier), 500, columns=columns)
+    by_position.observe(matrix)
+    by_name = LiveDrift(Reference(no_carrier), 500)
+    by_name.observe(batch)
+    assert by_position.counts() == by_name.counts()
+    with pytest.raises(InvalidParameterError, match="carrier are not among the model's columns"):
+        LiveDrift(Reference(reference_profile), 10, columns=columns)
+    with pytest.raises(InvalidParameterError, match="a matrix needs the model's columns"):
+        by_name.observe(matrix)
+
+
+def test_a_category_the_reference_never_listed_shows_in_other(reference_profile):
+    window = window_of(reference_profile, 1000)
+    window.observe(rows(7, 1000, carriers=("ZZ",)))
+    assert window.counts()["carrier"][-1] > 900
+    report = window.report()
+    assert report is not None and report.psi["carrier"] > 5
+
+
+def test_ignored_features_keep_their_psi_and_leave_the_max(reference_profile):
+    shifted = {**rows(8, 2000), "distance": rows(9, 2000, shift=2.0)["distance"]}
+    watched = window_of(reference_profile, 2000)
+    ignoring = window_of(reference_profile, 2000, thresholds=DriftThresholds(ignored_features=("distance",)))
+    for window in (watched, ignoring):
+        window.observe(shifted)
+    a, b = watched.report(), ignoring.report()
+    assert a is not None and b is not None
+    assert a.psi == b.psi and a.psi["distance"] > 1
+    assert a.max_psi == a.psi["distance"]
+    assert b.max_psi == max(b.psi["delay"], b.psi["carrier"]) < 0.2
+    with pytest.raises(
+        InvalidParameterError, match="live_drift_ignore_features names no profiled feature: x"
+    ):
+        window_of(reference_profile, 10, thresholds=DriftThresholds(ignored_features=("x",)))
+
+
+def test_a_crossing_of_the_limit_is_logged_once_each_way(reference_profile, caplog):
+    window = window_of(reference_profile, 500)
+    caplog.set_level(logging.INFO, "kfstack.live_drift")
+    window.observe(rows(10, 500, shift=2.0))
+    window.report()
+    window.report()
+    window.observe(rows(11, 500))
+    window.report()
+    messages = [r.getMessage() for r in caplog.records]
+    assert len(messages) == 2
+    assert messages[0].startswith("live drift: PSI above 0.2 over the last 500 rows: ")
+    assert "distance" in messages[0] and "back under 0.2" in messages[1]
+
+
+def test_uneven_edges_are_searched_and_missing_values_are_binned_first():
+    profile = {
+        "numeric": {
+            "x": {
+                "missing_fraction": 0.25,
+                "histogram": {"edges": [0.0, 1.0, 10.0, 100.0], "counts": [1, 1, 1]},
+            }
+        }
+    }
+    window = LiveDrift(Reference(profile), 8)
+    window.observe({"x": [-5.0, 0.5, 1.0, 9.9, 10.0, 1e9, None, math.inf]})
+    # The batch profile counts the infinities as missing (profile_dataset keeps finite values).
+    assert window.counts()["x"] == [2, 2, 2, 2]
+    report = window.report()
+    assert report is not None
+    assert report.psi["x"] == population_stability([0.25, 0.25, 0.25, 0.25], [0.25, 0.25, 0.25, 0.25]) == 0.0
+
+
+def test_category_keys_are_the_profiles():
+    assert category_key(None) == MISSING
+    assert category_key("AA") == "AA"
+    assert category_key(3.0) == "3"  # a whole float from a numeric matrix, profiled as an integer
+    assert category_key(2.5) == "2.5"
+    assert category_key(7) == "7"
+
+
+def test_a_batch_without_a_profiled_feature_or_with_text_for_a_number_is_refused(reference_profile):
+    window = window_of(reference_profile, 10)
+    with pytest.raises(InvalidParameterError, match="the batch lacks the features carrier"):
+        window.observe({"distance": [1.0], "delay": [1.0]})
+    with pytest.raises(InvalidParameterError, match="feature distance is not numeric"):
+        window.observe({"distance": ["far"], "delay": [1.0], "carrier": ["AA"]})
+    assert window.rows == 0
+
+
+def test_read_reference_from_a_model_directory(tmp_path, reference_profile):
+    assert read_reference(str(tmp_path)) is None
+    write_profile({**reference_profile, "feature_order": ["delay", "distance", "carrier"]}, str(tmp_path))
+    reference = read_reference(str(tmp_path))
+    assert reference is not None
+    assert reference.names == ("distance", "delay", "carrier")
+    assert reference.feature_order == ("delay", "distance", "carrier")
+    (tmp_path / "profile.json").write_text("[1, 2]")
+    with pytest.raises(InvalidParameterError, match="not a profile"):
+        read_reference(str(tmp_path))
+    with pytest.raises(InvalidParameterError, match="no numeric or categorical feature"):
+        Reference({"rows": 3})
+
+
+def test_settings_are_checked_and_name_the_flag():
+    with pytest.raises(InvalidParameterError, match="window_rows"):
+        LiveDriftSettings(window_rows=0)
+    with pytest.raises(InvalidParameterError, match="mode"):
+        LiveDriftSettings(mode="sometimes")
+    settings = LiveDriftSettings(max_psi=0.3, ignored_features=("month",))
+    assert settings.thresholds == DriftThresholds(max_psi=0.3, ignored_features=("month",))
+    assert (
+        LiveDriftSettings().window_rows == 2000 and LiveDriftSettings().max_psi == DriftThresholds().max_psi
+    )
+
+
+def test_no_live_drift_takes_anything_and_keeps_nothing():
+    NO_LIVE_DRIFT.observe({"anything": [1]})
+    assert NO_LIVE_DRIFT.rows == 0 and NO_LIVE_DRIFT.report() is None
