@@ -76,6 +76,12 @@ NAMES: dict[type[Settings], dict[str, str]] = {
         "max_replicas": "serving_max_replicas",
         "scale_metric": "serving_scale_metric",
         "scale_target": "serving_scale_target",
+        "autoscaler": "serving_autoscaler",
+        "prometheus_address": "serving_prometheus_address",
+        "keda_authentication": "serving_keda_authentication",
+        "gpu_metric": "serving_gpu_metric",
+        "gpu_pod_label": "serving_gpu_pod_label",
+        "gpu_namespace_label": "serving_gpu_namespace_label",
     },
     CanaryThresholds: {field: f"canary_{field}" for field in _CANARY},
     DriftThresholds: {

@@ -28,6 +28,13 @@ Deployment ``{isvc}-{name}-predictor`` and Service of the same name.
   keeps the canary's Deployment as the new stable one: no restart);
 - roll back: remove the entry.
 
+**Autoscaling** (:mod:`kfstack.kubernetes.autoscaling`): Knative's KPA in Serverless mode; in
+Standard mode KServe's default HPA, or the class this rollout names (``hpa``, or ``keda`` for
+GPU use and queue length through Prometheus queries over the stable predictor's pods). The
+class annotation and the predictor's autoscaling are written with the stable predictor: by the
+first rollout and the promotion (which renames the stable Deployment, so its queries are
+rebuilt), never by a Standard canary, whose pods have fixed replicas.
+
 KServe routes the split only where it owns the ingress; the canary analysis does not rely on
 it and calls both predictors directly (:func:`predictor_urls`).
 
@@ -47,6 +54,7 @@ import sys
 from typing import Any
 
 from kfstack.errors import DeploymentFailedError, InvalidParameterError
+from kfstack.kubernetes import autoscaling
 from kfstack.kubernetes.node_pools import NodePoolProfile
 from kfstack.kubernetes.pods import to_dict
 from kfstack.kubernetes.resources import KSERVE_MODE_ANNOTATION, SERVERLESS, STANDARD, kserve_mode
@@ -55,16 +63,12 @@ from kfstack.settings import Placeholder, Settings, setting
 DEPLOYMENT_MODE_ANNOTATION = KSERVE_MODE_ANNOTATION
 DEPLOYMENT_MODES = {SERVERLESS: "Serverless", STANDARD: "Standard"}
 TAG_ROUTING_ANNOTATION = "serving.kserve.io/enable-tag-routing"
-# What each mode's autoscaler scales on (KServe 0.20's webhook), and its default target:
-# Knative's KPA on requests in flight or per second; the HPA of Standard mode on CPU or memory
-# utilisation (a percent of the pod's request: KServe's HPA reconciler writes either target as
-# averageUtilization). The first of each is the default metric.
-SCALE_METRICS = {
-    SERVERLESS: {"concurrency": 8, "rps": 50},
-    STANDARD: {"cpu": 80, "memory": 80},
-}
 # The predictor container, in the ServingRuntime and in every InferenceService's model spec.
 CONTAINER_NAME = "kserve-container"
+# A Standard-mode canary's pods carry this label (KServe 0.20 labels them as the stable's): the
+# monitoring's PodMonitor reads it so that no alert fires on a canary
+# (manifests/components/monitoring). The promoted predictor is written without it.
+CANARY_POD_LABEL = "kfstack.dev/canary"
 # Which model version serves (confirmed: a first deployment that answered, a promoted canary),
 # and which one is being rolled out and not confirmed yet (a canary, or a first deployment still
 # on trial): written by every rollout step (the spec names storage URIs, not versions), read by
@@ -83,6 +87,7 @@ NEW_VERSION_ANNOTATION = "kfstack.dev/new-model-version"
 # predictor name here is 12), Knative names revisions and routes after ``<name>-predictor``.
 MAX_NAME_LENGTH = {STANDARD: 35, SERVERLESS: 45}
 _NAME = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$")
 API_VERSION = "serving.kserve.io/v1beta1"
 KIND = "InferenceService"
 
@@ -116,9 +121,20 @@ class ServingRequest(Settings):
             initializer read ``storage_uri``); empty: the namespace's default.
         min_replicas, max_replicas: Autoscaling bounds; 0 minimum (scale to zero) needs
             Serverless.
+        autoscaler: Standard mode's autoscaler class: empty (KServe's default, its HPA), ``hpa``
+            or ``keda`` (:mod:`~kfstack.kubernetes.autoscaling`).
         scale_metric, scale_target: What the autoscaler scales on and its target per replica
-            (:data:`SCALE_METRICS`; Serverless ``concurrency``/``rps``, Standard ``cpu``/``memory``
-            utilisation percent); empty / 0: the mode's default (:attr:`scaling`).
+            (:func:`~kfstack.kubernetes.autoscaling.scale_metrics`: Serverless
+            ``concurrency``/``rps``; Standard ``cpu``/``memory`` utilisation percent, with KEDA
+            also ``gpu`` (utilisation percent) and ``queue`` (requests waiting or in service));
+            empty / 0: the default (:attr:`scaling`).
+        prometheus_address: The Prometheus KEDA queries for ``gpu`` and ``queue``.
+        keda_authentication: A KEDA TriggerAuthentication in the namespace for those queries;
+            empty: none.
+        gpu_metric, gpu_pod_label, gpu_namespace_label: The GPU utilisation series and the
+            labels naming the pod and namespace using the GPU (DCGM exporter's).
+        namespace: The InferenceService's namespace (its queries select it); set by the
+            rollout from its cluster.
         canary_traffic_percent: The canary's share of traffic while it is analysed.
         labels: Labels of the InferenceService (run id, pipeline...).
         model_format, model_format_version: ``predictor.model.modelFormat``: a standard format
@@ -141,14 +157,21 @@ class ServingRequest(Settings):
     service_account: str = setting("")
     min_replicas: int = setting(1, ge=0)
     max_replicas: int = setting(3, ge=1)
+    autoscaler: str = setting(autoscaling.KSERVE_DEFAULT, choices=autoscaling.AUTOSCALERS)
     scale_metric: str = setting("")
     scale_target: int = setting(0, ge=0)
+    prometheus_address: str = setting("")
+    keda_authentication: str = setting("")
+    gpu_metric: str = setting(autoscaling.DCGM_GPU_UTIL)
+    gpu_pod_label: str = setting(autoscaling.DCGM_POD_LABEL)
+    gpu_namespace_label: str = setting(autoscaling.DCGM_NAMESPACE_LABEL)
     canary_traffic_percent: int = setting(10, ge=1, le=99)
     labels: dict[str, str] = dataclasses.field(default_factory=dict)
     model_format: str = ""
     model_format_version: str = ""
     runtime: str = ""
     protocol_version: str = ""
+    namespace: str = ""
 
     def check(self) -> list[str]:
         if not self.concrete("mode"):
@@ -171,30 +194,128 @@ class ServingRequest(Settings):
             problems.append(
                 f"{self.argument('min_replicas')}=0 (scale to zero) needs {mode}={SERVERLESS} (Knative)"
             )
-        metrics = SCALE_METRICS[self.mode]
-        if self.scale_metric and self.scale_metric not in metrics:
-            problems.append(
-                f"{self.argument('scale_metric')}={self.scale_metric!r}: {mode}={self.mode} scales on "
-                f"{' or '.join(metrics)}"
-            )
-        elif self.mode == STANDARD and self.scale_target > 100:
-            problems.append(
-                f"{self.argument('scale_target')}={self.scale_target}: {mode}={STANDARD} scales on a "
-                f"utilisation percent, at most 100 (0: the default)"
-            )
+        problems += self._scaling_problems()
         if not self.model_format:
             problems.append("the model format the InferenceService declares (modelFormat.name) is empty")
         if "://" not in self.storage_uri and not isinstance(self.storage_uri, Placeholder):
             problems.append(f"storage URI {self.storage_uri!r} has no scheme (s3://, gs://, pvc://...)")
         return problems
 
+    def _scaling_problems(self) -> list[str]:
+        """The autoscaling rules of KServe 0.20 (:mod:`kfstack.kubernetes.autoscaling`), and what
+        kfstack needs to build GPU and queue queries."""
+        mode, metric_name, autoscaler_name = (
+            self.argument("mode"),
+            self.argument("scale_metric"),
+            self.argument("autoscaler"),
+        )
+        metric = self.scale_metric
+        if self.mode == SERVERLESS:
+            if self.autoscaler:
+                return [
+                    f"{autoscaler_name}={self.autoscaler}: KServe's autoscaler classes act in "
+                    f"{mode}={STANDARD} only; {mode}={SERVERLESS} scales with Knative's KPA (leave it empty)"
+                ]
+            if metric in autoscaling.EXTERNAL_METRICS:
+                return [
+                    f"{metric_name}={metric!r}: in {mode}={SERVERLESS} (Knative) KServe ignores the "
+                    f"autoScaling block GPU use and queue length need; Knative's queue-length "
+                    f"equivalent is {metric_name}=concurrency (requests in flight per replica); GPU use "
+                    f"needs {mode}={STANDARD} with {autoscaler_name}={autoscaling.KEDA}"
+                ]
+        metrics = autoscaling.scale_metrics(self.mode, self.autoscaler)
+        if metric in autoscaling.EXTERNAL_METRICS and metric not in metrics:
+            return [
+                f"{metric_name}={metric!r} needs {autoscaler_name}={autoscaling.KEDA}: KServe's HPA "
+                f"takes cpu and memory only (its webhook refuses other metric types for the hpa class, "
+                f"and the HPA reconciler drops them)"
+            ]
+        if metric and metric not in metrics:
+            return [f"{metric_name}={metric!r}: {mode}={self.mode} scales on {' or '.join(metrics)}"]
+        metric, target = self.scaling
+        if metric in autoscaling.PERCENT_METRICS and target > 100:
+            return [
+                f"{self.argument('scale_target')}={target}: {metric} scales on a utilisation percent, "
+                f"at most 100 (0: the default)"
+            ]
+        problems = []
+        for field, pattern, what in (
+            ("keda_authentication", DNS_SUBDOMAIN, "a Kubernetes object name"),
+            ("gpu_metric", autoscaling.METRIC_NAME, "a Prometheus metric name"),
+            ("gpu_pod_label", autoscaling.LABEL_NAME, "a Prometheus label name"),
+            ("gpu_namespace_label", autoscaling.LABEL_NAME, "a Prometheus label name"),
+        ):
+            value = getattr(self, field)
+            if value and self.concrete(field) and not pattern.match(value):
+                problems.append(f"{self.argument(field)}={value!r} is not {what}")
+        address = self.prometheus_address
+        if (
+            address
+            and self.concrete("prometheus_address")
+            and not address.startswith(("http://", "https://"))
+        ):
+            problems.append(f"{self.argument('prometheus_address')}={address!r} is not an http(s):// URL")
+        if metric not in autoscaling.EXTERNAL_METRICS:
+            return problems
+        if not address:
+            problems.append(
+                f"{metric_name}={metric} needs {self.argument('prometheus_address')}: the Prometheus "
+                f"KEDA queries (e.g. http://prometheus-operated.monitoring.svc:9090); there is no default"
+            )
+        if metric == autoscaling.GPU:
+            problem = autoscaling.gpu_problem(self.profile, self.gpu_metric)
+            if problem:
+                problems.append(f"{metric_name}=gpu: {problem}")
+        elif metric == autoscaling.QUEUE:
+            series, why = autoscaling.queue_metric(self.model_format, self.runtime)
+            if series is None:
+                problems.append(
+                    f"{metric_name}=queue: {why}; scale on cpu or memory, or serve the model on a runtime "
+                    f"that exports a queue length (kfstack's model server, Triton)"
+                )
+        return problems
+
     @property
     def scaling(self) -> tuple[str, int]:
-        """The scale metric and target written into the predictor (the mode's defaults where
-        none is given)."""
-        metrics = SCALE_METRICS[self.mode]
-        metric = self.scale_metric or next(iter(metrics))
-        return metric, self.scale_target or metrics.get(metric, 0)
+        """The scale metric and target written into the predictor (the defaults where none is
+        given: the mode's first metric, and :data:`~kfstack.kubernetes.autoscaling.DEFAULT_TARGETS`)."""
+        metric = self.scale_metric or autoscaling.scale_metrics(self.mode, self.autoscaler)[0]
+        return metric, self.scale_target or autoscaling.DEFAULT_TARGETS[metric]
+
+    def in_namespace(self, namespace: str) -> ServingRequest:
+        """The request for a service in ``namespace`` (its queries select the namespace's pods)."""
+        return dataclasses.replace(self, namespace=namespace)
+
+    def autoscaling_metrics(self, predictor_name: str) -> list[dict[str, Any]]:
+        """KServe's ``autoScaling.metrics`` of the predictor named ``predictor_name`` under KEDA.
+
+        Raises:
+            InvalidParameterError: A GPU or queue query without the service's namespace.
+        """
+        metric, target = self.scaling
+        if metric not in autoscaling.EXTERNAL_METRICS:
+            return [autoscaling.resource_metric(metric, target)]
+        if not self.namespace:
+            raise InvalidParameterError(
+                f"InferenceService {self.name}: the {metric} query selects the service's namespace, "
+                f"which this request does not name"
+            )
+        deployment = autoscaling.predictor_deployment(self.name, predictor_name)
+        if metric == autoscaling.GPU:
+            accelerator = self.profile.accelerator
+            query = autoscaling.external_query(
+                self.gpu_metric,
+                self.namespace,
+                deployment,
+                self.gpu_pod_label,
+                self.gpu_namespace_label,
+                divisor=accelerator.count if accelerator else 1,
+            )
+        else:
+            series, _ = autoscaling.queue_metric(self.model_format, self.runtime)
+            # Labels the PodMonitor puts on every scraped model server series.
+            query = autoscaling.external_query(str(series), self.namespace, deployment, "pod", "namespace")
+        return [autoscaling.external_metric(self.prometheus_address, query, target, self.keda_authentication)]
 
     def labelled(self, labels: dict[str, str]) -> ServingRequest:
         """The request with ``labels`` added (a run's: its exit handler finds the run's canary by them)."""
@@ -235,14 +356,17 @@ def _predictor(request: ServingRequest, named: bool, autoscaled: bool = True) ->
     if named:
         fields["name"] = request.predictor_name
     if autoscaled:
-        fields.update(
-            min_replicas=request.min_replicas,
-            max_replicas=request.max_replicas,
-            scale_metric=request.scaling[0],
-            scale_target=request.scaling[1],
-        )
+        fields.update(min_replicas=request.min_replicas, max_replicas=request.max_replicas)
+        if request.autoscaler == autoscaling.KEDA:
+            # KServe refuses scaleMetric under KEDA: the metric is an autoScaling entry.
+            fields["auto_scaling"] = kserve.V1beta1AutoScalingSpec(
+                metrics=request.autoscaling_metrics(request.predictor_name)
+            )
+        else:
+            fields.update(scale_metric=request.scaling[0], scale_target=request.scaling[1])
     else:
         fields["min_replicas"] = 1
+        fields["labels"] = {CANARY_POD_LABEL: "true"}
     return kserve.V1beta1PredictorSpec(**fields)
 
 
@@ -258,6 +382,7 @@ def first_rollout(request: ServingRequest) -> dict:
     }
     if request.mode == SERVERLESS:
         annotations[TAG_ROUTING_ANNOTATION] = "true"
+    _set_autoscaler(annotations, request)
     isvc = kserve.V1beta1InferenceService(
         api_version=API_VERSION,
         kind=KIND,
@@ -266,7 +391,32 @@ def first_rollout(request: ServingRequest) -> dict:
             predictor=_predictor(request, named=request.mode == STANDARD)
         ),
     )
-    return to_dict(isvc)
+    return _admitted(to_dict(isvc))
+
+
+def _set_autoscaler(annotations: dict, request: ServingRequest) -> None:
+    """The autoscaler class annotation of the stable predictor ``request`` describes (none:
+    KServe's default)."""
+    if request.autoscaler:
+        annotations[autoscaling.AUTOSCALER_CLASS_ANNOTATION] = request.autoscaler
+    else:
+        annotations.pop(autoscaling.AUTOSCALER_CLASS_ANNOTATION, None)
+
+
+def _admitted(desired: dict) -> dict:
+    """``desired``, checked against KServe's webhook rules on autoscaling before it is sent.
+
+    Raises:
+        InvalidParameterError: The webhook would refuse it (the live service's autoscaling,
+            kept by a Standard canary or a rollback, can be one kfstack did not write).
+    """
+    problems = autoscaling.webhook_problems(desired)
+    if problems:
+        raise InvalidParameterError(
+            f"InferenceService {desired['metadata']['name']}: KServe's webhook would refuse it: "
+            + "; ".join(problems)
+        )
+    return desired
 
 
 def canary_rollout(current: dict, request: ServingRequest) -> dict:
@@ -305,7 +455,7 @@ def canary_rollout(current: dict, request: ServingRequest) -> dict:
             predictor=_predictor(request, named=True, autoscaled=False),
         )
         spec["canary"] = [to_dict(entry)]
-    return desired
+    return _admitted(desired)
 
 
 def confirmed(current: dict, request: ServingRequest) -> dict:
@@ -350,10 +500,11 @@ def promoted(current: dict, request: ServingRequest) -> dict:
     _record_production(annotations, request)
     if kserve_mode(current) == SERVERLESS:
         spec["predictor"].pop("canaryTrafficPercent", None)
-        return desired
+        return _admitted(desired)
     spec.pop("canary")
     spec["predictor"] = to_dict(_predictor(request, named=True))
-    return desired
+    _set_autoscaler(annotations, request)
+    return _admitted(desired)
 
 
 def _record_production(annotations: dict, request: ServingRequest) -> None:

@@ -33,7 +33,8 @@ class KServeRollout:
     """:class:`~kfstack.serving.rollout.Rollout` on a cluster.
 
     Args:
-        request: The rollout (the service, the model, its autoscaling and canary share).
+        request: The rollout (the service, the model, its autoscaling and canary share); its
+            namespace is the cluster's.
         cluster: Where the service lives.
         placement: How long to wait for a state to be Ready, and how often to look.
         reach: Maps an in-cluster base URL to the one this process calls (identity on a
@@ -51,7 +52,8 @@ class KServeRollout:
         headers: Mapping[str, str] | None = None,
         protocol: ServingProtocol = V1_PROBABILITIES,
     ) -> None:
-        self.request = request
+        # The service's namespace is the cluster's: its GPU and queue queries select it.
+        self.request = request.in_namespace(cluster.namespace)
         self.cluster = cluster
         self.placement = placement
         self.reach = reach

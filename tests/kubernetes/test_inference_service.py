@@ -67,6 +67,10 @@ def kserve_api_client():
     for name in dir(kubernetes_models):
         if name.startswith("V1") and not hasattr(kserve.models, name):
             setattr(kserve.models, name, getattr(kubernetes_models, name))
+    # Its MetricTarget types value/averageValue as a V1beta1MetricQuantity model the SDK (0.21.0)
+    # does not ship: a Kubernetes quantity, written as a string.
+    if not hasattr(kserve.models, "V1beta1MetricQuantity"):
+        kserve.models.V1beta1MetricQuantity = str
     return kserve.ApiClient()
 
 

@@ -47,6 +47,7 @@ from kfstack.serving.protocols import ServingProtocol, V1Predict, V2Tensor
 from kfstack.serving.registry import REGISTRY_DIR_ENV
 from kfstack.serving.rollout import Holdout, Rollout, deployment_result, roll_out, skipped_deployment
 from kfstack.serving.standard_formats import triton_layout
+from kfstack.settings import Placeholder
 from kfstack.uris import fsspec_uri, join, storage_uri
 
 
@@ -173,7 +174,9 @@ class ModelDeploymentStage:
         """The InferenceService of a first deployment (a later run turns it into a canary)."""
         if not settings.deploy:
             return []
-        return [isvc.first_rollout(settings.request.labelled(context.labels()))]
+        # The namespace is the cluster's, known only once the step runs.
+        request = settings.request.labelled(context.labels()).in_namespace(Placeholder("<namespace>"))
+        return [isvc.first_rollout(request)]
 
     def preflight(self, settings: ModelDeploymentSettings) -> None:
         """The holdout is there, before anything is deployed."""
