@@ -16,7 +16,10 @@ Behaviours of the real server it reproduces (backend/src/apiserver/server/*.go):
 - a pipeline version name is unique within its pipeline (409 on a second upload of the name);
 - with :attr:`FakeKfpServer.token` set, a request without ``Authorization: Bearer <token>`` is a
   401 (a multi-user deployment's auth proxy), the health check included;
-- ``max_concurrency`` of a recurring run is 1-10.
+- ``max_concurrency`` of a recurring run is 1-10;
+- ``GET /runs`` lists runs as they are now (a list does not move a run along its script),
+  of one experiment with ``experiment_id``; ``/healthz`` says ``multi_user`` as
+  :attr:`FakeKfpServer.multi_user` says.
 
 Stricter than the real server, on purpose: a cron expression must have 6 fields (robfig/cron, as
 KFP configures it, reads 5 fields as sec-min-hour-dom-month, silently).
@@ -180,6 +183,7 @@ class FakeKfpServer(LoopbackServer):
     def __init__(self, token: str | None = None, login_page: bool = False) -> None:
         self.token = token
         self.login_page = login_page
+        self.multi_user = False
         self.requests: list[Request] = []
         self.pipelines: dict[str, dict[str, Any]] = {}
         self.versions: dict[str, dict[str, Any]] = {}
@@ -207,6 +211,7 @@ class FakeKfpServer(LoopbackServer):
             ("GET", re.compile(rf"{API}/experiments"), self._list_experiments),
             ("POST", re.compile(rf"{API}/experiments"), self._create_experiment),
             ("GET", re.compile(rf"{API}/experiments/(?P<experiment_id>[^/:]+)"), self._get_experiment),
+            ("GET", re.compile(rf"{API}/runs"), self._list_runs),
             ("POST", re.compile(rf"{API}/runs"), self._create_run),
             ("GET", re.compile(rf"{API}/runs/(?P<run_id>[^/:]+)"), self._get_run),
             ("POST", re.compile(rf"{API}/runs/(?P<run_id>[^/:]+):terminate"), self._terminate_run),
@@ -369,7 +374,7 @@ class FakeKfpServer(LoopbackServer):
     # pipelines
 
     def _healthz(self, query: dict[str, str], body: Any) -> Any:
-        return {"multi_user": False, "pipeline_store": "database"}
+        return {"multi_user": self.multi_user, "pipeline_store": "database"}
 
     def _list_pipelines(self, query: dict[str, str], body: Any) -> Any:
         return self._list(list(self.pipelines.values()), query, "V2beta1ListPipelinesResponse")
@@ -516,6 +521,14 @@ class FakeKfpServer(LoopbackServer):
         self.runs[created["run_id"]] = created
         self._run_progress[created["run_id"]] = (list(self.run_script), 0)
         return created
+
+    def _list_runs(self, query: dict[str, str], body: Any) -> Any:
+        items = list(self.runs.values())
+        if query.get("experiment_id"):
+            items = [r for r in items if r.get("experiment_id") == query["experiment_id"]]
+        if query.get("namespace"):  # a run is in its experiment's namespace
+            items = [r for r in items if self._check_experiment(r.get("experiment_id")) == query["namespace"]]
+        return self._list(items, query, "V2beta1ListRunsResponse", namespaced=False)
 
     def _get_run(self, query: dict[str, str], body: Any, run_id: str) -> Any:
         if run_id not in self.runs:

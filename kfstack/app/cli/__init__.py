@@ -6,7 +6,8 @@ Each command is a module of this package that owns its sub-parser (``add_parser`
 handler (``handle``): :mod:`~kfstack.app.cli.compile_`, :mod:`~kfstack.app.cli.list_`,
 :mod:`~kfstack.app.cli.describe`, :mod:`~kfstack.app.cli.run`, :mod:`~kfstack.app.cli.upload`,
 :mod:`~kfstack.app.cli.schedule`, :mod:`~kfstack.app.cli.clean`, :mod:`~kfstack.app.cli.render`,
-:mod:`~kfstack.app.cli.reproduce`, :mod:`~kfstack.app.cli.init`, :mod:`~kfstack.app.cli.serve`.
+:mod:`~kfstack.app.cli.reproduce`, :mod:`~kfstack.app.cli.init`, :mod:`~kfstack.app.cli.serve`,
+:mod:`~kfstack.app.cli.alert_receiver`.
 This module assembles them and turns what a command raises into its exit code.
 
 ``compile`` imports only kfp and the pipeline modules (STYLE 9): no pyspark, torch or
@@ -36,6 +37,7 @@ import traceback
 from collections.abc import Callable
 
 from kfstack.app.cli import (
+    alert_receiver,
     clean,
     compile_,
     describe,
@@ -53,7 +55,20 @@ from kfstack.errors import BadInputError, CancelledError, KfstackError
 from kfstack.version import __version__
 
 # In the order `kfstack --help` lists them.
-COMMANDS = (compile_, list_, describe, run, upload, schedule, clean, render, reproduce, init, serve)
+COMMANDS = (
+    compile_,
+    list_,
+    describe,
+    run,
+    upload,
+    schedule,
+    clean,
+    render,
+    reproduce,
+    init,
+    serve,
+    alert_receiver,
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
