@@ -1,0 +1,174 @@
+"""manifests/components/retraining-trigger: the alert receiver's Deployment, Service, RBAC and
+NetworkPolicy build as a kustomize Component, round-trip through the Kubernetes SDK models and
+agree with each other and with the command they run; the Alertmanager route passes
+`amtool check-config` and routes KfstackLiveDrift (and only it) to the receiver."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from typing import Any
+
+import pytest
+import yaml
+from kfp.client import KF_PIPELINES_SA_TOKEN_PATH
+from kubernetes import client
+
+from kfstack import images
+from kfstack.app.cli import build_parser
+from tests.conftest import REPO_ROOT, SHARED_DIR
+
+COMPONENT = REPO_ROOT / "manifests" / "components" / "retraining-trigger"
+ALERTMANAGER_CONFIG = COMPONENT / "alertmanager.yml"
+VALIDATOR = SHARED_DIR / "tools" / "validate_manifests.py"
+NAMESPACE = "ml-prod"
+MODELS = {
+    "ServiceAccount": "V1ServiceAccount",
+    "ClusterRole": "V1ClusterRole",
+    "RoleBinding": "V1RoleBinding",
+    "Deployment": "V1Deployment",
+    "Service": "V1Service",
+    "NetworkPolicy": "V1NetworkPolicy",
+}
+# What the receiver asks of a multi-user KFP (kfstack/app/alert_receiver/cluster.py), as its
+# SubjectAccessReviews name it (kubeflow/pipelines backend/src/apiserver/common/const.go).
+KFP_RULES = {
+    "jobs": {"list"},
+    "runs": {"list", "create"},
+    "pipelines": {"get", "list"},
+    "experiments": {"get"},
+}
+
+
+def binary(name: str) -> str:
+    """The path of a Debian binary the test needs: skipped without it, failed under CI."""
+    path = shutil.which(name)
+    if path is None:
+        message = f"{name} is not installed (Debian package: kubectl / prometheus-alertmanager)"
+        if os.environ.get("CI"):
+            pytest.fail(message + "; CI installs it")
+        pytest.skip(message)
+    return path
+
+
+@pytest.fixture(scope="module")
+def objects(tmp_path_factory) -> dict[str, dict[str, Any]]:
+    """The Component built into a namespace, as an overlay adds it; by kind."""
+    kubectl = binary("kubectl")
+    overlay = tmp_path_factory.mktemp("overlay")
+    (overlay / "kustomization.yaml").write_text(
+        yaml.safe_dump({"namespace": NAMESPACE, "components": [os.path.relpath(COMPONENT, overlay)]})
+    )
+    built = subprocess.run([kubectl, "kustomize", str(overlay)], capture_output=True, text=True)
+    assert built.returncode == 0, built.stderr
+    (overlay / "built.yaml").write_text(built.stdout)
+    checked = subprocess.run(
+        [sys.executable, str(VALIDATOR), str(overlay / "built.yaml")], capture_output=True, text=True
+    )
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    found = [o for o in yaml.safe_load_all(built.stdout) if o]
+    by_kind = {o["kind"]: o for o in found}
+    assert len(by_kind) == len(found), "one object of each kind"
+    return by_kind
+
+
+class _Response:
+    def __init__(self, obj: dict[str, Any]) -> None:
+        self.data = json.dumps(obj)
+
+
+def test_every_object_round_trips_through_the_sdk_models(objects):
+    assert set(objects) == set(MODELS)
+    api = client.ApiClient()
+    for kind, obj in objects.items():
+        model = api.deserialize(_Response(obj), MODELS[kind])
+        assert api.sanitize_for_serialization(model) == obj, kind
+        if kind != "ClusterRole":
+            assert obj["metadata"]["namespace"] == NAMESPACE, kind
+
+
+def test_the_deployment_runs_the_receiver_from_kfstacks_launcher_image(objects):
+    deployment = objects["Deployment"]
+    assert deployment["spec"]["replicas"] == 1 and deployment["spec"]["strategy"]["type"] == "Recreate"
+    pod = deployment["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    assert container["image"] == images.image_for("launcher", registry=images.DEFAULT_REGISTRY)
+    assert container["command"] == ["kfstack", "alert-receiver"]
+    args = build_parser().parse_args(["alert-receiver", *container["args"]])
+    assert not args.local and args.port == container["ports"][0]["containerPort"]
+    # The token file is the Secret's key, mounted read-only.
+    mounts = {m["name"]: m for m in container["volumeMounts"]}
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    assert args.token_file == f"{mounts['webhook-token']['mountPath']}/token"
+    assert volumes["webhook-token"]["secret"] == {
+        "secretName": "kfstack-alert-receiver-token",
+        "items": [{"key": "token", "path": "token"}],
+    }
+    # kfp.Client's in-cluster credentials: the projected token at its default path, which it
+    # sends only when no host is set (kfp/client/client.py _load_config).
+    assert "env" not in container and "--host" not in " ".join(container["args"])
+    assert f"{mounts['kfp-token']['mountPath']}/token" == KF_PIPELINES_SA_TOKEN_PATH
+    (source,) = volumes["kfp-token"]["projected"]["sources"]
+    assert source["serviceAccountToken"]["audience"] == "pipelines.kubeflow.org"
+    assert pod["serviceAccountName"] == objects["ServiceAccount"]["metadata"]["name"]
+    # Probes reach the health endpoint, unauthenticated.
+    assert container["readinessProbe"]["httpGet"]["path"] == "/healthz"
+
+
+def test_the_rbac_grants_exactly_what_the_receiver_asks_of_the_kfp_api(objects):
+    role, binding = objects["ClusterRole"], objects["RoleBinding"]
+    granted: dict[str, set[str]] = {}
+    for rule in role["rules"]:
+        assert rule["apiGroups"] == ["pipelines.kubeflow.org"]
+        for resource in rule["resources"]:
+            granted.setdefault(resource, set()).update(rule["verbs"])
+    assert granted == KFP_RULES
+    assert binding["roleRef"]["name"] == role["metadata"]["name"]
+    (subject,) = binding["subjects"]
+    assert subject["name"] == objects["ServiceAccount"]["metadata"]["name"]
+    assert subject.get("namespace", NAMESPACE) == NAMESPACE
+
+
+def test_only_alertmanager_reaches_the_receivers_port(objects):
+    policy, service = objects["NetworkPolicy"], objects["Service"]
+    pod_labels = objects["Deployment"]["spec"]["template"]["metadata"]["labels"]
+    assert policy["spec"]["podSelector"]["matchLabels"].items() <= pod_labels.items()
+    assert service["spec"]["selector"].items() <= pod_labels.items()
+    assert policy["spec"]["policyTypes"] == ["Ingress"]
+    (rule,) = policy["spec"]["ingress"]
+    (peer,) = rule["from"]
+    assert peer["namespaceSelector"]["matchLabels"] == {"kubernetes.io/metadata.name": "monitoring"}
+    assert peer["podSelector"]["matchLabels"] == {"app.kubernetes.io/name": "alertmanager"}
+    (port,) = service["spec"]["ports"]
+    assert rule["ports"] == [{"protocol": "TCP", "port": 9095}] and port["port"] == 9095
+
+
+def test_the_alertmanager_route_passes_amtool_and_sends_only_drift_to_the_receiver(objects):
+    amtool = binary("amtool")
+    checked = subprocess.run(
+        [amtool, "check-config", str(ALERTMANAGER_CONFIG)], capture_output=True, text=True
+    )
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+
+    def receivers(*labels: str) -> str:
+        routed = subprocess.run(
+            [amtool, "config", "routes", "test", f"--config.file={ALERTMANAGER_CONFIG}", *labels],
+            capture_output=True,
+            text=True,
+        )
+        assert routed.returncode == 0, routed.stderr
+        return routed.stdout.strip()
+
+    drift = ("alertname=KfstackLiveDrift", f"namespace={NAMESPACE}", "inference_service=flights-delay")
+    assert receivers(*drift) == "kfstack-retraining"
+    assert receivers("alertname=KfstackHighErrorRate", f"namespace={NAMESPACE}") == "default"
+    config = yaml.safe_load(ALERTMANAGER_CONFIG.read_text())
+    (webhook,) = next(r for r in config["receivers"] if r["name"] == "kfstack-retraining")["webhook_configs"]
+    service = objects["Service"]
+    assert webhook["url"] == (
+        f"http://{service['metadata']['name']}.{NAMESPACE}.svc.cluster.local:{service['spec']['ports'][0]['port']}/alerts"
+    )
+    assert set(webhook["http_config"]["authorization"]) == {"credentials_file"}  # type: Bearer
