@@ -8,16 +8,21 @@ repository, ``<dir>/<name>/1/model.onnx``). ``--model_format=custom
 ``Class(name, model_dir)``: on the embedded platform, and as the container command of the
 team's own ServingRuntime on a cluster (``--model_name={{.Name}} --model_dir=/mnt/models
 --http_port=8080``), so the team writes a model class and no server. Either way kfstack's request
-hooks are on (:mod:`kfstack.serving.model_server`). The flags are KServe's runtimes' own.
+hooks are on (:mod:`kfstack.serving.model_server`). The flags are KServe's runtimes' own, plus
+``--live_drift*`` (:func:`kfstack.serving.model_server.add_live_drift_arguments`): a model
+directory with a ``profile.json`` is watched for live drift, the sklearn and xgboost stand-ins'
+rows by position and a team's model's by name, fed by its own ``self.drift.observe(...)``.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import logging
 import sys
 
 from kfstack import contracts
+from kfstack.errors import InvalidParameterError
 
 logger = logging.getLogger("kfstack.format_server")
 MODULE = "kfstack.serving.format_server"
@@ -45,6 +50,8 @@ def command(
 def parser() -> argparse.ArgumentParser:
     import kserve
 
+    from kfstack.serving.model_server import add_live_drift_arguments
+
     p = argparse.ArgumentParser(
         prog="python -m kfstack.serving.format_server",
         description="Serve a model directory as KServe's runtime for its format (or the team's own) does.",
@@ -55,6 +62,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--custom_predictor", default="", help="custom: the team's kserve.Model, package.module:Class"
     )
+    add_live_drift_arguments(p)
     return p
 
 
@@ -63,14 +71,33 @@ def main(argv: list[str] | None = None) -> int:
     of the format."""
     import kserve
 
+    from kfstack.monitoring.live_drift import OFF, ON
     from kfstack.serving.local_services import exit_with_owner
-    from kfstack.serving.model_server import install_request_hooks
+    from kfstack.serving.model_server import attach_live_drift, install_request_hooks, live_drift_settings
     from kfstack.serving.served_models import build_model
 
     args = parser().parse_args(argv)
     try:
+        drift = live_drift_settings(args)
+        if args.model_format == contracts.ONNX and drift.mode != OFF:
+            # Triton, which the onnx stand-in stands in for, exports no kfstack metrics.
+            reason = "the onnx format is served as Triton serves it, without kfstack's metrics"
+            if drift.mode == ON:
+                raise InvalidParameterError(f"--live_drift=on: {reason}")
+            logger.info("live drift off: %s", reason)
+            drift = dataclasses.replace(drift, mode=OFF)
         model = build_model(args.model_format, args.model_name, args.model_dir, args.custom_predictor)
         model.load()
+        # The sklearn and xgboost stand-ins take a matrix (rows by position); a team's model is
+        # fed by name.
+        matrix = args.model_format in (contracts.SKLEARN, contracts.XGBOOST)
+        attach_live_drift(
+            model,
+            args.model_dir,
+            drift,
+            columns=model.feature_columns() if matrix else None,
+            by_position=matrix,
+        )
     except (FileNotFoundError, ValueError) as err:
         logger.error("cannot serve %s: %s", args.model_dir, err)
         return 2

@@ -25,20 +25,40 @@ KServe's format runtimes (:mod:`kfstack.serving.standard_formats`) -- run on KSe
   bounds are written with a decimal point where Prometheus 3 would add one, so an ``le``
   selector means the same on Prometheus 2 and 3.
 
+- **Live drift** (:func:`attach_live_drift`, :mod:`kfstack.monitoring.live_drift`): where the
+  model directory has a training profile (``profile.json``), the last ``--live_drift_window_rows``
+  rows answered against it, on ``/metrics`` once the window is full:
+  ``kfstack_predictor_drift_psi{model_name, feature}`` (one series per profiled feature, ignored
+  ones included) and ``kfstack_predictor_drift_max_psi{model_name}`` (over the features that
+  decide), computed at the scrape; ``kfstack_predictor_drift_window_rows{model_name}`` always.
+  Like the in-flight gauge, one process's window.
+
 Importing ``kserve`` parses ``sys.argv`` for its own flags: a server runs as its own process.
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import inspect
+import logging
 import re
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from fastapi import FastAPI
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from prometheus_client import Counter, Gauge, Histogram
+from prometheus_client import REGISTRY, Counter, Gauge, Histogram
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
+
+from kfstack.errors import InvalidParameterError
+from kfstack.monitoring import live_drift
+from kfstack.monitoring.drift import feature_names
+from kfstack.monitoring.live_drift import NO_LIVE_DRIFT, LiveDrift, LiveDriftSettings
+
+logger = logging.getLogger("kfstack.model_server")
 
 # 10,000 records of ~25 fields is about 4 MiB of JSON; four times that is refused unread.
 DEFAULT_MAX_BODY_BYTES = 16 * 2**20
@@ -170,3 +190,144 @@ def call_predict(model: Any, payload: Any) -> Any:
 
 async def _awaited(result: Any) -> Any:
     return await result
+
+
+class LiveDriftCollector(Collector):
+    """The live-drift gauges of one model (see the module docstring), read from its window when
+    ``/metrics`` is scraped: the PSI is computed then, not per request."""
+
+    def __init__(self, model_name: str, monitor: LiveDrift) -> None:
+        self.model_name = model_name
+        self.monitor = monitor
+
+    def describe(self) -> Iterator[GaugeMetricFamily]:
+        """The families this collector may export (so that registering one twice fails at once)."""
+        for name in ("window_rows", "psi", "max_psi"):
+            yield GaugeMetricFamily(f"kfstack_predictor_drift_{name}", "", labels=[])
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        rows = GaugeMetricFamily(
+            "kfstack_predictor_drift_window_rows",
+            "Rows in the live-drift window now (the PSI is exported once it is full)",
+            labels=["model_name"],
+        )
+        rows.add_metric([self.model_name], self.monitor.rows)
+        yield rows
+        report = self.monitor.report()
+        if report is None:
+            return
+        psi = GaugeMetricFamily(
+            "kfstack_predictor_drift_psi",
+            "PSI of the live window against the training profile, per profiled feature",
+            labels=["model_name", "feature"],
+        )
+        for feature, value in sorted(report.psi.items()):
+            psi.add_metric([self.model_name, feature], value)
+        yield psi
+        highest = GaugeMetricFamily(
+            "kfstack_predictor_drift_max_psi",
+            "The largest live PSI among the features that decide (the ignored ones left out)",
+            labels=["model_name"],
+        )
+        highest.add_metric([self.model_name], report.max_psi)
+        yield highest
+
+
+def add_live_drift_arguments(parser: argparse.ArgumentParser, ignored_features: Sequence[str] = ()) -> None:
+    """A server's live-drift flags (:class:`~kfstack.monitoring.live_drift.LiveDriftSettings`);
+    ``ignored_features``: the server's default for the ignored ones."""
+    defaults = LiveDriftSettings()
+    parser.add_argument(
+        "--live_drift",
+        default=defaults.mode,
+        choices=live_drift.MODES,
+        help="watch the rows served against the model directory's profile.json: auto (where it can), "
+        "on (refuse to start where it cannot), off",
+    )
+    parser.add_argument(
+        "--live_drift_window_rows",
+        type=int,
+        default=defaults.window_rows,
+        help="rows the live-drift window holds (the PSI is exported once it is full)",
+    )
+    parser.add_argument(
+        "--live_drift_max_psi",
+        type=float,
+        default=defaults.max_psi,
+        help="the PSI above which the server logs live drift (an alert compares its own line)",
+    )
+    parser.add_argument(
+        "--live_drift_ignore_features",
+        default=",".join(ignored_features),
+        help="comma-separated features measured but left out of the max PSI (the calendar, say)",
+    )
+
+
+def live_drift_settings(args: argparse.Namespace) -> LiveDriftSettings:
+    """The settings of :func:`add_live_drift_arguments`' flags.
+
+    Raises:
+        InvalidParameterError: A value out of range, naming its flag.
+    """
+    return LiveDriftSettings(
+        mode=args.live_drift,
+        window_rows=args.live_drift_window_rows,
+        max_psi=args.live_drift_max_psi,
+        ignored_features=feature_names(args.live_drift_ignore_features),
+    )
+
+
+def attach_live_drift(
+    model: Any,
+    model_dir: str,
+    settings: LiveDriftSettings,
+    columns: Sequence[str] | None = None,
+    by_position: bool = False,
+) -> LiveDrift | None:
+    """Gives ``model`` its ``drift`` (a window over ``model_dir``'s ``profile.json``, or
+    :data:`~kfstack.monitoring.live_drift.NO_LIVE_DRIFT`) and exports the window's gauges.
+
+    Args:
+        model: The loaded ``kserve.Model``; it feeds ``model.drift.observe(...)`` the rows it
+            answered (kfstack's stand-ins do; a team's own model calls it itself).
+        by_position: The model takes rows by position (a matrix): ``columns`` names them in
+            order, else the profile's ``feature_order``.
+
+    Returns:
+        The window, or None where live drift is off: ``settings.mode`` is ``off``, or ``auto``
+        and the directory has no profile or one the requests cannot be mapped onto (logged).
+
+    Raises:
+        InvalidParameterError: ``settings.mode`` is ``on`` and live drift cannot run (why).
+    """
+    model.drift = NO_LIVE_DRIFT
+    if settings.mode == live_drift.OFF:
+        logger.info("live drift off (--live_drift=off)")
+        return None
+    try:
+        reference = live_drift.read_reference(model_dir)
+        if reference is None:
+            raise InvalidParameterError(f"no {live_drift.PROFILE_FILE} in the model directory {model_dir}")
+        if by_position:
+            columns = columns or reference.feature_order
+            if not columns:
+                raise InvalidParameterError(
+                    "the model takes rows by position and neither records its feature names nor does "
+                    f"the profile list them in order (its {live_drift.FEATURE_ORDER_KEY!r})"
+                )
+        monitor = LiveDrift(
+            reference, settings.window_rows, settings.thresholds, columns if by_position else None
+        )
+    except InvalidParameterError as err:
+        if settings.mode == live_drift.ON:
+            raise InvalidParameterError(f"--live_drift=on: {err}") from err
+        logger.warning("live drift off: %s", err)
+        return None
+    model.drift = monitor
+    REGISTRY.register(LiveDriftCollector(model.name, monitor))
+    logger.info(
+        "live drift on: %d profiled features, a window of %d rows",
+        len(reference.features),
+        settings.window_rows,
+    )
+    return monitor

@@ -2,7 +2,9 @@
 (:mod:`kfstack.serving.standard_formats`) or a team's own ``kserve.Model``, constructed as KServe's
 runtimes construct a model -- with its name and directory, ``Class(name, model_dir)`` -- and
 loaded. The format server (:mod:`kfstack.serving.format_server`) serves it; evaluation
-(:mod:`kfstack.evaluation.scoring`) calls it in-process."""
+(:mod:`kfstack.evaluation.scoring`) calls it in-process. Every model built here has a ``drift``
+whose ``observe`` its predict may call (:mod:`kfstack.monitoring.live_drift`): a server gives it
+a window, in-process it keeps nothing."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ from typing import Any
 
 from kfstack import contracts
 from kfstack.errors import InvalidParameterError
+from kfstack.monitoring.live_drift import NO_LIVE_DRIFT
 
 MODEL_NAME = "model"
 
@@ -59,7 +62,11 @@ def build_model(model_format: str, name: str, model_dir: str, custom_predictor: 
     """
     check_model(model_format, custom_predictor)
     if model_format == contracts.CUSTOM:
-        return predictor_class(custom_predictor)(name, model_dir)
+        model = predictor_class(custom_predictor)(name, model_dir)
+        # Its predict may feed ``self.drift`` (a server attaches a window; in-process, none).
+        if not hasattr(model, "drift"):
+            model.drift = NO_LIVE_DRIFT
+        return model
     from kfstack.serving import standard_formats
 
     return standard_formats.model_for(model_format, name, model_dir)

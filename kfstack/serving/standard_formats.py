@@ -17,6 +17,13 @@ same files and answers the same request and response shapes, on KServe's own ``M
   so), inputs and outputs by the graph's names and Triton's datatypes, ``GET /v2/models/<name>``
   with them. onnxruntime stands in for Triton's ONNX Runtime backend.
 
+The sklearn and xgboost stand-ins feed live drift (:func:`kfstack.serving.model_server.
+attach_live_drift`) the rows they answered: a matrix's columns by position, named by the
+model's own feature names (scikit-learn's ``feature_names_in_`` of a model fitted on a
+DataFrame, the booster's ``feature_names``) or else the profile's ``feature_order``; a V2
+``content_type: pd`` request's columns by name. The onnx stand-in does not (Triton, which it
+stands in for, exports no kfstack metrics).
+
 Parity with the real runtimes is claimed only as far as the pinned libraries and KServe's own
 request helpers go: these are not KServe's or Triton's servers. Where kfstack goes beyond them,
 on purpose: a malformed request (not a numeric matrix of the model's width, an unknown input)
@@ -41,6 +48,7 @@ from kserve.utils.utils import get_predict_input, get_predict_response
 
 from kfstack import contracts
 from kfstack.errors import InvalidParameterError
+from kfstack.monitoring.live_drift import NO_LIVE_DRIFT
 
 TRITON_VERSION = "1"
 TRITON_MODEL_FILE = "model.onnx"
@@ -126,9 +134,15 @@ class _MatrixModel(kserve.Model):
 
     # The V2 datatype of the tensors, as the runtime it stands in for declares them.
     datatype: str
+    # The live-drift window the answered rows go to (kfstack.serving.model_server.attach_live_drift).
+    drift: Any = NO_LIVE_DRIFT
 
     @property
     def width(self) -> int | None:
+        raise NotImplementedError
+
+    def feature_columns(self) -> tuple[str, ...] | None:
+        """The names of the matrix's columns in order, where the model records them."""
         raise NotImplementedError
 
     def get_input_types(self) -> list[dict]:
@@ -159,6 +173,10 @@ class SklearnModel(_MatrixModel):
     def width(self) -> int | None:
         return getattr(self.model, "n_features_in_", None)
 
+    def feature_columns(self) -> tuple[str, ...] | None:
+        names = getattr(self.model, "feature_names_in_", None)
+        return None if names is None else tuple(str(name) for name in names)
+
     def predict(self, payload: Any, headers: dict[str, str] | None = None) -> Any:
         instances = _matrix(get_predict_input(payload), self.width)
         proba = os.environ.get(PREDICT_PROBA_ENV, "false").lower() == "true"
@@ -166,6 +184,7 @@ class SklearnModel(_MatrixModel):
             result = self.model.predict_proba(instances)
         else:
             result = self.model.predict(instances)
+        self.drift.observe(instances)
         return get_predict_response(payload, result, self.name)
 
 
@@ -193,11 +212,16 @@ class XGBoostModel(_MatrixModel):
         width = self.booster.num_features() if self.booster is not None else 0
         return width or None
 
+    def feature_columns(self) -> tuple[str, ...] | None:
+        names = self.booster.feature_names if self.booster is not None else None
+        return tuple(names) if names else None
+
     def predict(self, payload: Any, headers: dict[str, str] | None = None) -> Any:
         import xgboost
 
         instances = _matrix(get_predict_input(payload), self.width)
         result = self.booster.predict(xgboost.DMatrix(instances, nthread=self.nthread))
+        self.drift.observe(instances)
         return get_predict_response(payload, result, self.name)
 
 

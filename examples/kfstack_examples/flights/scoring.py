@@ -138,10 +138,22 @@ class FlightScorer:
         """The model's inputs for checked records: ``(categorical int64, numeric float32)``.
 
         Raises:
+            BadRecordError: See :meth:`encode`.
+        """
+        return self.encode(self.raw_columns(records))
+
+    def raw_columns(self, records: Sequence[Mapping[str, Any]]) -> dict[str, list[Any]]:
+        """The raw features of checked records, by name: what the training profile describes."""
+        return raw_feature_columns(records, self.planes, self.airports)
+
+    def encode(self, columns: Mapping[str, Sequence[Any]]) -> tuple[np.ndarray, np.ndarray]:
+        """The model's inputs for :meth:`raw_columns`.
+
+        Raises:
             BadRecordError: A value that standardises beyond float32 (the record checks bound
                 magnitudes; a feature with a tiny training spread could still overflow).
         """
-        categorical, numeric = self.spec.encode(raw_feature_columns(records, self.planes, self.airports))
+        categorical, numeric = self.spec.encode(columns)
         if not np.isfinite(numeric).all():
             row, column = np.argwhere(~np.isfinite(numeric))[0]
             raise BadRecordError(

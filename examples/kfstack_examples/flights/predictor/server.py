@@ -22,7 +22,11 @@ Prometheus metrics on ``/metrics`` beside KServe's own (``request_predict_second
   request, ``outcome`` one of ``ok`` (2xx), ``bad_request`` (4xx), ``error`` (5xx);
 - ``kfstack_predictor_delay_probability{model_name}``: a histogram of the probabilities served
   (the distribution a canary analysis and a dashboard compare);
-- ``kfstack_predictor_records_total{model_name}``: records scored.
+- ``kfstack_predictor_records_total{model_name}``: records scored;
+- live drift (:func:`kfstack.serving.model_server.attach_live_drift`): the features the scorer
+  builds from the records answered (the raw features the model directory's ``profile.json``
+  describes, not the records), against that profile; ``--live_drift_ignore_features`` defaults
+  to the calendar features, as the drift check's ``drift_ignore_features`` does.
 
 Importing this module imports ``kserve``, which parses ``sys.argv`` for its own flags: run it as
 its own process (``python -m kfstack_examples.flights.predictor``), as pods and the embedded
@@ -42,9 +46,17 @@ from kserve import InferOutput, InferRequest, InferResponse
 from kserve.errors import InvalidInput
 from prometheus_client import Counter, Histogram
 
+from kfstack.monitoring.live_drift import NO_LIVE_DRIFT
 from kfstack.serving.local_services import exit_with_owner
-from kfstack.serving.model_server import DEFAULT_MAX_BODY_BYTES, install_request_hooks
+from kfstack.serving.model_server import (
+    DEFAULT_MAX_BODY_BYTES,
+    add_live_drift_arguments,
+    attach_live_drift,
+    install_request_hooks,
+    live_drift_settings,
+)
 from kfstack.serving.records import BadRecordError, Schema
+from kfstack_examples.flights.features import CALENDAR_FEATURES
 from kfstack_examples.flights.scoring import (
     DEFAULT_MAX_BATCH,
     OUTPUT_NAME,
@@ -72,6 +84,7 @@ class FlightDelayModel(kserve.Model):
         self.model_dir = model_dir
         self.schema = Schema(REQUEST_FIELDS, max_batch)
         self.scorer: FlightScorer | None = None
+        self.drift: Any = NO_LIVE_DRIFT
 
     def load(self) -> bool:
         self.scorer = FlightScorer(self.model_dir)
@@ -88,9 +101,12 @@ class FlightDelayModel(kserve.Model):
             else:
                 records = self.schema.from_v1(_json_body(payload))
                 check_flights(records, "instances")
+            columns = self.scorer.raw_columns(records)
+            categorical, numeric = self.scorer.encode(columns)
         except BadRecordError as err:
             raise InvalidInput(str(err)) from None
-        probabilities = self.scorer.predict(records)
+        probabilities = self.scorer.score(categorical, numeric)
+        self.drift.observe(columns)
         RECORDS.labels(self.name).inc(len(probabilities))
         observed = DELAY_PROBABILITY.labels(self.name)
         values = probabilities.tolist()
@@ -135,6 +151,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--model_dir", required=True, help="model.onnx, feature_spec.json and the lookups")
     p.add_argument("--max_batch", type=int, default=DEFAULT_MAX_BATCH, help="records one request may carry")
     p.add_argument("--max_body_bytes", type=int, default=DEFAULT_MAX_BODY_BYTES)
+    add_live_drift_arguments(p, ignored_features=CALENDAR_FEATURES)
     return p
 
 
@@ -144,7 +161,9 @@ def main(argv: list[str] | None = None, model_class: type[FlightDelayModel] = Fl
     args = parser().parse_args(argv)
     model = model_class(args.model_name, args.model_dir, args.max_batch)
     try:
+        drift = live_drift_settings(args)
         model.load()
+        attach_live_drift(model, args.model_dir, drift)
     except (FileNotFoundError, ValueError) as err:
         logger.error("cannot serve %s: %s", args.model_dir, err)
         return 2
