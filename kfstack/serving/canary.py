@@ -15,7 +15,8 @@ metric on the records' labels (:data:`kfstack.evaluation.task_metrics.QUALITY_ME
 binary model, accuracy for a multiclass one, RMSE for a regression; on the records both sides
 answered), and the PSI of the canary's predictions against the stable's: of the score (a binary
 model's probability, a regression's value; 10 bins at the stable's deciles) or of the predicted
-class's shares (multiclass); empty bins count as 1e-4.
+class's shares (multiclass), by the data drift check's one formula
+(:func:`kfstack.monitoring.drift.population_stability`: an empty bin counts as a share of 1e-4).
 
 **Decision rule** (:class:`CanaryThresholds`, each a pipeline parameter): the canary is promoted
 only when every check holds, otherwise rolled back:
@@ -45,14 +46,13 @@ import numpy as np
 
 from kfstack.errors import DeploymentFailedError, InvalidParameterError
 from kfstack.evaluation.task_metrics import BINARY, HIGHER_IS_BETTER, MULTICLASS, QUALITY_METRIC, evaluate
-from kfstack.monitoring.drift import SHARE_FLOOR, population_stability
+from kfstack.monitoring.drift import population_stability
 from kfstack.serving.protocols import V1_PROBABILITIES, ServingProtocol
 from kfstack.settings import Settings, setting
 
 PROMOTE = "promote"
 ROLLBACK = "rollback"
 PSI_BINS = 10
-PSI_FLOOR = SHARE_FLOOR
 # How a report names each quality metric.
 DISPLAY_NAMES = {"auc": "AUC", "rmse": "RMSE"}
 
@@ -369,14 +369,15 @@ def quality(task: str, labels: np.ndarray, predictions: np.ndarray) -> float | N
 
 def psi(expected: np.ndarray, actual: np.ndarray, bins: int = PSI_BINS) -> float:
     """Population stability index of ``actual`` against ``expected``, binned at ``expected``'s
-    quantiles (empty bins count as :data:`PSI_FLOOR`). Infinite when either side is empty."""
+    quantiles, by the drift check's one formula (an empty bin counts at its share floor). Infinite
+    when either side is empty."""
     if len(expected) == 0 or len(actual) == 0:
         return math.inf
     edges = np.unique(np.quantile(expected, np.linspace(0, 1, bins + 1))[1:-1])
     expected_count = np.bincount(np.searchsorted(edges, expected, side="right"), minlength=len(edges) + 1)
     actual_count = np.bincount(np.searchsorted(edges, actual, side="right"), minlength=len(edges) + 1)
     return population_stability(
-        (expected_count / len(expected)).tolist(), (actual_count / len(actual)).tolist(), PSI_FLOOR
+        (expected_count / len(expected)).tolist(), (actual_count / len(actual)).tolist()
     )
 
 
@@ -386,7 +387,7 @@ def class_psi(expected: np.ndarray, actual: np.ndarray) -> float:
         return math.inf
     classes = sorted({*expected.tolist(), *actual.tolist()})
     shares = [[float(np.mean(side == c)) for c in classes] for side in (expected, actual)]
-    return population_stability(shares[0], shares[1], PSI_FLOOR)
+    return population_stability(shares[0], shares[1])
 
 
 def prediction_shift(task: str, stable: np.ndarray, canary: np.ndarray) -> float:
