@@ -575,18 +575,60 @@ CATALOG = ParameterSet(
             _SERVING,
             "scale_metric",
             "Kubernetes: serverless ``concurrency`` or ``rps`` (Knative), standard ``cpu`` or "
-            "``memory`` (HPA); empty: the first of the mode's.",
+            "``memory``, with serving_autoscaler=keda also ``gpu`` or ``queue``; empty: the first of the "
+            "mode's.",
             "deployment",
             name="serving_scale_metric",
         ),
         from_setting(
             _SERVING,
             "scale_target",
-            "Kubernetes: the metric's target per replica (requests in flight or per second; cpu and "
-            "memory: a utilisation percent of the request, at most 100); 0: the default (concurrency 8, "
-            "rps 50, cpu 80, memory 80).",
+            "Kubernetes: the metric's target per replica (requests in flight or per second, queue "
+            "length; cpu, memory and gpu: a utilisation percent, at most 100); 0: the default "
+            "(concurrency 8, rps 50, cpu 80, memory 80, gpu 80, queue 8).",
             "deployment",
             name="serving_scale_target",
+        ),
+        from_setting(
+            _SERVING,
+            "autoscaler",
+            "Kubernetes, standard: KServe's autoscaler class; empty: KServe's default (its HPA), ``hpa``, "
+            "or ``keda`` (a KEDA ScaledObject; also scales on ``gpu`` and ``queue``).",
+            "deployment",
+        ),
+        from_setting(
+            _SERVING,
+            "prometheus_address",
+            "Kubernetes: the Prometheus KEDA queries for the gpu and queue metrics (e.g. "
+            "http://prometheus-operated.monitoring.svc:9090); required for them, no default.",
+            _CLUSTER,
+        ),
+        from_setting(
+            _SERVING,
+            "keda_authentication",
+            "Kubernetes: a KEDA TriggerAuthentication in the namespace for those queries; empty: none.",
+            _CLUSTER,
+        ),
+        from_setting(
+            _SERVING,
+            "gpu_metric",
+            "Kubernetes: the GPU utilisation series (percent per GPU; DCGM_FI_PROF_* ratios are scaled "
+            "to percent); MIG slices report DCGM_FI_PROF_GR_ENGINE_ACTIVE only.",
+            _CLUSTER,
+        ),
+        from_setting(
+            _SERVING,
+            "gpu_pod_label",
+            "Kubernetes: the GPU series' label naming the pod using the GPU (exported_pod unless the "
+            "DCGM exporter is scraped with honorLabels: then pod).",
+            _CLUSTER,
+        ),
+        from_setting(
+            _SERVING,
+            "gpu_namespace_label",
+            "Kubernetes: the GPU series' label naming that pod's namespace (exported_namespace, or "
+            "namespace with honorLabels).",
+            _CLUSTER,
         ),
         from_setting(
             ServingPlacement,

@@ -474,3 +474,18 @@ def test_promtool_sums_the_stable_pods_and_nothing_else(scaling, tmp_path):
     path.write_text(yaml.safe_dump(tests, sort_keys=False))
     proc = subprocess.run([promtool(), "test", "rules", str(path)], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_the_rollout_queries_its_clusters_namespace(fake_api):
+    from kfstack.kubernetes.launcher import Cluster
+    from kfstack.kubernetes.placement import Placement
+    from kfstack.serving.kserve_rollout import KServeRollout
+    from tests.kubernetes.conftest import NAMESPACE as CLUSTER_NAMESPACE
+
+    rollout = KServeRollout(
+        request(autoscaler="keda", scale_metric="queue", namespace=""),
+        Cluster(fake_api.api_client(), CLUSTER_NAMESPACE),
+        Placement(node_pool="serving", timeout_seconds=60, poll_interval_seconds=1),
+    )
+    (query,) = external_queries(isvc.first_rollout(rollout.request))
+    assert f'namespace="{CLUSTER_NAMESPACE}"' in query

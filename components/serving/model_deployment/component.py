@@ -37,6 +37,12 @@ def model_deployment(
     serving_max_replicas: int = 3,
     serving_scale_metric: str = "",
     serving_scale_target: int = 0,
+    serving_autoscaler: str = "",
+    serving_prometheus_address: str = "",
+    serving_keda_authentication: str = "",
+    serving_gpu_metric: str = "DCGM_FI_DEV_GPU_UTIL",
+    serving_gpu_pod_label: str = "exported_pod",
+    serving_gpu_namespace_label: str = "exported_namespace",
     serving_pool: str = "serving",
     serving_service_account: str = "",
     serving_timeout_seconds: int = 1800,
@@ -85,9 +91,17 @@ def model_deployment(
             (RawDeployment; ``spec.canary``).
         serving_min_replicas: Autoscaling lower bound (0: scale to zero, serverless only).
         serving_max_replicas: Autoscaling upper bound.
-        serving_scale_metric: Serverless ``concurrency``/``rps``, standard ``cpu``/``memory``;
-            empty: the mode's default.
-        serving_scale_target: Target per replica; 0: the default.
+        serving_scale_metric: Serverless ``concurrency``/``rps``, standard ``cpu``/``memory``,
+            with ``serving_autoscaler=keda`` also ``gpu``/``queue``; empty: the mode's default.
+        serving_scale_target: Target per replica (a percent for cpu, memory and gpu; requests
+            for concurrency and queue; per second for rps); 0: the default.
+        serving_autoscaler: Standard mode's autoscaler class: empty (KServe's default HPA),
+            ``hpa`` or ``keda``.
+        serving_prometheus_address: The Prometheus KEDA queries for ``gpu`` and ``queue``.
+        serving_keda_authentication: A KEDA TriggerAuthentication for it; empty: none.
+        serving_gpu_metric: The GPU utilisation series (DCGM exporter's).
+        serving_gpu_pod_label: Its label naming the pod using the GPU.
+        serving_gpu_namespace_label: Its label naming that pod's namespace.
         serving_pool: Node-pool profile of the predictor pods.
         serving_service_account: The predictor's service account (reads the model); empty: default.
         serving_timeout_seconds: Longest wait for a rollout step to be Ready.

@@ -214,3 +214,69 @@ def test_deploying_embedded_needs_the_runs_directories(digits, tmp_path, monkeyp
     monkeypatch.delenv(REGISTRY_DIR_ENV, raising=False)
     with pytest.raises(InvalidParameterError, match="needs KFSTACK_RUN_DIR and KFSTACK_REGISTRY_DIR"):
         run_local(arguments(digits, tmp_path))
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        (
+            {"serving_scale_metric": "queue"},
+            r"serving_scale_metric='queue': in serving_mode=serverless \(Knative\)"
+            r".*serving_scale_metric=concurrency",
+        ),
+        (
+            {"serving_mode": "standard", "serving_autoscaler": "keda", "serving_scale_metric": "queue"},
+            r"serving_scale_metric=queue needs serving_prometheus_address",
+        ),
+        (
+            {
+                "serving_mode": "standard",
+                "serving_autoscaler": "keda",
+                "serving_scale_metric": "queue",
+                "serving_prometheus_address": "http://prometheus:9090",
+            },
+            r"KServe's runtime kserve-sklearnserver exports no queue-length metric",
+        ),
+        (
+            {
+                "serving_mode": "standard",
+                "serving_autoscaler": "keda",
+                "serving_scale_metric": "gpu",
+                "serving_prometheus_address": "http://prometheus:9090",
+            },
+            r"serving_scale_metric=gpu: node pool 'serving' has no GPU",
+        ),
+    ],
+)
+def test_autoscaling_refusals_name_the_components_arguments(digits, tmp_path, overrides, message):
+    with pytest.raises(InvalidParameterError, match=message):
+        STAGE.settings(arguments(digits, tmp_path, **overrides))
+
+
+def test_a_keda_queue_target_reaches_the_inference_service(digits, tmp_path):
+    args = arguments(
+        digits,
+        tmp_path,
+        platform="kubernetes",
+        model="s3://bucket/m",
+        serving_model="minio://bucket/run-1/model-deployment/serving_model",
+        model_format="custom",
+        serving_runtime="team-predictor",
+        serving_model_format="team-lines",
+        serving_mode="standard",
+        serving_autoscaler="keda",
+        serving_scale_metric="queue",
+        serving_scale_target=6,
+        serving_prometheus_address="http://prometheus-operated.monitoring.svc:9090",
+        serving_keda_authentication="prometheus-auth",
+    )
+    (built,) = STAGE.build(STAGE.settings(args), RunContext("run-1", "model-deployment"))
+    assert built["metadata"]["annotations"]["serving.kserve.io/autoscalerClass"] == "keda"
+    (metric,) = built["spec"]["predictor"]["autoScaling"]["metrics"]
+    external = metric["external"]
+    assert external["metric"]["query"].startswith(
+        'sum(kfstack_predictor_requests_in_flight{namespace="<namespace>"'
+    )
+    assert external["target"] == {"type": "Value", "value": "6"}
+    assert external["authenticationRef"] == {"authenticationRef": {"name": "prometheus-auth"}}
+    validate_with_crds(tmp_path, [built])
