@@ -9,7 +9,9 @@ nothing is in production) does it train; only a model that beats production on t
 window's holdout by ``gate_margin`` goes on to the canary, which is analysed and then promoted
 or rolled back as in ``flights-training`` (the same steps: :mod:`kfstack_examples.flights.pipelines.steps`).
 ``synthetic_drift`` changes a share of the window on purpose, to see the retraining branch on
-the bundled data.
+the bundled data. A drift alert's receiver (``kfstack alert-receiver``) starts it between
+schedules with ``force=true`` and a ``trigger`` saying why, which the drift report records
+(docs/retraining.md, "From a drift alert").
 """
 
 from kfp import dsl
