@@ -11,8 +11,8 @@ import sys
 import pytest
 
 from kfstack.errors import InvalidParameterError, ResourceTimeoutError
+from kfstack.kubernetes import autoscaling, resources
 from kfstack.kubernetes import inference_service as isvc
-from kfstack.kubernetes import resources
 from kfstack.kubernetes.launcher import Cluster, launch
 from kfstack.kubernetes.node_pools import get_profile
 from kfstack.kubernetes.placement import Placement
@@ -86,6 +86,7 @@ def test_every_stage_of_a_rollout_round_trips_and_validates(mode, tmp_path):
     for obj in objects:
         model = api.deserialize(_Response(obj), "V1beta1InferenceService")
         assert api.sanitize_for_serialization(model) == obj
+        assert autoscaling.webhook_problems(obj) == []  # KServe 0.20's autoscaling rules
     validate_with_crds(tmp_path, objects)
 
 
