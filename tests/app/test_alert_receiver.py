@@ -559,3 +559,33 @@ def test_embedded_a_notification_starts_a_local_run_directory(tmp_path, monkeypa
     (again,) = receiver.handle(parsed(alert))
     assert again.outcome == SKIPPED and again.reason.startswith("duplicate")
     assert [run.path for run in list_runs(str(root))] == [run_dir]
+
+
+@pytest.mark.slow
+def test_embedded_an_alert_retrains_the_flights_model(tmp_path, monkeypatch):
+    """The whole way on the flights example: the alert starts flights-retraining, which records
+    the trigger in its drift report and, forced, trains (nothing is in production yet)."""
+    monkeypatch.chdir(tmp_path)
+    root = tmp_path / "runs"
+    arguments = {
+        "sample_fraction": 0.2,
+        "tune": False,
+        "epochs": 2,
+        "num_shards": 2,
+        "canary_records": 1000,
+        "window_start": "2013-01-01",
+        "window_end": "2013-06-30",
+    }
+    retraining = LocalRetraining({SERVICE: RetrainingRecord(PIPELINE, arguments)}, str(root), local_arguments)
+    receiver = Receiver(retraining, clock=lambda: datetime.datetime.now(datetime.UTC))
+    (decision,) = receiver.handle(parsed(drift_alert()))
+    assert decision.outcome == STARTED, decision.reason
+    summary_path = os.path.join(decision.run, "summary.json")
+    wait_for(summary_path, 1200)
+    with open(summary_path, encoding="utf-8") as f:
+        summary = json.load(f)
+    assert summary["status"] == "SUCCEEDED", summary.get("error")
+    trigger = trigger_text(parsed(drift_alert()).alerts[0])
+    assert summary["arguments"]["trigger"] == trigger and summary["arguments"]["force"] is True
+    assert summary["drift"]["trigger"] == trigger
+    assert summary["drift"]["decision"] == "retrain"
