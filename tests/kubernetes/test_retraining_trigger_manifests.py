@@ -43,11 +43,12 @@ KFP_RULES = {
 }
 
 
-def binary(name: str) -> str:
-    """The path of a Debian binary the test needs: skipped without it, failed under CI."""
-    path = shutil.which(name)
+def amtool() -> str:
+    """Debian's amtool (package prometheus-alertmanager): skipped without it, failed under CI,
+    which installs it."""
+    path = shutil.which("amtool")
     if path is None:
-        message = f"{name} is not installed (Debian package: kubectl / prometheus-alertmanager)"
+        message = "amtool is not installed (Debian package prometheus-alertmanager)"
         if os.environ.get("CI"):
             pytest.fail(message + "; CI installs it")
         pytest.skip(message)
@@ -57,7 +58,9 @@ def binary(name: str) -> str:
 @pytest.fixture(scope="module")
 def objects(tmp_path_factory) -> dict[str, dict[str, Any]]:
     """The Component built into a namespace, as an overlay adds it; by kind."""
-    kubectl = binary("kubectl")
+    kubectl = shutil.which("kubectl")
+    if kubectl is None:  # as tests/kubernetes/test_manifests.py
+        pytest.skip("kubectl is not installed: `kubectl kustomize` cannot build the manifests here")
     overlay = tmp_path_factory.mktemp("overlay")
     (overlay / "kustomization.yaml").write_text(
         yaml.safe_dump({"namespace": NAMESPACE, "components": [os.path.relpath(COMPONENT, overlay)]})
@@ -146,16 +149,15 @@ def test_only_alertmanager_reaches_the_receivers_port(objects):
     assert rule["ports"] == [{"protocol": "TCP", "port": 9095}] and port["port"] == 9095
 
 
-def test_the_alertmanager_route_passes_amtool_and_sends_only_drift_to_the_receiver(objects):
-    amtool = binary("amtool")
+def test_the_alertmanager_route_passes_amtool_and_sends_only_drift_to_the_receiver():
     checked = subprocess.run(
-        [amtool, "check-config", str(ALERTMANAGER_CONFIG)], capture_output=True, text=True
+        [amtool(), "check-config", str(ALERTMANAGER_CONFIG)], capture_output=True, text=True
     )
     assert checked.returncode == 0, checked.stdout + checked.stderr
 
     def receivers(*labels: str) -> str:
         routed = subprocess.run(
-            [amtool, "config", "routes", "test", f"--config.file={ALERTMANAGER_CONFIG}", *labels],
+            [amtool(), "config", "routes", "test", f"--config.file={ALERTMANAGER_CONFIG}", *labels],
             capture_output=True,
             text=True,
         )
@@ -165,6 +167,9 @@ def test_the_alertmanager_route_passes_amtool_and_sends_only_drift_to_the_receiv
     drift = ("alertname=KfstackLiveDrift", f"namespace={NAMESPACE}", "inference_service=flights-delay")
     assert receivers(*drift) == "kfstack-retraining"
     assert receivers("alertname=KfstackHighErrorRate", f"namespace={NAMESPACE}") == "default"
+
+
+def test_the_alertmanager_webhook_reaches_the_service_with_a_bearer_token(objects):
     config = yaml.safe_load(ALERTMANAGER_CONFIG.read_text())
     (webhook,) = next(r for r in config["receivers"] if r["name"] == "kfstack-retraining")["webhook_configs"]
     service = objects["Service"]
