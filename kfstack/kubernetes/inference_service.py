@@ -25,7 +25,9 @@ Deployment ``{isvc}-{name}-predictor`` and Service of the same name.
   fields the webhook refuses on a canary;
 - promote: retarget -- the stable predictor becomes the rollout's whole predictor (the canary's
   name and model, with the autoscaling a canary entry may not carry) and the entry goes (KServe
-  keeps the canary's Deployment as the new stable one: no restart);
+  keeps the canary's Deployment as the new stable one; its pods roll once, as the stable
+  predictor does not carry the canary's pod label ``kfstack.dev/canary``, by which the alerts
+  leave a canary's pods out: KServe 0.20 gives a canary's pods the stable predictor's labels);
 - roll back: remove the entry.
 
 **Autoscaling** (:mod:`kfstack.kubernetes.autoscaling`): Knative's KPA in Serverless mode; in
