@@ -237,3 +237,24 @@ def test_settings_are_checked_and_name_the_flag():
 def test_no_live_drift_takes_anything_and_keeps_nothing():
     NO_LIVE_DRIFT.observe({"anything": [1]})
     assert NO_LIVE_DRIFT.rows == 0 and NO_LIVE_DRIFT.report() is None
+
+
+def test_a_single_row_is_binned_as_in_a_batch():
+    """One-row requests take a path of their own (plain Python): the same bins, edge cases and
+    all, as the same rows in one batch."""
+    profile = {
+        "numeric": {
+            "even": {"histogram": {"edges": [0.0, 2.5, 5.0, 7.5, 10.0], "counts": [1, 1, 1, 1]}},
+            "uneven": {"histogram": {"edges": [0.0, 1.0, 10.0, 100.0], "counts": [1, 1, 1]}},
+        },
+        "categorical": {"code": {"top_values": {"1": 0.5, "AA": 0.3, "(missing)": 0.1}}},
+    }
+    values = [-1e300, -1.0, 0.0, 2.5, 4.999, 7.5, 10.0, 1e300, None, math.nan, math.inf, -math.inf, True, 3]
+    codes = ["AA", 1.0, 1, None, "ZZ", 2.5, "1", "AA", None, "x", 1.0, "AA", "1", 1]
+    rows = {"even": values, "uneven": values[::-1], "code": codes}
+    batch, single = LiveDrift(Reference(profile), 100), LiveDrift(Reference(profile), 100)
+    batch.observe(rows)
+    for i in range(len(values)):
+        single.observe({name: [column[i]] for name, column in rows.items()})
+    assert single.counts() == batch.counts()
+    assert batch.counts()["code"] == [6, 3, 2, 3]  # "1" (1.0, 1 or "1"), AA, missing, other

@@ -105,8 +105,10 @@ class FlightDelayModel(kserve.Model):
             categorical, numeric = self.scorer.encode(columns)
         except BadRecordError as err:
             raise InvalidInput(str(err)) from None
-        probabilities = self.scorer.score(categorical, numeric)
+        # Checked and encoded: rows the model answers (read again while the encoding left them
+        # in the CPU's caches).
         self.drift.observe(columns)
+        probabilities = self.scorer.score(categorical, numeric)
         RECORDS.labels(self.name).inc(len(probabilities))
         observed = DELAY_PROBABILITY.labels(self.name)
         values = probabilities.tolist()
