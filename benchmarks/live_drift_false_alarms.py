@@ -86,10 +86,11 @@ def drifted_records(records: list[dict[str, Any]], share: float, seed: int = 7) 
 
     spark = local_spark_session(shuffle_partitions=1)
     frame = spark.createDataFrame(pd.DataFrame(records).assign(arr_delay=0.0))
-    changed = inject_drift(frame, share, seed).drop("arr_delay").toPandas()
+    changed = inject_drift(frame, share, seed).drop("arr_delay").collect()
+    # pandas sent missing numbers as NaN: back to the None a request carries.
     return [
-        {k: (None if isinstance(v, float) and np.isnan(v) else v) for k, v in row.items()}
-        for row in changed.to_dict("records")
+        {k: (None if isinstance(v, float) and np.isnan(v) else v) for k, v in row.asDict().items()}
+        for row in changed
     ]
 
 
@@ -186,7 +187,8 @@ def run(
             if last is not None:
                 drift_features[str(size)] = last.drifted_features(THRESHOLD)
         drifted: dict[str, dict[str, float]] = {}
-        sample = rng.permutation(rows)[: max(WINDOWS)]
+        # Its own seed: the drifted rows do not depend on how many shuffles came before.
+        sample = np.random.default_rng(1).permutation(rows)[: max(WINDOWS)]
         for share in DRIFT_SHARES:
             shifted = drifted_records([records[i] for i in sample], share)
             shifted_columns = feature_columns(features, shifted)

@@ -387,12 +387,13 @@ class LiveDrift:
         row = self._single_row(batch)
         size = self.window_rows
         if row is not None:  # a single record's request, the commonest: no array work
+            ids = np.array(row, dtype=np.int64)
             with self._lock:
                 slot = self._next
                 if slot < self._rows:
                     self._counts[self._ring[slot]] -= 1  # a row's bins are distinct: no repeats
-                self._ring[slot] = row
-                self._counts[row] += 1
+                self._ring[slot] = ids
+                self._counts[ids] += 1
                 self._next = (slot + 1) % size
                 self._rows = min(size, self._rows + 1)
             return
