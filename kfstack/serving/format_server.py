@@ -78,7 +78,8 @@ def main(argv: list[str] | None = None) -> int:
 
     args = parser().parse_args(argv)
     try:
-        drift = live_drift_settings(args)
+        model = build_model(args.model_format, args.model_name, args.model_dir, args.custom_predictor)
+        drift = live_drift_settings(args, model)
         if args.model_format == contracts.ONNX and drift.mode != OFF:
             # Triton, which the onnx stand-in stands in for, exports no kfstack metrics.
             reason = "the onnx format is served as Triton serves it, without kfstack's metrics"
@@ -86,7 +87,6 @@ def main(argv: list[str] | None = None) -> int:
                 raise InvalidParameterError(f"--live_drift=on: {reason}")
             logger.info("live drift off: %s", reason)
             drift = dataclasses.replace(drift, mode=OFF)
-        model = build_model(args.model_format, args.model_name, args.model_dir, args.custom_predictor)
         model.load()
         # The sklearn and xgboost stand-ins take a matrix (rows by position); a team's model is
         # fed by name.

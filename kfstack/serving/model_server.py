@@ -59,6 +59,8 @@ from kfstack.monitoring.drift import feature_names
 from kfstack.monitoring.live_drift import NO_LIVE_DRIFT, LiveDrift, LiveDriftSettings
 
 logger = logging.getLogger("kfstack.model_server")
+# A model class's features that drift by design (the calendar): live drift's default ignored ones.
+IGNORED_FEATURES_ATTRIBUTE = "drift_ignored_features"
 
 # 10,000 records of ~25 fields is about 4 MiB of JSON; four times that is refused unread.
 DEFAULT_MAX_BODY_BYTES = 16 * 2**20
@@ -233,9 +235,8 @@ class LiveDriftCollector(Collector):
         yield highest
 
 
-def add_live_drift_arguments(parser: argparse.ArgumentParser, ignored_features: Sequence[str] = ()) -> None:
-    """A server's live-drift flags (:class:`~kfstack.monitoring.live_drift.LiveDriftSettings`);
-    ``ignored_features``: the server's default for the ignored ones."""
+def add_live_drift_arguments(parser: argparse.ArgumentParser) -> None:
+    """A server's live-drift flags (:class:`~kfstack.monitoring.live_drift.LiveDriftSettings`)."""
     defaults = LiveDriftSettings()
     parser.add_argument(
         "--live_drift",
@@ -258,22 +259,30 @@ def add_live_drift_arguments(parser: argparse.ArgumentParser, ignored_features: 
     )
     parser.add_argument(
         "--live_drift_ignore_features",
-        default=",".join(ignored_features),
-        help="comma-separated features measured but left out of the max PSI (the calendar, say)",
+        default=None,
+        help="comma-separated features measured but left out of the max PSI (the calendar, say); "
+        f"default: the model's own {IGNORED_FEATURES_ATTRIBUTE}, else none",
     )
 
 
-def live_drift_settings(args: argparse.Namespace) -> LiveDriftSettings:
-    """The settings of :func:`add_live_drift_arguments`' flags.
+def live_drift_settings(args: argparse.Namespace, model: Any) -> LiveDriftSettings:
+    """The settings of :func:`add_live_drift_arguments`' flags for ``model``: without
+    ``--live_drift_ignore_features``, the features its class declares as
+    :data:`IGNORED_FEATURES_ATTRIBUTE` (a model knows which of its features drift by design).
 
     Raises:
         InvalidParameterError: A value out of range, naming its flag.
     """
+    ignored = args.live_drift_ignore_features
     return LiveDriftSettings(
         mode=args.live_drift,
         window_rows=args.live_drift_window_rows,
         max_psi=args.live_drift_max_psi,
-        ignored_features=feature_names(args.live_drift_ignore_features),
+        ignored_features=(
+            tuple(getattr(model, IGNORED_FEATURES_ATTRIBUTE, ()))
+            if ignored is None
+            else feature_names(ignored)
+        ),
     )
 
 

@@ -17,6 +17,7 @@ import pyarrow.parquet as pq
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from kfstack.errors import InvalidParameterError
 from kfstack.monitoring.drift import DriftThresholds
 from kfstack.monitoring.live_drift import LiveDrift, read_reference
 from kfstack.monitoring.profiling import profile_dataset, write_profile
@@ -182,3 +183,26 @@ def test_the_flights_predictor_watches_the_features_its_scorer_builds(trained, r
         assert max_psi == max(v for k, v in psi.items() if k not in CALENDAR_FEATURES)
     finally:
         server.stop()
+
+
+def test_without_the_flag_a_models_own_ignored_features_apply():
+    import argparse
+
+    from kfstack.serving.model_server import add_live_drift_arguments, live_drift_settings
+
+    parser = argparse.ArgumentParser()
+    add_live_drift_arguments(parser)
+
+    class Calendar:
+        drift_ignored_features = CALENDAR_FEATURES
+
+    assert live_drift_settings(parser.parse_args([]), Calendar()).ignored_features == CALENDAR_FEATURES
+    assert live_drift_settings(parser.parse_args([]), object()).ignored_features == ()
+    given = parser.parse_args(["--live_drift_ignore_features=temp, dewp"])
+    assert live_drift_settings(given, Calendar()).ignored_features == ("temp", "dewp")
+    assert (
+        live_drift_settings(parser.parse_args(["--live_drift_ignore_features="]), Calendar()).ignored_features
+        == ()
+    )
+    with pytest.raises(InvalidParameterError, match="window_rows"):
+        live_drift_settings(parser.parse_args(["--live_drift_window_rows=0"]), Calendar())

@@ -25,8 +25,9 @@ Prometheus metrics on ``/metrics`` beside KServe's own (``request_predict_second
 - ``kfstack_predictor_records_total{model_name}``: records scored;
 - live drift (:func:`kfstack.serving.model_server.attach_live_drift`): the features the scorer
   builds from the records answered (the raw features the model directory's ``profile.json``
-  describes, not the records), against that profile; ``--live_drift_ignore_features`` defaults
-  to the calendar features, as the drift check's ``drift_ignore_features`` does.
+  describes, not the records), against that profile; the calendar features are measured but
+  do not decide (the model's ``drift_ignored_features``, as the drift check's
+  ``drift_ignore_features`` defaults), whichever kfstack server serves it.
 
 Importing this module imports ``kserve``, which parses ``sys.argv`` for its own flags: run it as
 its own process (``python -m kfstack_examples.flights.predictor``), as pods and the embedded
@@ -78,6 +79,9 @@ DELAY_PROBABILITY = Histogram(
 
 class FlightDelayModel(kserve.Model):
     """A model directory served over V1 and V2 (see the module docstring)."""
+
+    # Live drift's default ignored features: any window differs from a year's calendar.
+    drift_ignored_features = CALENDAR_FEATURES
 
     def __init__(self, name: str, model_dir: str, max_batch: int = DEFAULT_MAX_BATCH) -> None:
         super().__init__(name)
@@ -153,7 +157,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--model_dir", required=True, help="model.onnx, feature_spec.json and the lookups")
     p.add_argument("--max_batch", type=int, default=DEFAULT_MAX_BATCH, help="records one request may carry")
     p.add_argument("--max_body_bytes", type=int, default=DEFAULT_MAX_BODY_BYTES)
-    add_live_drift_arguments(p, ignored_features=CALENDAR_FEATURES)
+    add_live_drift_arguments(p)
     return p
 
 
@@ -163,7 +167,7 @@ def main(argv: list[str] | None = None, model_class: type[FlightDelayModel] = Fl
     args = parser().parse_args(argv)
     model = model_class(args.model_name, args.model_dir, args.max_batch)
     try:
-        drift = live_drift_settings(args)
+        drift = live_drift_settings(args, model)
         model.load()
         attach_live_drift(model, args.model_dir, drift)
     except (FileNotFoundError, ValueError) as err:
