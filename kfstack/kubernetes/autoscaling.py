@@ -110,6 +110,14 @@ def pod_pattern(deployment: str) -> str:
     return _POD_OF_DEPLOYMENT.format(deployment=deployment)
 
 
+def runs_kfstack_server(model_format: str, runtime: str) -> bool:
+    """Whether the predictor's runtime runs kfstack's model server (a team's ``kserve.Model`` on
+    it, the contract of ``model_format=custom``, or any runtime that is not one of KServe's own
+    ``kserve-*``), which takes kfstack's flags and exports kfstack's metrics."""
+    server = runtime or KSERVE_RUNTIMES.get(model_format, "")
+    return bool(server) and not server.startswith("kserve-")
+
+
 def queue_metric(model_format: str, runtime: str) -> tuple[str | None, str]:
     """The queue-length gauge of the server a predictor runs, or None and why there is none.
 

@@ -146,6 +146,9 @@ class ServingRequest(Settings):
             declares the format (``autoSelect``).
         protocol_version: ``predictor.model.protocolVersion`` (``v2`` for Triton, which speaks no
             V1); empty: the runtime's default.
+        server_flags: Flags appended to the runtime's command line (``predictor.model.args``,
+            which KServe adds after the runtime container's own): kfstack's model-server flags,
+            given only where :func:`~kfstack.kubernetes.autoscaling.runs_kfstack_server`.
     """
 
     concern = "serving request"
@@ -174,6 +177,7 @@ class ServingRequest(Settings):
     runtime: str = ""
     protocol_version: str = ""
     namespace: str = ""
+    server_flags: tuple[str, ...] = ()
 
     def check(self) -> list[str]:
         if not self.concrete("mode"):
@@ -342,6 +346,7 @@ def _model(request: ServingRequest) -> Any:
         runtime=request.runtime or None,
         protocol_version=request.protocol_version or None,
         storage_uri=request.storage_uri,
+        args=list(request.server_flags) or None,
         resources={"requests": resources["requests"], "limits": resources["limits"]},
     )
 

@@ -54,6 +54,7 @@ def model_deployment(
     canary_latency_slack_ms: float = 5.0,
     canary_max_psi: float = 0.2,
     canary_max_quality_drop: float = 0.01,
+    drift_ignore_features: str = "",
     # Outputs as KFP reads them: inline, for the task runs this function's source alone (no
     # module around it), which mypy cannot type -- hence the ignore.
 ) -> NamedTuple("Deployment", [("decision", str), ("production_version", str), ("serving_summary", str)]):  # type: ignore[valid-type]
@@ -114,6 +115,9 @@ def model_deployment(
         canary_max_psi: Roll back above this prediction shift (PSI); 0: not checked.
         canary_max_quality_drop: Roll back when the canary's quality metric is worse than the
             stable's by more than this.
+        drift_ignore_features: Comma-separated features the servers' live drift measures but
+            leaves out of its max PSI, as the drift check does; empty: the model's own declared
+            ones. Passed to kfstack's model servers only (KServe's runtimes watch no drift).
 
     Returns:
         ``decision`` (first, unchanged, promote, rollback, skipped), ``production_version`` and

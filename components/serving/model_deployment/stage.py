@@ -32,12 +32,14 @@ from kfstack.components import argument_names
 from kfstack.errors import InvalidParameterError
 from kfstack.evaluation.scoring import REQUEST_FORMATS, read_labelled
 from kfstack.evaluation.task_metrics import check_task
+from kfstack.kubernetes import autoscaling
 from kfstack.kubernetes import inference_service as isvc
 from kfstack.kubernetes.launcher import Cluster
 from kfstack.kubernetes.naming import RunContext
 from kfstack.kubernetes.placement import ServingPlacement
 from kfstack.kubernetes.resources import INFERENCE_SERVICE
 from kfstack.lineage import model_version
+from kfstack.monitoring.drift import feature_names
 from kfstack.platforms import RUN_DIR_ENV, StageResult, Variant
 from kfstack.serving import format_server
 from kfstack.serving.canary import CanaryThresholds
@@ -68,6 +70,8 @@ class ModelDeploymentSettings:
         model_uri: The trained model directory.
         serving_uri: What the servers load (``onnx``: Triton's repository laid out there).
         holdout_uri: The labelled holdout rows.
+        server_flags: kfstack's model-server flags for the servers (live drift's ignored
+            features), on either platform.
     """
 
     deploy: bool
@@ -88,6 +92,7 @@ class ModelDeploymentSettings:
     run_id: str
     run_dir: str
     registry_dir: str
+    server_flags: tuple[str, ...] = ()
 
 
 class ModelDeploymentStage:
@@ -125,6 +130,7 @@ class ModelDeploymentStage:
                 "model_format=onnx takes request_format=tensor (one input tensor, as Triton)"
             )
         placement = argument_names.from_arguments(ServingPlacement, arguments)
+        server_flags = _live_drift_flags(arguments.get("drift_ignore_features", ""))
         run_dir = os.environ.get(RUN_DIR_ENV, "")
         run = model_version(arguments["run_id"], run_dir)
         model_uri = arguments["model"]
@@ -139,6 +145,8 @@ class ModelDeploymentStage:
             model_format=serving_format,
             runtime=runtime,
             protocol_version="v2" if model_format == contracts.ONNX else "",
+            # KServe's own runtimes take no kfstack flags (and watch no live drift).
+            server_flags=server_flags if autoscaling.runs_kfstack_server(serving_format, runtime) else (),
         )
         thresholds = argument_names.from_arguments(CanaryThresholds, arguments)
         for name in ("canary_records", "canary_batch_size"):
@@ -165,6 +173,7 @@ class ModelDeploymentStage:
             run_id=run,
             run_dir=run_dir,
             registry_dir=os.environ.get(REGISTRY_DIR_ENV, ""),
+            server_flags=server_flags,
         )
 
     def variants(self, settings: ModelDeploymentSettings) -> list[Variant[ModelDeploymentSettings]]:
@@ -198,7 +207,13 @@ class ModelDeploymentStage:
             version=settings.request.model_version,
             run_id=settings.run_id,
             command=lambda model_dir, name, port: format_server.command(
-                model_dir, name, port, model_format, predictor, "--enable_latency_logging=false"
+                model_dir,
+                name,
+                port,
+                model_format,
+                predictor,
+                "--enable_latency_logging=false",
+                *settings.server_flags,
             ),
             protocol=prepare_serving(settings),
         )
@@ -219,6 +234,14 @@ class ModelDeploymentStage:
 
 
 STAGE = ModelDeploymentStage()
+
+
+def _live_drift_flags(ignored: str) -> tuple[str, ...]:
+    """The servers' live-drift flags: the drift check's ignored features, read as it reads them
+    (:func:`~kfstack.monitoring.drift.feature_names`), ignored live as well; none given: the
+    model's own declared ones (:mod:`kfstack.serving.model_server`)."""
+    names = feature_names(ignored)
+    return (f"--live_drift_ignore_features={','.join(names)}",) if names else ()
 
 
 def prepare_serving(settings: ModelDeploymentSettings) -> ServingProtocol:

@@ -131,6 +131,29 @@ def test_inference_services_name_the_format_kserves_runtimes_serve(digits, tmp_p
     validate_with_crds(tmp_path, [*sklearn, *onnx, *custom])
 
 
+def test_the_drift_checks_ignored_features_reach_kfstacks_servers_only(digits, tmp_path):
+    """Live drift leaves out what the drift check leaves out: the flag goes to a runtime that runs
+    kfstack's model server (both platforms), never to KServe's own runtime (which takes no
+    kfstack flag and watches no drift)."""
+    context = RunContext("run-1", "model-deployment")
+    cluster = {
+        "platform": "kubernetes",
+        "model": "s3://bucket/m",
+        "serving_model": "minio://bucket/run-1/model-deployment/serving_model",
+        "drift_ignore_features": " month, day_of_year ,",
+    }
+    team = {"model_format": "custom", "serving_runtime": "team-predictor", "serving_model_format": "team"}
+    (custom,) = STAGE.build(STAGE.settings(arguments(digits, tmp_path, **cluster, **team)), context)
+    (sklearn,) = STAGE.build(STAGE.settings(arguments(digits, tmp_path, **cluster)), context)
+    assert custom["spec"]["predictor"]["model"]["args"] == ["--live_drift_ignore_features=month,day_of_year"]
+    assert "args" not in sklearn["spec"]["predictor"]["model"]
+    validate_with_crds(tmp_path, [custom, sklearn])
+    # Embedded, every server is kfstack's.
+    local = STAGE.settings(arguments(digits, tmp_path, drift_ignore_features="pixel_0"))
+    assert local.server_flags == ("--live_drift_ignore_features=pixel_0",)
+    assert STAGE.settings(arguments(digits, tmp_path)).server_flags == ()
+
+
 def run_local(args):
     settings = STAGE.settings(args)
     STAGE.preflight(settings)
