@@ -4,7 +4,7 @@ The batch drift check (:mod:`kfstack.monitoring.drift`) compares a new data wind
 the training profile when a scheduled run comes; a model server sees the same features all the
 time. :class:`LiveDrift` keeps the last ``window_rows`` rows it was given (count-based, not
 time-based: a quiet hour and a busy minute weigh the same) **binned on the reference profile's
-own bins** as they arrive:
+own bins**:
 
 - numeric: the missing bin (None, NaN and the infinities, as
   :func:`kfstack.monitoring.profiling.profile_dataset` counts missing), then the histogram's bins,
@@ -13,11 +13,22 @@ own bins** as they arrive:
   :data:`~kfstack.monitoring.drift.MISSING`; a whole float such as ``3.0`` from a numeric matrix
   is ``"3"``, as the integer column it was profiled from), then one bin for every other value.
 
-So a row costs O(features) and the window a fixed ring of bin indices plus the running counts
-(NumPy, vectorised over a request's rows). The PSI is computed only when asked
-(:meth:`LiveDrift.report`, when ``/metrics`` is scraped), with the one
-:func:`~kfstack.monitoring.drift.population_stability` of the batch check, and only once the
-window is full: on fewer rows the index is mostly sampling noise.
+**When rows are binned.** A request only hands its batch over (:meth:`LiveDrift.observe`: a
+reference kept in a pending list, a lock and an append); the pending batches are binned together,
+vectorised (many one-row requests gathered into columns first), when the window is read (a
+``/metrics`` scrape: :meth:`~LiveDrift.report`, :meth:`~LiveDrift.counts`, :attr:`~LiveDrift.rows`)
+or on the request that brings the pending rows to ``pending_rows`` (at most the window), so
+memory stays fixed on a server nobody scrapes. Rows enter the window in the order they were
+observed, so it holds exactly what binning each batch on arrival would: the last
+``window_rows`` rows. A pending batch that cannot be binned (a profiled feature it lacks, text
+for a number, columns of different lengths) is dropped alone, logged and counted
+(:attr:`~LiveDrift.dropped_rows`); the request it came with was answered long before.
+
+So the window is a fixed ring of bin indices plus the running counts, and a row costs
+O(features), paid in bulk. The PSI is computed only when asked (:meth:`LiveDrift.report`, when
+``/metrics`` is scraped), with the one :func:`~kfstack.monitoring.drift.population_stability` of
+the batch check, and only once the window is full: on fewer rows the index is mostly sampling
+noise.
 
 One difference from the batch check, on purpose: a category the reference never listed counts in
 its "other" bin here, where the batch check gives each new value a bin of its own. The window
@@ -31,15 +42,15 @@ out.
 
 from __future__ import annotations
 
-import bisect
 import dataclasses
 import itertools
 import json
 import logging
 import math
+import operator
 import os
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -60,6 +71,10 @@ logger = logging.getLogger("kfstack.live_drift")
 # Rows a window holds by default: where undrifted traffic stays below the default PSI line at
 # every scrape (BENCHMARKS.md, "Live drift": the false-alarm measurement).
 DEFAULT_WINDOW_ROWS = 2000
+# Rows observed but not yet binned, at most (the window's size where it is smaller): enough that
+# binning them at once costs far less per row than one by one (BENCHMARKS.md, "Live drift
+# throughput"), few enough that the request which bins them barely waits.
+DEFAULT_PENDING_ROWS = 512
 # A profile of a model that takes a matrix may name its columns in order (column i is the i-th
 # name): how a request's rows by position map onto the profiled features.
 FEATURE_ORDER_KEY = "feature_order"
@@ -185,6 +200,29 @@ def _floats(values: Any, name: str) -> np.ndarray:
         raise InvalidParameterError(f"live drift: feature {name} is not numeric ({err})") from None
 
 
+# How :meth:`LiveDrift._gathered` groups consecutive pending batches: plain dicts together,
+# matrices of one dtype and width together, anything else alone.
+_DICTS = ("dicts",)
+
+
+def _gathering_kind(item: tuple[int, tuple[Any, int]]) -> tuple[Any, ...]:
+    position, (batch, _) = item
+    if type(batch) is dict:
+        return _DICTS
+    if isinstance(batch, np.ndarray):
+        matrix_shape = np.atleast_2d(batch).shape
+        return ("matrix", batch.dtype.str, matrix_shape[1:])
+    return ("alone", position)
+
+
+def _first_values(columns: Sequence[Sequence[Any]]) -> list[Any]:
+    return list(map(operator.itemgetter(0), columns))
+
+
+def _chained(columns: Sequence[Sequence[Any]]) -> list[Any]:
+    return list(itertools.chain.from_iterable(columns))
+
+
 @dataclasses.dataclass(frozen=True)
 class LiveDriftReport:
     """A full window's PSI per feature; ``max_psi`` over the features that decide."""
@@ -211,10 +249,12 @@ class LiveDrift:
             ``ignored_features`` left out of the max.
         columns: The names of a matrix's columns, in order, for :meth:`observe` of a matrix
             (rows by position); None: batches come by name only.
+        pending_rows: Observed rows that may wait to be binned (see the module docstring);
+            the window's size where that is smaller; 1 bins every batch as it comes.
 
     Raises:
-        InvalidParameterError: ``window_rows`` below 1; an ignored feature or a profiled feature
-            that ``columns`` lacks.
+        InvalidParameterError: ``window_rows`` or ``pending_rows`` below 1; an ignored feature or
+            a profiled feature that ``columns`` lacks.
     """
 
     def __init__(
@@ -223,9 +263,12 @@ class LiveDrift:
         window_rows: int = DEFAULT_WINDOW_ROWS,
         thresholds: DriftThresholds | None = None,
         columns: Sequence[str] | None = None,
+        pending_rows: int = DEFAULT_PENDING_ROWS,
     ) -> None:
         if window_rows < 1:
             raise InvalidParameterError(f"live_drift_window_rows: {window_rows}; at least 1 row")
+        if pending_rows < 1:
+            raise InvalidParameterError(f"pending_rows: {pending_rows}; at least 1 row")
         self.reference = reference
         self.window_rows = window_rows
         self.thresholds = thresholds or DriftThresholds()
@@ -252,23 +295,14 @@ class LiveDrift:
             if not np.allclose(np.diff(f.edges), f.edges[1] - f.edges[0], rtol=1e-9, atol=1e-12)
         ]
         self._category_index = [{v: i for i, v in enumerate(f.values)} for f in self._categorical]
-        # The same bins in plain Python, for a single row (_single_row), in the window's order.
-        offsets = self._offsets.tolist()
-        self._numeric_plan = [
-            (
-                f.edges[0],
-                float(self._width[j]),
-                len(f.edges) - 2,
-                list(f.edges[1:-1]) if j in self._uneven else None,
-                offsets[j],
-            )
-            for j, f in enumerate(self._numeric)
-        ]
-        self._categorical_plan = [
-            (lookup, offsets[len(self._numeric) + k]) for k, lookup in enumerate(self._category_index)
-        ]
         self._window_names = [f.name for f in (*self._numeric, *self._categorical)]
-        self._first_names = self._window_names[:1]
+        # A dict batch's profiled columns in window order, fetched in C (itemgetter of one name
+        # returns the value itself, not a 1-tuple).
+        if len(self._window_names) > 1:
+            self._take_columns: Any = operator.itemgetter(*self._window_names)
+        else:
+            (only,) = self._window_names
+            self._take_columns = lambda batch: (batch[only],)
         self._positions: np.ndarray | None = None
         if columns is not None:
             self._positions = self._column_positions(columns)
@@ -276,7 +310,16 @@ class LiveDrift:
         self._counts = np.zeros(self._total_bins, dtype=np.int64)
         self._next = 0
         self._rows = 0
+        self._dropped_rows = 0
+        # Observed batches not binned yet, oldest first, each with its row count.
+        self.pending_rows = min(window_rows, pending_rows)
+        self._pending: list[tuple[Any, int]] = []
+        self._pending_count = 0
+        # _lock guards the ring, the counts and the pending list, held briefly; _binning is held
+        # by the one thread that bins the batches it took, so that they enter the ring before
+        # any observed after them.
         self._lock = threading.Lock()
+        self._binning = threading.Lock()
         self._above = False
 
     def _column_positions(self, columns: Sequence[str]) -> np.ndarray:
@@ -292,8 +335,16 @@ class LiveDrift:
 
     @property
     def rows(self) -> int:
-        """Rows in the window now."""
+        """Rows in the window now (the pending ones binned first)."""
+        self._bin_pending()
         return self._rows
+
+    @property
+    def dropped_rows(self) -> int:
+        """Rows of the observed batches that could not be binned, since the start (the pending
+        ones binned first)."""
+        self._bin_pending()
+        return self._dropped_rows
 
     def bins(self, batch: Any) -> np.ndarray:
         """Each row's bin per feature (``[rows, features]``, numeric features then categorical,
@@ -309,6 +360,8 @@ class LiveDrift:
             if self._positions is None:
                 raise InvalidParameterError("live drift: a matrix needs the model's columns in order")
             matrix = np.atleast_2d(batch)
+            if matrix.ndim != 2:
+                raise InvalidParameterError(f"live drift: a matrix of {matrix.ndim} dimensions, not rows")
             count = len(self._numeric)
             numeric = np.asarray(matrix[:, self._positions[:count]], dtype=np.float64)
             categorical = [matrix[:, p].tolist() for p in self._positions[count:]]
@@ -316,6 +369,7 @@ class LiveDrift:
             lacking = [f.name for f in self.reference.features if f.name not in batch]
             if lacking:
                 raise InvalidParameterError(f"live drift: the batch lacks the features {', '.join(lacking)}")
+            self._check_lengths(batch)
             numeric = self._numeric_matrix(batch)
             categorical = [batch[f.name] for f in self._categorical]
         rows = numeric.shape[0]
@@ -336,6 +390,21 @@ class LiveDrift:
             )
         return out
 
+    def _check_lengths(self, batch: Any) -> None:
+        """Every profiled feature of a batch by name is a column of as many values as the others
+        (else a row's features would be counted with another row's)."""
+        lengths = {}
+        for name in self._window_names:
+            try:
+                lengths[name] = len(batch[name])
+            except TypeError:
+                raise InvalidParameterError(f"live drift: feature {name} is not a column of values") from None
+        if len(set(lengths.values())) > 1:
+            raise InvalidParameterError(
+                "live drift: the batch's features have different lengths: "
+                + ", ".join(f"{name} {length}" for name, length in lengths.items())
+            )
+
     def _numeric_matrix(self, batch: Any) -> np.ndarray:
         """The numeric features' values, ``[rows, features]``: one conversion for the whole
         batch where every value is a number (NaN for missing), else feature by feature."""
@@ -346,76 +415,139 @@ class LiveDrift:
         except (TypeError, ValueError):  # None among the numbers, or a value that is no number
             return np.column_stack([_floats(batch[f.name], f.name) for f in self._numeric])
 
-    def _single_row(self, batch: Any) -> list[int] | None:
-        """The window bins (numbered across features) of a dict batch of one row, binned in
-        plain Python as :meth:`bins` bins with arrays (the same IEEE arithmetic, a bisection
-        for uneven edges), at a fraction of its fixed cost; None for any other batch."""
-        if type(batch) is not dict:
-            return None
-        try:
-            if any(len(batch[name]) != 1 for name in self._first_names):
-                return None
-            values = [batch[name][0] for name in self._window_names]
-        except (KeyError, TypeError):  # a lacking feature, a value that is no column: bins() says
-            return None
-        row = []
-        for value, (lo, width, last, inner, offset) in zip(values, self._numeric_plan, strict=False):
-            try:
-                x = math.nan if value is None else float(value)
-            except (TypeError, ValueError):
-                return None
-            if not math.isfinite(x):
-                row.append(offset)  # missing
-            elif inner is not None:
-                row.append(offset + 1 + bisect.bisect_right(inner, x))
-            else:
-                q = (x - lo) / width
-                row.append(offset + 1 + (0 if q < 0 else last if q >= last else math.floor(q)))
-        for value, (lookup, offset) in zip(
-            values[len(self._numeric_plan) :], self._categorical_plan, strict=True
-        ):
-            row.append(offset + lookup.get(value if type(value) is str else category_key(value), len(lookup)))
-        return row
-
     def observe(self, batch: Any) -> None:
-        """Adds a batch's rows to the window (see :meth:`bins`), evicting the oldest beyond
-        ``window_rows``. Call it with the rows a request was answered for, never a refused one.
+        """Hands a batch's rows to the window (see :meth:`bins` for what a batch is); they are
+        binned later, with the other pending batches, in the order observed (see the module
+        docstring), the oldest rows evicted beyond ``window_rows``. Call it with the rows a
+        request was answered for, never a refused one.
+
+        The window keeps a reference to ``batch`` until it is binned: the caller must not change
+        the batch afterwards (a request's own columns, built for it, are never changed again).
+        A batch that cannot be binned is dropped then, logged and counted
+        (:attr:`dropped_rows`), not raised here.
 
         Raises:
-            InvalidParameterError: See :meth:`bins`.
+            InvalidParameterError: A matrix where no ``columns`` were given (the server's
+                wiring, not the request: known at once).
         """
-        row = self._single_row(batch)
-        size = self.window_rows
-        if row is not None:  # a single record's request, the commonest: no array work
-            ids = np.array(row, dtype=np.int64)
-            with self._lock:
-                slot = self._next
-                if slot < self._rows:
-                    self._counts[self._ring[slot]] -= 1  # a row's bins are distinct: no repeats
-                self._ring[slot] = ids
-                self._counts[ids] += 1
-                self._next = (slot + 1) % size
-                self._rows = min(size, self._rows + 1)
-            return
-        ids = self.bins(batch) + self._offsets
+        if isinstance(batch, np.ndarray):
+            if self._positions is None:
+                raise InvalidParameterError("live drift: a matrix needs the model's columns in order")
+            count = len(batch) if batch.ndim > 1 else 1
+        else:
+            count = self._count_rows(batch)
         with self._lock:
-            if len(ids) >= size:
-                self._ring[:] = ids[-size:]
-                self._counts[:] = np.bincount(self._ring.ravel(), minlength=self._total_bins)
-                self._next, self._rows = 0, size
+            self._pending.append((batch, count))
+            self._pending_count += count
+            full = self._pending_count >= self.pending_rows
+        if full:
+            self._bin_pending()
+
+    def _count_rows(self, batch: Any) -> int:
+        """A batch by name's rows: the length of its first profiled column (another one's where
+        it lacks that; 0 where it has none: it is dropped when binned)."""
+        for name in self._window_names:
+            try:
+                return len(batch[name])
+            except (KeyError, TypeError, IndexError):
+                continue
+        return 0
+
+    def _bin_pending(self) -> None:
+        """Bins the pending batches into the window, in order (see the module docstring)."""
+        with self._binning:
+            with self._lock:
+                pending, self._pending, self._pending_count = self._pending, [], 0
+            if not pending:
                 return
-            slots = (self._next + np.arange(len(ids))) % size
-            # Filled slots hold rows that now leave (the ring fills from slot 0 on).
-            evicted = self._ring[slots[slots < self._rows]]
-            if len(evicted):
-                self._counts -= np.bincount(evicted.ravel(), minlength=self._total_bins)
-            self._ring[slots] = ids
-            self._counts += np.bincount(ids.ravel(), minlength=self._total_bins)
-            self._next = (self._next + len(ids)) % size
-            self._rows = min(size, self._rows + len(ids))
+            ids, dropped = self._bin_all(pending)
+            ids += self._offsets
+            with self._lock:
+                if len(ids):
+                    self._add(ids)
+                self._dropped_rows += sum(count for count, _ in dropped)
+        if dropped:
+            logger.warning(
+                "live drift: %d observed batches (%d rows) dropped, not binnable; the first: %s",
+                len(dropped),
+                sum(count for count, _ in dropped),
+                dropped[0][1],
+            )
+
+    def _bin_all(self, pending: list[tuple[Any, int]]) -> tuple[np.ndarray, list[tuple[int, Exception]]]:
+        """The bins of the pending batches' rows in order, gathered where they can be binned as
+        one (:meth:`_gathered`); where that fails, batch by batch, the failing ones dropped (each
+        with its rows and why)."""
+        empty = np.empty((0, len(self._offsets)), dtype=np.int64)
+        try:
+            return np.concatenate([empty, *(self.bins(run) for run in self._gathered(pending))]), []
+        except Exception:  # one bad batch among them: found below, alone
+            pass
+        parts, dropped = [empty], []
+        for batch, count in pending:
+            try:
+                parts.append(self.bins(batch))
+            # A batch's content can fail in more ways than bins() names (a matrix narrower than
+            # the columns, a value whose conversion raises): whatever it is, that batch alone is
+            # left out, and the requests answered since still count.
+            except Exception as err:
+                dropped.append((count, err))
+        return np.concatenate(parts), dropped
+
+    def _gathered(self, pending: list[tuple[Any, int]]) -> Iterator[Any]:
+        """The pending batches as fewer, larger ones, rows in the same order: consecutive plain
+        dicts as one dict of columns, consecutive matrices of one dtype and width as one matrix,
+        any other batch (a DataFrame) as it is.
+
+        Raises:
+            InvalidParameterError, KeyError, TypeError: A dict batch that lacks a profiled
+                feature, or whose columns are not all of its rows' length.
+        """
+        for kind, group in itertools.groupby(enumerate(pending), key=_gathering_kind):
+            batches, counts = zip(*(entry for _, entry in group), strict=True)
+            if len(batches) == 1:
+                yield batches[0]
+            elif kind == _DICTS:
+                yield self._columns_of(batches, list(counts))
+            else:  # matrices of one dtype and width: rows stacked as the same values
+                yield np.concatenate([np.atleast_2d(batch) for batch in batches])
+
+    def _columns_of(self, batches: Sequence[dict], counts: list[int]) -> dict[str, list[Any]]:
+        """Dict batches' profiled columns joined into one dict of columns, a pass per feature
+        (in C: the columns fetched by itemgetter, their lengths checked by map, joined by chain)."""
+        # One-row batches (the commonest: one record a request) join by their values, without an
+        # iterator over each.
+        join = _first_values if sum(counts) == len(counts) else _chained
+        columns = {}
+        transposed = zip(*map(self._take_columns, batches), strict=True)
+        for name, parts in zip(self._window_names, transposed, strict=True):
+            if list(map(len, parts)) != counts:
+                raise InvalidParameterError(f"live drift: feature {name}'s column is not its batch's rows")
+            columns[name] = join(parts)
+        return columns
+
+    def _add(self, ids: np.ndarray) -> None:
+        """Puts rows' window bins (``[rows, features]``, numbered across features) into the ring
+        after the rows there, evicting the oldest beyond ``window_rows``; under ``_lock``."""
+        size = self.window_rows
+        if len(ids) >= size:
+            self._ring[:] = ids[-size:]
+            self._counts[:] = np.bincount(self._ring.ravel(), minlength=self._total_bins)
+            self._next, self._rows = 0, size
+            return
+        slots = (self._next + np.arange(len(ids))) % size
+        # Filled slots hold rows that now leave (the ring fills from slot 0 on).
+        evicted = self._ring[slots[slots < self._rows]]
+        if len(evicted):
+            self._counts -= np.bincount(evicted.ravel(), minlength=self._total_bins)
+        self._ring[slots] = ids
+        self._counts += np.bincount(ids.ravel(), minlength=self._total_bins)
+        self._next = (self._next + len(ids)) % size
+        self._rows = min(size, self._rows + len(ids))
 
     def counts(self) -> dict[str, list[int]]:
-        """The window's count per bin, per feature."""
+        """The window's count per bin, per feature (the pending rows binned first)."""
+        self._bin_pending()
         with self._lock:
             counts = self._counts.copy()
         return {
@@ -424,8 +556,10 @@ class LiveDrift:
         }
 
     def report(self) -> LiveDriftReport | None:
-        """The PSI of each feature's window shares against the reference's; None until the
-        window is full. A crossing of ``max_psi`` (either way) is logged."""
+        """The PSI of each feature's window shares against the reference's (the pending rows
+        binned first); None until the window is full. A crossing of ``max_psi`` (either way) is
+        logged."""
+        self._bin_pending()
         with self._lock:
             if self._rows < self.window_rows:
                 return None

@@ -30,8 +30,10 @@ KServe's format runtimes (:mod:`kfstack.serving.standard_formats`) -- run on KSe
   rows answered against it, on ``/metrics`` once the window is full:
   ``kfstack_predictor_drift_psi{model_name, feature}`` (one series per profiled feature, ignored
   ones included) and ``kfstack_predictor_drift_max_psi{model_name}`` (over the features that
-  decide), computed at the scrape; ``kfstack_predictor_drift_window_rows{model_name}`` always.
-  Like the in-flight gauge, one process's window.
+  decide), computed at the scrape; ``kfstack_predictor_drift_window_rows{model_name}`` and
+  ``kfstack_predictor_drift_rows_dropped_total{model_name}`` (observed rows that could not be
+  binned) always. A request only hands its rows over; they are binned in bulk at the scrape or
+  every few hundred rows. Like the in-flight gauge, one process's window.
 
 Importing ``kserve`` parses ``sys.argv`` for its own flags: a server runs as its own process.
 """
@@ -50,7 +52,7 @@ from fastapi import FastAPI
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from prometheus_client import REGISTRY, Counter, Gauge, Histogram
-from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from kfstack.errors import InvalidParameterError
@@ -196,25 +198,35 @@ async def _awaited(result: Any) -> Any:
 
 class LiveDriftCollector(Collector):
     """The live-drift gauges of one model (see the module docstring), read from its window when
-    ``/metrics`` is scraped: the PSI is computed then, not per request."""
+    ``/metrics`` is scraped: the rows observed since the last scrape are binned then and the PSI
+    computed, not per request."""
 
     def __init__(self, model_name: str, monitor: LiveDrift) -> None:
         self.model_name = model_name
         self.monitor = monitor
 
-    def describe(self) -> Iterator[GaugeMetricFamily]:
+    def describe(self) -> Iterator[GaugeMetricFamily | CounterMetricFamily]:
         """The families this collector may export (so that registering one twice fails at once)."""
         for name in ("window_rows", "psi", "max_psi"):
             yield GaugeMetricFamily(f"kfstack_predictor_drift_{name}", "", labels=[])
+        yield CounterMetricFamily("kfstack_predictor_drift_rows_dropped", "", labels=[])
 
-    def collect(self) -> Iterator[GaugeMetricFamily]:
+    def collect(self) -> Iterator[GaugeMetricFamily | CounterMetricFamily]:
         rows = GaugeMetricFamily(
             "kfstack_predictor_drift_window_rows",
             "Rows in the live-drift window now (the PSI is exported once it is full)",
             labels=["model_name"],
         )
-        rows.add_metric([self.model_name], self.monitor.rows)
+        rows.add_metric([self.model_name], self.monitor.rows)  # bins the pending rows first
         yield rows
+        dropped = CounterMetricFamily(
+            "kfstack_predictor_drift_rows_dropped",
+            "Rows observed for live drift that could not be binned (a profiled feature missing, "
+            "text for a number), left out of the window; the server logs why",
+            labels=["model_name"],
+        )
+        dropped.add_metric([self.model_name], self.monitor.dropped_rows)
+        yield dropped
         report = self.monitor.report()
         if report is None:
             return

@@ -199,13 +199,28 @@ def test_category_keys_are_the_profiles():
     assert category_key(7) == "7"
 
 
-def test_a_batch_without_a_profiled_feature_or_with_text_for_a_number_is_refused(reference_profile):
+def test_a_batch_without_a_profiled_feature_or_with_text_for_a_number_is_refused(reference_profile, caplog):
+    """Binning refuses it, naming why. Observed (binned later, its request long answered), it is
+    dropped, logged and counted, and none of its rows enters the window."""
     window = window_of(reference_profile, 10)
+    lacking = {"distance": [1.0], "delay": [1.0]}
+    text = {"distance": ["far"], "delay": [1.0], "carrier": ["AA"]}
+    ragged = {"distance": [1.0, 2.0], "delay": [1.0], "carrier": ["AA", "B6"]}
     with pytest.raises(InvalidParameterError, match="the batch lacks the features carrier"):
-        window.observe({"distance": [1.0], "delay": [1.0]})
+        window.bins(lacking)
     with pytest.raises(InvalidParameterError, match="feature distance is not numeric"):
-        window.observe({"distance": ["far"], "delay": [1.0], "carrier": ["AA"]})
-    assert window.rows == 0
+        window.bins(text)
+    with pytest.raises(InvalidParameterError, match="different lengths: distance 2, delay 1, carrier 2"):
+        window.bins(ragged)
+    caplog.set_level(logging.WARNING, "kfstack.live_drift")
+    for batch in (lacking, text, ragged):
+        window.observe(batch)
+    assert window.rows == 0 and window.dropped_rows == 4
+    (warning,) = [r.getMessage() for r in caplog.records]
+    assert warning == (
+        "live drift: 3 observed batches (4 rows) dropped, not binnable; the first: "
+        "live drift: the batch lacks the features carrier"
+    )
 
 
 def test_read_reference_from_a_model_directory(tmp_path, reference_profile):
@@ -240,8 +255,8 @@ def test_no_live_drift_takes_anything_and_keeps_nothing():
 
 
 def test_a_single_row_is_binned_as_in_a_batch():
-    """One-row requests take a path of their own (plain Python): the same bins, edge cases and
-    all, as the same rows in one batch."""
+    """One-row requests are gathered into columns before they are binned: the same bins, edge
+    cases and all, as the same rows in one batch."""
     profile = {
         "numeric": {
             "even": {"histogram": {"edges": [0.0, 2.5, 5.0, 7.5, 10.0], "counts": [1, 1, 1, 1]}},
@@ -258,3 +273,176 @@ def test_a_single_row_is_binned_as_in_a_batch():
         single.observe({name: [column[i]] for name, column in rows.items()})
     assert single.counts() == batch.counts()
     assert batch.counts()["code"] == [6, 3, 2, 3]  # "1" (1.0, 1 or "1"), AA, missing, other
+
+
+MATRIX_COLUMNS = ("delay", "carrier", "extra", "distance")
+
+
+def random_batches(seed: int, count: int, window: int) -> list:
+    """A request stream of every kind a server observes, in random order: one-row dicts (most),
+    dicts of many rows, float, object and text matrices by position (``MATRIX_COLUMNS``), a
+    single row as a 1-D array, a DataFrame, and now and then more rows than the window."""
+    import pandas as pd
+
+    rng = np.random.default_rng(seed)
+    batches: list = []
+    for step in range(count):
+        kind = rng.choice(
+            ["one", "dict", "matrix", "object", "text", "row", "frame", "huge"],
+            p=[0.5, 0.1, 0.1, 0.07, 0.08, 0.05, 0.05, 0.05],
+        )
+        n = {"one": 1, "row": 1, "huge": window + int(rng.integers(1, 40))}.get(
+            kind, int(rng.integers(2, 30))
+        )
+        batch = rows(1000 + step, n, shift=float(rng.choice([0.0, 1.0])))
+        if kind in ("one", "dict", "huge"):
+            batches.append(batch)
+        elif kind == "frame":
+            batches.append(pd.DataFrame(batch))
+        else:
+            codes = [float(CARRIERS.index(c)) if c else math.nan for c in batch["carrier"]]
+            carrier = batch["carrier"] if kind != "matrix" else codes
+            matrix = np.array(
+                list(zip(batch["delay"], carrier, [0] * n, batch["distance"], strict=True)),
+                dtype={"matrix": np.float64, "text": str}.get(kind, object),
+            )
+            batches.append(matrix[0] if kind == "row" else matrix)
+    return batches
+
+
+@pytest.mark.parametrize("seed", [21, 22, 23])
+def test_deferred_binning_gives_the_window_of_binning_each_batch_as_it_comes(reference_profile, seed):
+    """The same stream into windows that bin each batch at once (``pending_rows=1``), every few
+    rows, and at the default (the window's size): read at random moments, the same rows, counts
+    and report, whatever pending batches each read finds."""
+    size = 97
+    reference = Reference(reference_profile)
+    immediate, every_16, default = (
+        LiveDrift(reference, size, columns=MATRIX_COLUMNS, pending_rows=pending) for pending in (1, 16, 512)
+    )
+    assert default.pending_rows == size
+    rng = np.random.default_rng(seed)
+    for step, batch in enumerate(random_batches(seed, 300, size)):
+        for window in (immediate, every_16, default):
+            window.observe(batch)
+        if rng.random() < 0.1 or step == 299:
+            expected = immediate.counts()
+            assert every_16.counts() == expected and default.counts() == expected, f"after batch {step}"
+            assert every_16.rows == default.rows == immediate.rows
+            reports = [window.report() for window in (immediate, every_16, default)]
+            assert reports[1] == reports[0] and reports[2] == reports[0]
+    assert (
+        immediate.rows == size
+        and immediate.dropped_rows == every_16.dropped_rows == default.dropped_rows == 0
+    )
+
+
+def test_a_bad_batch_among_pending_ones_is_dropped_alone(reference_profile, caplog):
+    good = [rows(200 + i, 1 + i % 3) for i in range(40)]
+    bad = {
+        5: {"distance": [1.0], "delay": [2.0]},  # lacks carrier
+        17: {"distance": ["far", 1.0], "delay": [2.0, 3.0], "carrier": ["AA", "B6"]},
+        # Ragged, one short and the next one long: the lengths of the two together agree.
+        30: {"distance": [1.0, 2.0], "delay": [2.0], "carrier": ["AA", "B6"]},
+        31: {"distance": [1.0, 2.0], "delay": [2.0, 3.0, 4.0], "carrier": ["AA", "B6"]},
+    }
+    window = window_of(reference_profile, 50)
+    caplog.set_level(logging.WARNING, "kfstack.live_drift")
+    for i, batch in enumerate(good):
+        window.observe(batch)
+        if i in bad:
+            window.observe(bad[i])
+    only_good = window_of(reference_profile, 50, pending_rows=1)
+    for batch in good:
+        only_good.observe(batch)
+    assert window.counts() == only_good.counts()
+    assert window.dropped_rows == 7 and only_good.dropped_rows == 0
+    # One warning per binning that dropped any: pending rows were binned on reaching the window's
+    # size (50) and at the read.
+    warnings = [r.getMessage() for r in caplog.records]
+    assert 1 <= len(warnings) <= 3
+    assert all(w.startswith("live drift: ") and "dropped, not binnable" in w for w in warnings)
+
+
+def test_each_read_bins_what_is_pending_and_pending_rows_stay_bounded(reference_profile):
+    deferred = window_of(reference_profile, 100, pending_rows=40)
+    immediate = window_of(reference_profile, 100, pending_rows=1)
+
+    def both(batch: dict) -> None:
+        deferred.observe(batch)
+        immediate.observe(batch)
+
+    both(rows(300, 100))  # at least the bound: binned at once
+    assert deferred._pending_count == 0
+    for i in range(39):
+        both(rows(400 + i, 1, shift=2.0))
+    assert deferred._pending_count == 39  # no read, under the bound: nothing binned yet
+    assert deferred.report() == immediate.report()
+    assert deferred._pending_count == 0
+    for i in range(5):
+        both(rows(500 + i, 1, shift=1.0))
+    assert deferred.counts() == immediate.counts()
+    both({"distance": [1.0], "delay": [1.0]})  # lacks carrier: dropped
+    assert deferred.dropped_rows == 1 and deferred._pending_count == 0
+    fresh = window_of(reference_profile, 100)
+    for i in range(10):
+        fresh.observe(rows(600 + i, 1))
+    assert fresh.rows == 10
+    for i in range(2000):  # a server nobody scrapes: the pending rows never reach the bound
+        deferred.observe(rows(700 + i % 50, 1))
+        assert deferred._pending_count < deferred.pending_rows
+    with pytest.raises(InvalidParameterError, match="pending_rows: 0; at least 1 row"):
+        window_of(reference_profile, 100, pending_rows=0)
+
+
+def test_a_matrix_without_columns_is_refused_when_observed(reference_profile):
+    """The server's wiring, not a request: known at once, not when binned."""
+    window = window_of(reference_profile, 10)
+    with pytest.raises(InvalidParameterError, match="a matrix needs the model's columns"):
+        window.observe(np.zeros((2, 3)))
+    assert window.rows == 0 and window.dropped_rows == 0
+
+
+def test_threads_observing_while_a_scrape_reads_lose_no_row(reference_profile):
+    import threading
+
+    window = window_of(reference_profile, 5000, pending_rows=64)
+    row = rows(600, 1)
+    stop = threading.Event()
+
+    def scrape() -> None:
+        while not stop.is_set():
+            window.report()
+            window.counts()
+
+    def observe() -> None:
+        for _ in range(1000):
+            window.observe(row)
+
+    reader = threading.Thread(target=scrape)
+    reader.start()
+    writers = [threading.Thread(target=observe) for _ in range(4)]
+    for thread in writers:
+        thread.start()
+    for thread in writers:
+        thread.join()
+    stop.set()
+    reader.join()
+    alone = window_of(reference_profile, 5000)
+    alone.observe({name: values * 4000 for name, values in row.items()})
+    assert window.rows == 4000 and window.counts() == alone.counts()
+
+
+def test_matrices_of_different_dtypes_are_binned_apart():
+    """Joined, a bool matrix would become floats (``True`` then reads as the category "1")."""
+    profile = {
+        "numeric": {"x": {"histogram": {"edges": [0.0, 1.0, 2.0], "counts": [1, 1]}}},
+        "categorical": {"code": {"top_values": {"1": 0.5, "True": 0.5}}},
+        "feature_order": ["x", "code"],
+    }
+    reference = Reference(profile)
+    deferred, immediate = (LiveDrift(reference, 10, columns=("x", "code"), pending_rows=n) for n in (10, 1))
+    for batch in (np.array([[0.5, 1.0]]), np.array([[True, True]]), np.array([[1.5, 1.0]])):
+        deferred.observe(batch)
+        immediate.observe(batch)
+    assert deferred.counts() == immediate.counts() == {"x": [0, 1, 2], "code": [2, 1, 0]}

@@ -32,6 +32,11 @@ WINDOW = 100
 PIXELS = tuple(f"pixel_{i}" for i in range(64))
 
 
+def none_dropped(model_name: str) -> dict[str, dict[tuple, float]]:
+    """The dropped-rows counter of a window whose every observed batch was binned."""
+    return {"kfstack_predictor_drift_rows_dropped_total": {(("model_name", model_name),): 0.0}}
+
+
 def drift_samples(server: Predictor) -> dict[str, dict[tuple, float]]:
     """The live-drift series on the server's ``/metrics``: name -> labels -> value."""
     text = httpx.get(f"{server.url}/metrics", timeout=10).text
@@ -80,14 +85,18 @@ def test_the_stand_in_exports_the_window_once_full_and_never_a_refused_row(digit
     x, _ = standard_models.digits()
     held_out = x[-standard_models.DIGITS_TEST_ROWS :]
     assert drift_samples(digits_server) == {
-        "kfstack_predictor_drift_window_rows": {(("model_name", "digits"),): 0.0}
+        "kfstack_predictor_drift_window_rows": {(("model_name", "digits"),): 0.0},
+        **none_dropped("digits"),
     }
     assert digits_server.v1(held_out[:60].tolist()).status_code == 200
     # Refused: the wrong width, text for a number. Neither is observed.
     assert digits_server.v1([[1.0, 2.0]]).status_code == 400
     assert digits_server.v1([["a"] * 64]).status_code == 400
     samples = drift_samples(digits_server)
-    assert samples == {"kfstack_predictor_drift_window_rows": {(("model_name", "digits"),): 60.0}}
+    assert samples == {
+        "kfstack_predictor_drift_window_rows": {(("model_name", "digits"),): 60.0},
+        **none_dropped("digits"),
+    }
     # V2, one matrix input by position.
     v2 = {"name": "input-0", "shape": [50, 64], "datatype": "FP64", "data": held_out[60:110].tolist()}
     assert digits_server.v2([v2]).status_code == 200
@@ -163,7 +172,10 @@ def test_the_flights_predictor_watches_the_features_its_scorer_builds(trained, r
         assert server.v1(first).status_code == 200
         assert server.v1([{**first[0], "month": 13}]).status_code == 400  # refused: not observed
         samples = drift_samples(server)
-        assert samples == {"kfstack_predictor_drift_window_rows": {(("model_name", server.name),): 30.0}}
+        assert samples == {
+            "kfstack_predictor_drift_window_rows": {(("model_name", server.name),): 30.0},
+            **none_dropped(server.name),
+        }
         assert server.v2(v2_inputs(second)).status_code == 200
         samples = drift_samples(server)
         psi = {dict(k)["feature"]: v for k, v in samples["kfstack_predictor_drift_psi"].items()}
