@@ -73,11 +73,17 @@ def main(argv: list[str] | None = None) -> int:
 
     from kfstack.monitoring.live_drift import OFF, ON
     from kfstack.serving.local_services import exit_with_owner
-    from kfstack.serving.model_server import attach_live_drift, install_request_hooks, live_drift_settings
+    from kfstack.serving.model_server import (
+        attach_live_drift,
+        check_one_worker,
+        install_request_hooks,
+        live_drift_settings,
+    )
     from kfstack.serving.served_models import build_model
 
     args = parser().parse_args(argv)
     try:
+        check_one_worker(args.workers)
         model = build_model(args.model_format, args.model_name, args.model_dir, args.custom_predictor)
         drift = live_drift_settings(args, model)
         if args.model_format == contracts.ONNX and drift.mode != OFF:
@@ -103,7 +109,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     install_request_hooks(kserve.model_server.app, model.name)
     exit_with_owner()  # started by an embedded run: stop when the run's owner is gone
-    kserve.ModelServer(http_port=args.http_port, grpc_port=args.grpc_port, enable_grpc=False).start([model])
+    kserve.ModelServer(
+        http_port=args.http_port, grpc_port=args.grpc_port, workers=1, enable_grpc=False
+    ).start([model])
     return 0
 
 

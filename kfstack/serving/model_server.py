@@ -17,8 +17,12 @@ KServe's format runtimes (:mod:`kfstack.serving.standard_formats`) -- run on KSe
 - **The queue**: ``kfstack_predictor_requests_in_flight{model_name, protocol}``, the requests
   this process has accepted and not yet answered, counted from the moment their headers arrive
   (before the body is read, so a slow upload counts as queued work) until the response ends or
-  the client goes away. It is one process's count: a pod whose server runs several worker
-  processes exports one gauge per process, and an autoscaler sums them over the pods.
+  the client goes away.
+- **One process per pod** (:func:`check_one_worker`): every figure above, and live drift's
+  window, is one process's. KServe's multi-process server (``--workers`` > 1) shares no metrics
+  registry between its workers, so each scrape would read whichever worker took the connection:
+  counters would seem to reset and a gauge to jump. kfstack's servers refuse ``--workers`` above
+  1; a model scales with replicas, one server process each.
 - **Latency of the whole request**: ``kfstack_predictor_request_duration_seconds{model_name,
   protocol}``, a histogram from the headers to the end of the response, whatever the outcome
   (KServe's own ``request_predict_seconds`` times the model's ``predict`` alone). Its bucket
@@ -173,6 +177,20 @@ async def _request_validation_error(_request: Any, exc: Exception) -> JSONRespon
     where = ".".join(location) or "body"
     message = first.get("msg", "not a valid request")
     return JSONResponse(status_code=400, content={"error": f"{where}: {message}"})
+
+
+def check_one_worker(workers: int) -> None:
+    """Refuses KServe's multi-process server (module docstring, "One process per pod").
+
+    Raises:
+        InvalidParameterError: ``workers`` above 1.
+    """
+    if workers > 1:
+        raise InvalidParameterError(
+            f"--workers={workers}: kfstack's metrics and live drift are one process's, and KServe's "
+            f"worker processes share no metrics registry (a scrape would read one worker at random); "
+            f"serve with one worker and scale with replicas"
+        )
 
 
 def install_request_hooks(

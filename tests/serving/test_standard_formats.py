@@ -210,3 +210,22 @@ def test_the_flights_predictor_states_its_inputs_and_takes_tritons_client(predic
     result = client.infer(predictor.name, tensors)
     probabilities = result.as_numpy("probability")
     assert probabilities.shape == (5,) and ((probabilities > 0) & (probabilities < 1)).all()
+
+
+def test_a_server_refuses_kserves_worker_processes(tmp_path):
+    """kfstack's metrics are one process's: KServe's multi-process server would answer each
+    scrape from one worker at random, so ``--workers`` above 1 is refused before serving."""
+    import subprocess
+
+    from kfstack.serving.format_server import command
+
+    standard_models.sklearn_digits(str(tmp_path))
+    done = subprocess.run(
+        command(str(tmp_path), "m", 0, "sklearn", "", "--workers=2"),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert "--workers=2: kfstack's metrics and live drift are one process's" in done.stderr

@@ -53,6 +53,7 @@ from kfstack.serving.model_server import (
     DEFAULT_MAX_BODY_BYTES,
     add_live_drift_arguments,
     attach_live_drift,
+    check_one_worker,
     install_request_hooks,
     live_drift_settings,
 )
@@ -109,10 +110,9 @@ class FlightDelayModel(kserve.Model):
             categorical, numeric = self.scorer.encode(columns)
         except BadRecordError as err:
             raise InvalidInput(str(err)) from None
-        # Checked and encoded: rows the model answers (read again while the encoding left them
-        # in the CPU's caches).
-        self.drift.observe(columns)
         probabilities = self.scorer.score(categorical, numeric)
+        # Scored: rows the model answered (a request that fails to score is not observed).
+        self.drift.observe(columns)
         RECORDS.labels(self.name).inc(len(probabilities))
         observed = DELAY_PROBABILITY.labels(self.name)
         values = probabilities.tolist()
@@ -167,6 +167,7 @@ def main(argv: list[str] | None = None, model_class: type[FlightDelayModel] = Fl
     args = parser().parse_args(argv)
     model = model_class(args.model_name, args.model_dir, args.max_batch)
     try:
+        check_one_worker(args.workers)
         drift = live_drift_settings(args, model)
         model.load()
         attach_live_drift(model, args.model_dir, drift)
@@ -179,7 +180,7 @@ def main(argv: list[str] | None = None, model_class: type[FlightDelayModel] = Fl
     kserve.ModelServer(
         http_port=args.http_port,
         grpc_port=args.grpc_port,
-        workers=args.workers,
+        workers=1,
         enable_grpc=args.enable_grpc,
         enable_latency_logging=args.enable_latency_logging,
     ).start([model])
