@@ -200,27 +200,19 @@ def _floats(values: Any, name: str) -> np.ndarray:
         raise InvalidParameterError(f"live drift: feature {name} is not numeric ({err})") from None
 
 
-# How :meth:`LiveDrift._gathered` groups consecutive pending batches: plain dicts together,
-# matrices of one dtype and width together, anything else alone.
-_DICTS = ("dicts",)
+# What a pending entry holds (see LiveDrift.observe): the rows of a dict batch as tuples of their
+# values in window order; a matrix; any other batch as it came.
+_ROWS, _MATRIX, _BATCH = "rows", "matrix", "batch"
 
 
-def _gathering_kind(item: tuple[int, tuple[Any, int]]) -> tuple[Any, ...]:
-    position, (batch, _) = item
-    if type(batch) is dict:
-        return _DICTS
-    if isinstance(batch, np.ndarray):
-        matrix_shape = np.atleast_2d(batch).shape
-        return ("matrix", batch.dtype.str, matrix_shape[1:])
-    return ("alone", position)
-
-
-def _first_values(columns: Sequence[Sequence[Any]]) -> list[Any]:
-    return list(map(operator.itemgetter(0), columns))
-
-
-def _chained(columns: Sequence[Sequence[Any]]) -> list[Any]:
-    return list(itertools.chain.from_iterable(columns))
+def _gathering_kind(item: tuple[int, tuple[str, Any, int]]) -> tuple[Any, ...]:
+    """How :meth:`LiveDrift._gathered` groups consecutive pending entries."""
+    position, (kind, payload, _) = item
+    if kind == _ROWS:
+        return (_ROWS,)
+    if kind == _MATRIX:
+        return (_MATRIX, payload.dtype.str, np.atleast_2d(payload).shape[1:])
+    return (_BATCH, position)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -311,9 +303,10 @@ class LiveDrift:
         self._next = 0
         self._rows = 0
         self._dropped_rows = 0
-        # Observed batches not binned yet, oldest first, each with its row count.
+        # Observed batches not binned yet, oldest first: (what it holds, the batch or its rows,
+        # its row count), see observe().
         self.pending_rows = min(window_rows, pending_rows)
-        self._pending: list[tuple[Any, int]] = []
+        self._pending: list[tuple[str, Any, int]] = []
         self._pending_count = 0
         # _lock guards the ring, the counts and the pending list, held briefly; _binning is held
         # by the one thread that bins the batches it took, so that they enter the ring before
@@ -421,27 +414,44 @@ class LiveDrift:
         docstring), the oldest rows evicted beyond ``window_rows``. Call it with the rows a
         request was answered for, never a refused one.
 
-        The window keeps a reference to ``batch`` until it is binned: the caller must not change
-        the batch afterwards (a request's own columns, built for it, are never changed again).
-        A batch that cannot be binned is dropped then, logged and counted
+        The window may keep a reference to ``batch`` until it is binned: the caller must not
+        change the batch afterwards (a request's own columns, built for it, are never changed
+        again). A batch that cannot be binned is dropped then, logged and counted
         (:attr:`dropped_rows`), not raised here.
 
         Raises:
             InvalidParameterError: A matrix where no ``columns`` were given (the server's
                 wiring, not the request: known at once).
         """
-        if isinstance(batch, np.ndarray):
+        if type(batch) is dict:
+            entry = self._dict_entry(batch)
+        elif isinstance(batch, np.ndarray):
             if self._positions is None:
                 raise InvalidParameterError("live drift: a matrix needs the model's columns in order")
-            count = len(batch) if batch.ndim > 1 else 1
+            entry = (_MATRIX, batch, len(batch) if batch.ndim > 1 else 1)
         else:
-            count = self._count_rows(batch)
+            entry = (_BATCH, batch, self._count_rows(batch))
         with self._lock:
-            self._pending.append((batch, count))
-            self._pending_count += count
+            self._pending.append(entry)
+            self._pending_count += entry[2]
             full = self._pending_count >= self.pending_rows
         if full:
             self._bin_pending()
+
+    def _dict_entry(self, batch: dict) -> tuple[str, Any, int]:
+        """A dict batch's pending entry: its rows as tuples of the profiled values (the batch
+        itself where it is large enough to be binned at once, or malformed: then binning says
+        why). Tuples of numbers and strings are no work for the garbage collector, where hundreds
+        of pending dicts of lists would make it sweep them again and again."""
+        try:
+            columns = self._take_columns(batch)
+            count = len(columns[0])
+            if count < self.pending_rows:
+                # By position (a Series' labels play no part), every column as long as the first.
+                return (_ROWS, tuple(zip(*columns, strict=True)), count)
+        except (KeyError, TypeError, ValueError):  # a feature lacking, not a column, ragged
+            pass
+        return (_BATCH, batch, self._count_rows(batch))
 
     def _count_rows(self, batch: Any) -> int:
         """A batch by name's rows: the length of its first profiled column (another one's where
@@ -474,57 +484,48 @@ class LiveDrift:
                 dropped[0][1],
             )
 
-    def _bin_all(self, pending: list[tuple[Any, int]]) -> tuple[np.ndarray, list[tuple[int, Exception]]]:
+    def _bin_all(self, pending: list[tuple[str, Any, int]]) -> tuple[np.ndarray, list[tuple[int, Exception]]]:
         """The bins of the pending batches' rows in order, gathered where they can be binned as
         one (:meth:`_gathered`); where that fails, batch by batch, the failing ones dropped (each
         with its rows and why)."""
-        empty = np.empty((0, len(self._offsets)), dtype=np.int64)
         try:
-            return np.concatenate([empty, *(self.bins(run) for run in self._gathered(pending))]), []
+            return self._stacked([self.bins(run) for run in self._gathered(pending)]), []
         except Exception:  # one bad batch among them: found below, alone
             pass
-        parts, dropped = [empty], []
-        for batch, count in pending:
+        parts, dropped = [], []
+        for entry in pending:
             try:
+                (batch,) = self._gathered([entry])
                 parts.append(self.bins(batch))
             # A batch's content can fail in more ways than bins() names (a matrix narrower than
             # the columns, a value whose conversion raises): whatever it is, that batch alone is
             # left out, and the requests answered since still count.
             except Exception as err:
-                dropped.append((count, err))
-        return np.concatenate(parts), dropped
+                dropped.append((entry[2], err))
+        return self._stacked(parts), dropped
 
-    def _gathered(self, pending: list[tuple[Any, int]]) -> Iterator[Any]:
-        """The pending batches as fewer, larger ones, rows in the same order: consecutive plain
-        dicts as one dict of columns, consecutive matrices of one dtype and width as one matrix,
-        any other batch (a DataFrame) as it is.
+    def _stacked(self, parts: list[np.ndarray]) -> np.ndarray:
+        """Batches' bins as one array (one batch's as it is: a large one is not copied)."""
+        if len(parts) == 1:
+            return parts[0]
+        if not parts:
+            return np.empty((0, len(self._offsets)), dtype=np.int64)
+        return np.concatenate(parts)
 
-        Raises:
-            InvalidParameterError, KeyError, TypeError: A dict batch that lacks a profiled
-                feature, or whose columns are not all of its rows' length.
-        """
+    def _gathered(self, pending: list[tuple[str, Any, int]]) -> Iterator[Any]:
+        """The pending entries as fewer, larger batches, rows in the same order: consecutive
+        rows of dicts as one dict of columns, consecutive matrices of one dtype and width as one
+        matrix (joining others would convert values: a bool read as the category "1"), any
+        other batch as it came."""
         for kind, group in itertools.groupby(enumerate(pending), key=_gathering_kind):
-            batches, counts = zip(*(entry for _, entry in group), strict=True)
-            if len(batches) == 1:
-                yield batches[0]
-            elif kind == _DICTS:
-                yield self._columns_of(batches, list(counts))
-            else:  # matrices of one dtype and width: rows stacked as the same values
-                yield np.concatenate([np.atleast_2d(batch) for batch in batches])
-
-    def _columns_of(self, batches: Sequence[dict], counts: list[int]) -> dict[str, list[Any]]:
-        """Dict batches' profiled columns joined into one dict of columns, a pass per feature
-        (in C: the columns fetched by itemgetter, their lengths checked by map, joined by chain)."""
-        # One-row batches (the commonest: one record a request) join by their values, without an
-        # iterator over each.
-        join = _first_values if sum(counts) == len(counts) else _chained
-        columns = {}
-        transposed = zip(*map(self._take_columns, batches), strict=True)
-        for name, parts in zip(self._window_names, transposed, strict=True):
-            if list(map(len, parts)) != counts:
-                raise InvalidParameterError(f"live drift: feature {name}'s column is not its batch's rows")
-            columns[name] = join(parts)
-        return columns
+            payloads = [payload for _, (_, payload, _) in group]
+            if kind[0] == _ROWS:
+                rows = itertools.chain.from_iterable(payloads)
+                yield dict(zip(self._window_names, zip(*rows, strict=True), strict=True))
+            elif kind[0] == _MATRIX and len(payloads) > 1:
+                yield np.concatenate([np.atleast_2d(matrix) for matrix in payloads])
+            else:
+                yield from payloads
 
     def _add(self, ids: np.ndarray) -> None:
         """Puts rows' window bins (``[rows, features]``, numbered across features) into the ring

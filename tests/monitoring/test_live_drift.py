@@ -446,3 +446,35 @@ def test_matrices_of_different_dtypes_are_binned_apart():
         deferred.observe(batch)
         immediate.observe(batch)
     assert deferred.counts() == immediate.counts() == {"x": [0, 1, 2], "code": [2, 1, 0]}
+
+
+def test_rows_binned_by_two_threads_at_once_enter_in_the_order_observed(reference_profile):
+    """A request binning the pending rows while another observes and bins its own: the later
+    rows wait, whatever thread bins first."""
+    import threading
+
+    window = window_of(reference_profile, 2, pending_rows=1)
+    first, second, third = rows(700, 1, shift=2.0), rows(701, 1), rows(702, 1, shift=-2.0)
+    release, binning = threading.Event(), threading.Event()
+    bins = window.bins
+
+    def slow_bins(batch):
+        if not binning.is_set():
+            binning.set()
+            assert release.wait(10)
+        return bins(batch)
+
+    window.bins = slow_bins  # type: ignore[method-assign]
+    early = threading.Thread(target=window.observe, args=(first,))
+    early.start()
+    assert binning.wait(10)  # the first row is being binned
+    late = threading.Thread(target=window.observe, args=(second,))
+    late.start()
+    late.join(0.3)  # it observed, and now waits to bin (or, binning first, is done)
+    release.set()
+    early.join()
+    late.join()
+    window.observe(third)  # evicts the oldest row: the first
+    expected = window_of(reference_profile, 2)
+    expected.observe({name: second[name] + third[name] for name in second})
+    assert window.counts() == expected.counts()
