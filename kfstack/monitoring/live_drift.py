@@ -520,8 +520,9 @@ class LiveDrift:
         for kind, group in itertools.groupby(enumerate(pending), key=_gathering_kind):
             payloads = [payload for _, (_, payload, _) in group]
             if kind[0] == _ROWS:
-                rows = itertools.chain.from_iterable(payloads)
-                yield dict(zip(self._window_names, zip(*rows, strict=True), strict=True))
+                rows = list(itertools.chain.from_iterable(payloads))
+                if rows:  # else batches of no rows: nothing to bin
+                    yield dict(zip(self._window_names, zip(*rows, strict=True), strict=True))
             elif kind[0] == _MATRIX and len(payloads) > 1:
                 yield np.concatenate([np.atleast_2d(matrix) for matrix in payloads])
             else:

@@ -384,6 +384,8 @@ def test_each_read_bins_what_is_pending_and_pending_rows_stay_bounded(reference_
     assert deferred.counts() == immediate.counts()
     both({"distance": [1.0], "delay": [1.0]})  # lacks carrier: dropped
     assert deferred.dropped_rows == 1 and deferred._pending_count == 0
+    both({"distance": [], "delay": [], "carrier": []})  # no rows: nothing added, nothing dropped
+    assert deferred.counts() == immediate.counts() and deferred.dropped_rows == 1
     fresh = window_of(reference_profile, 100)
     for i in range(10):
         fresh.observe(rows(600 + i, 1))
