@@ -79,6 +79,8 @@ NAMES: dict[type[Settings], dict[str, str]] = {
         "autoscaler": "serving_autoscaler",
         "prometheus_address": "serving_prometheus_address",
         "keda_authentication": "serving_keda_authentication",
+        "keda_auth_modes": "serving_keda_auth_modes",
+        "queue_metric": "serving_queue_metric",
         "gpu_metric": "serving_gpu_metric",
         "gpu_pod_label": "serving_gpu_pod_label",
         "gpu_namespace_label": "serving_gpu_namespace_label",

@@ -606,7 +606,25 @@ CATALOG = ParameterSet(
         from_setting(
             _SERVING,
             "keda_authentication",
-            "Kubernetes: a KEDA TriggerAuthentication in the namespace for those queries; empty: none.",
+            "Kubernetes: a KEDA TriggerAuthentication in the namespace for those queries; empty: none. "
+            "Needs serving_keda_auth_modes.",
+            _CLUSTER,
+        ),
+        from_setting(
+            _SERVING,
+            "keda_auth_modes",
+            "Kubernetes: the modes KEDA's Prometheus scaler uses the TriggerAuthentication in, "
+            "comma-separated: bearer or basic, tls, custom (KEDA applies none without); required with "
+            "serving_keda_authentication.",
+            _CLUSTER,
+        ),
+        from_setting(
+            _SERVING,
+            "queue_metric",
+            "Kubernetes: the queue-length gauge serving_scale_metric=queue sums over the predictor's pods "
+            "(selected by their pod and namespace labels); empty: kfstack's server's "
+            "kfstack_predictor_requests_in_flight for model_format=custom, refused for other runtimes "
+            "(Triton's port 8002 is not scraped by default).",
             _CLUSTER,
         ),
         from_setting(

@@ -37,9 +37,10 @@ from kfstack.kubernetes.node_pools import NodePoolProfile
 from kfstack.kubernetes.resources import SERVERLESS
 
 AUTOSCALER_CLASS_ANNOTATION = "serving.kserve.io/autoscalerClass"
-# kfstack's choices: KServe's default for the mode (no annotation), or a class named.
-KSERVE_DEFAULT, HPA, KEDA = "", "hpa", "keda"
-AUTOSCALERS = (KSERVE_DEFAULT, HPA, KEDA)
+# kfstack's choices: no class annotation (KServe's default for the mode: its HPA in Standard
+# mode), or a class named.
+AUTOSCALER_UNSET, HPA, KEDA = "", "hpa", "keda"
+AUTOSCALERS = (AUTOSCALER_UNSET, HPA, KEDA)
 # The classes KServe 0.20's webhook admits (constants.AutoscalerAllowedClassList).
 KSERVE_CLASSES = ("hpa", "external", "keda", "none")
 
@@ -52,13 +53,23 @@ DEFAULT_TARGETS = {CONCURRENCY: 8, RPS: 50, CPU: 80, MEMORY: 80, GPU: 80, QUEUE:
 PERCENT_METRICS = (CPU, MEMORY, GPU)
 EXTERNAL_METRICS = (GPU, QUEUE)
 
-# Queue-length gauges: kfstack's model servers (the metric contract: per server process,
-# counted from a request's headers until it is answered), and Triton's requests received and
-# not yet executing (triton-inference-server/server, docs/user_guide/metrics.md, "Pending
-# Request Count"), per model and version.
+# Queue-length gauges. kfstack's model servers export theirs (the metric contract: per server
+# process, counted from a request's headers until it is answered); a predictor runs kfstack's
+# server where the model is ``custom`` (a team's ``kserve.Model`` served by kfstack's model
+# server, kfstack.contracts.CUSTOM), never assumed from a runtime's name. Any other runtime's
+# gauge is named by the team (``serving_queue_metric``).
 KFSTACK_QUEUE_METRIC = "kfstack_predictor_requests_in_flight"
+# Triton's requests received and not yet executing, per model and version
+# (triton-inference-server/server, docs/user_guide/metrics.md, "Pending Request Count"), served
+# on Triton's metrics port 8002. KServe v0.20.0's kserve-tritonserver runtime
+# (config/runtimes/kserve-tritonserver.yaml) declares no container port 8002 (only the
+# prometheus.kserve.io/port annotation), and a PodMonitor endpoint keeps only declared ports
+# (prometheus-operator v0.93.0 PodMonitor CRD, podMetricsEndpoints.portNumber: "The Pod must
+# declare the specified Port in its spec or the target will be dropped"): kfstack's PodMonitor
+# never sees it, and a query on it would read 0. Named explicitly once a team scrapes it.
 TRITON_QUEUE_METRIC = "nv_inference_pending_request_count"
 TRITON_RUNTIME = "kserve-tritonserver"
+TRITON_METRICS_PORT = 8002
 # KServe's own runtimes kfstack's standard formats get when no runtime is named (KServe 0.20's
 # config/runtimes). Its Python servers (sklearn, xgboost, lightgbm) export step-duration
 # histograms only (python/kserve/kserve/metrics.py): no queue length.
@@ -68,6 +79,17 @@ KSERVE_RUNTIMES = {
     "lightgbm": "kserve-lgbserver",
     "onnx": TRITON_RUNTIME,
 }
+
+# KEDA's Prometheus scaler authenticates only with the modes its trigger's ``authModes`` lists
+# (kedacore/keda v2.20.2, pkg/scalers/authentication/authentication_types.go, Config.Modes: a
+# comma-separated list; with none, Config.Disabled() and pkg/scalers/prometheus_scaler.go sends
+# no credentials whatever the TriggerAuthentication holds). The scaler applies bearer, basic
+# and custom (a header) per request and tls (a client certificate) to its transport; KEDA's
+# other modes (apiKey, oauth) it ignores. bearer and basic exclude each other (the field's
+# exclusiveSet). KServe v0.20.0 copies ``external.authenticationRef.authModes`` into the
+# trigger's metadata (reconcilers/keda/keda_reconciler.go), only when it is set.
+KEDA_AUTH_MODES = ("bearer", "basic", "tls", "custom")
+KEDA_EXCLUSIVE_AUTH_MODES = ("bearer", "basic")
 
 # NVIDIA's DCGM exporter: GPU utilisation in percent per GPU, labelled with the pod using it.
 # Scraped through its ServiceMonitor with honorLabels false (the chart's default, NVIDIA/
@@ -110,37 +132,59 @@ def pod_pattern(deployment: str) -> str:
     return _POD_OF_DEPLOYMENT.format(deployment=deployment)
 
 
-def runs_kfstack_server(model_format: str, runtime: str) -> bool:
-    """Whether the predictor's runtime runs kfstack's model server (a team's ``kserve.Model`` on
-    it, the contract of ``model_format=custom``, or any runtime that is not one of KServe's own
-    ``kserve-*``), which takes kfstack's flags and exports kfstack's metrics."""
-    server = runtime or KSERVE_RUNTIMES.get(model_format, "")
-    return bool(server) and not server.startswith("kserve-")
+def queue_metric(
+    kfstack_server: bool, model_format: str, runtime: str, named: str = ""
+) -> tuple[str | None, str]:
+    """The queue-length gauge of the server a predictor runs, or None and why kfstack does not
+    know it.
 
-
-def queue_metric(model_format: str, runtime: str) -> tuple[str | None, str]:
-    """The queue-length gauge of the server a predictor runs, or None and why there is none.
-
-    The runtime is the one named, else the one KServe picks for a standard format
-    (:data:`KSERVE_RUNTIMES`); Triton exports its pending requests; KServe's other runtimes
-    export none; any other runtime is a team's, running its ``kserve.Model`` on kfstack's model
-    server (the contract of ``model_format=custom``), which exports
-    :data:`KFSTACK_QUEUE_METRIC`.
+    ``named`` (a team's choice) wins; kfstack's model server (``kfstack_server``: the model is
+    ``custom``) exports :data:`KFSTACK_QUEUE_METRIC`; any other runtime -- the one named, else
+    the one KServe picks for a standard format (:data:`KSERVE_RUNTIMES`) -- is not assumed to
+    export anything kfstack's Prometheus scrapes.
     """
+    if named:
+        return named, ""
+    if kfstack_server:
+        return KFSTACK_QUEUE_METRIC, ""
     server = runtime or KSERVE_RUNTIMES.get(model_format, "")
     if server == TRITON_RUNTIME:
-        return TRITON_QUEUE_METRIC, ""
+        return None, (
+            f"Triton exports {TRITON_QUEUE_METRIC} on its metrics port {TRITON_METRICS_PORT}, which KServe's "
+            f"{TRITON_RUNTIME} runtime does not declare as a container port, so the model servers' "
+            f"PodMonitor (port 8080) does not scrape it and KEDA would read 0"
+        )
     if not server:
         return None, (
             f"KServe picks the runtime of model format {model_format!r}, and kfstack does not know "
-            f"which queue metric it exports; name the runtime"
+            f"which queue metric it exports"
         )
     if server.startswith("kserve-"):
         return None, (
             f"KServe's runtime {server} exports no queue-length metric (its Python servers export "
             f"step-duration histograms only) and kfstack cannot add one to it"
         )
-    return KFSTACK_QUEUE_METRIC, ""
+    return None, (
+        f"runtime {server!r} serves model format {model_format!r}, not a custom model on kfstack's "
+        f"model server, so kfstack does not know its queue metric"
+    )
+
+
+def auth_modes_problem(modes: str) -> str:
+    """Why ``modes`` is not a list of the authentication modes KEDA's Prometheus scaler applies
+    (:data:`KEDA_AUTH_MODES`); empty when it is."""
+    names = [mode.strip() for mode in modes.split(",")]
+    unknown = [name for name in names if name not in KEDA_AUTH_MODES]
+    if unknown:
+        return (
+            f"{', '.join(repr(name) for name in unknown)} is not an authentication mode KEDA's "
+            f"Prometheus scaler applies ({', '.join(KEDA_AUTH_MODES)}; comma-separated)"
+        )
+    if len(set(names) & set(KEDA_EXCLUSIVE_AUTH_MODES)) > 1:
+        return f"KEDA takes one of {' and '.join(KEDA_EXCLUSIVE_AUTH_MODES)}, not both"
+    if len(set(names)) != len(names):
+        return "a mode is listed twice"
+    return ""
 
 
 def gpu_problem(profile: NodePoolProfile, gpu_metric: str) -> str:
@@ -183,11 +227,16 @@ def resource_metric(metric: str, target: int) -> dict[str, Any]:
     }
 
 
-def external_metric(server_address: str, query: str, target: int, authentication: str) -> dict[str, Any]:
+def external_metric(
+    server_address: str, query: str, target: int, authentication: str, auth_modes: str
+) -> dict[str, Any]:
     """A KEDA ``External`` metric on Prometheus: ``target`` per replica (see the module docstring).
 
     The target's type is ``Value`` because KServe's webhook requires ``value`` on an External
-    metric and checks ``value`` only for that type; KServe passes the value alone to KEDA.
+    metric and checks ``value`` only for that type; KServe passes the value alone to KEDA. The
+    TriggerAuthentication ``authentication`` is used in the ``auth_modes`` (KServe's
+    ``ExtMetricAuthentication``: ``authenticationRef`` beside ``authModes``, v0.20.0
+    pkg/apis/serving/v1beta1/component.go), without which KEDA applies none of it.
     """
     metric: dict[str, Any] = {
         "type": "External",
@@ -197,7 +246,11 @@ def external_metric(server_address: str, query: str, target: int, authentication
         },
     }
     if authentication:
-        metric["external"]["authenticationRef"] = {"authenticationRef": {"name": authentication}}
+        modes = ",".join(mode.strip() for mode in auth_modes.split(","))
+        metric["external"]["authenticationRef"] = {
+            "authenticationRef": {"name": authentication},
+            "authModes": modes,
+        }
     return metric
 
 

@@ -133,6 +133,11 @@ class ServingRequest(Settings):
         prometheus_address: The Prometheus KEDA queries for ``gpu`` and ``queue``.
         keda_authentication: A KEDA TriggerAuthentication in the namespace for those queries;
             empty: none.
+        keda_auth_modes: The authentication modes KEDA uses it in (comma-separated
+            :data:`~kfstack.kubernetes.autoscaling.KEDA_AUTH_MODES`); required with it, as KEDA
+            applies none without.
+        queue_metric: The queue-length gauge ``queue`` sums over the predictor's pods; empty:
+            the one kfstack knows for the server (:func:`~kfstack.kubernetes.autoscaling.queue_metric`).
         gpu_metric, gpu_pod_label, gpu_namespace_label: The GPU utilisation series and the
             labels naming the pod and namespace using the GPU (DCGM exporter's).
         namespace: The InferenceService's namespace (its queries select it); set by the
@@ -146,9 +151,12 @@ class ServingRequest(Settings):
             declares the format (``autoSelect``).
         protocol_version: ``predictor.model.protocolVersion`` (``v2`` for Triton, which speaks no
             V1); empty: the runtime's default.
-        server_flags: Flags appended to the runtime's command line (``predictor.model.args``,
-            which KServe adds after the runtime container's own): kfstack's model-server flags,
-            given only where :func:`~kfstack.kubernetes.autoscaling.runs_kfstack_server`.
+        kfstack_server: The predictor runs kfstack's model server: the model is ``custom`` (a
+            team's ``kserve.Model`` on kfstack's server), never concluded from a runtime's name.
+            It takes kfstack's flags and exports kfstack's metrics.
+        server_flags: kfstack's model-server flags, appended to the runtime's command line
+            (``predictor.model.args``, which KServe adds after the runtime container's own) of
+            kfstack's server only (``kfstack_server``).
     """
 
     concern = "serving request"
@@ -162,11 +170,13 @@ class ServingRequest(Settings):
     service_account: str = setting("")
     min_replicas: int = setting(1, ge=0)
     max_replicas: int = setting(3, ge=1)
-    autoscaler: str = setting(autoscaling.KSERVE_DEFAULT, choices=autoscaling.AUTOSCALERS)
+    autoscaler: str = setting(autoscaling.AUTOSCALER_UNSET, choices=autoscaling.AUTOSCALERS)
     scale_metric: str = setting("")
     scale_target: int = setting(0, ge=0)
     prometheus_address: str = setting("")
     keda_authentication: str = setting("")
+    keda_auth_modes: str = setting("")
+    queue_metric: str = setting("")
     gpu_metric: str = setting(autoscaling.DCGM_GPU_UTIL)
     gpu_pod_label: str = setting(autoscaling.DCGM_POD_LABEL)
     gpu_namespace_label: str = setting(autoscaling.DCGM_NAMESPACE_LABEL)
@@ -177,6 +187,7 @@ class ServingRequest(Settings):
     runtime: str = ""
     protocol_version: str = ""
     namespace: str = ""
+    kfstack_server: bool = False
     server_flags: tuple[str, ...] = ()
 
     def check(self) -> list[str]:
@@ -248,12 +259,14 @@ class ServingRequest(Settings):
         for field, pattern, what in (
             ("keda_authentication", DNS_SUBDOMAIN, "a Kubernetes object name"),
             ("gpu_metric", autoscaling.METRIC_NAME, "a Prometheus metric name"),
+            ("queue_metric", autoscaling.METRIC_NAME, "a Prometheus metric name"),
             ("gpu_pod_label", autoscaling.LABEL_NAME, "a Prometheus label name"),
             ("gpu_namespace_label", autoscaling.LABEL_NAME, "a Prometheus label name"),
         ):
             value = getattr(self, field)
             if value and self.concrete(field) and not pattern.match(value):
                 problems.append(f"{self.argument(field)}={value!r} is not {what}")
+        problems += self._authentication_problems()
         address = self.prometheus_address
         if (
             address
@@ -272,14 +285,41 @@ class ServingRequest(Settings):
             problem = autoscaling.gpu_problem(self.profile, self.gpu_metric)
             if problem:
                 problems.append(f"{metric_name}=gpu: {problem}")
-        elif metric == autoscaling.QUEUE:
-            series, why = autoscaling.queue_metric(self.model_format, self.runtime)
+        elif metric == autoscaling.QUEUE and self.concrete("queue_metric"):
+            series, why = autoscaling.queue_metric(
+                self.kfstack_server, self.model_format, self.runtime, self.queue_metric
+            )
             if series is None:
                 problems.append(
-                    f"{metric_name}=queue: {why}; scale on cpu or memory, or serve the model on a runtime "
-                    f"that exports a queue length (kfstack's model server, Triton)"
+                    f"{metric_name}=queue: {why}; name the queue gauge the runtime exports and your "
+                    f"Prometheus scrapes with its pod and namespace labels in "
+                    f"{self.argument('queue_metric')}, or scale on cpu or memory"
                 )
         return problems
+
+    def _authentication_problems(self) -> list[str]:
+        """A TriggerAuthentication and its modes come together: KServe writes ``authModes`` into
+        KEDA's trigger only when it is set, and KEDA applies no authentication without it
+        (:data:`~kfstack.kubernetes.autoscaling.KEDA_AUTH_MODES`)."""
+        if not self.concrete("keda_authentication", "keda_auth_modes"):
+            return []
+        authentication, modes = self.argument("keda_authentication"), self.argument("keda_auth_modes")
+        if self.keda_authentication and not self.keda_auth_modes:
+            return [
+                f"{authentication}={self.keda_authentication!r} needs {modes}: KEDA's Prometheus scaler "
+                f"uses a TriggerAuthentication only in the modes its trigger lists (one of bearer, basic; "
+                f"and/or tls, custom), and sends no credentials without them"
+            ]
+        if self.keda_auth_modes and not self.keda_authentication:
+            return [
+                f"{modes}={self.keda_auth_modes!r} needs {authentication}: the KEDA TriggerAuthentication "
+                f"holding the credentials those modes use"
+            ]
+        if self.keda_auth_modes:
+            problem = autoscaling.auth_modes_problem(self.keda_auth_modes)
+            if problem:
+                return [f"{modes}={self.keda_auth_modes!r}: {problem}"]
+        return []
 
     @property
     def scaling(self) -> tuple[str, int]:
@@ -318,10 +358,16 @@ class ServingRequest(Settings):
                 divisor=accelerator.count if accelerator else 1,
             )
         else:
-            series, _ = autoscaling.queue_metric(self.model_format, self.runtime)
+            series, _ = autoscaling.queue_metric(
+                self.kfstack_server, self.model_format, self.runtime, self.queue_metric
+            )
             # Labels the PodMonitor puts on every scraped model server series.
             query = autoscaling.external_query(str(series), self.namespace, deployment, "pod", "namespace")
-        return [autoscaling.external_metric(self.prometheus_address, query, target, self.keda_authentication)]
+        return [
+            autoscaling.external_metric(
+                self.prometheus_address, query, target, self.keda_authentication, self.keda_auth_modes
+            )
+        ]
 
     def labelled(self, labels: dict[str, str]) -> ServingRequest:
         """The request with ``labels`` added (a run's: its exit handler finds the run's canary by them)."""
@@ -346,7 +392,8 @@ def _model(request: ServingRequest) -> Any:
         runtime=request.runtime or None,
         protocol_version=request.protocol_version or None,
         storage_uri=request.storage_uri,
-        args=list(request.server_flags) or None,
+        # KServe's and a team's own runtimes take no kfstack flag (one may exit on it).
+        args=(list(request.server_flags) or None) if request.kfstack_server else None,
         resources={"requests": resources["requests"], "limits": resources["limits"]},
     )
 

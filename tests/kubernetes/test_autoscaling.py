@@ -45,9 +45,24 @@ SCALINGS = {
             "scale_metric": "gpu",
             "profile": get_profile("h100"),
             "keda_authentication": "prom",
+            "keda_auth_modes": "bearer, tls",
         },
     ),
-    "keda-queue": (isvc.STANDARD, {"autoscaler": "keda", "scale_metric": "queue", "scale_target": 4}),
+    # kfstack's model server: a custom model.
+    "keda-queue": (
+        isvc.STANDARD,
+        {"autoscaler": "keda", "scale_metric": "queue", "scale_target": 4, "kfstack_server": True},
+    ),
+    # A team's own runtime (its vLLM) scaling on its own gauge.
+    "keda-queue-named": (
+        isvc.STANDARD,
+        {
+            "autoscaler": "keda",
+            "scale_metric": "queue",
+            "runtime": "vllm-0-8",
+            "queue_metric": "vllm:num_requests_waiting",
+        },
+    ),
 }
 
 
@@ -100,7 +115,7 @@ def pods_of(deployment: str) -> list[str]:
     return [f"{deployment}-7d9f8b6c5d-x2k9p", f"{deployment}-5b8c7d9f4-qq7zr"]
 
 
-@pytest.mark.parametrize("scaling", ["keda-gpu", "keda-queue"])
+@pytest.mark.parametrize("scaling", ["keda-gpu", "keda-queue", "keda-queue-named"])
 def test_each_step_queries_the_stable_predictors_pods_only(scaling):
     mode, overrides = SCALINGS[scaling]
     stages = lifecycle(mode, **overrides)
@@ -137,7 +152,8 @@ def _canary_pods(obj: dict) -> list[str]:
 
 
 def test_keda_metrics_and_the_class_annotation():
-    keda = isvc.first_rollout(request(autoscaler="keda", scale_metric="queue", scale_target=4))
+    queue = {"autoscaler": "keda", "scale_metric": "queue", "scale_target": 4, "kfstack_server": True}
+    keda = isvc.first_rollout(request(**queue))
     predictor = keda["spec"]["predictor"]
     assert keda["metadata"]["annotations"][autoscaling.AUTOSCALER_CLASS_ANNOTATION] == "keda"
     assert "scaleMetric" not in predictor and "scaleTarget" not in predictor
@@ -168,7 +184,7 @@ def test_keda_metrics_and_the_class_annotation():
     default = isvc.first_rollout(request())
     assert autoscaling.AUTOSCALER_CLASS_ANNOTATION not in default["metadata"]["annotations"]
     # A Standard canary has fixed replicas: it carries no autoscaling, and the stable keeps its own.
-    first = isvc.confirmed(keda, request(autoscaler="keda", scale_metric="queue", scale_target=4))
+    first = isvc.confirmed(keda, request(**queue))
     canary = isvc.canary_rollout(
         first, request(version="0.1.0+run2", autoscaler="keda", scale_metric="memory")
     )
@@ -201,21 +217,52 @@ def test_gpu_queries_average_a_pods_gpus_and_turn_dcgm_ratios_into_percent():
     assert query.startswith('100 * sum(DCGM_FI_PROF_GR_ENGINE_ACTIVE{namespace="ml-prod", pod=~"')
 
 
-def test_the_queue_metric_is_the_servers_own():
-    assert autoscaling.queue_metric("team-format", "team-runtime") == (
-        "kfstack_predictor_requests_in_flight",
+def test_the_queue_metric_is_kfstacks_only_for_kfstacks_server_else_named():
+    in_flight = ("kfstack_predictor_requests_in_flight", "")
+    # kfstack's server (a custom model), whatever its runtime is called.
+    assert autoscaling.queue_metric(True, "team-format", "team-runtime") == in_flight
+    assert autoscaling.queue_metric(True, "kfstack-flights", "kfstack-flights-predictor") == in_flight
+    # A runtime's name says nothing: a team's own Triton is not kfstack's server.
+    for model_format, runtime in [
+        ("triton", "triton-24-08"),
+        ("onnx", ""),
+        ("onnx", "kserve-tritonserver"),
+        ("sklearn", ""),
+        ("tensorflow", ""),
+    ]:
+        series, why = autoscaling.queue_metric(False, model_format, runtime)
+        assert series is None and why, (model_format, runtime)
+    # A named gauge wins, on any runtime.
+    assert autoscaling.queue_metric(False, "onnx", "", "nv_inference_pending_request_count") == (
+        "nv_inference_pending_request_count",
         "",
     )
-    assert autoscaling.queue_metric("onnx", "")[0] == "nv_inference_pending_request_count"
-    assert (
-        autoscaling.queue_metric("kfstack-flights", "kserve-tritonserver")[0]
-        == "nv_inference_pending_request_count"
-    )
+    assert autoscaling.queue_metric(True, "x", "y", "team_queue")[0] == "team_queue"
     triton = request(
-        autoscaler="keda", scale_metric="queue", model_format="onnx", runtime="", protocol_version="v2"
+        autoscaler="keda",
+        scale_metric="queue",
+        model_format="onnx",
+        runtime="",
+        protocol_version="v2",
+        queue_metric="nv_inference_pending_request_count",
     )
     (query,) = external_queries(isvc.first_rollout(triton))
-    assert query.startswith("sum(nv_inference_pending_request_count{")
+    assert query.startswith('sum(nv_inference_pending_request_count{namespace="ml-prod", pod=~"')
+
+
+def test_the_trigger_authentication_is_used_in_its_modes():
+    """KServe copies ``authModes`` into KEDA's trigger only when it is set, and KEDA's Prometheus
+    scaler sends no credentials without it: the modes are written beside the reference."""
+    gpu = isvc.first_rollout(request(**SCALINGS["keda-gpu"][1]))
+    (metric,) = gpu["spec"]["predictor"]["autoScaling"]["metrics"]
+    assert metric["external"]["authenticationRef"] == {
+        "authenticationRef": {"name": "prom"},
+        "authModes": "bearer,tls",
+    }
+    # No authentication named: no reference, no modes.
+    queue = isvc.first_rollout(request(**SCALINGS["keda-queue"][1]))
+    (metric,) = queue["spec"]["predictor"]["autoScaling"]["metrics"]
+    assert "authenticationRef" not in metric["external"]
 
 
 REFUSALS = [
@@ -263,12 +310,55 @@ REFUSALS = [
     (
         isvc.STANDARD,
         {"autoscaler": "keda", "scale_metric": "queue", "model_format": "sklearn", "runtime": ""},
-        r"serving_scale_metric=queue: KServe's runtime kserve-sklearnserver exports no queue-length metric",
+        r"serving_scale_metric=queue: KServe's runtime kserve-sklearnserver exports no queue-length "
+        r"metric.*name the queue gauge .* in serving_queue_metric, or scale on cpu or memory",
     ),
     (
         isvc.STANDARD,
         {"autoscaler": "keda", "scale_metric": "queue", "model_format": "tensorflow", "runtime": ""},
-        r"KServe picks the runtime of model format 'tensorflow'.*name the runtime",
+        r"KServe picks the runtime of model format 'tensorflow'.*in serving_queue_metric",
+    ),
+    # Triton's pending-request gauge is on port 8002, which nothing scrapes by default.
+    (
+        isvc.STANDARD,
+        {"autoscaler": "keda", "scale_metric": "queue", "model_format": "onnx", "runtime": ""},
+        r"serving_scale_metric=queue: Triton exports nv_inference_pending_request_count on its metrics "
+        r"port 8002, which KServe's kserve-tritonserver runtime does not declare.*KEDA would read 0.*"
+        r"serving_queue_metric",
+    ),
+    # A team's own runtime is not assumed to be kfstack's server, whatever its name.
+    (
+        isvc.STANDARD,
+        {"autoscaler": "keda", "scale_metric": "queue", "model_format": "triton", "runtime": "triton-24-08"},
+        r"serving_scale_metric=queue: runtime 'triton-24-08' serves model format 'triton', not a custom "
+        r"model on kfstack's model server.*serving_queue_metric",
+    ),
+    (
+        isvc.STANDARD,
+        {"autoscaler": "keda", "scale_metric": "queue", "queue_metric": "queue length"},
+        r"serving_queue_metric='queue length' is not a Prometheus metric name",
+    ),
+    # A TriggerAuthentication without its modes does nothing; modes without one have no credentials.
+    (
+        isvc.STANDARD,
+        {"keda_authentication": "prom"},
+        r"serving_keda_authentication='prom' needs serving_keda_auth_modes: .* sends no credentials",
+    ),
+    (
+        isvc.STANDARD,
+        {"keda_auth_modes": "bearer"},
+        r"serving_keda_auth_modes='bearer' needs serving_keda_authentication",
+    ),
+    (
+        isvc.STANDARD,
+        {"keda_authentication": "prom", "keda_auth_modes": "bearer,oauth"},
+        r"serving_keda_auth_modes='bearer,oauth': 'oauth' is not an authentication mode KEDA's "
+        r"Prometheus scaler applies \(bearer, basic, tls, custom",
+    ),
+    (
+        isvc.STANDARD,
+        {"keda_authentication": "prom", "keda_auth_modes": "basic,bearer"},
+        r"KEDA takes one of bearer and basic, not both",
     ),
     (
         isvc.STANDARD,
@@ -305,7 +395,7 @@ def test_refusals_name_the_parameter_and_why(mode, overrides, message):
 
 
 def test_a_query_needs_the_services_namespace():
-    keda = request(autoscaler="keda", scale_metric="queue", namespace="")
+    keda = request(autoscaler="keda", scale_metric="queue", kfstack_server=True, namespace="")
     with pytest.raises(InvalidParameterError, match="selects the service's namespace"):
         isvc.first_rollout(keda)
 
@@ -419,7 +509,7 @@ def promtool() -> str:
     return path
 
 
-@pytest.mark.parametrize("scaling", ["keda-gpu", "keda-queue"])
+@pytest.mark.parametrize("scaling", ["keda-gpu", "keda-queue", "keda-queue-named"])
 def test_promtool_sums_the_stable_pods_and_nothing_else(scaling, tmp_path):
     mode, overrides = SCALINGS[scaling]
     canary = lifecycle(mode, **overrides)["canary"]
@@ -435,6 +525,8 @@ def test_promtool_sums_the_stable_pods_and_nothing_else(scaling, tmp_path):
             "exported_namespace",
             ('gpu="0", pod="dcgm-exporter-abcde", namespace="gpu-operator", '),
         )
+    elif scaling == "keda-queue-named":
+        metric, pod, namespace, extra = ("vllm:num_requests_waiting", "pod", "namespace", 'model_name="m", ')
     else:
         metric, pod, namespace, extra = (
             "kfstack_predictor_requests_in_flight",
@@ -483,7 +575,7 @@ def test_the_rollout_queries_its_clusters_namespace(fake_api):
     from tests.kubernetes.conftest import NAMESPACE as CLUSTER_NAMESPACE
 
     rollout = KServeRollout(
-        request(autoscaler="keda", scale_metric="queue", namespace=""),
+        request(autoscaler="keda", scale_metric="queue", kfstack_server=True, namespace=""),
         Cluster(fake_api.api_client(), CLUSTER_NAMESPACE),
         Placement(node_pool="serving", timeout_seconds=60, poll_interval_seconds=1),
     )

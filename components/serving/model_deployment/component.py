@@ -40,6 +40,8 @@ def model_deployment(
     serving_autoscaler: str = "",
     serving_prometheus_address: str = "",
     serving_keda_authentication: str = "",
+    serving_keda_auth_modes: str = "",
+    serving_queue_metric: str = "",
     serving_gpu_metric: str = "DCGM_FI_DEV_GPU_UTIL",
     serving_gpu_pod_label: str = "exported_pod",
     serving_gpu_namespace_label: str = "exported_namespace",
@@ -100,6 +102,10 @@ def model_deployment(
             ``hpa`` or ``keda``.
         serving_prometheus_address: The Prometheus KEDA queries for ``gpu`` and ``queue``.
         serving_keda_authentication: A KEDA TriggerAuthentication for it; empty: none.
+        serving_keda_auth_modes: The modes KEDA uses it in (``bearer`` or ``basic``, ``tls``,
+            ``custom``; comma-separated); required with it, for KEDA applies none without.
+        serving_queue_metric: The queue-length gauge ``queue`` sums per pod; empty: kfstack's
+            server's own (``model_format=custom``), else refused (name the runtime's).
         serving_gpu_metric: The GPU utilisation series (DCGM exporter's).
         serving_gpu_pod_label: Its label naming the pod using the GPU.
         serving_gpu_namespace_label: Its label naming that pod's namespace.

@@ -32,7 +32,6 @@ from kfstack.components import argument_names
 from kfstack.errors import InvalidParameterError
 from kfstack.evaluation.scoring import REQUEST_FORMATS, read_labelled
 from kfstack.evaluation.task_metrics import check_task
-from kfstack.kubernetes import autoscaling
 from kfstack.kubernetes import inference_service as isvc
 from kfstack.kubernetes.launcher import Cluster
 from kfstack.kubernetes.naming import RunContext
@@ -145,8 +144,11 @@ class ModelDeploymentStage:
             model_format=serving_format,
             runtime=runtime,
             protocol_version="v2" if model_format == contracts.ONNX else "",
-            # KServe's own runtimes take no kfstack flags (and watch no live drift).
-            server_flags=server_flags if autoscaling.runs_kfstack_server(serving_format, runtime) else (),
+            # A custom model is a team's kserve.Model on kfstack's model server, which takes
+            # kfstack's flags and exports its queue gauge; a standard format's runtime (KServe's,
+            # or one a team names, e.g. its own Triton) is not kfstack's, whatever its name.
+            kfstack_server=model_format == contracts.CUSTOM,
+            server_flags=server_flags,
         )
         thresholds = argument_names.from_arguments(CanaryThresholds, arguments)
         for name in ("canary_records", "canary_batch_size"):

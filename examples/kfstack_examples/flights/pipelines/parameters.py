@@ -187,6 +187,8 @@ _TRAINING_FORM = (
     "serving_service_account",
     "serving_prometheus_address",
     "serving_keda_authentication",
+    "serving_keda_auth_modes",
+    "serving_queue_metric",
     "serving_gpu_metric",
     "serving_gpu_pod_label",
     "serving_gpu_namespace_label",

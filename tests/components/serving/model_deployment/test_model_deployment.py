@@ -132,9 +132,9 @@ def test_inference_services_name_the_format_kserves_runtimes_serve(digits, tmp_p
 
 
 def test_the_drift_checks_ignored_features_reach_kfstacks_servers_only(digits, tmp_path):
-    """Live drift leaves out what the drift check leaves out: the flag goes to a runtime that runs
-    kfstack's model server (both platforms), never to KServe's own runtime (which takes no
-    kfstack flag and watches no drift)."""
+    """Live drift leaves out what the drift check leaves out: the flag goes to kfstack's model
+    server (a custom model; every server embedded), never to KServe's own runtime nor to a team's
+    runtime for a standard format whatever its name (neither takes kfstack's flags)."""
     context = RunContext("run-1", "model-deployment")
     cluster = {
         "platform": "kubernetes",
@@ -145,9 +145,13 @@ def test_the_drift_checks_ignored_features_reach_kfstacks_servers_only(digits, t
     team = {"model_format": "custom", "serving_runtime": "team-predictor", "serving_model_format": "team"}
     (custom,) = STAGE.build(STAGE.settings(arguments(digits, tmp_path, **cluster, **team)), context)
     (sklearn,) = STAGE.build(STAGE.settings(arguments(digits, tmp_path, **cluster)), context)
+    # The team's own sklearn runtime, named like no KServe runtime: still not kfstack's server.
+    own = {"serving_runtime": "team-sklearn-1-5"}
+    (team_sklearn,) = STAGE.build(STAGE.settings(arguments(digits, tmp_path, **cluster, **own)), context)
     assert custom["spec"]["predictor"]["model"]["args"] == ["--live_drift_ignore_features=month,day_of_year"]
     assert "args" not in sklearn["spec"]["predictor"]["model"]
-    validate_with_crds(tmp_path, [custom, sklearn])
+    assert "args" not in team_sklearn["spec"]["predictor"]["model"]
+    validate_with_crds(tmp_path, [custom, sklearn, team_sklearn])
     # Embedded, every server is kfstack's.
     local = STAGE.settings(arguments(digits, tmp_path, drift_ignore_features="pixel_0"))
     assert local.server_flags == ("--live_drift_ignore_features=pixel_0",)
@@ -258,7 +262,25 @@ def test_deploying_embedded_needs_the_runs_directories(digits, tmp_path, monkeyp
                 "serving_scale_metric": "queue",
                 "serving_prometheus_address": "http://prometheus:9090",
             },
-            r"KServe's runtime kserve-sklearnserver exports no queue-length metric",
+            r"KServe's runtime kserve-sklearnserver exports no queue-length metric.*serving_queue_metric",
+        ),
+        # A team's runtime for a standard format is not kfstack's server, whatever its name.
+        (
+            {
+                "platform": "kubernetes",
+                "model_format": "onnx",
+                "serving_runtime": "triton-24-08",
+                "serving_mode": "standard",
+                "serving_autoscaler": "keda",
+                "serving_scale_metric": "queue",
+                "serving_prometheus_address": "http://prometheus:9090",
+            },
+            r"serving_scale_metric=queue: runtime 'triton-24-08' serves model format 'onnx', not a custom "
+            r"model on kfstack's model server.*serving_queue_metric",
+        ),
+        (
+            {"serving_keda_authentication": "prometheus-auth"},
+            r"serving_keda_authentication='prometheus-auth' needs serving_keda_auth_modes",
         ),
         (
             {
@@ -292,6 +314,7 @@ def test_a_keda_queue_target_reaches_the_inference_service(digits, tmp_path):
         serving_scale_target=6,
         serving_prometheus_address="http://prometheus-operated.monitoring.svc:9090",
         serving_keda_authentication="prometheus-auth",
+        serving_keda_auth_modes="bearer",
     )
     (built,) = STAGE.build(STAGE.settings(args), RunContext("run-1", "model-deployment"))
     assert built["metadata"]["annotations"]["serving.kserve.io/autoscalerClass"] == "keda"
@@ -301,5 +324,8 @@ def test_a_keda_queue_target_reaches_the_inference_service(digits, tmp_path):
         'sum(kfstack_predictor_requests_in_flight{namespace="<namespace>"'
     )
     assert external["target"] == {"type": "Value", "value": "6"}
-    assert external["authenticationRef"] == {"authenticationRef": {"name": "prometheus-auth"}}
+    assert external["authenticationRef"] == {
+        "authenticationRef": {"name": "prometheus-auth"},
+        "authModes": "bearer",
+    }
     validate_with_crds(tmp_path, [built])
