@@ -433,7 +433,8 @@ class LiveDrift:
             entry = (_BATCH, batch, self._count_rows(batch))
         with self._lock:
             self._pending.append(entry)
-            self._pending_count += entry[2]
+            # A batch of no rows (or none that can be counted) still holds memory until binned.
+            self._pending_count += entry[2] or 1
             full = self._pending_count >= self.pending_rows
         if full:
             self._bin_pending()

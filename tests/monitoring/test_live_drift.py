@@ -393,6 +393,10 @@ def test_each_read_bins_what_is_pending_and_pending_rows_stay_bounded(reference_
     for i in range(2000):  # a server nobody scrapes: the pending rows never reach the bound
         deferred.observe(rows(700 + i % 50, 1))
         assert deferred._pending_count < deferred.pending_rows
+    for _ in range(100):  # nor do batches whose rows cannot even be counted
+        deferred.observe({"carrier_code": 1.0})
+        assert len(deferred._pending) < deferred.pending_rows
+    assert deferred.dropped_rows == 1  # none counted
     with pytest.raises(InvalidParameterError, match="pending_rows: 0; at least 1 row"):
         window_of(reference_profile, 100, pending_rows=0)
 
