@@ -199,6 +199,26 @@ def test_a_standard_canary_cannot_move_off_the_stable_pods(change, parameter):
         isvc.canary_rollout(first, request(isvc.STANDARD, "0.1.0+run2", **change))
 
 
+@pytest.mark.parametrize("mode", MODES)
+def test_kfstacks_flags_reach_kfstacks_server_only(mode, tmp_path):
+    """``predictor.model.args`` carries kfstack's flags where the predictor runs kfstack's model
+    server (a custom model), at every step that writes the predictor; a runtime that is not
+    kfstack's (here the team's, named like no KServe runtime) gets none, whatever its name."""
+    flags = ("--live_drift_ignore_features=month",)
+    ours = {"server_flags": flags, "kfstack_server": True}
+    trial = isvc.first_rollout(request(mode, **ours))
+    canary = isvc.canary_rollout(
+        isvc.confirmed(trial, request(mode, **ours)), request(mode, "0.1.0+run2", **ours)
+    )
+    promoted = isvc.promoted(canary, request(mode, "0.1.0+run2", **ours))
+    models = [trial["spec"]["predictor"]["model"], promoted["spec"]["predictor"]["model"]]
+    models.append((canary["spec"].get("canary") or [canary["spec"]])[0]["predictor"]["model"])
+    assert [m["args"] for m in models] == [list(flags)] * 3
+    theirs = isvc.first_rollout(request(mode, server_flags=flags, runtime="triton-24-08"))
+    assert "args" not in theirs["spec"]["predictor"]["model"]
+    validate_with_crds(tmp_path, [trial, canary, promoted, theirs])
+
+
 def test_the_name_must_fit_what_kserve_derives_from_it():
     assert request(isvc.STANDARD, name="a" * 35).name
     with pytest.raises(InvalidParameterError, match="at most 35 characters in mode=standard"):
