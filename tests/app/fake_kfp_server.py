@@ -18,8 +18,13 @@ Behaviours of the real server it reproduces (backend/src/apiserver/server/*.go):
   401 (a multi-user deployment's auth proxy), the health check included;
 - ``max_concurrency`` of a recurring run is 1-10;
 - ``GET /runs`` lists runs as they are now (a list does not move a run along its script),
-  of one experiment with ``experiment_id``; ``/healthz`` says ``multi_user`` as
-  :attr:`FakeKfpServer.multi_user` says.
+  of one experiment with ``experiment_id``, of one pipeline with the filter key ``pipeline_id``
+  (backend/src/apiserver/model/run.go runAPIToModelFieldMap); ``/healthz`` says ``multi_user``
+  as :attr:`FakeKfpServer.multi_user` says.
+
+:attr:`FakeKfpServer.create_run_delay_s` makes ``POST /runs`` wait that long before it creates
+the run, without holding the fake's lock: other requests are answered meanwhile, as a slow API
+server answers them.
 
 Stricter than the real server, on purpose: a cron expression must have 6 fields (robfig/cron, as
 KFP configures it, reads 5 fields as sec-min-hour-dom-month, silently).
@@ -38,6 +43,7 @@ import itertools
 import json
 import re
 import threading
+import time
 import urllib.parse
 from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler
@@ -184,6 +190,7 @@ class FakeKfpServer(LoopbackServer):
         self.token = token
         self.login_page = login_page
         self.multi_user = False
+        self.create_run_delay_s = 0.0
         self.requests: list[Request] = []
         self.pipelines: dict[str, dict[str, Any]] = {}
         self.versions: dict[str, dict[str, Any]] = {}
@@ -277,6 +284,8 @@ class FakeKfpServer(LoopbackServer):
             return
         try:
             body = self._body(handler.headers.get("Content-Type", ""), raw)
+            if handler.command == "POST" and url.path == f"{API}/runs" and self.create_run_delay_s:
+                time.sleep(self.create_run_delay_s)
             with self._lock:
                 self.requests.append(Request(handler.command, url.path, query, body, authorization))
                 if self.token is not None and authorization != f"Bearer {self.token}":
@@ -528,6 +537,18 @@ class FakeKfpServer(LoopbackServer):
             items = [r for r in items if r.get("experiment_id") == query["experiment_id"]]
         if query.get("namespace"):  # a run is in its experiment's namespace
             items = [r for r in items if self._check_experiment(r.get("experiment_id")) == query["namespace"]]
+        if query.get("filter"):
+            # pipeline_id is a column of the run, not a key of its JSON (which nests it in
+            # pipeline_version_reference): filtered here, the other predicates by _list.
+            try:
+                predicates = json.loads(query["filter"]).get("predicates", [])
+            except (ValueError, AttributeError) as err:
+                raise HttpError(400, f"invalid filter: {err}") from err
+            for predicate in [p for p in predicates if p.get("key") == "pipeline_id"]:
+                value = predicate.get("string_value", predicate.get("stringValue"))
+                items = [r for r in items if _pipeline_of(r) == value]
+            rest = [p for p in predicates if p.get("key") != "pipeline_id"]
+            query = {**query, "filter": json.dumps({"predicates": rest}) if rest else ""}
         return self._list(items, query, "V2beta1ListRunsResponse", namespaced=False)
 
     def _get_run(self, query: dict[str, str], body: Any, run_id: str) -> Any:
@@ -600,6 +621,10 @@ class FakeKfpServer(LoopbackServer):
         self._get_recurring_run(query, body, recurring_run_id)
         del self.recurring_runs[recurring_run_id]
         return {}
+
+
+def _pipeline_of(run: dict[str, Any]) -> str | None:
+    return (run.get("pipeline_version_reference") or {}).get("pipeline_id")
 
 
 @pytest.fixture

@@ -17,13 +17,15 @@ from typing import Any
 
 import pytest
 
-from kfstack.app import cli
+from kfstack.app import cli, run_directory
 from kfstack.app.alert_receiver.cluster import KfpRetraining, declared_parameters
 from kfstack.app.alert_receiver.decisions import (
     REFUSED,
     SKIPPED,
     STARTED,
     Receiver,
+    blocking_reason,
+    stale_runs_note,
     trigger_text,
 )
 from kfstack.app.alert_receiver.embedded import LocalRetraining, RetrainingRecord
@@ -149,7 +151,7 @@ def clock() -> Clock:
 
 @pytest.fixture
 def receiver(fake_kfp: FakeKfpServer, clock: Clock) -> Receiver:
-    return Receiver(KfpRetraining(fake_kfp.url), datetime.timedelta(hours=6), clock)
+    return Receiver(KfpRetraining(fake_kfp.url, namespaces=[NAMESPACE]), datetime.timedelta(hours=6), clock)
 
 
 def started_runs(fake: FakeKfpServer) -> list[dict[str, Any]]:
@@ -223,7 +225,7 @@ def test_a_firing_drift_alert_starts_one_run_of_the_schedules_version(fake_kfp, 
 
 def test_without_force_the_pipelines_own_drift_check_decides(fake_kfp, clock):
     add_schedule(fake_kfp, "flights-delay-nightly")
-    receiver = Receiver(KfpRetraining(fake_kfp.url, force=False), clock=clock)
+    receiver = Receiver(KfpRetraining(fake_kfp.url, namespaces=[NAMESPACE], force=False), clock=clock)
     assert receiver.handle(parsed(drift_alert()))[0].outcome == STARTED
     (run,) = fake_kfp.runs.values()
     assert "force" not in run["runtime_config"]["parameters"]
@@ -273,9 +275,12 @@ def test_the_cooldown_blocks_until_it_has_passed(fake_kfp, receiver, clock):
 def test_a_restarted_receiver_reads_the_same_state_from_the_kfp_api(fake_kfp, clock):
     add_schedule(fake_kfp, "flights-delay-nightly")
     assert (
-        Receiver(KfpRetraining(fake_kfp.url), clock=clock).handle(parsed(drift_alert()))[0].outcome == STARTED
+        Receiver(KfpRetraining(fake_kfp.url, namespaces=[NAMESPACE]), clock=clock)
+        .handle(parsed(drift_alert()))[0]
+        .outcome
+        == STARTED
     )
-    fresh = Receiver(KfpRetraining(fake_kfp.url), clock=clock)  # nothing in memory
+    fresh = Receiver(KfpRetraining(fake_kfp.url, namespaces=[NAMESPACE]), clock=clock)  # nothing in memory
     (decision,) = fresh.handle(parsed(drift_alert(starts_at="2025-01-01T00:00:40Z")))
     assert decision.outcome == SKIPPED and "still running" in decision.reason
 
@@ -343,7 +348,8 @@ def test_a_version_without_a_trigger_parameter_is_refused(fake_kfp, receiver):
     assert fake_kfp.runs == {}
 
 
-def test_on_a_multi_user_kfp_the_alerts_namespace_chooses_the_schedule(fake_kfp, receiver):
+def test_on_a_multi_user_kfp_the_alerts_namespace_chooses_the_schedule(fake_kfp, clock):
+    receiver = Receiver(KfpRetraining(fake_kfp.url, namespaces=["ml-dev", NAMESPACE]), clock=clock)
     fake_kfp.multi_user = True
     add_schedule(fake_kfp, "flights-delay-nightly", namespace=NAMESPACE)
     (elsewhere,) = receiver.handle(parsed(drift_alert(namespace="ml-dev")))
@@ -424,7 +430,9 @@ def test_an_unreachable_kfp_api_is_a_503_for_alertmanager_to_retry(tmp_path, clo
         url = gone.url
     token_file = tmp_path / "token"
     token_file.write_text(TOKEN)
-    server = AlertReceiverServer(Receiver(KfpRetraining(url), clock=clock), str(token_file), "127.0.0.1", 0)
+    server = AlertReceiverServer(
+        Receiver(KfpRetraining(url, namespaces=[NAMESPACE]), clock=clock), str(token_file), "127.0.0.1", 0
+    )
     thread = server.serve_in_thread()
     try:
         status, answer = post(
@@ -589,3 +597,170 @@ def test_embedded_an_alert_retrains_the_flights_model(tmp_path, monkeypatch):
     assert summary["arguments"]["trigger"] == trigger and summary["arguments"]["force"] is True
     assert summary["drift"]["trigger"] == trigger
     assert summary["drift"]["decision"] == "retrain"
+
+
+# --- the scope of the rules: namespaces, experiments, stuck runs, enabled, the KFP token ------
+
+
+def start_by_hand(
+    fake: FakeKfpServer, experiment: str, parameters: dict[str, Any], pipeline: str = PIPELINE
+) -> str:
+    """A run started as a person would, in ``experiment`` (created if absent)."""
+    pipeline_id = fake.pipeline_named(pipeline)["pipeline_id"]
+    version_id = fake.versions_of(pipeline_id)[0]["pipeline_version_id"]
+    with connection.connect(fake.url) as client:
+        experiment_id, _ = runs.ensure_experiment(client, experiment)
+        ref = PipelineVersionRef(pipeline, pipeline_id, "1.0.0", version_id)
+        return runs.start_run(client, ref, experiment_id, parameters, "by hand")
+
+
+def test_a_running_run_in_another_experiment_blocks_and_the_reason_gives_its_age(fake_kfp, receiver, clock):
+    add_schedule(fake_kfp, "flights-delay-nightly")
+    by_hand = start_by_hand(fake_kfp, "someones-experiment", {"serving_name": SERVICE})
+    created = datetime.datetime.fromisoformat(fake_kfp.runs[by_hand]["created_at"])
+    clock.now = created + datetime.timedelta(hours=2, minutes=5)
+    (decision,) = receiver.handle(parsed(drift_alert()))
+    assert decision.outcome == SKIPPED, decision.reason
+    assert f"run {by_hand} of this model is still running, started 2h05m ago" in decision.reason
+    assert "--stale-after" in decision.reason
+    assert started_runs(fake_kfp) == []
+
+
+def test_a_run_of_another_pipeline_or_another_model_does_not_block(fake_kfp, receiver):
+    add_schedule(fake_kfp, "flights-delay-nightly")
+    add_schedule(fake_kfp, "other-nightly", pipeline="other-pipeline", serving_name="other-model")
+    start_by_hand(fake_kfp, "other", {"serving_name": SERVICE}, pipeline="other-pipeline")
+    start_by_hand(fake_kfp, PIPELINE, {"serving_name": "other-model"})
+    (decision,) = receiver.handle(parsed(drift_alert()))
+    assert decision.outcome == STARTED, decision.reason
+    (listed,) = fake_kfp.calls("GET", "/runs")
+    assert "experiment_id" not in listed.query and "pipeline_id" in listed.query["filter"]
+
+
+def test_a_run_stuck_past_stale_after_no_longer_blocks_and_the_decision_says_so(fake_kfp, clock):
+    add_schedule(fake_kfp, "flights-delay-nightly")
+    receiver = Receiver(
+        KfpRetraining(fake_kfp.url, namespaces=[NAMESPACE]),
+        clock=clock,
+        stale_after=datetime.timedelta(hours=24),
+    )
+    stuck = start_by_hand(fake_kfp, PIPELINE, {"serving_name": SERVICE})
+    fake_kfp.runs[stuck]["state"] = "RUNTIME_STATE_UNSPECIFIED"  # a state KFP does not know
+    created = datetime.datetime.fromisoformat(fake_kfp.runs[stuck]["created_at"])
+    clock.now = created + datetime.timedelta(hours=23, minutes=59)
+    (early,) = receiver.handle(parsed(drift_alert()))
+    assert early.outcome == SKIPPED and f"run {stuck} of this model is still running" in early.reason
+    clock.now = created + datetime.timedelta(hours=25)
+    (late,) = receiver.handle(parsed(drift_alert(starts_at="2025-01-02T01:00:00Z")))
+    assert late.outcome == STARTED, late.reason
+    assert f"run {stuck} not ended 25h00m after its start, past --stale-after 24h00m: no longer blocks" in (
+        late.reason
+    )
+
+
+def test_embedded_a_run_directory_without_a_summary_blocks_until_stale_after(tmp_path):
+    root = tmp_path / "runs"
+    retraining = LocalRetraining(
+        {"hello-model": RetrainingRecord(TEAM_PIPELINE, {})}, str(root), local_arguments
+    )
+    killed = run_directory.RunDirectory.create(
+        str(root), TEAM_PIPELINE, arguments={"serving_name": "hello-model"}
+    )
+    (alert,) = parsed(drift_alert(service="hello-model")).alerts
+    with retraining.schedule_for("", "hello-model") as schedule:
+        (run,) = schedule.history()
+    assert run.id == killed.path and run.running
+    hour = datetime.timedelta(hours=1)
+    day = datetime.timedelta(hours=24)
+    reason = blocking_reason(alert, [run], run.created_at + hour, datetime.timedelta(hours=6), day)
+    assert reason is not None and "still running, started 1h00m ago" in reason
+    assert blocking_reason(alert, [run], run.created_at + 25 * hour, datetime.timedelta(hours=6), day) is None
+    assert "no longer blocks" in stale_runs_note([run], run.created_at + 25 * hour, day)
+
+
+@pytest.mark.parametrize(
+    ("status", "mode", "is_enabled"),
+    [
+        ("STATUS_UNSPECIFIED", "ENABLE", True),  # the API server may leave status unspecified
+        (None, "ENABLE", True),
+        ("ENABLED", "MODE_UNSPECIFIED", True),
+        ("ENABLED", "DISABLE", False),  # switched off, the scheduled workflow not updated yet
+        ("DISABLED", "ENABLE", False),
+        ("STATUS_UNSPECIFIED", "MODE_UNSPECIFIED", False),
+    ],
+)
+def test_a_recurring_run_is_enabled_only_when_a_field_says_so_and_none_says_disabled(
+    fake_kfp, receiver, status, mode, is_enabled
+):
+    recurring_id, _ = add_schedule(fake_kfp, "flights-delay-nightly")
+    recurring = fake_kfp.recurring_runs[recurring_id]
+    recurring.pop("status", None)
+    if status:
+        recurring["status"] = status
+    recurring["mode"] = mode
+    (decision,) = receiver.handle(parsed(drift_alert()))
+    assert (decision.outcome == STARTED) is is_enabled, decision.reason
+    if not is_enabled:
+        assert "(disabled: flights-delay-nightly)" in decision.reason
+
+
+@pytest.mark.parametrize("multi_user", [True, False])
+def test_an_alert_without_a_namespace_is_refused_before_the_kfp_api_is_asked(fake_kfp, receiver, multi_user):
+    fake_kfp.multi_user = multi_user
+    add_schedule(fake_kfp, "flights-delay-nightly", namespace=NAMESPACE if multi_user else None)
+    before = len(fake_kfp.requests)
+    alert = drift_alert()
+    del alert["labels"]["namespace"]
+    (missing,) = receiver.handle(parsed(alert))
+    (empty,) = receiver.handle(parsed(drift_alert(namespace="")))
+    for decision in (missing, empty):
+        assert decision.outcome == REFUSED and "the alert has no namespace label" in decision.reason
+    assert fake_kfp.requests[before:] == [] and fake_kfp.runs == {}
+
+
+def test_on_a_standalone_kfp_another_namespaces_alert_is_refused(fake_kfp, receiver, caplog):
+    """ml-dev/flights-delay and ml-prod/flights-delay share the name; a standalone KFP has one
+    namespace, so only the receiver of ml-prod acts on ml-prod's alert."""
+    add_schedule(fake_kfp, "flights-delay-nightly")
+    caplog.set_level(logging.INFO, logger="kfstack.app.alert_receiver")
+    (elsewhere,) = receiver.handle(parsed(drift_alert(namespace="ml-dev")))
+    assert elsewhere.outcome == REFUSED
+    assert "namespace ml-dev is not one this receiver serves (--namespace ml-prod)" in elsewhere.reason
+    assert json.loads(caplog.records[-1].getMessage())["decision"] == "refused"
+    assert fake_kfp.runs == {}
+    (here,) = receiver.handle(parsed(drift_alert()))
+    assert here.outcome == STARTED, here.reason
+
+
+def test_the_receiver_needs_the_namespaces_it_serves():
+    with pytest.raises(UsageError, match="--namespace"):
+        KfpRetraining("http://127.0.0.1:1", namespaces=[])
+
+
+def test_the_kfp_token_file_is_read_at_each_decision(fake_kfp, clock, tmp_path):
+    """A projected token rotates (expirationSeconds 7200): the receiver must send the file's
+    token of now, not the one it read at startup."""
+    add_schedule(fake_kfp, "flights-delay-nightly")
+    token_file = tmp_path / "kfp-token"
+    token_file.write_text("first-token\n")
+    fake_kfp.token = "first-token"
+    receiver = Receiver(
+        KfpRetraining(fake_kfp.url, namespaces=[NAMESPACE], token_file=str(token_file)), clock=clock
+    )
+    assert receiver.handle(parsed(drift_alert()))[0].outcome == STARTED
+    (run,) = fake_kfp.runs.values()
+    run["state"] = "SUCCEEDED"
+    clock.now += datetime.timedelta(hours=7)
+    # The kubelet renewed the token; the API server accepts only the new one.
+    token_file.write_text("second-token\n")
+    fake_kfp.token = "second-token"
+    (again,) = receiver.handle(parsed(drift_alert(starts_at="2025-01-01T06:00:00Z")))
+    assert again.outcome == STARTED, again.reason
+    assert fake_kfp.requests[-1].authorization == "Bearer second-token"
+
+
+def test_the_command_line_needs_a_namespace_on_a_cluster(tmp_path, capsys):
+    token_file = tmp_path / "token"
+    token_file.write_text(TOKEN)
+    code = cli.main(["alert-receiver", "--token-file", str(token_file), "--port", "0"])
+    assert code == 2 and "--namespace" in capsys.readouterr().err

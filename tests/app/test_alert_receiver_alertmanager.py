@@ -132,7 +132,9 @@ def wait_until(condition: Any, seconds: float, what: str) -> None:
 
 @contextlib.contextmanager
 def receiver_endpoint(fake: Any, token_file: Path) -> Iterator[str]:
-    server = AlertReceiverServer(Receiver(KfpRetraining(fake.url)), str(token_file), "127.0.0.1", 0)
+    server = AlertReceiverServer(
+        Receiver(KfpRetraining(fake.url, namespaces=["ml-prod"])), str(token_file), "127.0.0.1", 0
+    )
     thread = server.serve_in_thread()
     try:
         yield f"http://127.0.0.1:{server.port}"

@@ -1,17 +1,28 @@
 """The cluster's retraining: recurring runs and runs on the KFP API.
 
+The receiver serves the namespaces it is given (``--namespace``, the Component's own by
+default): an alert whose ``namespace`` label is missing, empty or another namespace is refused
+before the KFP API is asked, on a standalone KFP as on a multi-user one. One rule, whichever KFP:
+on a multi-user KFP it keeps the alert's namespace from being sent as "" (the client's own
+namespace), on a standalone KFP -- which has no namespaces, so the schedule is found by
+``serving_name`` alone -- it keeps ns-b's ``flights`` from starting ns-a's schedule.
+
 A recurring run is *recorded for a model* when its ``serving_name`` parameter (the
 InferenceService its runs deploy) is the alert's ``inference_service``, and -- on a multi-user
 KFP, where each profile namespace has its own recurring runs -- it belongs to the alert's
 ``namespace``. On a standalone KFP (one namespace, ``multi_user`` false in ``/healthz``) the
-name alone decides. Only enabled recurring runs count; exactly one must match, else the alert
-is refused (the log line names the candidates).
+name alone decides, so a ``serving_name`` must be unique across it. Only enabled recurring runs
+count; exactly one must match, else the alert is refused (the log line names the candidates).
 
 The run started is one run of the recurring run's pipeline version (the version it pins, else
 the pipeline's latest, as the recurring run itself would take), in its experiment, with its
 parameters plus ``trigger`` and, when the pipeline declares it, ``force=true``. The model's
-runs are the runs of that experiment and pipeline whose ``serving_name`` is the model's (or
-that the recurring run created), read from the KFP API at each decision.
+runs are the runs of that pipeline (any version) in the namespace (on a standalone KFP: all of
+them), whatever their experiment, whose ``serving_name`` is the model's or that the recurring
+run created, read from the KFP API at each decision.
+
+The KFP API's token (``--kfp-token-file``) is read at each decision, as the webhook's is: a
+projected service-account token is renewed by the kubelet before it expires.
 """
 
 from __future__ import annotations
@@ -19,20 +30,48 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import datetime
-from collections.abc import Iterator, Mapping
+import json
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from kfstack.app.alert_receiver.decisions import (
     FORCE_PARAMETER,
+    NAMESPACE_LABEL,
+    NO_TIME,
     SERVING_NAME_PARAMETER,
     TRIGGER_PARAMETER,
     PastRun,
     Refusal,
 )
+from kfstack.app.alert_receiver.tokens import read_token
 from kfstack.app.kfp_server import connection, pipelines, runs
 from kfstack.app.kfp_server.pipelines import PipelineVersionRef
+from kfstack.errors import UsageError
 
-_ENABLED = "ENABLED"
+# V2beta1RecurringRun (kfp-server-api 2.x): ``mode`` is the switch as stored (ENABLE, DISABLE,
+# MODE_UNSPECIFIED), ``status`` what the scheduled workflow reports (ENABLED, DISABLED,
+# STATUS_UNSPECIFIED); the API server fills mode from the job's Enabled flag and may leave status
+# unspecified (kubeflow/pipelines backend/src/apiserver/server/api_converter.go,
+# toApiRecurringRun, and its test's expected ``Mode: RecurringRun_ENABLE`` without a status).
+_MODE_ENABLE, _MODE_DISABLE = "ENABLE", "DISABLE"
+_STATUS_ENABLED, _STATUS_DISABLED = "ENABLED", "DISABLED"
+
+
+def enabled(recurring: Any) -> bool:
+    """The recurring run is on: one of its fields says enabled and neither says disabled (an
+    unspecified field says nothing)."""
+    status, mode = str(recurring.status or ""), str(recurring.mode or "")
+    if status == _STATUS_DISABLED or mode == _MODE_DISABLE:
+        return False
+    return status == _STATUS_ENABLED or mode == _MODE_ENABLE
+
+
+def pipeline_filter(pipeline_id: str) -> str:
+    """A v2beta1 run list filter: runs of pipeline ``pipeline_id``, any version
+    (``pipeline_id`` is a run filter key: kubeflow/pipelines backend/src/apiserver/model/run.go,
+    runAPIToModelFieldMap)."""
+    predicate = {"operation": "EQUALS", "key": "pipeline_id", "string_value": pipeline_id}
+    return json.dumps({"predicates": [predicate]})
 
 
 def declared_parameters(pipeline_spec: Any) -> set[str]:
@@ -72,8 +111,8 @@ class ClusterSchedule:
                 page_token=token,
                 page_size=connection.PAGE_SIZE,
                 sort_by="created_at desc",
-                experiment_id=self.recurring.experiment_id,
                 namespace=self.namespace,
+                filter=pipeline_filter(self.ref.pipeline_id),
             ),
             "runs",
         ):
@@ -111,7 +150,7 @@ class ClusterSchedule:
 
 def _aware(moment: Any) -> datetime.datetime:
     if not isinstance(moment, datetime.datetime):
-        return datetime.datetime.min.replace(tzinfo=datetime.UTC)
+        return NO_TIME
     return moment if moment.tzinfo else moment.replace(tzinfo=datetime.UTC)
 
 
@@ -120,18 +159,42 @@ class KfpRetraining:
 
     Args:
         host: The API's URL; None: what ``kfp.Client`` finds (in a pod: the cluster's
-            ``ml-pipeline`` service, with the pod's projected service-account token).
-        token: A bearer token the API accepts; None: ``kfp.Client``'s own (the projected token).
+            ``ml-pipeline`` service, with the pod's projected service-account token, which
+            ``kfp.Client`` reads from its file at each request).
+        namespaces: The namespaces whose alerts this receiver acts on.
+        token_file: A file holding a bearer token the API accepts, read at each decision; None:
+            ``kfp.Client``'s own (the projected token).
         force: Start the run with ``force=true`` when its pipeline has the parameter, so the
             batch drift check of a lagged window does not veto what live traffic showed.
     """
 
-    def __init__(self, host: str | None = None, token: str | None = None, force: bool = True) -> None:
-        self.host, self.token, self.force = host, token, force
+    def __init__(
+        self,
+        host: str | None = None,
+        *,
+        namespaces: Iterable[str],
+        token_file: str | None = None,
+        force: bool = True,
+    ) -> None:
+        self.host, self.token_file, self.force = host, token_file, force
+        self.namespaces = tuple(dict.fromkeys(namespaces))
+        if not self.namespaces or not all(self.namespaces):
+            raise UsageError("--namespace: name the namespace(s) whose alerts this receiver acts on")
 
     @contextlib.contextmanager
     def schedule_for(self, namespace: str, service: str) -> Iterator[ClusterSchedule]:
-        with connection.connect(self.host, token=self.token) as client:
+        if not namespace:
+            raise Refusal(
+                f"the alert has no {NAMESPACE_LABEL} label: the receiver acts only on alerts of the "
+                f"namespaces it serves ({', '.join(self.namespaces)})"
+            )
+        if namespace not in self.namespaces:
+            raise Refusal(
+                f"namespace {namespace} is not one this receiver serves (--namespace "
+                f"{', '.join(self.namespaces)}); its alerts go to that namespace's own receiver"
+            )
+        token = read_token(self.token_file, "--kfp-token-file") if self.token_file else None
+        with connection.connect(self.host, token=token) as client:
             multi_user = bool(client.get_kfp_healthz().multi_user)
             kfp_namespace = namespace if multi_user else None
             recurring_runs = list(
@@ -143,9 +206,9 @@ class KfpRetraining:
                 )
             )
             candidates = [r for r in recurring_runs if _parameters(r).get(SERVING_NAME_PARAMETER) == service]
-            enabled = [r for r in candidates if str(r.status or r.mode or "") in (_ENABLED, "ENABLE")]
+            switched_on = [r for r in candidates if enabled(r)]
             where = f" in namespace {namespace}" if multi_user else ""
-            if not enabled:
+            if not switched_on:
                 disabled = ", ".join(r.display_name for r in candidates)
                 raise Refusal(
                     f"no enabled recurring run with {SERVING_NAME_PARAMETER}={service}{where}"
@@ -153,13 +216,13 @@ class KfpRetraining:
                     + "; schedule the model's retraining (kfstack schedule ... --param "
                     f"{SERVING_NAME_PARAMETER}={service})"
                 )
-            if len(enabled) > 1:
-                names = ", ".join(f"{r.display_name} ({r.recurring_run_id})" for r in enabled)
+            if len(switched_on) > 1:
+                names = ", ".join(f"{r.display_name} ({r.recurring_run_id})" for r in switched_on)
                 raise Refusal(
-                    f"{len(enabled)} enabled recurring runs have {SERVING_NAME_PARAMETER}={service}{where}: "
-                    f"{names}; keep one"
+                    f"{len(switched_on)} enabled recurring runs have "
+                    f"{SERVING_NAME_PARAMETER}={service}{where}: {names}; keep one"
                 )
-            (recurring,) = enabled
+            (recurring,) = switched_on
             ref, declared = _version(client, recurring)
             yield ClusterSchedule(
                 client=client,

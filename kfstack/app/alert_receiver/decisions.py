@@ -11,8 +11,12 @@ The rules (the same on a cluster and embedded; the platform supplies the schedul
 - a firing that already started a run is a duplicate (Alertmanager repeats a notification every
   ``repeat_interval`` while an alert fires, and each Alertmanager of an HA pair may send it):
   skipped, however long ago that run was;
-- a run of that model that is still running (started by an alert, by the schedule or by hand)
-  blocks: two retrainings of one model would race for its canary;
+- a run of that model that is still running -- one of the runs the platform lists for the model
+  (:meth:`Schedule.history`: on a cluster the runs of the schedule's pipeline in the namespace,
+  whatever their experiment, whoever started them, whose ``serving_name`` is the model's) --
+  blocks: two retrainings of one model would race for its canary. A run still not ended
+  ``stale_after`` (default 24 h) after its start -- stuck pending, a lost pod, a state the
+  platform does not know -- no longer blocks, and the decision says so;
 - the newest run an alert started, younger than the cooldown, blocks.
 
 The runs are read from the platform at each decision, never from this process's memory, so a
@@ -44,12 +48,17 @@ SERVING_NAME_PARAMETER = "serving_name"
 # A run's trigger starts so when an alert started it (empty: a schedule or a person).
 TRIGGER_PREFIX = "alert "
 DEFAULT_COOLDOWN = datetime.timedelta(hours=6)
+DEFAULT_STALE_AFTER = datetime.timedelta(hours=24)
 
 STARTED = "started"
 SKIPPED = "skipped"
 REFUSED = "refused"
 
 log = logging.getLogger(__name__)
+
+
+# A run whose start the platform does not say: older than any cooldown or --stale-after.
+NO_TIME = datetime.datetime.min.replace(tzinfo=datetime.UTC)
 
 
 class Refusal(Exception):
@@ -148,15 +157,24 @@ def trigger_text(alert: Alert) -> str:
 
 
 def blocking_reason(
-    alert: Alert, history: list[PastRun], now: datetime.datetime, cooldown: datetime.timedelta
+    alert: Alert,
+    history: list[PastRun],
+    now: datetime.datetime,
+    cooldown: datetime.timedelta,
+    stale_after: datetime.timedelta = DEFAULT_STALE_AFTER,
 ) -> str | None:
     """Why ``alert`` starts no run given the model's runs (module docstring); None: start one."""
     for run in history:
         if run.by_alert and run.trigger.endswith(f"[{alert.key}]"):
             return f"duplicate: run {run.id} was started for this firing of the alert"
-    running = [run for run in history if run.running]
+    running = [run for run in history if run.running and now - run.created_at < stale_after]
     if running:
-        return f"run {running[0].id} of this model is still running (one retraining at a time)"
+        run = running[0]
+        return (
+            f"run {run.id} of this model is still running, started {_duration(now - run.created_at)} ago "
+            f"(one retraining at a time; it stops blocking {_duration(stale_after)} after its start, "
+            f"--stale-after)"
+        )
     by_alert = [run for run in history if run.by_alert]
     if by_alert:
         newest = max(by_alert, key=lambda run: run.created_at)
@@ -167,6 +185,21 @@ def blocking_reason(
                 f"(cooldown {_duration(cooldown)})"
             )
     return None
+
+
+def stale_runs_note(history: list[PastRun], now: datetime.datetime, stale_after: datetime.timedelta) -> str:
+    """The runs that would still be running but are past ``stale_after``, for the decision's
+    reason ("" when none): they no longer block, and the log says which and why."""
+    stale = [run for run in history if run.running and now - run.created_at >= stale_after]
+    return "; ".join(
+        f"run {run.id} not ended {_age(now, run.created_at)} after its start, past --stale-after "
+        f"{_duration(stale_after)}: no longer blocks"
+        for run in stale
+    )
+
+
+def _age(now: datetime.datetime, start: datetime.datetime) -> str:
+    return "(start unknown)" if start == NO_TIME else _duration(now - start)
 
 
 def _duration(span: datetime.timedelta) -> str:
@@ -183,12 +216,15 @@ class Receiver:
     """Decides on each alert of a notification and starts what it decides to (module docstring).
 
     Decisions are made one at a time in this process (a lock), so two alerts of one
-    notification, or two notifications at once, never both start a run of one model.
+    notification, or two notifications at once, never both start a run of one model. Nothing
+    guards two processes (the platform's list-then-create is not atomic): the Deployment keeps
+    one replica, replaced with the Recreate strategy.
 
     Args:
         retraining: The platform's schedules and runs.
         cooldown: How long after a run an alert started no other alert starts one for that model.
         clock: The current time (aware, UTC).
+        stale_after: How long after its start a run not ended still blocks.
     """
 
     def __init__(
@@ -196,10 +232,12 @@ class Receiver:
         retraining: Retraining,
         cooldown: datetime.timedelta = DEFAULT_COOLDOWN,
         clock: Callable[[], datetime.datetime] = utc_now,
+        stale_after: datetime.timedelta = DEFAULT_STALE_AFTER,
     ) -> None:
         self.retraining = retraining
         self.cooldown = cooldown
         self.clock = clock
+        self.stale_after = stale_after
         self._lock = threading.Lock()
 
     def handle(self, notification: Notification) -> list[Decision]:
@@ -235,10 +273,17 @@ class Receiver:
             return Decision(REFUSED, f"the alert has no {SERVICE_LABEL} label", alert)
         try:
             with self.retraining.schedule_for(namespace, service) as schedule:
-                reason = blocking_reason(alert, schedule.history(), self.clock(), self.cooldown)
+                history, now = schedule.history(), self.clock()
+                reason = blocking_reason(alert, history, now, self.cooldown, self.stale_after)
+                note = stale_runs_note(history, now, self.stale_after)
                 if reason:
-                    return Decision(SKIPPED, reason, alert, schedule=schedule.description)
+                    return Decision(SKIPPED, _joined(reason, note), alert, schedule=schedule.description)
                 run = schedule.start(trigger_text(alert))
-                return Decision(STARTED, "drift alert firing", alert, run=run, schedule=schedule.description)
+                reason = _joined("drift alert firing", note)
+                return Decision(STARTED, reason, alert, run=run, schedule=schedule.description)
         except Refusal as refusal:
             return Decision(REFUSED, str(refusal), alert)
+
+
+def _joined(reason: str, note: str) -> str:
+    return f"{reason}; {note}" if note else reason

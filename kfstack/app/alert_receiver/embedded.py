@@ -12,7 +12,8 @@ there, with its arguments, before the run's process starts -- and runs
 ``kfstack run --local --resume DIR`` in a process of its own session, which outlives the
 receiver. The model's runs are the run directories of that pipeline whose ``serving_name``
 argument is the model's (every run of it when the pipeline has no ``serving_name``): one
-without ``summary.json`` is running; ``.kfstack-run``'s time is its start.
+without ``summary.json`` is running -- until ``--stale-after`` from its start, as a stuck run on
+a cluster (a run killed with the machine never writes one); ``.kfstack-run``'s time is its start.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from typing import Any
 from kfstack.app import run_directory
 from kfstack.app.alert_receiver.decisions import (
     FORCE_PARAMETER,
+    NO_TIME,
     SERVING_NAME_PARAMETER,
     TRIGGER_PARAMETER,
     PastRun,
@@ -126,7 +128,7 @@ def _started(stamp: str) -> datetime.datetime:
     try:
         seconds = time.mktime(time.strptime(stamp, "%Y%m%d-%H%M%S"))
     except ValueError:
-        return datetime.datetime.min.replace(tzinfo=datetime.UTC)
+        return NO_TIME
     return datetime.datetime.fromtimestamp(seconds, datetime.UTC)
 
 

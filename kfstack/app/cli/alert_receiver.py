@@ -39,7 +39,8 @@ def add_parser(subparsers: Subparsers) -> None:
         epilog="Alertmanager posts to http://ADDRESS:PORT/alerts with http_config.authorization "
         "(credentials_file: the same token). On a cluster the model's retraining is its enabled "
         "recurring run whose serving_name is the alert's inference_service (in the alert's namespace "
-        "on a multi-user KFP); with --local, what --retrain names. One decision per alert is logged "
+        "on a multi-user KFP), for alerts of the --namespace(s) only; with --local, what --retrain "
+        "names. One decision per alert is logged "
         "as a JSON line on stderr. docs/retraining.md, 'From a drift alert'.",
     )
     parser.add_argument(
@@ -59,6 +60,13 @@ def add_parser(subparsers: Subparsers) -> None:
         "(default 6h; 30m, 900 seconds)",
     )
     parser.add_argument(
+        "--stale-after",
+        default="24h",
+        help="a run of the model not ended this long after its start (stuck pending, a lost pod, an "
+        "unknown state; embedded: a run directory without summary.json) no longer blocks a new one, "
+        "and the decision says so (default 24h)",
+    )
+    parser.add_argument(
         "--no-force",
         dest="force",
         action="store_false",
@@ -73,7 +81,17 @@ def add_parser(subparsers: Subparsers) -> None:
     parser.add_argument(
         "--kfp-token-file",
         metavar="FILE",
-        help="cluster: file holding a bearer token for the KFP API (default: kfp.Client's own)",
+        help="cluster: file holding a bearer token for the KFP API, read at each decision (a rotating "
+        "projected token works); default: kfp.Client's own",
+    )
+    parser.add_argument(
+        "--namespace",
+        dest="namespaces",
+        action="append",
+        default=[],
+        metavar="NAMESPACE",
+        help="cluster, required: a namespace whose alerts this receiver acts on (repeatable); an alert "
+        "without a namespace label, or of another namespace, is refused and logged",
     )
     parser.add_argument("--local", action="store_true", help="start embedded runs on this machine")
     parser.add_argument(
@@ -102,14 +120,18 @@ def handle(args: argparse.Namespace) -> int:
     from kfstack.app.alert_receiver.cluster import KfpRetraining
     from kfstack.app.alert_receiver.decisions import Receiver, Retraining
     from kfstack.app.alert_receiver.embedded import LocalRetraining, RetrainingRecord
-    from kfstack.app.alert_receiver.server import AlertReceiverServer, read_token
+    from kfstack.app.alert_receiver.server import AlertReceiverServer
+    from kfstack.app.alert_receiver.tokens import read_token
     from kfstack.app.cli.run import local_arguments
 
     cooldown = parse_duration(args.cooldown, "--cooldown")
+    stale_after = parse_duration(args.stale_after, "--stale-after")
     retraining: Retraining
     if args.local:
-        if args.host or args.kfp_token_file:
-            raise UsageError("--host, --kfp-token-file: for a cluster's KFP API; drop them with --local")
+        if args.host or args.kfp_token_file or args.namespaces:
+            raise UsageError(
+                "--host, --kfp-token-file, --namespace: for a cluster's KFP API; drop them with --local"
+            )
         if not args.retrain:
             raise UsageError("--local: name what retrains each model: --retrain SERVICE=PIPELINE")
         records = {}
@@ -126,14 +148,21 @@ def handle(args: argparse.Namespace) -> int:
     else:
         if args.retrain or args.param or args.pipeline_root:
             raise UsageError("--retrain, --param, --pipeline-root: only with --local")
-        token = read_token(args.kfp_token_file) if args.kfp_token_file else None
-        retraining = KfpRetraining(args.host, token, force=args.force)
-        where = f"runs on the KFP API at {args.host or 'the default host'}"
+        if args.kfp_token_file:
+            read_token(args.kfp_token_file, "--kfp-token-file")  # unreadable: stop the start
+        retraining = KfpRetraining(
+            args.host, namespaces=args.namespaces, token_file=args.kfp_token_file, force=args.force
+        )
+        where = (
+            f"runs on the KFP API at {args.host or 'the default host'} for namespace(s) "
+            f"{', '.join(retraining.namespaces)}"
+        )
     logging.getLogger("kfstack.app.alert_receiver").setLevel(logging.INFO)
-    server = AlertReceiverServer(Receiver(retraining, cooldown), args.token_file, args.address, args.port)
+    receiver = Receiver(retraining, cooldown, stale_after=stale_after)
+    server = AlertReceiverServer(receiver, args.token_file, args.address, args.port)
     print(
         f"kfstack alert-receiver: listening on http://{args.address}:{server.port}/alerts -- {where}, "
-        f"cooldown {cooldown}; Ctrl-C stops it",
+        f"cooldown {cooldown}, stale after {stale_after}; Ctrl-C stops it",
         file=sys.stderr,
         flush=True,
     )
