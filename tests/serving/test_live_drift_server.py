@@ -165,10 +165,12 @@ def read_profile_without_order(model_dir: str) -> dict:
 
 
 def test_the_flights_predictor_watches_the_features_its_scorer_builds(trained, raw_records, tmp_path):
-    window = 50
+    window = 120
     server = Predictor(trained["model"], str(tmp_path), f"--live_drift_window_rows={window}")
     try:
-        first, second = raw_records[:30], raw_records[30:60]
+        # A small request (its lists handed over) and a large one (its numeric features as the
+        # arrays converted for the model): the same window as the lists of both, in-process.
+        first, second = raw_records[:30], raw_records[30:130]
         assert server.v1(first).status_code == 200
         assert server.v1([{**first[0], "month": 13}]).status_code == 400  # refused: not observed
         samples = drift_samples(server)

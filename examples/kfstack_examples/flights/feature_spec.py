@@ -141,13 +141,30 @@ class FeatureSpec:
     def cardinalities(self) -> list[int]:
         return [f.cardinality for f in self.categorical]
 
-    def encode(self, columns: Mapping[str, Sequence[Any]]) -> tuple[np.ndarray, np.ndarray]:
+    def raw_numeric(self, columns: Mapping[str, Sequence[Any]]) -> np.ndarray:
+        """The numeric features' raw values, float64 ``[n, len(numeric)]`` in spec order, NaN
+        where missing (None): all columns in one NumPy pass instead of one per feature (what a
+        single-record request costs)."""
+        n = len(next(iter(columns.values()))) if columns else 0
+        return (
+            np.array(
+                [[np.nan if v is None else v for v in columns[f.name]] for f in self.numeric],
+                dtype=np.float64,
+            )
+            .reshape(len(self.numeric), n)
+            .T
+        )
+
+    def encode(
+        self, columns: Mapping[str, Sequence[Any]], raw_numeric: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
         """Turns raw feature columns into the model's two inputs, as the Spark job did.
 
         Args:
             columns: Feature name -> values (one per example). Categorical values are strings
                 (unknown ones go to the out-of-vocabulary bucket); numeric values are floats,
                 NaN or None when missing (imputed).
+            raw_numeric: :meth:`raw_numeric` of ``columns`` where the caller has it already.
 
         Returns:
             ``(categorical, numeric)``: int64 ``[n, len(categorical)]`` and float32
@@ -158,17 +175,9 @@ class FeatureSpec:
         for j, feature in enumerate(self.categorical):
             index, oov = feature.index, feature.oov_index
             categorical[:, j] = [index.get(v, oov) for v in columns[feature.name]]
-        # All numeric columns at once, in float64 as the Spark job computes, then float32: one
-        # NumPy pass per request instead of one per feature (what a single-record request costs).
+        # In float64 as the Spark job computes, then float32.
         impute, mean, std = self._numeric_statistics
-        raw = (
-            np.array(
-                [[np.nan if v is None else v for v in columns[f.name]] for f in self.numeric],
-                dtype=np.float64,
-            )
-            .reshape(len(self.numeric), n)
-            .T
-        )
+        raw = self.raw_numeric(columns) if raw_numeric is None else raw_numeric
         values = np.where(np.isnan(raw), impute, raw)
         constant = std == 0.0  # constant in training: encodes as 0.0, as Spark's StandardScaler does
         scaled = np.where(constant, 0.0, (values - mean) / np.where(constant, 1.0, std))

@@ -146,14 +146,18 @@ class FlightScorer:
         """The raw features of checked records, by name: what the training profile describes."""
         return raw_feature_columns(records, self.planes, self.airports)
 
-    def encode(self, columns: Mapping[str, Sequence[Any]]) -> tuple[np.ndarray, np.ndarray]:
-        """The model's inputs for :meth:`raw_columns`.
+    def encode(
+        self, columns: Mapping[str, Sequence[Any]], raw_numeric: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The model's inputs for :meth:`raw_columns` (``raw_numeric``: the spec's
+        :meth:`~kfstack_examples.flights.feature_spec.FeatureSpec.raw_numeric` of them, where
+        the caller has it already).
 
         Raises:
             BadRecordError: A value that standardises beyond float32 (the record checks bound
                 magnitudes; a feature with a tiny training spread could still overflow).
         """
-        categorical, numeric = self.spec.encode(columns)
+        categorical, numeric = self.spec.encode(columns, raw_numeric)
         if not np.isfinite(numeric).all():
             row, column = np.argwhere(~np.isfinite(numeric))[0]
             raise BadRecordError(

@@ -78,6 +78,11 @@ DELAY_PROBABILITY = Histogram(
 )
 
 
+# From this many records a request's numeric features reach live drift as arrays (see
+# FlightDelayModel._drift_batch).
+_ARRAY_HANDOVER_ROWS = 64
+
+
 class FlightDelayModel(kserve.Model):
     """A model directory served over V1 and V2 (see the module docstring)."""
 
@@ -107,12 +112,13 @@ class FlightDelayModel(kserve.Model):
                 records = self.schema.from_v1(_json_body(payload))
                 check_flights(records, "instances")
             columns = self.scorer.raw_columns(records)
-            categorical, numeric = self.scorer.encode(columns)
+            raw_numeric = self.scorer.spec.raw_numeric(columns)
+            categorical, numeric = self.scorer.encode(columns, raw_numeric)
         except BadRecordError as err:
             raise InvalidInput(str(err)) from None
         probabilities = self.scorer.score(categorical, numeric)
         # Scored: rows the model answered (a request that fails to score is not observed).
-        self.drift.observe(columns)
+        self.drift.observe(self._drift_batch(columns, raw_numeric))
         RECORDS.labels(self.name).inc(len(probabilities))
         observed = DELAY_PROBABILITY.labels(self.name)
         values = probabilities.tolist()
@@ -127,6 +133,16 @@ class FlightDelayModel(kserve.Model):
                 ],
             )
         return {"predictions": values}
+
+    def _drift_batch(self, columns: dict[str, list[Any]], raw_numeric: Any) -> dict[str, Any]:
+        """What live drift observes: the raw feature columns; for a large batch, the numeric
+        ones as the float columns already converted for the model (live drift would convert
+        the same lists again: about a third of its cost at 1,000 records), while a small one's
+        lists are cheaper to hand over than a view per feature."""
+        if len(raw_numeric) < _ARRAY_HANDOVER_ROWS:
+            return columns
+        numeric = self.scorer.spec.numeric
+        return {**columns, **{feature.name: raw_numeric[:, j] for j, feature in enumerate(numeric)}}
 
     def get_input_types(self) -> list[dict]:
         """One V2 input per request field, columnar (``GET /v2/models/<name>``)."""
