@@ -7,13 +7,23 @@ KServe 0.20 also calls ``Knative``). One predictor; every spec change makes a Kn
 
 - first rollout: the model at 100%;
 - canary: the new predictor (its ``storageUri``, and the pool, service account and autoscaling
-  this rollout asks for) with ``canaryTrafficPercent: C`` -- C% to the new revision,
+  this rollout asks for), labelled ``kfstack.dev/canary: "true"`` (predictor labels reach the
+  revision's pods), with ``canaryTrafficPercent: C`` -- C% to the new revision,
   the rest to ``status.components.predictor.latestRolledoutRevision`` -- and
   ``serving.kserve.io/enable-tag-routing: "true"``, so the two are addressable apart
   (``latest-`` and ``prev-`` tagged URLs in ``status.components.predictor.traffic``);
-- promote: drop ``canaryTrafficPercent`` (the new revision takes 100%);
-- roll back: ``canaryTrafficPercent: 0`` pins the previous rolled-out revision at 100%; the next
-  canary starts from there (its new ``storageUri`` makes a new latest revision).
+- promote: drop ``canaryTrafficPercent`` and the canary label. This makes one more revision
+  (same model, same image): KServe 0.20 writes the predictor's labels, and the
+  InferenceService's own labels and annotations (kfstack's version annotations change here too),
+  into the Knative revision template (``components/predictor.go`` ``buildObjectMeta``,
+  ``reconcilers/knative/ksvc_reconciler.go``), and Knative makes a revision of every new
+  template (``pkg/reconciler/configuration``). It takes 100% once Ready: without
+  ``canaryTrafficPercent`` KServe routes 100% to the latest *ready* revision, so until then the
+  analysed revision keeps serving, at 100% and still labelled (the rollout waits for the new
+  one, :mod:`kfstack.serving.kserve_rollout`);
+- roll back: ``canaryTrafficPercent: 0`` pins the previous rolled-out revision at 100%; the
+  labelled canary revision stays at 0% (its pods scale away), and the next canary's spec makes
+  a new one (its new ``storageUri``).
 
 **Standard** (``RawDeployment``, annotation ``serving.kserve.io/deploymentMode: Standard``). A
 named stable predictor; canaries are the ``spec.canary`` list (KServe >= 0.20), each its own
@@ -67,9 +77,11 @@ DEPLOYMENT_MODES = {SERVERLESS: "Serverless", STANDARD: "Standard"}
 TAG_ROUTING_ANNOTATION = "serving.kserve.io/enable-tag-routing"
 # The predictor container, in the ServingRuntime and in every InferenceService's model spec.
 CONTAINER_NAME = "kserve-container"
-# A Standard-mode canary's pods carry this label (KServe 0.20 labels them as the stable's): the
+# A canary's pods carry this label (KServe 0.20 labels them as the stable's, in both modes): the
 # monitoring's PodMonitor reads it so that no alert fires on a canary
-# (manifests/components/monitoring). The promoted predictor is written without it.
+# (manifests/components/monitoring). A first rollout and the promoted predictor are written
+# without it. (A cluster whose KServe config lists it in serviceLabelDisallowedList keeps it off
+# Serverless revisions.)
 CANARY_POD_LABEL = "kfstack.dev/canary"
 # Which model version serves (confirmed: a first deployment that answered, a promoted canary),
 # and which one is being rolled out and not confirmed yet (a canary, or a first deployment still
@@ -398,7 +410,7 @@ def _model(request: ServingRequest) -> Any:
     )
 
 
-def _predictor(request: ServingRequest, named: bool, autoscaled: bool = True) -> Any:
+def _predictor(request: ServingRequest, named: bool, autoscaled: bool = True, canary: bool = False) -> Any:
     kserve = kserve_sdk()
     pod = request.profile.pod_settings()
     fields: dict[str, Any] = {
@@ -420,6 +432,7 @@ def _predictor(request: ServingRequest, named: bool, autoscaled: bool = True) ->
             fields.update(scale_metric=request.scaling[0], scale_target=request.scaling[1])
     else:
         fields["min_replicas"] = 1
+    if canary:
         fields["labels"] = {CANARY_POD_LABEL: "true"}
     return kserve.V1beta1PredictorSpec(**fields)
 
@@ -498,7 +511,7 @@ def canary_rollout(current: dict, request: ServingRequest) -> dict:
         # The whole predictor as this request asks for it (pool, service account, autoscaling):
         # it all becomes the new revision, and a rollback returns to the previous one's.
         spec["predictor"] = {
-            **to_dict(_predictor(request, named=False)),
+            **to_dict(_predictor(request, named=False, canary=True)),
             "canaryTrafficPercent": request.canary_traffic_percent,
         }
         annotations[TAG_ROUTING_ANNOTATION] = "true"
@@ -506,7 +519,7 @@ def canary_rollout(current: dict, request: ServingRequest) -> dict:
         kserve = kserve_sdk()
         entry = kserve.V1beta1CanarySpec(
             traffic_percent=request.canary_traffic_percent,
-            predictor=_predictor(request, named=True, autoscaled=False),
+            predictor=_predictor(request, named=True, autoscaled=False, canary=True),
         )
         spec["canary"] = [to_dict(entry)]
     return _admitted(desired)
@@ -553,7 +566,13 @@ def promoted(current: dict, request: ServingRequest) -> dict:
         )
     _record_production(annotations, request)
     if kserve_mode(current) == SERVERLESS:
-        spec["predictor"].pop("canaryTrafficPercent", None)
+        # A new revision of the same model, without the canary label (see the module docstring).
+        predictor = spec["predictor"]
+        predictor.pop("canaryTrafficPercent", None)
+        labels = predictor.pop("labels", None) or {}
+        labels.pop(CANARY_POD_LABEL, None)
+        if labels:
+            predictor["labels"] = labels
         return _admitted(desired)
     spec.pop("canary")
     spec["predictor"] = to_dict(_predictor(request, named=True))

@@ -90,21 +90,22 @@ class KServeRollout:
         # Another version's trial: wait until the new model took over. (The same version's, a
         # retried task's, is the same spec: nothing to take over, its status is already ours.)
         if trial is not None and isvc.model_versions(trial)[1] != self.request.model_version:
-            final = self._await_replacement(trial)
+            final = self._await_replacement(trial, "the new first deployment")
         stable, _ = isvc.predictor_urls(final, self.cluster.namespace)
         return self._endpoint("stable", stable)
 
-    def _await_replacement(self, trial: dict) -> dict:
-        """After a first deployment replaced another in place, waits until the new model is the
-        one that answers: the status read right after the update still shows the old one Ready
-        (which reads as applied). Serverless: Knative's latest created revision is a new one,
-        and ready at 100% (the address stays the same). Standard: the new predictor -- a new
-        name, so its own Deployment and Service -- says it is ready.
+    def _await_replacement(self, before: dict, what: str) -> dict:
+        """After an update that replaces what serves (a first deployment over another, a
+        Serverless promotion), waits until the replacement is the one that answers: the status
+        read right after the update can still show ``before``'s state Ready (which reads as
+        applied). Serverless: Knative's latest created revision is a new one, and ready at 100%
+        (the address stays the same). Standard: the new predictor -- a new name, so its own
+        Deployment and Service -- says it is ready.
 
         Raises:
             ResourceTimeoutError: Not within the placement's timeout; the service is left as it is.
         """
-        old_revision = _latest_created(trial)
+        old_revision = _latest_created(before)
         started = self.cluster.clock()
         while True:
             live = self._live()
@@ -118,8 +119,8 @@ class KServeRollout:
                     return live
             if self.cluster.clock() - started > self.placement.timeout_seconds:
                 raise ResourceTimeoutError(
-                    f"InferenceService {self.request.name}: the new first deployment did not take over "
-                    f"within {self.placement.timeout_seconds}s; it was left in place"
+                    f"InferenceService {self.request.name}: {what} did not take over within "
+                    f"{self.placement.timeout_seconds}s; it was left in place"
                 )
             self.cluster.sleep(self.placement.poll_interval_seconds)
 
@@ -151,7 +152,15 @@ class KServeRollout:
         if live is None:
             raise DeploymentFailedError(f"InferenceService {self.request.name} is gone: nothing to promote")
         # A first deployment serves 100% already: its version is only recorded as production.
-        self._apply(isvc.promoted(live, self.request) if self._canary else isvc.confirmed(live, self.request))
+        if not self._canary:
+            self._apply(isvc.confirmed(live, self.request))
+            return
+        self._apply(isvc.promoted(live, self.request))
+        if self.mode == isvc.SERVERLESS:
+            # The promoted spec is a new revision of the same model (no canary label, new
+            # annotations); until it is Ready, Knative keeps the analysed revision at 100% and
+            # a status read now can show that as the promotion applied.
+            self._await_replacement(live, "the promoted revision (the analysed one serves meanwhile)")
 
     def roll_back(self, details: Mapping[str, Any], settle: bool = True) -> None:
         live = self._live()

@@ -12,6 +12,7 @@ address serves, so a test can route the analysis to real predictors on loopback
 
 from __future__ import annotations
 
+import json
 import urllib.parse
 
 from kfstack.kubernetes.resources import STANDARD, kserve_mode
@@ -36,7 +37,7 @@ class FakeKServeController:
         self.namespace = namespace
         self.servers = servers
         self.model_at: dict[str, str] = {}  # host -> storageUri it serves
-        self._revisions: dict[str, list[str]] = {}  # service -> storageUri of each revision
+        self._revisions: dict[str, list[tuple[str, str]]] = {}  # service -> (template, storageUri)
         self._rolled_out: dict[str, int] = {}  # service -> index of its rolled-out revision
 
     def __call__(self, name: str) -> None:
@@ -63,8 +64,9 @@ class FakeKServeController:
         name, predictor = obj["metadata"]["name"], obj["spec"]["predictor"]
         revisions = self._revisions.setdefault(name, [])
         uri = predictor["model"]["storageUri"]
-        if not revisions or revisions[-1] != uri:  # a new model: a new Knative revision
-            revisions.append(uri)
+        template = _revision_template(obj)
+        if not revisions or revisions[-1][0] != template:  # a new template: a new Knative revision
+            revisions.append((template, uri))
         latest = len(revisions) - 1
         percent = predictor.get("canaryTrafficPercent")
         if percent is None or name not in self._rolled_out:
@@ -75,7 +77,9 @@ class FakeKServeController:
         def route(tag: str, revision: int, share: int, is_latest: bool) -> dict:
             # Knative's tag Service in the namespace (what a pod calls), and the external URL the
             # status shows.
-            self.model_at[f"{tag}-{name}-predictor.{self.namespace}.svc.cluster.local"] = revisions[revision]
+            self.model_at[f"{tag}-{name}-predictor.{self.namespace}.svc.cluster.local"] = revisions[revision][
+                1
+            ]
             return {
                 "tag": tag,
                 "revisionName": f"{name}-predictor-{revision + 1:05d}",
@@ -87,7 +91,7 @@ class FakeKServeController:
         traffic = [route("latest", latest, percent, True)]
         if percent < 100:
             traffic.append(route("prev", previous, 100 - percent, False))
-        self.model_at[f"{name}-predictor.{self.namespace}.svc.cluster.local"] = revisions[previous]
+        self.model_at[f"{name}-predictor.{self.namespace}.svc.cluster.local"] = revisions[previous][1]
         revision_name = f"{name}-predictor-{latest + 1:05d}"
         return {
             "conditions": [READY],
@@ -107,3 +111,19 @@ class FakeKServeController:
         name does on a cluster."""
         model = self.model_at.get(urllib.parse.urlsplit(url).hostname or "")
         return self.servers[model] if model else NOWHERE
+
+
+def _revision_template(obj: dict) -> str:
+    """What KServe 0.20 writes into the Knative Service's revision template, as far as a spec
+    decides it: the predictor's pod spec and labels, and the InferenceService's labels and
+    annotations (``pkg/controller/v1beta1/inferenceservice/components/predictor.go``,
+    ``buildObjectMeta``; ``reconcilers/knative/ksvc_reconciler.go`` puts them on
+    ``spec.template``; a cluster's serviceLabelDisallowedList/serviceAnnotationDisallowedList,
+    empty here, would filter them). ``canaryTrafficPercent`` is the route's, not the template's.
+    Knative makes a revision of every new template (``pkg/reconciler/configuration``, one per
+    Configuration generation)."""
+    predictor = {k: v for k, v in obj["spec"]["predictor"].items() if k != "canaryTrafficPercent"}
+    metadata = obj["metadata"]
+    return json.dumps(
+        [predictor, metadata.get("labels") or {}, metadata.get("annotations") or {}], sort_keys=True
+    )

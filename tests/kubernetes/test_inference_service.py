@@ -126,12 +126,25 @@ def test_serverless_canary_promotion_and_rollback():
     assert canary["spec"]["predictor"]["model"]["storageUri"] == "s3://models/flights/0.1.0+run2"
     assert canary["metadata"]["labels"]["pipelines.kubeflow.org/run-id"] == "run2"
     assert {
-        k: v for k, v in canary["spec"]["predictor"].items() if k not in ("canaryTrafficPercent", "model")
+        k: v
+        for k, v in canary["spec"]["predictor"].items()
+        if k not in ("canaryTrafficPercent", "model", "labels")
     } == {k: v for k, v in predictor.items() if k != "model"}
-    assert "canaryTrafficPercent" not in stages["promoted"]["spec"]["predictor"]
-    assert stages["promoted"]["spec"]["predictor"]["model"]["storageUri"].endswith("run2")
-    # Rollback pins the previous rolled-out revision: 0% to the latest.
-    assert stages["rolled_back"]["spec"]["predictor"]["canaryTrafficPercent"] == 0
+    # The canary revision's pods carry the label the alerts leave out (KServe copies predictor
+    # labels into the revision template); a first rollout's, and the promoted revision's, do not.
+    assert "labels" not in stages["trial"]["spec"]["predictor"]
+    assert canary["spec"]["predictor"]["labels"] == {isvc.CANARY_POD_LABEL: "true"}
+    promoted = stages["promoted"]["spec"]["predictor"]
+    assert "canaryTrafficPercent" not in promoted and "labels" not in promoted
+    assert promoted["model"] == canary["spec"]["predictor"]["model"]  # the same model, a new revision
+    # Rollback pins the previous rolled-out revision: 0% to the latest, which keeps its label.
+    rolled_back = stages["rolled_back"]["spec"]["predictor"]
+    assert rolled_back["canaryTrafficPercent"] == 0
+    assert rolled_back["labels"] == {isvc.CANARY_POD_LABEL: "true"}
+    # The next canary (after a rollback or a promotion) is labelled again.
+    for previous in ("rolled_back", "promoted"):
+        next_canary = isvc.canary_rollout(stages[previous], request(isvc.SERVERLESS, "0.1.0+run3"))
+        assert next_canary["spec"]["predictor"]["labels"] == {isvc.CANARY_POD_LABEL: "true"}
 
 
 def test_standard_canary_is_a_named_entry_promoted_by_retargeting():

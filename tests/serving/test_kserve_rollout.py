@@ -12,10 +12,12 @@ cleanup_run's, in tests/components/common/cleanup_run/.)
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from kubernetes.client.rest import ApiException
 
-from kfstack.errors import DeploymentFailedError
+from kfstack.errors import DeploymentFailedError, ResourceTimeoutError
 from kfstack.kubernetes import inference_service as isvc
 from kfstack.kubernetes import naming
 from kfstack.kubernetes.resources import INFERENCE_SERVICE
@@ -23,7 +25,7 @@ from kfstack.serving.canary import PROMOTE, ROLLBACK
 from kfstack.serving.production import ProductionModel, kserve_production_model
 from kfstack.serving.rollout import FIRST
 from kfstack_examples.flights.predictor import DEFAULT_MODEL_NAME
-from tests.serving.fake_kserve_cluster import MODELS, deploy, live, request, rollout, serving_model
+from tests.serving.fake_kserve_cluster import MODELS, NAMESPACE, deploy, live, request, rollout, serving_model
 
 
 @pytest.mark.parametrize("mode", [isvc.SERVERLESS, isvc.STANDARD])
@@ -150,3 +152,62 @@ def test_a_first_deployment_on_trial_or_a_service_made_by_hand():
     by_hand["spec"]["predictor"]["canaryTrafficPercent"] = 0
     with pytest.raises(DeploymentFailedError, match=r"records no kfstack\.dev/model-uri"):
         isvc.production_model(by_hand)
+
+
+def test_a_serverless_promotion_waits_for_its_new_unlabelled_revision(kserve_cluster, kserve_holdout):
+    """The canary revision carries the label the alerts leave out; the promotion drops it, which
+    is a new revision of the same model, and the promotion waits until that one is Ready: a
+    status still showing the analysed revision (stale, or Knative's latest *ready* revision
+    while the new one starts) is not the promotion applied."""
+    _, api, controller = kserve_cluster
+    deploy(rollout(kserve_cluster, isvc.SERVERLESS, "run-1"), kserve_holdout)
+    canary = rollout(kserve_cluster, isvc.SERVERLESS, "run-2")
+    canary.deploy_canary()
+    analysed = live(kserve_cluster)
+    assert analysed["spec"]["predictor"]["labels"] == {isvc.CANARY_POD_LABEL: "true"}
+    canary_revision = analysed["status"]["components"]["predictor"]["latestCreatedRevision"]
+    # Knative routes 100% to the analysed revision until the new one is Ready: the controller's
+    # first reads after the promotion show that state.
+    stale_reads = [3]
+
+    def slow(name: str) -> None:
+        controller(name)
+        obj = api.objects[("inferenceservices", isvc_namespace(analysed), name)]
+        if stale_reads[0] and "canaryTrafficPercent" not in obj["spec"]["predictor"]:
+            stale_reads[0] -= 1
+            predictor = {**analysed["status"]["components"]["predictor"]}
+            predictor["traffic"] = [{**predictor["traffic"][0], "percent": 100}]
+            obj["status"] = {**analysed["status"], "components": {"predictor": predictor}}
+
+    api.on_read = slow
+    canary.promote({})
+    assert stale_reads == [0]
+    promoted = live(kserve_cluster)
+    assert "labels" not in promoted["spec"]["predictor"]
+    assert promoted["status"]["components"]["predictor"]["latestCreatedRevision"] != canary_revision
+    assert serving_model(kserve_cluster) == MODELS["good"]
+    assert isvc.model_versions(promoted) == ("run-2", None)
+
+
+def test_a_serverless_promotion_whose_revision_never_gets_ready_times_out(kserve_cluster, kserve_holdout):
+    _, api, controller = kserve_cluster
+    deploy(rollout(kserve_cluster, isvc.SERVERLESS, "run-1"), kserve_holdout)
+    canary = rollout(kserve_cluster, isvc.SERVERLESS, "run-2")
+    canary.deploy_canary()
+    analysed = live(kserve_cluster)
+
+    def stuck(name: str) -> None:
+        controller(name)
+        obj = api.objects[("inferenceservices", isvc_namespace(analysed), name)]
+        predictor = {**analysed["status"]["components"]["predictor"]}
+        predictor["traffic"] = [{**predictor["traffic"][0], "percent": 100}]
+        obj["status"] = {**analysed["status"], "components": {"predictor": predictor}}
+
+    api.on_read = stuck
+    canary.placement = dataclasses.replace(canary.placement, timeout_seconds=1)
+    with pytest.raises(ResourceTimeoutError, match="the promoted revision"):
+        canary.promote({})
+
+
+def isvc_namespace(service: dict) -> str:
+    return service["metadata"].get("namespace") or NAMESPACE
