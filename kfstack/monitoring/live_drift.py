@@ -575,8 +575,10 @@ class LiveDrift:
         report = LiveDriftReport(psi, self.thresholds.ignored_features)
         limit = self.thresholds.max_psi
         above = report.max_psi > limit
-        if above != self._above:
-            self._above = above
+        # Under the lock: two scrapes at once log one crossing once.
+        with self._lock:
+            crossed, self._above = above != self._above, above
+        if crossed:
             if above:
                 logger.warning(
                     "live drift: PSI above %s over the last %d rows: %s",
