@@ -42,4 +42,7 @@ def train(learning_rate: float, epochs: int, optimizer: str = "sgd") -> None:
         with open(os.environ["KFSTACK_REPORT_PATH"], "w") as f:
             json.dump({"rows": table.num_rows}, f)
     if world_size > 1:
+        # The ranks leave together (as the flights trainer does): a rank that tears its gloo
+        # group down while rank 0 still writes can abort in the teardown.
+        dist.barrier()
         dist.destroy_process_group()
