@@ -29,6 +29,8 @@ from typing import Any
 from kfstack.errors import UsageError
 
 MARKER = ".kfstack-run"
+# The marker's "started": the run's start in local time (also the directory name's suffix).
+STARTED_FORMAT = "%Y%m%d-%H%M%S"
 SUMMARY_FILE = "summary.json"
 KFP_LOG = "kfp"
 REGISTRY_DIR = "registry"
@@ -82,7 +84,7 @@ class RunDirectory:
         Raises:
             UsageError: The pipeline root cannot be created or written.
         """
-        stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(clock))
+        stamp = time.strftime(STARTED_FORMAT, time.localtime(clock))
         try:
             os.makedirs(pipeline_root, exist_ok=True)
             for attempt in range(1000):
@@ -103,6 +105,17 @@ class RunDirectory:
             raise UsageError(f"cannot write to {pipeline_root}: {err.strerror or err}") from err
         return run
 
+    def marker(self) -> dict[str, Any]:
+        """The run's marker: its ``pipeline``, ``started`` (:data:`STARTED_FORMAT`) and
+        ``arguments``.
+
+        Raises:
+            OSError, ValueError: No readable marker.
+        """
+        with open(os.path.join(self.path, MARKER), encoding="utf-8") as f:
+            marker: dict[str, Any] = json.load(f)
+        return marker
+
     def remove_tmp(self) -> None:
         shutil.rmtree(self.tmp, ignore_errors=True)
 
@@ -113,12 +126,11 @@ class RunDirectory:
         Raises:
             UsageError: ``path`` is not a run directory.
         """
+        run = cls(os.path.abspath(path))
         try:
-            with open(os.path.join(path, MARKER), encoding="utf-8") as f:
-                marker = json.load(f)
+            marker = run.marker()
         except (OSError, ValueError):
             raise UsageError(f"--resume {path}: not a run directory (no readable {MARKER})") from None
-        run = cls(os.path.abspath(path))
         os.makedirs(run.tmp, exist_ok=True)
         return run, marker["pipeline"], dict(marker.get("arguments") or {})
 

@@ -21,7 +21,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import datetime
-import json
 import os
 import subprocess
 import sys
@@ -72,8 +71,7 @@ class LocalSchedule:
         found = []
         for run in run_directory.list_runs(self.pipeline_root):
             try:
-                with open(os.path.join(run.path, run_directory.MARKER), encoding="utf-8") as f:
-                    marker = json.load(f)
+                marker = run.marker()
             except (OSError, ValueError):
                 continue
             arguments = marker.get("arguments") or {}
@@ -126,7 +124,7 @@ class LocalSchedule:
 def _started(stamp: str) -> datetime.datetime:
     """A marker's local-time stamp (``%Y%m%d-%H%M%S``) as an aware UTC time."""
     try:
-        seconds = time.mktime(time.strptime(stamp, "%Y%m%d-%H%M%S"))
+        seconds = time.mktime(time.strptime(stamp, run_directory.STARTED_FORMAT))
     except ValueError:
         return NO_TIME
     return datetime.datetime.fromtimestamp(seconds, datetime.UTC)
