@@ -69,16 +69,8 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Loads the model and serves it until SIGTERM/SIGINT; 2 when the directory holds no model
     of the format."""
-    import kserve
-
     from kfstack.monitoring.live_drift import OFF, ON
-    from kfstack.serving.local_services import exit_with_owner
-    from kfstack.serving.model_server import (
-        attach_live_drift,
-        check_one_worker,
-        install_request_hooks,
-        live_drift_settings,
-    )
+    from kfstack.serving.model_server import attach_live_drift, check_one_worker, live_drift_settings, serve
     from kfstack.serving.served_models import build_model
 
     args = parser().parse_args(argv)
@@ -107,11 +99,7 @@ def main(argv: list[str] | None = None) -> int:
     except (FileNotFoundError, ValueError) as err:
         logger.error("cannot serve %s: %s", args.model_dir, err)
         return 2
-    install_request_hooks(kserve.model_server.app, model.name)
-    exit_with_owner()  # started by an embedded run: stop when the run's owner is gone
-    kserve.ModelServer(
-        http_port=args.http_port, grpc_port=args.grpc_port, workers=1, enable_grpc=False
-    ).start([model])
+    serve(model, args.http_port, args.grpc_port, enable_grpc=False)
     return 0
 
 

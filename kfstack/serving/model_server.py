@@ -201,6 +201,27 @@ def install_request_hooks(
     app.add_exception_handler(RequestValidationError, _request_validation_error)
 
 
+def serve(
+    model: Any,
+    http_port: int,
+    grpc_port: int,
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+    **server_options: Any,
+) -> None:
+    """Serves the loaded ``model`` on KServe's ``ModelServer`` until SIGTERM/SIGINT: kfstack's
+    request hooks on, one process (see "One process per pod"; the server's flags went through
+    :func:`check_one_worker`), and, where an embedded run started it, stopping when the run's
+    owner is gone even if it could not stop the server. ``server_options``: more of
+    ``ModelServer``'s (``enable_grpc``...)."""
+    import kserve
+
+    from kfstack.serving.local_services import exit_with_owner
+
+    install_request_hooks(kserve.model_server.app, model.name, max_body_bytes)
+    exit_with_owner()
+    kserve.ModelServer(http_port=http_port, grpc_port=grpc_port, workers=1, **server_options).start([model])
+
+
 def call_predict(model: Any, payload: Any) -> Any:
     """``model.predict(payload)`` in-process, whether the model's ``predict`` is a coroutine or
     not (KServe allows both): how evaluation scores through a server's own model class."""

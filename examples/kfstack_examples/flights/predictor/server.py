@@ -48,14 +48,13 @@ from kserve.errors import InvalidInput
 from prometheus_client import Counter, Histogram
 
 from kfstack.monitoring.live_drift import NO_LIVE_DRIFT
-from kfstack.serving.local_services import exit_with_owner
 from kfstack.serving.model_server import (
     DEFAULT_MAX_BODY_BYTES,
     add_live_drift_arguments,
     attach_live_drift,
     check_one_worker,
-    install_request_hooks,
     live_drift_settings,
+    serve,
 )
 from kfstack.serving.records import BadRecordError, Schema
 from kfstack_examples.flights.features import CALENDAR_FEATURES
@@ -190,14 +189,12 @@ def main(argv: list[str] | None = None, model_class: type[FlightDelayModel] = Fl
     except (FileNotFoundError, ValueError) as err:
         logger.error("cannot serve %s: %s", args.model_dir, err)
         return 2
-    install_request_hooks(kserve.model_server.app, model.name, args.max_body_bytes)
-    # Started by an embedded run: stop when the run's owner is gone, even if it could not stop us.
-    exit_with_owner()
-    kserve.ModelServer(
-        http_port=args.http_port,
-        grpc_port=args.grpc_port,
-        workers=1,
+    serve(
+        model,
+        args.http_port,
+        args.grpc_port,
+        args.max_body_bytes,
         enable_grpc=args.enable_grpc,
         enable_latency_logging=args.enable_latency_logging,
-    ).start([model])
+    )
     return 0
