@@ -447,12 +447,12 @@ class LiveDrift:
         try:
             columns = self._take_columns(batch)
             count = len(columns[0])
-            if count < self.pending_rows:
-                # By position (a Series' labels play no part), every column as long as the first.
-                return (_ROWS, tuple(zip(*columns, strict=True)), count)
+            if count >= self.pending_rows:
+                return (_BATCH, batch, count)
+            # By position (a Series' labels play no part), every column as long as the first.
+            return (_ROWS, tuple(zip(*columns, strict=True)), count)
         except (KeyError, TypeError, ValueError):  # a feature lacking, not a column, ragged
-            pass
-        return (_BATCH, batch, self._count_rows(batch))
+            return (_BATCH, batch, self._count_rows(batch))
 
     def _count_rows(self, batch: Any) -> int:
         """A batch by name's rows: the length of its first profiled column (another one's where
