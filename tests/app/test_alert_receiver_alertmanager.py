@@ -10,7 +10,6 @@ import contextlib
 import json
 import os
 import shutil
-import socket
 import subprocess
 import time
 import urllib.request
@@ -24,6 +23,7 @@ import yaml
 from kfstack.app.alert_receiver.cluster import KfpRetraining
 from kfstack.app.alert_receiver.decisions import Receiver
 from kfstack.app.alert_receiver.server import AlertReceiverServer
+from kfstack.training.process_group import free_port
 from tests.app import fake_kfp_server
 from tests.app.test_alert_receiver import SERVICE, add_schedule
 from tests.conftest import REPO_ROOT
@@ -43,12 +43,6 @@ def alertmanager_binary() -> str:
             pytest.fail(message + "; CI installs it")
         pytest.skip(message)
     return path
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def configured(receiver_url: str, token_file: Path) -> dict[str, Any]:

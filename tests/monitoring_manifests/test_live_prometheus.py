@@ -20,7 +20,6 @@ checked alone (the join itself is run by promtool on the fixture, test_alert_rul
 from __future__ import annotations
 
 import re
-import socket
 import subprocess
 import time
 
@@ -32,6 +31,7 @@ import yaml
 
 from kfstack.monitoring.profiling import profile_dataset, write_profile
 from kfstack.serving.format_server import MODULE as FORMAT_SERVER
+from kfstack.training.process_group import free_port
 from tests.monitoring_manifests.debian_tools import debian_tool
 from tests.monitoring_manifests.monitoring_objects import dashboard, panel_queries, rule_groups, rules
 from tests.serving import standard_models
@@ -67,12 +67,6 @@ KEYWORDS = {
 }
 THRESHOLD = re.compile(r"^(?P<signal>.*\S)\s*(?:>|<|>=|<=|==|!=)\s*[0-9.e+-]+\s*$", re.DOTALL)
 LABEL_VALUES = re.compile(r"^label_values\((?P<selector>.*),\s*(?P<label>\w+)\)$")
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def metric_names(query: str) -> set[str]:
@@ -160,7 +154,7 @@ def prometheus(model_dir, tmp_path_factory):
         ],
     }
     (root / "prometheus.yaml").write_text(yaml.safe_dump(config))
-    port = _free_port()
+    port = free_port()
     log = open(root / "prometheus.log", "w")  # noqa: SIM115 -- closed after the process ends
     process = subprocess.Popen(
         [
