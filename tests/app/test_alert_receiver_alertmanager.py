@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
-import shutil
 import subprocess
 import time
 import urllib.request
@@ -17,7 +15,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
 import yaml
 
 from kfstack.app.alert_receiver.cluster import KfpRetraining
@@ -27,22 +24,12 @@ from kfstack.training.process_group import free_port
 from tests.app import fake_kfp_server
 from tests.app.test_alert_receiver import SERVICE, add_schedule
 from tests.conftest import REPO_ROOT
+from tests.monitoring_manifests.debian_tools import debian_tool
 
 fake_kfp = fake_kfp_server.fake_kfp
 
 SHIPPED = REPO_ROOT / "manifests" / "components" / "retraining-trigger" / "alertmanager.yml"
 TOKEN = "alertmanager-token"
-BINARY = "/usr/bin/prometheus-alertmanager"
-
-
-def alertmanager_binary() -> str:
-    path = shutil.which("prometheus-alertmanager") or (BINARY if os.path.exists(BINARY) else None)
-    if path is None:
-        message = "prometheus-alertmanager is not installed (Debian package prometheus-alertmanager)"
-        if os.environ.get("CI"):
-            pytest.fail(message + "; CI installs it")
-        pytest.skip(message)
-    return path
 
 
 def configured(receiver_url: str, token_file: Path) -> dict[str, Any]:
@@ -63,7 +50,7 @@ def alertmanager(tmp_path: Path, config: dict[str, Any]) -> Iterator[str]:
     log = open(tmp_path / "alertmanager.log", "w", encoding="utf-8")  # noqa: SIM115 (closed below)
     process = subprocess.Popen(
         [
-            alertmanager_binary(),
+            debian_tool("prometheus-alertmanager"),
             f"--config.file={tmp_path / 'alertmanager.yml'}",
             "--cluster.listen-address=",  # no gossip port: a single, private Alertmanager
             f"--web.listen-address=127.0.0.1:{port}",
@@ -139,7 +126,7 @@ def receiver_endpoint(fake: Any, token_file: Path) -> Iterator[str]:
 
 
 def test_alertmanager_delivers_a_drift_alert_that_starts_one_run(tmp_path, fake_kfp, caplog):
-    alertmanager_binary()
+    debian_tool("prometheus-alertmanager")
     add_schedule(fake_kfp, "flights-delay-nightly")
     token_file = tmp_path / "token"
     token_file.write_text(TOKEN + "\n")
@@ -168,7 +155,7 @@ def test_alertmanager_delivers_a_drift_alert_that_starts_one_run(tmp_path, fake_
 
 
 def test_a_notification_with_the_wrong_token_starts_nothing(tmp_path, fake_kfp, caplog):
-    alertmanager_binary()
+    debian_tool("prometheus-alertmanager")
     add_schedule(fake_kfp, "flights-delay-nightly")
     token_file = tmp_path / "token"
     token_file.write_text(TOKEN)

@@ -36,8 +36,6 @@ from benchmarks.drift_to_retraining import (
     retraining_route,
     rule_groups,
 )
-from tests.app.test_alert_receiver_alertmanager import alertmanager_binary
-from tests.kubernetes.test_retraining_trigger_manifests import amtool
 from tests.monitoring_manifests.debian_tools import debian_tool
 
 SHORT = Settings(
@@ -74,12 +72,14 @@ def test_the_chain_runs_the_shipped_rule_and_route_with_its_overrides(tmp_path):
     assert (route["group_wait"], route["group_interval"]) == ("1s", "5m")  # the shipped interval kept
     (tmp_path / "alertmanager.yml").write_text(yaml.safe_dump(routed))
     check = subprocess.run(
-        [amtool(), "check-config", str(tmp_path / "alertmanager.yml")], capture_output=True, text=True
+        [debian_tool("amtool"), "check-config", str(tmp_path / "alertmanager.yml")],
+        capture_output=True,
+        text=True,
     )
     assert check.returncode == 0, check.stdout + check.stderr
     test = subprocess.run(
         [
-            amtool(),
+            debian_tool("amtool"),
             "config",
             "routes",
             "test",
@@ -107,7 +107,7 @@ def test_the_receivers_decisions_are_read_with_their_log_lines_time(tmp_path):
 
 @pytest.mark.slow
 def test_injected_drift_starts_a_run_that_puts_a_retrained_model_in_production(tmp_path, monkeypatch):
-    binaries = {"prometheus": debian_tool("prometheus"), "prometheus-alertmanager": alertmanager_binary()}
+    binaries = {name: debian_tool(name) for name in ("prometheus", "prometheus-alertmanager")}
     monkeypatch.chdir(tmp_path)
     root = str(tmp_path / "runs")
     first = deploy_first_model(root)

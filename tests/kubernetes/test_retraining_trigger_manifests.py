@@ -23,6 +23,7 @@ from kfstack import images
 from kfstack.app.cli import build_parser
 from kfstack.app.cli.alert_receiver import parse_duration
 from tests.conftest import REPO_ROOT, SHARED_DIR
+from tests.monitoring_manifests.debian_tools import debian_tool
 
 COMPONENT = REPO_ROOT / "manifests" / "components" / "retraining-trigger"
 ALERTMANAGER_CONFIG = COMPONENT / "alertmanager.yml"
@@ -46,18 +47,6 @@ KFP_RULES = {
     "pipelines": {"get", "list"},
     "experiments": {"get"},
 }
-
-
-def amtool() -> str:
-    """Debian's amtool (package prometheus-alertmanager): skipped without it, failed under CI,
-    which installs it."""
-    path = shutil.which("amtool")
-    if path is None:
-        message = "amtool is not installed (Debian package prometheus-alertmanager)"
-        if os.environ.get("CI"):
-            pytest.fail(message + "; CI installs it")
-        pytest.skip(message)
-    return path
 
 
 @pytest.fixture(scope="module")
@@ -163,13 +152,16 @@ def test_only_alertmanager_reaches_the_receivers_port(objects):
 
 def test_the_alertmanager_route_passes_amtool_and_sends_only_drift_to_the_receiver():
     checked = subprocess.run(
-        [amtool(), "check-config", str(ALERTMANAGER_CONFIG)], capture_output=True, text=True
+        [debian_tool("amtool"), "check-config", str(ALERTMANAGER_CONFIG)], capture_output=True, text=True
     )
     assert checked.returncode == 0, checked.stdout + checked.stderr
 
     def receivers(*labels: str) -> str:
         routed = subprocess.run(
-            [amtool(), "config", "routes", "test", f"--config.file={ALERTMANAGER_CONFIG}", *labels],
+            [
+                debian_tool("amtool"),
+                *("config", "routes", "test", f"--config.file={ALERTMANAGER_CONFIG}", *labels),
+            ],
             capture_output=True,
             text=True,
         )

@@ -1,6 +1,7 @@
-"""The Prometheus tools the monitoring tests run, from Debian's `prometheus` package (2.42):
-a test that needs one skips, saying why, where it is missing, and fails under CI (env CI set),
-whose .ci/run installs the package, so CI never skips it silently."""
+"""The Prometheus tools the tests run, from Debian's `prometheus` (2.42) and
+`prometheus-alertmanager` (0.25) packages: a test that needs one skips, saying why, where it is
+missing, and fails under CI (env CI set), whose .ci/run installs the packages, so CI never skips
+it silently."""
 
 from __future__ import annotations
 
@@ -9,12 +10,19 @@ import shutil
 
 import pytest
 
-PACKAGE = {"promtool": "prometheus", "prometheus": "prometheus"}
+PACKAGE = {
+    "promtool": "prometheus",
+    "prometheus": "prometheus",
+    "prometheus-alertmanager": "prometheus-alertmanager",
+    "amtool": "prometheus-alertmanager",
+}
 
 
 def debian_tool(name: str) -> str:
     """The path of ``name``; a skip (or, under CI, a failure) naming the package when absent."""
-    path = shutil.which(name)
+    # Where Debian installs them, should the PATH lack it.
+    installed = os.path.join("/usr/bin", name)
+    path = shutil.which(name) or (installed if os.path.exists(installed) else None)
     if path is None:
         message = (
             f"{name} not found: install Debian's {PACKAGE[name]} package "
