@@ -48,6 +48,9 @@ def test_the_render_is_valid_cluster_objects(tmp_path):
 
 
 # kfp.local warns that the component's image is not plain Python; this process has its packages.
+# Slow (about 21 s, a JVM and two TensorFlow workers): the default suite keeps the render above
+# and the generic steps' own runs (tests/components/), and stays under its 10 minutes.
+@pytest.mark.slow
 @pytest.mark.filterwarnings("ignore:You may be attemping to run a task:RuntimeWarning")
 def test_its_spark_job_training_and_evaluation_run_under_kfp_local(tmp_path):
     from kfp import dsl
