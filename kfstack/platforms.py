@@ -281,7 +281,7 @@ def run_stage(
         )
         # Every variant is built first: a value its builder refuses fails before any API call.
         built = {id(variant): stage.build(variant.settings, context) for variant in variants}
-        cluster = cluster or Cluster.from_environment(stage.component)
+        cluster = cluster or Cluster.from_environment(stage.component, settings.placement.launch_namespace)
         variant = choose_variant(stage.component, variants, cluster)
         if isinstance(stage, ServiceStage):
             result = stage.run_kubernetes(variant.settings, context, cluster)

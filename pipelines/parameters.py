@@ -420,6 +420,23 @@ CATALOG = ParameterSet(
             _CLUSTER,
         ),
         from_setting(
+            Placement,
+            "istio_mesh",
+            "Kubernetes: the launch namespace is in an Istio mesh (a Kubeflow profile namespace): "
+            "every batch pod carries the labels that keep it out of the mesh "
+            "(``sidecar.istio.io/inject=false``, ``istio.io/dataplane-mode=none``); false: no "
+            "mesh labels on them. The predictors and the deployment task stay in the mesh.",
+            _CLUSTER,
+        ),
+        from_setting(
+            Placement,
+            "launch_namespace",
+            "Kubernetes: the namespace the launchers create their jobs and the InferenceService in "
+            "(and read back, clean up and roll back there); empty: the task pod's own. The run's "
+            "service account needs the launcher Role there (manifests/README.md).",
+            _CLUSTER,
+        ),
+        from_setting(
             TrainingPlacement,
             "timeout_seconds",
             "Kubernetes: the training job's activeDeadlineSeconds.",

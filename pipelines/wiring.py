@@ -17,7 +17,7 @@ from kfp import dsl, kubernetes
 
 from kfstack.components.common.cleanup_run.component import cleanup_run
 from kfstack.kubernetes import node_pools
-from kfstack.kubernetes.naming import NAMESPACE_ENV
+from kfstack.kubernetes.naming import NAMESPACE_ENV, SIDECAR_INJECT_LABEL
 from kfstack.kubernetes.pods import OBJECT_STORE_KEYS
 from kfstack.pipelines.validate_run import validate_run
 
@@ -53,6 +53,20 @@ def on_cluster(task: dsl.PipelineTask, parameters: Mapping[str, Any], name: str)
     return task
 
 
+def joins_mesh(task: dsl.PipelineTask) -> dsl.PipelineTask:
+    """A task whose pod joins the namespace's Istio mesh where there is one: the deployment task,
+    whose canary analysis calls the predictors, which a Kubeflow profile's policies admit only
+    from callers with a mesh identity (mutual TLS).
+
+    KFP 2.17 takes every pipeline pod out of the mesh with the annotation
+    ``sidecar.istio.io/inject: "false"``; Istio reads the pod label of the same name first, so
+    this label wins. Without Istio it does nothing. With classic (not native) sidecars the pod
+    would never complete: manifests/README.md ("Istio") has the check.
+    """
+    kubernetes.add_pod_label(task, SIDECAR_INJECT_LABEL, "true")
+    return task
+
+
 def uncached(task: dsl.PipelineTask) -> dsl.PipelineTask:
     """A step whose result changes between runs with the same inputs (what serves, the run's
     time): never answered from KFP's cache."""
@@ -64,7 +78,11 @@ def guarded(pipeline: str, parameters: Mapping[str, Any]) -> Iterator[dsl.Pipeli
     """The run's frame: an exit handler that cleans up whatever the run left on the cluster
     (unfinished batch jobs, an undecided canary), around a first task that checks every
     parameter. Yields that task; the body's first steps go ``.after`` it."""
-    cleanup = cleanup_run(platform=parameters["platform"], run_id=RUN_ID)
+    cleanup = cleanup_run(
+        platform=parameters["platform"],
+        run_id=RUN_ID,
+        launch_namespace=parameters.get("launch_namespace", ""),
+    )
     on_cluster(uncached(cleanup), parameters, "cleanup")
     checked_values = {name: value for name, value in parameters.items() if name not in JSON_PARAMETERS}
     json_values = {name: parameters[name] for name in JSON_PARAMETERS if name in parameters}

@@ -377,14 +377,16 @@ class Cluster:
     clock: Callable[[], float] = time.monotonic
 
     @classmethod
-    def from_environment(cls, stage: str) -> Cluster:
-        """This pod's cluster and namespace (in-cluster config, else the kubeconfig).
+    def from_environment(cls, stage: str, launch_namespace: str = "") -> Cluster:
+        """This pod's cluster (in-cluster config, else the kubeconfig), working in
+        ``launch_namespace``, or where that is empty in this pod's own namespace.
 
         Raises:
             PlatformNotAvailableError: No Kubernetes API or no namespace; nothing was submitted.
         """
         try:
-            return cls(api_client=default_api_client(), namespace=naming.current_namespace())
+            namespace = launch_namespace or naming.current_namespace()
+            return cls(api_client=default_api_client(), namespace=namespace)
         except Exception as err:
             raise PlatformNotAvailableError(
                 f"{stage}: platform='kubernetes' needs a Kubernetes API: run the pipeline on a "

@@ -19,6 +19,16 @@ from kfstack.errors import InvalidParameterError
 PART_OF_LABEL = "app.kubernetes.io/part-of"
 RUN_LABEL = "kfstack.dev/pipeline-run"
 TASK_LABEL = "kfstack.dev/pipeline-task"
+# Every pod of a batch job kfstack launches carries this fixed label: what the NetworkPolicies
+# of manifests/components/network-policies select (the run labels change every run, and
+# InferenceServices carry them too).
+WORKLOAD_LABEL = "kfstack.dev/workload"
+BATCH_WORKLOAD = "batch"
+# Out of an Istio mesh, by label (Istio reads the label before the annotation, and KFP 2.17
+# writes the annotation on its own pods): a sidecar-injected namespace, and ambient mode, which
+# ignores the sidecar label.
+SIDECAR_INJECT_LABEL = "sidecar.istio.io/inject"
+DATAPLANE_MODE_LABEL = "istio.io/dataplane-mode"
 NAMESPACE_ENV = "KFSTACK_NAMESPACE"
 SERVICE_ACCOUNT_NAMESPACE_FILE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
 
@@ -57,6 +67,21 @@ def run_labels(run_id: str, task_name: str) -> dict[str, str]:
         RUN_LABEL: label_value(run_id),
         TASK_LABEL: label_value(task_name),
     }
+
+
+def batch_pod_labels(istio_mesh: bool) -> dict[str, str]:
+    """The labels every batch pod kfstack launches carries besides its run labels: the workload
+    label, and in a mesh the opt-out of both Istio data planes.
+
+    Why out of the mesh: with classic sidecars a finished pod never completes (the proxy keeps
+    running); with native sidecars torch's multi-node rendezvous through the proxy still fails
+    (kubeflow/trainer#2794, #2872), and Katib's metrics collector waits for every root process of
+    the pod, the proxy included. NetworkPolicies protect the namespace's batch pods instead.
+    """
+    labels = {WORKLOAD_LABEL: BATCH_WORKLOAD}
+    if istio_mesh:
+        labels |= {SIDECAR_INJECT_LABEL: "false", DATAPLANE_MODE_LABEL: "none"}
+    return labels
 
 
 def run_selector(run_id: str) -> str:

@@ -7,12 +7,15 @@ them -- on every platform, so an unknown node pool fails a local run as it would
 from __future__ import annotations
 
 import dataclasses
+import re
 
 from kfstack.kubernetes import node_pools, training_apis
 from kfstack.kubernetes.pods import SecretRefs
 from kfstack.settings import Placeholder, Settings, setting
 
 DEFAULT_OBJECT_STORE_SECRET = "kfstack-object-store"
+# A namespace name is a DNS-1123 label.
+_NAMESPACE = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -28,6 +31,12 @@ class Placement(Settings):
             Spark driver creates executor pods); empty: the namespace's default.
         timeout_seconds: Longest wait for the launched object (a batch job's deadline too).
         poll_interval_seconds: Seconds between status reads.
+        istio_mesh: The launch namespace is in an Istio mesh (sidecar or ambient): batch pods
+            are labelled out of it (:func:`kfstack.kubernetes.naming.batch_pod_labels`), so that
+            a finished pod completes and the workers' own traffic does not go through a proxy.
+            False: no mesh labels at all.
+        launch_namespace: Where the launched objects are created and read back (jobs, their
+            pods and logs, Trials, the InferenceService); empty: the task pod's own namespace.
     """
 
     concern = "cluster placement"
@@ -38,18 +47,28 @@ class Placement(Settings):
     service_account: str = ""
     timeout_seconds: int = setting(6 * 3600, gt=0)
     poll_interval_seconds: int = setting(15, gt=0)
+    istio_mesh: bool = True
+    launch_namespace: str = ""
 
     def check(self) -> list[str]:
+        problems = []
+        namespace = self.launch_namespace
+        if not isinstance(namespace, Placeholder) and namespace and not _NAMESPACE.match(namespace):
+            problems.append(
+                f"{self.argument('launch_namespace')}={namespace!r} is not a namespace name (a "
+                f"DNS label: lowercase letters, digits and '-', at most 63); empty: the task "
+                f"pod's own namespace"
+            )
         if isinstance(self.node_pool, Placeholder):
-            return []
+            return problems
         known = node_pools.load_profiles()
         if self.node_pool not in known:
-            return [
+            problems.append(
                 f"{self.argument('node_pool')}={self.node_pool!r} is not a node pool; the profile "
                 f"file ({node_pools.profiles_path()}) defines: "
                 f"{', '.join(sorted(known))}"
-            ]
-        return []
+            )
+        return problems
 
     @property
     def profile(self) -> node_pools.NodePoolProfile:

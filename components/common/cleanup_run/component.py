@@ -6,7 +6,7 @@ from kfstack.images import COMPONENT_IMAGE
 
 
 @dsl.component(base_image=COMPONENT_IMAGE, install_kfp_package=False)
-def cleanup_run(platform: str, run_id: str) -> str:
+def cleanup_run(platform: str, run_id: str, launch_namespace: str = "") -> str:
     """Deletes the run's batch jobs (SparkApplications, TrainJobs, PyTorchJobs, TFJobs, Katib
     Experiments) not finished, and rolls back an InferenceService canary the run left unfinished.
 
@@ -17,10 +17,14 @@ def cleanup_run(platform: str, run_id: str) -> str:
     Args:
         platform: ``local`` (nothing to do: the launchers own their processes) or ``kubernetes``.
         run_id: The pipeline run (``dsl.PIPELINE_JOB_ID_PLACEHOLDER``) whose objects to delete.
+        launch_namespace: Kubernetes: the namespace the run's launchers created their objects
+            in; empty: this task's own.
 
     Returns:
         What was deleted or rolled back, ``Kind/name`` comma-separated (empty when nothing was left).
     """
     from kfstack.components.common.cleanup_run.core import cleanup_run_resources
 
-    return ",".join(cleanup_run_resources(platform=platform, run_id=run_id))
+    return ",".join(
+        cleanup_run_resources(platform=platform, run_id=run_id, launch_namespace=launch_namespace)
+    )

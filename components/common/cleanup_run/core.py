@@ -15,7 +15,9 @@ from kfstack.serving.kserve_rollout import roll_back_run_canaries
 logger = logging.getLogger(__name__)
 
 
-def cleanup_run_resources(*, platform: str, run_id: str, cluster: Cluster | None = None) -> list[str]:
+def cleanup_run_resources(
+    *, platform: str, run_id: str, cluster: Cluster | None = None, launch_namespace: str = ""
+) -> list[str]:
     """``Kind/name`` of each object deleted or rolled back; nothing happens off Kubernetes
     (there the runner stops what a run started, and production changes only on a promotion).
 
@@ -26,14 +28,16 @@ def cleanup_run_resources(*, platform: str, run_id: str, cluster: Cluster | None
     Args:
         platform: ``local`` or ``kubernetes``.
         run_id: The pipeline run whose objects (label ``kfstack.dev/pipeline-run``) to delete.
-        cluster: Default: this pod's cluster and namespace.
+        cluster: Default: this pod's cluster, in ``launch_namespace``.
+        launch_namespace: Where the run's launchers created their objects; empty: this pod's
+            own namespace.
     """
     platforms.require_available(platform, stage="cleanup")
     if platform != platforms.KUBERNETES:
         return []
     if cluster is None:
         try:
-            cluster = Cluster.from_environment(stage="cleanup")
+            cluster = Cluster.from_environment(stage="cleanup", launch_namespace=launch_namespace)
         except PlatformNotAvailableError as err:
             # Without a cluster nothing can have been created; the first task said so already.
             logger.warning("nothing to clean up: %s", err)

@@ -32,6 +32,8 @@ def spark_job(
     object_store_secret: str = "kfstack-object-store",
     image_pull_secret: str = "",
     spark_timeout_seconds: int = 7200,
+    istio_mesh: bool = True,
+    launch_namespace: str = "",
     local_cores: int = 0,
 ):
     """Runs a team's PySpark application the way spark-submit runs it, on either platform.
@@ -81,6 +83,12 @@ def spark_job(
         image_pull_secret: Kubernetes: image pull Secret; empty: none.
         spark_timeout_seconds: Kubernetes: longest wait for the SparkApplication (seconds); it is
             deleted after that.
+        istio_mesh: Kubernetes: the launch namespace is in an Istio mesh: the launched pods
+            carry its opt-out labels (``sidecar.istio.io/inject=false``,
+            ``istio.io/dataplane-mode=none``); false: none.
+        launch_namespace: Kubernetes: the namespace the SparkApplication is created and read back
+            in; empty: this task's own (the launcher Role must be bound there,
+            manifests/README.md).
         local_cores: Local: ``local[N]``; 0: every core (``local[*]``).
     """
     from kfstack.components.data.spark_job.stage import STAGE

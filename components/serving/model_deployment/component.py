@@ -48,6 +48,7 @@ def model_deployment(
     serving_pool: str = "serving",
     serving_service_account: str = "",
     serving_timeout_seconds: int = 1800,
+    launch_namespace: str = "",
     canary_traffic_percent: int = 10,
     canary_records: int = 2000,
     canary_batch_size: int = 20,
@@ -112,6 +113,9 @@ def model_deployment(
         serving_pool: Node-pool profile of the predictor pods.
         serving_service_account: The predictor's service account (reads the model); empty: default.
         serving_timeout_seconds: Longest wait for a rollout step to be Ready.
+        launch_namespace: Kubernetes: the namespace the InferenceService is created and read back
+            in; empty: this task's own (the launcher Role must be bound there,
+            manifests/README.md).
         canary_traffic_percent: The canary's share of traffic while it is analysed (1-99).
         canary_records: Holdout rows replayed.
         canary_batch_size: Rows per request.

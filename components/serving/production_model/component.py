@@ -16,6 +16,7 @@ def production_model(
     serving_name: str,
     model: Output[Model],
     comparable_files: list = [],  # noqa: B006
+    launch_namespace: str = "",
     # Outputs as KFP reads them: inline, for the task runs this function's source alone (no
     # module around it), which mypy cannot type -- hence the ignore.
 ) -> NamedTuple("Production", [("found", bool), ("version", str), ("profile_uri", str)]):  # type: ignore[valid-type]
@@ -34,6 +35,8 @@ def production_model(
         comparable_files: The files a production model must hold for this run to compare with
             it (a drift check needs its ``profile.json``, a gate what its server loads); one
             without them is recorded as found but not comparable. Empty: any model is.
+        launch_namespace: Kubernetes: the namespace the InferenceService is read from; empty: this
+            task's own (the launcher Role must be bound there, manifests/README.md).
 
     Returns:
         Whether a model is in production, its version (empty when none), and where its
@@ -43,6 +46,8 @@ def production_model(
     from kfstack.components.serving.production_model.core import fetch_production_model
     from kfstack.platforms import artifact_location
 
-    found = fetch_production_model(platform, serving_name, model.path, comparable_files)
+    found = fetch_production_model(
+        platform, serving_name, model.path, comparable_files, launch_namespace=launch_namespace
+    )
     model.metadata.update(found.metadata())
     return (found.found, found.version, found.profile_uri(artifact_location(platform, model)))

@@ -21,9 +21,11 @@ from kfstack.serving.registry import REGISTRY_DIR_ENV
 
 
 def find_production_model(
-    platform: str, serving_name: str, cluster: Cluster | None = None
+    platform: str, serving_name: str, cluster: Cluster | None = None, launch_namespace: str = ""
 ) -> ProductionModel | None:
-    """The model in production on ``platform``; None when there is none.
+    """The model in production on ``platform``; None when there is none. On Kubernetes the
+    InferenceService is read in ``launch_namespace`` (empty: this pod's own) unless ``cluster``
+    is given.
 
     Raises:
         InvalidParameterError: A local run outside ``kfstack run --local`` (no registry).
@@ -39,7 +41,8 @@ def find_production_model(
             )
         return local_production_model(registry_dir, serving_name)
     return kserve_production_model(
-        cluster or Cluster.from_environment(stage="production-model"), serving_name
+        cluster or Cluster.from_environment(stage="production-model", launch_namespace=launch_namespace),
+        serving_name,
     )
 
 
@@ -49,10 +52,11 @@ def fetch_production_model(
     target_dir: str,
     comparable_files: Sequence[str] = (),
     cluster: Cluster | None = None,
+    launch_namespace: str = "",
 ) -> FoundModel:
     """Copies the production model's files into ``target_dir`` and records what was found in
     ``champion.json`` there: comparable when it holds every one of ``comparable_files``."""
-    production = find_production_model(platform, serving_name, cluster)
+    production = find_production_model(platform, serving_name, cluster, launch_namespace)
     os.makedirs(target_dir, exist_ok=True)
     if production is None:
         found = FoundModel(found=False)

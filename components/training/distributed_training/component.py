@@ -34,6 +34,8 @@ def distributed_training(
     object_store_secret: str = "kfstack-object-store",
     image_pull_secret: str = "",
     training_timeout_seconds: int = 21600,
+    istio_mesh: bool = True,
+    launch_namespace: str = "",
     training_api: str = "auto",
     trainer_runtime: str = "torch-distributed",
     run_id: str = "",
@@ -91,6 +93,11 @@ def distributed_training(
         image_pull_secret: Kubernetes: image pull Secret of the replicas; empty: none.
         training_timeout_seconds: Kubernetes: the job's activeDeadlineSeconds and the longest
             wait for it (seconds).
+        istio_mesh: Kubernetes: the launch namespace is in an Istio mesh: the launched pods
+            carry its opt-out labels (``sidecar.istio.io/inject=false``,
+            ``istio.io/dataplane-mode=none``); false: none.
+        launch_namespace: Kubernetes: the namespace the training job is created and read back in;
+            empty: this task's own (the launcher Role must be bound there, manifests/README.md).
         training_api: ``auto`` (what the cluster serves; Trainer v2 first), ``v1``
             (PyTorchJob/TFJob) or ``trainer-v2`` (TrainJob; PyTorch, not elastic).
         trainer_runtime: The TrainJob's ClusterTrainingRuntime (a torchrun runtime).

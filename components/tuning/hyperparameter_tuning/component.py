@@ -55,6 +55,8 @@ def hyperparameter_tuning(
     object_store_secret: str = "kfstack-object-store",
     image_pull_secret: str = "",
     training_timeout_seconds: int = 21600,
+    istio_mesh: bool = True,
+    launch_namespace: str = "",
     training_api: str = "auto",
     trainer_runtime: str = "torch-distributed",
     run_id: str = "",
@@ -121,6 +123,12 @@ def hyperparameter_tuning(
         object_store_secret: Kubernetes: Secret with the object-store keys; empty: none.
         image_pull_secret: Kubernetes: image pull Secret of the trials; empty: none.
         training_timeout_seconds: Kubernetes: each trial job's activeDeadlineSeconds.
+        istio_mesh: Kubernetes: the launch namespace is in an Istio mesh: the launched pods
+            carry its opt-out labels (``sidecar.istio.io/inject=false``,
+            ``istio.io/dataplane-mode=none``); false: none.
+        launch_namespace: Kubernetes: the namespace the Katib Experiment and its trials are
+            created and read back in; empty: this task's own (the launcher Role must be bound
+            there, manifests/README.md).
         training_api: As the training step: which API's job the trials are.
         trainer_runtime: The trials' ClusterTrainingRuntime (Trainer v2).
         run_id: The pipeline run (names the Experiment so that a retried task adopts it).

@@ -91,6 +91,8 @@ PARAMETERS = ParameterSet(
             "gpu_pool",
             "training_api",
             "object_store_secret",
+            "istio_mesh",
+            "launch_namespace",
             tune={
                 "description": "Tune ``hidden_units``, ``dropout`` and ``activation`` first (Katib's "
                 "semantics)."
@@ -187,4 +189,6 @@ def digits_training(parameters: dict) -> None:
             holdout_split="test",
             model_format="onnx",
         )
-        wiring.on_cluster(wiring.uncached(deployment.after(evaluation)), parameters, "deployment")
+        wiring.joins_mesh(
+            wiring.on_cluster(wiring.uncached(deployment.after(evaluation)), parameters, "deployment")
+        )

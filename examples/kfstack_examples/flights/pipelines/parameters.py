@@ -183,6 +183,8 @@ _TRAINING_FORM = (
     "serving_pool",
     "object_store_secret",
     "image_pull_secret",
+    "istio_mesh",
+    "launch_namespace",
     "spark_service_account",
     "serving_service_account",
     "serving_prometheus_address",

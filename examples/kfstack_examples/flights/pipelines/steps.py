@@ -37,6 +37,7 @@ from kfstack.pipelines.wiring import (
     TASK_NAME,
     call,
     guarded,
+    joins_mesh,
     on_cluster,
     uncached,
 )
@@ -203,7 +204,7 @@ def deploy(
         run_id=RUN_ID,
         task_name=TASK_NAME,
     )
-    return on_cluster(uncached(task), parameters, "deployment")
+    return joins_mesh(on_cluster(uncached(task), parameters, "deployment"))
 
 
 def production(parameters: Mapping[str, Any]) -> dsl.PipelineTask:
