@@ -14,12 +14,20 @@ change per run. An environment file lives beside the kustomize overlay of the sa
     pipelines:
       churn-retraining:
         window_days: 7
+    # The Kubernetes service account the environment's runs and schedules run as
+    # (``kfstack run/schedule --env``); without it, KFP's default.
+    service_account: kfstack-runner
 
 A shared name no installed pipeline takes, or a section for a pipeline that is not installed, is
 refused (a misspelt name would otherwise be silently ignored), and so is a value of the wrong
 type or a number that is not finite; the values are then checked as a run would check them
 (:func:`kfstack.pipelines.rendering.render`), before anything is written or uploaded. A run
 still takes any parameter on the command line or in the UI: the environment sets defaults only.
+
+``service_account`` is not a pipeline parameter: KFP takes the account a run's pods run as with
+the run (or the recurring run), not from the compiled spec, so ``kfstack run`` and ``kfstack
+schedule`` read it (``--env``) and send it with what they create. A name that is not a
+Kubernetes service account name is refused when the file is read.
 """
 
 from __future__ import annotations
@@ -33,6 +41,7 @@ from typing import Any
 import yaml
 
 from kfstack.errors import InvalidParameterError, UsageError
+from kfstack.kubernetes.inference_service import DNS_SUBDOMAIN
 from kfstack.pipelines import load_pipeline, pipeline_names
 from kfstack.pipelines.parameters import CATALOG
 from kfstack.pipelines.rendering import parameter_types, render
@@ -43,6 +52,8 @@ OVERLAYS_DIR = os.path.join("manifests", "overlays")
 FILE_NAME = "pipeline-parameters.yaml"
 # The run id the objects of an environment's check are rendered under.
 CHECK_RUN_ID = "environment-check"
+# The top-level keys of an environment file.
+_KEYS = ("parameters", "pipelines", "service_account")
 # KFP's parameter types and the YAML values each takes.
 _ACCEPTED: dict[str, tuple[type, ...]] = {
     "Boolean": (bool,),
@@ -61,12 +72,16 @@ class Environment:
         path: The file it was read from.
         shared: Parameter -> default for every pipeline that takes it.
         per_pipeline: Pipeline -> its own parameter defaults.
+        service_account: The Kubernetes service account the environment's runs and schedules run
+            as; None: KFP's default (``pipeline-runner`` on a standalone KFP, the profile's
+            ``default-editor`` on a multi-user one).
     """
 
     name: str
     path: str
     shared: Mapping[str, Any]
     per_pipeline: Mapping[str, Mapping[str, Any]]
+    service_account: str | None = None
 
     def check_names(self, parameters: Iterable[str], pipelines: Iterable[str]) -> None:
         """Refuses a shared parameter that none of ``parameters`` (every parameter of the
@@ -140,9 +155,9 @@ def load_environment(reference: str, root: str = ".") -> Environment:
         raise UsageError(f"{path}: not YAML: {err}") from None
     if not isinstance(document, dict):
         raise UsageError(f"{path}: expected a mapping with 'parameters' and/or 'pipelines'")
-    extra = sorted(set(document) - {"parameters", "pipelines"})
+    extra = sorted(set(map(str, document)) - set(_KEYS))
     if extra:
-        raise UsageError(f"{path}: unknown key {', '.join(extra)} (it takes 'parameters' and 'pipelines')")
+        raise UsageError(f"{path}: unknown key {', '.join(extra)} (it takes {', '.join(map(repr, _KEYS))})")
     shared = _scalars(path, "parameters", document.get("parameters") or {})
     sections = document.get("pipelines") or {}
     if not isinstance(sections, dict):
@@ -150,7 +165,30 @@ def load_environment(reference: str, root: str = ".") -> Environment:
     per_pipeline = {
         str(name): _scalars(path, f"pipelines.{name}", values or {}) for name, values in sections.items()
     }
-    return Environment(name=_name(path), path=path, shared=shared, per_pipeline=per_pipeline)
+    account = document.get("service_account")
+    if account is not None:
+        account = check_service_account(account, f"{path}: service_account")
+    return Environment(
+        name=_name(path), path=path, shared=shared, per_pipeline=per_pipeline, service_account=account
+    )
+
+
+def check_service_account(name: Any, where: str) -> str:
+    """``name``, when it can be a Kubernetes service account's: a DNS-1123 subdomain (kubernetes
+    apimachinery pkg/api/validation/generic.go, ``ValidateServiceAccountName =
+    NameIsDNSSubdomain``). KFP's API server passes a run's account on unchecked (kubeflow/pipelines
+    2.17.0 backend/src/apiserver/template/template.go, setDefaultServiceAccount): a bad one would
+    be found only when the run's pods are created.
+
+    Raises:
+        UsageError: Naming ``where`` (the flag or the file's key) and what a name may be.
+    """
+    if not isinstance(name, str) or not DNS_SUBDOMAIN.match(name):
+        raise UsageError(
+            f"{where} {name!r}: not a Kubernetes service account name (lowercase letters, digits, '-' "
+            f"and '.', starting and ending with a letter or digit, at most 253 characters)"
+        )
+    return name
 
 
 def _name(path: str) -> str:

@@ -20,7 +20,12 @@ Behaviours of the real server it reproduces (backend/src/apiserver/server/*.go):
 - ``GET /runs`` lists runs as they are now (a list does not move a run along its script),
   of one experiment with ``experiment_id``, of one pipeline with the filter key ``pipeline_id``
   (backend/src/apiserver/model/run.go runAPIToModelFieldMap); ``/healthz`` says ``multi_user``
-  as :attr:`FakeKfpServer.multi_user` says.
+  as :attr:`FakeKfpServer.multi_user` says;
+- a run or recurring run created without a ``service_account`` answers with the server's
+  default in it, ``pipeline-runner`` (``default-editor`` when :attr:`FakeKfpServer.multi_user`,
+  as the multi-user install configures it); one that names an account keeps it (2.17.0
+  backend/src/apiserver/template/template.go setDefaultServiceAccount, resource_manager.go
+  CreateRun and CreateJob, manifests/kustomize/base/installs/multi-user/api-service/params.env).
 
 :attr:`FakeKfpServer.create_run_delay_s` makes ``POST /runs`` wait that long before it creates
 the run, without holding the fake's lock: other requests are answered meanwhile, as a slow API
@@ -235,6 +240,11 @@ class FakeKfpServer(LoopbackServer):
                 self._delete_recurring_run,
             ),
         ]
+
+    @property
+    def default_service_account(self) -> str:
+        """The account a run that names none runs as (module docstring)."""
+        return "default-editor" if self.multi_user else "pipeline-runner"
 
     # what tests look at
 
@@ -526,7 +536,13 @@ class FakeKfpServer(LoopbackServer):
             # The real server resolves a pipeline id alone to the latest version; kfstack pins.
             self._check_reference(run.pipeline_version_reference, version_required=False)
         self._check_experiment(run.experiment_id)
-        created = {**as_json(run), "run_id": self._id("run"), "state": "PENDING", "created_at": self._now()}
+        created = {
+            **as_json(run),
+            "service_account": run.service_account or self.default_service_account,
+            "run_id": self._id("run"),
+            "state": "PENDING",
+            "created_at": self._now(),
+        }
         self.runs[created["run_id"]] = created
         self._run_progress[created["run_id"]] = (list(self.run_script), 0)
         return created
@@ -598,6 +614,7 @@ class FakeKfpServer(LoopbackServer):
             raise HttpError(400, f"cron {cron!r}: the fake wants 6 fields, seconds first")
         created = {
             **as_json(recurring),
+            "service_account": recurring.service_account or self.default_service_account,
             "recurring_run_id": self._id("recurring"),
             "status": "DISABLED" if recurring.mode == "DISABLE" else "ENABLED",
             "created_at": self._now(),

@@ -118,6 +118,7 @@ def add_schedule(
     pipeline: str = PIPELINE,
     declared: tuple[str, ...] = DECLARED,
     namespace: str | None = None,
+    service_account: str | None = None,
 ) -> tuple[str, PipelineVersionRef]:
     """A recurring run made as ``kfstack schedule`` makes it; returns its id and its version."""
     existing = [p for p in fake.pipelines.values() if p["display_name"] == pipeline]
@@ -131,7 +132,14 @@ def add_schedule(
     with connection.connect(fake.url, namespace=namespace) as client:
         experiment_id, _ = runs.ensure_experiment(client, pipeline)
         recurring_id, _ = recurring_runs.create_schedule(
-            client, name, ref, True, experiment_id, "0 0 3 * * *", {"serving_name": serving_name, "epochs": 3}
+            client,
+            name,
+            ref,
+            True,
+            experiment_id,
+            "0 0 3 * * *",
+            {"serving_name": serving_name, "epochs": 3},
+            service_account,
         )
     return recurring_id, ref
 
@@ -358,6 +366,25 @@ def test_on_a_multi_user_kfp_the_alerts_namespace_chooses_the_schedule(fake_kfp,
     assert here.outcome == STARTED, here.reason
     (run,) = fake_kfp.runs.values()
     assert fake_kfp.experiments[run["experiment_id"]]["namespace"] == NAMESPACE
+
+
+def test_the_run_keeps_the_schedules_service_account(fake_kfp, receiver):
+    add_schedule(fake_kfp, "flights-delay-nightly", service_account="kfstack-runner")
+    (decision,) = receiver.handle(parsed(drift_alert()))
+    assert decision.outcome == STARTED, decision.reason
+    (request,) = fake_kfp.calls("POST", "/runs")
+    assert request.body["service_account"] == "kfstack-runner"
+
+
+def test_a_schedule_that_named_no_account_keeps_the_one_kfp_gave_it(fake_kfp, clock):
+    """A multi-user KFP records the profile's default-editor on a recurring run that named none:
+    the alert's run gets what the schedule's own runs get."""
+    fake_kfp.multi_user = True
+    add_schedule(fake_kfp, "flights-delay-nightly", namespace=NAMESPACE)
+    receiver = Receiver(KfpRetraining(fake_kfp.url, namespaces=[NAMESPACE]), clock=clock)
+    assert receiver.handle(parsed(drift_alert()))[0].outcome == STARTED
+    (request,) = fake_kfp.calls("POST", "/runs")
+    assert request.body["service_account"] == "default-editor"
 
 
 def test_a_version_uploaded_with_a_platform_spec_declares_its_parameters():

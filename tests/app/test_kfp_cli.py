@@ -226,6 +226,8 @@ def test_run_latest_version_with_params(capsys, fake_kfp):
     body = request.body
     assert body["pipeline_version_reference"] == {"pipeline_id": pid, "pipeline_version_id": latest}
     assert body["runtime_config"]["parameters"] == {"sample_fraction": 0.25, "epochs": 2}
+    # No account named: none sent, the server's default runs it.
+    assert "service_account" not in body and "service account" not in out
     (experiment,) = fake_kfp.experiments.values()
     assert experiment["display_name"] == PIPELINE and body["experiment_id"] == experiment["experiment_id"]
     (run_id,) = fake_kfp.runs
@@ -315,7 +317,17 @@ def test_run_on_cluster_refuses_local_flags(capsys, fake_kfp, flags, needle):
     assert fake_kfp.requests == []
 
 
-@pytest.mark.parametrize("flags", [["--wait"], ["--version", V1], ["--experiment", "x"], ["--host", "h"]])
+@pytest.mark.parametrize(
+    "flags",
+    [
+        ["--wait"],
+        ["--version", V1],
+        ["--experiment", "x"],
+        ["--host", "h"],
+        ["--service-account", "kfstack-runner"],
+        ["--env", "prod"],
+    ],
+)
 def test_run_local_refuses_cluster_flags(capsys, tmp_path, flags):
     code, _out, err = main(
         capsys, ["run", "--local", PIPELINE, "--pipeline-root", str(tmp_path / "runs"), *flags]
@@ -485,21 +497,23 @@ def test_schedule_does_not_take_the_name_of_another_pipelines_schedule(capsys, f
 def test_schedule_list_and_delete(capsys, fake_kfp):
     fake_kfp.seed(PIPELINE, V1)
     other_pid, (other_version,) = fake_kfp.seed("other-pipeline", "0.9")
-    for argv in (["--cron", "0 0 3 * * *"], ["--cron", "0 0 5 * * MON", "--version", V1]):
+    for argv in (
+        ["--cron", "0 0 3 * * *"],
+        ["--cron", "0 0 5 * * MON", "--version", V1, "--service-account", "kfstack-runner"],
+    ):
         assert main(capsys, ["schedule", PIPELINE, *argv, *host(fake_kfp)])[0] == 0
     put_schedule(fake_kfp, "recurring-other", "other", other_pid, other_version, "DISABLED")
     code, out, err = main(capsys, ["schedule", "--list", *host(fake_kfp)])
     assert code == 0, err
     rows = [line.split() for line in out.splitlines()]
-    assert rows[0] == ["NAME", "ID", "CRON", "STATUS", "PIPELINE", "VERSION"]
+    assert rows[0] == ["NAME", "ID", "CRON", "STATUS", "PIPELINE", "VERSION", "SERVICE-ACCOUNT"]
     by_name = {row[0]: row for row in rows[1:]}
     assert set(by_name) == {PIPELINE, f"{PIPELINE}-1.2.3-abc1234", "other"}
-    assert " ".join(by_name[PIPELINE][2:]) == f"0 0 3 * * * ENABLED {PIPELINE} latest"
-    assert by_name[f"{PIPELINE}-1.2.3-abc1234"][-1] == V1 and by_name["other"][-3:] == [
-        "DISABLED",
-        "other-pipeline",
-        "0.9",
-    ]
+    # The account as the server reports it: its default where none was named; "-" where the
+    # server reports none (an older one).
+    assert " ".join(by_name[PIPELINE][2:]) == f"0 0 3 * * * ENABLED {PIPELINE} latest pipeline-runner"
+    assert by_name[f"{PIPELINE}-1.2.3-abc1234"][-2:] == [V1, "kfstack-runner"]
+    assert by_name["other"][-4:] == ["DISABLED", "other-pipeline", "0.9", "-"]
 
     code, out, err = main(capsys, ["schedule", "--list", PIPELINE, *host(fake_kfp)])
     assert code == 0, err
@@ -530,6 +544,8 @@ def test_schedule_list_unknown_pipeline(capsys, fake_kfp):
     [
         (["--cron", "0 0 3 * * *"], "--cron needs the PIPELINE"),
         (["--list", "--name", "x"], "--list takes no --name"),
+        (["--list", "--service-account", "kfstack-runner"], "--list takes no --service-account"),
+        (["--delete", "x", "--env", "prod"], "--delete NAME takes no --env"),
         ([PIPELINE, "--delete", "x"], "--delete NAME takes no PIPELINE"),
     ],
 )
@@ -537,6 +553,85 @@ def test_schedule_usage(capsys, fake_kfp, argv, needle):
     code, _out, err = main(capsys, ["schedule", *argv, *host(fake_kfp)])
     assert code == 2
     assert needle in one_error_line(err, "schedule")
+    assert fake_kfp.requests == []
+
+
+# --- the service account runs run as -----------------------------------------------------------
+
+ACCOUNT = "kfstack-runner"
+# A command that creates a run or a recurring run, and the path it posts it to.
+CREATES = {
+    "run": (["run", PIPELINE], "/runs"),
+    "schedule": (["schedule", PIPELINE, "--cron", "0 0 3 * * *"], "/recurringruns"),
+}
+
+
+def environment_file(tmp_path, account: str | None) -> str:
+    path = tmp_path / "staging.yaml"
+    text = "parameters:\n  gpu_pool: h100\n"
+    path.write_text(text + (f"service_account: {account}\n" if account else ""), encoding="utf-8")
+    return str(path)
+
+
+@pytest.mark.parametrize("command", CREATES)
+def test_the_service_account_goes_with_what_is_created(capsys, fake_kfp, command):
+    fake_kfp.seed(PIPELINE, V1)
+    argv, path = CREATES[command]
+    code, out, err = main(capsys, [*argv, "--service-account", ACCOUNT, *host(fake_kfp)])
+    assert code == 0, err
+    (request,) = fake_kfp.calls("POST", path)
+    assert request.body["service_account"] == ACCOUNT
+    (created,) = (fake_kfp.runs if command == "run" else fake_kfp.recurring_runs).values()
+    assert created["service_account"] == ACCOUNT
+    assert f"service account {ACCOUNT}" in out
+
+
+@pytest.mark.parametrize("command", CREATES)
+def test_the_environments_service_account_is_the_default_and_the_flag_wins(
+    capsys, fake_kfp, tmp_path, command
+):
+    fake_kfp.seed(PIPELINE, V1)
+    argv, path = CREATES[command]
+    env = environment_file(tmp_path, "staging-runner")
+    for extra in ([], ["--service-account", ACCOUNT]):
+        code, _out, err = main(capsys, [*argv, "--env", env, *extra, *host(fake_kfp)])
+        assert code == 0, err
+    assert [r.body["service_account"] for r in fake_kfp.calls("POST", path)] == ["staging-runner", ACCOUNT]
+
+
+def test_an_environment_without_a_service_account_leaves_it_to_kfp(capsys, fake_kfp, tmp_path):
+    fake_kfp.seed(PIPELINE, V1)
+    code, _out, err = main(
+        capsys, ["run", PIPELINE, "--env", environment_file(tmp_path, None), *host(fake_kfp)]
+    )
+    assert code == 0, err
+    (request,) = fake_kfp.calls("POST", "/runs")
+    assert "service_account" not in request.body
+    (run,) = fake_kfp.runs.values()
+    assert run["service_account"] == fake_kfp.default_service_account == "pipeline-runner"
+
+
+@pytest.mark.parametrize("command", CREATES)
+@pytest.mark.parametrize(
+    ("option", "needle"),
+    [
+        (["--service-account", "Team_Runner"], "--service-account 'Team_Runner': not a Kubernetes service"),
+        (["--service-account", "runner-"], "--service-account 'runner-': not a Kubernetes service"),
+        (["--service-account", ""], "--service-account '': not a Kubernetes service account name"),
+        ("an environment's", "staging.yaml: service_account 'Team_Runner': not a Kubernetes service"),
+        (["--env", "qa"], "no environment 'qa'"),
+    ],
+)
+def test_a_bad_service_account_is_refused_before_any_request(
+    capsys, fake_kfp, tmp_path, command, option, needle
+):
+    fake_kfp.seed(PIPELINE, V1)
+    if option == "an environment's":
+        option = ["--env", environment_file(tmp_path, "Team_Runner")]
+    argv, _path = CREATES[command]
+    code, _out, err = main(capsys, [*argv, *option, *host(fake_kfp)])
+    assert code == 2
+    assert needle in one_error_line(err, command)
     assert fake_kfp.requests == []
 
 

@@ -48,7 +48,7 @@ def test_an_overlay_name_finds_the_file_beside_the_overlay(tmp_path):
     ("text", "message"),
     [
         ("- gpu_pool\n", "expected a mapping"),
-        ("parameter:\n  gpu_pool: h100\n", "unknown key parameter"),
+        ("parameter:\n  gpu_pool: h100\n", "unknown key parameter .*'service_account'"),
         ("parameters: [gpu_pool]\n", "'parameters' must map parameter names to values"),
         ("parameters:\n  gpu_pool: [h100]\n", "parameters.gpu_pool must be a number, a boolean or a text"),
         ("pipelines: [a]\n", "'pipelines' must map pipeline names"),
@@ -58,6 +58,33 @@ def test_an_overlay_name_finds_the_file_beside_the_overlay(tmp_path):
 def test_a_malformed_file_is_refused_naming_what_is_wrong(tmp_path, text, message):
     with pytest.raises(UsageError, match=message):
         environments.load_environment(write(tmp_path, text))
+
+
+def test_the_service_account_runs_run_as_is_no_parameter(tmp_path):
+    environment = environments.load_environment(
+        write(tmp_path, "service_account: kfstack-runner\nparameters:\n  gpu_pool: h100\n")
+    )
+    assert environment.service_account == "kfstack-runner"
+    assert environment.shared == {"gpu_pool": "h100"}  # not a default of any pipeline's parameter
+    assert (
+        environments.load_environment(write(tmp_path, "parameters: {}\n", "plain.yaml")).service_account
+        is None
+    )
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("Team_Runner", r"service_account 'Team_Runner': not a Kubernetes service account name"),
+        ("-runner", r"service_account '-runner': not a Kubernetes service account name"),
+        ("''", r"service_account '': not a Kubernetes service account name"),
+        ("7", r"service_account 7: not a Kubernetes service account name"),
+        ("[kfstack-runner]", r"service_account \['kfstack-runner'\]: not a Kubernetes service account"),
+    ],
+)
+def test_a_service_account_kubernetes_would_refuse_is_refused_naming_the_file(tmp_path, value, message):
+    with pytest.raises(UsageError, match=r"staging\.yaml: " + message):
+        environments.load_environment(write(tmp_path, f"service_account: {value}\n"))
 
 
 def test_a_missing_environment_says_where_it_looked(tmp_path):

@@ -15,8 +15,10 @@ name alone decides, so a ``serving_name`` must be unique across it. Only enabled
 count; exactly one must match, else the alert is refused (the log line names the candidates).
 
 The run started is one run of the recurring run's pipeline version (the version it pins, else
-the pipeline's latest, as the recurring run itself would take), in its experiment, with its
-parameters plus ``trigger`` and, when the pipeline declares it, ``force=true``. The model's
+the pipeline's latest, as the recurring run itself would take), in its experiment, as its
+service account (the one its own runs get: a run that named none would get KFP's default, on a
+multi-user KFP the profile's ``default-editor``), with its parameters plus ``trigger`` and, when
+the pipeline declares it, ``force=true``. The model's
 runs are the runs of that pipeline (any version) in the namespace (on a standalone KFP: all of
 them), whatever their experiment, whose ``serving_name`` is the model's or that the recurring
 run created, read from the KFP API at each decision.
@@ -144,7 +146,14 @@ class ClusterSchedule:
             arguments[FORCE_PARAMETER] = True
         started = datetime.datetime.now(datetime.UTC).strftime("%Y%m%d-%H%M%S")
         display_name = f"{self.recurring.display_name} drift alert {self.service} {started}"
-        run_id = runs.start_run(self.client, self.ref, self.recurring.experiment_id, arguments, display_name)
+        run_id = runs.start_run(
+            self.client,
+            self.ref,
+            self.recurring.experiment_id,
+            arguments,
+            display_name,
+            service_account=self.recurring.service_account,
+        )
         return f"{run_id} {runs.run_url(self.client, run_id)}"
 
 

@@ -76,14 +76,49 @@ def add_compiled_version_options(parser: argparse.ArgumentParser, version_help: 
 
 
 # The flags of :func:`add_run_target_options` (flag -> attribute, for :func:`flags_given`).
-RUN_TARGET_FLAGS = {"--version": "version_name", "--experiment": "experiment"}
+RUN_TARGET_FLAGS = {
+    "--version": "version_name",
+    "--experiment": "experiment",
+    "--service-account": "service_account",
+    "--env": "env",
+}
+SERVICE_ACCOUNT_HELP = (
+    "the Kubernetes service account the run's pods run as: one bound to what the run needs, not a "
+    "profile's default-editor, which the namespace's notebooks share (default: the --env "
+    "environment's service_account, else KFP's own: pipeline-runner, on a multi-user KFP the "
+    "profile's default-editor)"
+)
+RUN_ENV_HELP = (
+    "an environment file, or the name of an overlay that has one (as upload --env): its "
+    "service_account is the default of --service-account. The parameters' defaults are the "
+    "uploaded version's own (upload --env compiles them in): pick that version with --version"
+)
 
 
 def add_run_target_options(parser: argparse.ArgumentParser, version_help: str, experiment_help: str) -> None:
-    """``--version`` (``args.version_name``) and ``--experiment``: the uploaded version the runs
-    of ``run`` (on a cluster) and ``schedule`` start from, and the experiment they go to."""
+    """``--version`` (``args.version_name``), ``--experiment``, ``--service-account`` and
+    ``--env``: the uploaded version the runs of ``run`` (on a cluster) and ``schedule`` start
+    from, the experiment they go to, and the service account they run as
+    (:func:`run_service_account`)."""
     parser.add_argument("--version", dest="version_name", metavar="VERSION", help=version_help)
     parser.add_argument("--experiment", help=experiment_help)
+    parser.add_argument("--service-account", metavar="NAME", help=SERVICE_ACCOUNT_HELP)
+    parser.add_argument("--env", metavar="ENV", help=RUN_ENV_HELP)
+
+
+def run_service_account(args: argparse.Namespace) -> str | None:
+    """The service account the options of :func:`add_run_target_options` name: ``--service-account``,
+    else the ``service_account`` of the ``--env`` environment, else None (KFP's default). Checked
+    here, before a connection is made.
+
+    Raises:
+        UsageError: Not a Kubernetes service account name (naming the flag or the file); an
+            environment that is missing or malformed.
+    """
+    from_env = environments.load_environment(args.env).service_account if args.env else None
+    if args.service_account is not None:
+        return environments.check_service_account(args.service_account, "--service-account")
+    return from_env
 
 
 def resolve_run_target(

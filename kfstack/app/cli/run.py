@@ -24,6 +24,7 @@ from kfstack.app.cli.options import (
     flags_given,
     kfp_server_options,
     resolve_run_target,
+    run_service_account,
     writable_dir,
 )
 from kfstack.app.cli.parameters import check_cluster_arguments, parse_params
@@ -177,17 +178,19 @@ def _run_on_cluster(args: argparse.Namespace) -> int:
     args.name = chosen(args.name)
     arguments = parse_params(args.param, args.name)
     check_cluster_arguments(args.name, arguments)
+    service_account = run_service_account(args)
     if args.summary_json:
         writable_dir(os.path.dirname(os.path.abspath(args.summary_json)))
     with connection.connect(args.host, args.namespace, args.token) as client:
         ref, experiment, experiment_id = resolve_run_target(client, args.name, args)
         started = datetime.datetime.now(datetime.UTC).strftime("%Y%m%d-%H%M%S")
         display_name = f"{args.name} {ref.version} {started}"
-        run_id = runs.start_run(client, ref, experiment_id, arguments, display_name)
+        run_id = runs.start_run(client, ref, experiment_id, arguments, display_name, service_account)
         url = runs.run_url(client, run_id)
+        account = f", service account {service_account}" if service_account else ""
         print(
             f"started run {run_id}: {ref.pipeline} version {ref.version} (version id {ref.version_id}), "
-            f"experiment {experiment}"
+            f"experiment {experiment}{account}"
         )
         print(f"  {url}", flush=True)
         if not args.wait:

@@ -15,6 +15,7 @@ from kfstack.app.cli.options import (
     flags_given,
     kfp_server_options,
     resolve_run_target,
+    run_service_account,
 )
 from kfstack.app.cli.parameters import check_cluster_arguments, parse_params
 from kfstack.app.cron import parse_cron
@@ -80,6 +81,7 @@ def handle(args: argparse.Namespace) -> int:
     cron = parse_cron(args.cron)
     arguments = parse_params(args.param, args.pipeline)
     check_cluster_arguments(args.pipeline, arguments)
+    service_account = run_service_account(args)
     name = args.name or default_schedule_name(args.pipeline, args.version_name)
     if cron.converted:
         print(
@@ -91,12 +93,14 @@ def handle(args: argparse.Namespace) -> int:
         ref, experiment, experiment_id = resolve_run_target(client, args.pipeline, args)
         pinned = args.version_name is not None
         recurring_run_id, replaced = recurring_runs.create_schedule(
-            client, name, ref, pinned, experiment_id, cron.expression, arguments
+            client, name, ref, pinned, experiment_id, cron.expression, arguments, service_account
         )
         version = f"version {ref.version}" if pinned else f"the latest version (now {ref.version})"
+        account = f", service account {service_account}" if service_account else ""
         print(
             f"scheduled {name} ({recurring_run_id}): {args.pipeline} {version}, cron {cron.expression!r}, "
-            f"experiment {experiment}, at most {recurring_runs.MAX_CONCURRENCY} run at a time, no catch-up"
+            f"experiment {experiment}{account}, at most {recurring_runs.MAX_CONCURRENCY} run at a time, "
+            f"no catch-up"
         )
         print(f"  {recurring_runs.schedule_url(client, recurring_run_id)}")
         for old in replaced:
@@ -119,7 +123,7 @@ def _list_schedules(args: argparse.Namespace) -> int:
             print("no schedules" + (f" of {args.pipeline}" if args.pipeline else ""))
             return EXIT_OK
         names: dict[str, str] = {}
-        rows = [("NAME", "ID", "CRON", "STATUS", "PIPELINE", "VERSION")]
+        rows = [("NAME", "ID", "CRON", "STATUS", "PIPELINE", "VERSION", "SERVICE-ACCOUNT")]
         for schedule in found:
             pid = schedule.pipeline_id or ""
             if pid and pid not in names:
@@ -130,7 +134,15 @@ def _list_schedules(args: argparse.Namespace) -> int:
                 if pid:
                     version = pipelines.version_name(client, pid, schedule.version_id)
             rows.append(
-                (schedule.name, schedule.id, schedule.cron, schedule.status, names.get(pid, "?"), version)
+                (
+                    schedule.name,
+                    schedule.id,
+                    schedule.cron,
+                    schedule.status,
+                    names.get(pid, "?"),
+                    version,
+                    schedule.service_account or "-",
+                )
             )
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     for row in rows:

@@ -27,6 +27,8 @@ class Schedule:
         status: ``ENABLED`` or ``DISABLED``.
         pipeline_id: The pipeline it runs.
         version_id: The version it is pinned to; ``None``: the latest at each run.
+        service_account: The service account its runs' pods run as, as the server reports it
+            (KFP 2.17 fills in its default when none was given); ``None``: not reported.
     """
 
     name: str
@@ -35,6 +37,7 @@ class Schedule:
     status: str
     pipeline_id: str | None
     version_id: str | None
+    service_account: str | None = None
 
 
 def schedules(client: Any, pipeline_id: str | None = None) -> list[Schedule]:
@@ -53,6 +56,7 @@ def schedules(client: Any, pipeline_id: str | None = None) -> list[Schedule]:
             status=str(run.status or run.mode or "?"),
             pipeline_id=reference.pipeline_id if reference else None,
             version_id=(reference.pipeline_version_id or None) if reference else run.pipeline_version_id,
+            service_account=run.service_account or None,
         )
         if pipeline_id is None or schedule.pipeline_id == pipeline_id:
             found.append(schedule)
@@ -75,6 +79,7 @@ def create_schedule(
     experiment_id: str,
     cron: str,
     arguments: Mapping[str, Any],
+    service_account: str | None = None,
 ) -> tuple[str, list[str]]:
     """Creates recurring run ``name`` and removes any earlier one of that name.
 
@@ -87,6 +92,8 @@ def create_schedule(
             run (the reference carries the pipeline id only; KFP >= 2.5).
         cron: Six fields, seconds first (:func:`kfstack.app.cron.parse_cron`).
         arguments: Pipeline parameters (the rest take the compiled defaults).
+        service_account: The Kubernetes service account its runs' pods run as; None: the API
+            server's default (:func:`kfstack.app.kfp_server.runs.start_run`).
 
     Returns:
         The new recurring run's id, and the ids of the ones it replaced.
@@ -121,6 +128,7 @@ def create_schedule(
             # the next run retrains on the data as it is then.
             no_catchup=True,
             mode=kfp_server_api.RecurringRunMode.ENABLE,
+            service_account=service_account or None,
         )
     )
     for old in previous:

@@ -36,9 +36,22 @@ def ensure_experiment(client: Any, name: str) -> tuple[str, bool]:
 
 
 def start_run(
-    client: Any, ref: PipelineVersionRef, experiment_id: str, arguments: Mapping[str, Any], display_name: str
+    client: Any,
+    ref: PipelineVersionRef,
+    experiment_id: str,
+    arguments: Mapping[str, Any],
+    display_name: str,
+    service_account: str | None = None,
 ) -> str:
-    """Starts a run of the pipeline version ``ref`` with ``arguments``; returns its id."""
+    """Starts a run of the pipeline version ``ref`` with ``arguments``; returns its id.
+
+    Args:
+        service_account: The Kubernetes service account the run's pods run as; None: the API
+            server's default (``DEFAULTPIPELINERUNNERSERVICEACCOUNT``: ``pipeline-runner``, on a
+            multi-user KFP the profile's ``default-editor``; kubeflow/pipelines 2.17.0
+            backend/src/apiserver/template/template.go, setDefaultServiceAccount, and
+            manifests/kustomize/base/installs/multi-user/api-service/params.env).
+    """
     run = client.runs.run_service_create_run(
         run=kfp_server_api.V2beta1Run(
             experiment_id=experiment_id,
@@ -47,6 +60,7 @@ def start_run(
                 pipeline_id=ref.pipeline_id, pipeline_version_id=ref.version_id
             ),
             runtime_config=kfp_server_api.V2beta1RuntimeConfig(parameters=dict(arguments)),
+            service_account=service_account or None,
         )
     )
     return str(run.run_id)
