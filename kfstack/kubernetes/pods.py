@@ -10,6 +10,8 @@ Every job pod (trainer replicas, Spark driver and executors) gets the same treat
   with ``secretKeyRef`` to a Secret the platform team created; images come through
   ``imagePullSecrets``. A secret's *name* is a parameter, its value never is.
 - **The node pool** of a :class:`~kfstack.kubernetes.node_pools.NodePoolProfile`.
+- **Batch labels** (:func:`job_pod_labels`): besides the run's labels, the fixed workload label the
+  namespace's NetworkPolicies select and, in an Istio mesh, the labels that keep the pod out of it.
 
 Builders return official Kubernetes SDK models; :func:`to_dict` turns them into manifest dicts.
 """
@@ -17,10 +19,12 @@ Builders return official Kubernetes SDK models; :func:`to_dict` turns them into 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from typing import Any
 
 from kubernetes import client
 
+from kfstack.kubernetes.naming import batch_pod_labels
 from kfstack.kubernetes.node_pools import NodePoolProfile
 
 NON_ROOT_UID = 1000
@@ -131,6 +135,18 @@ def base_env(secrets: SecretRefs, extra: dict[str, str] | None = None) -> list[c
     return env + secrets.env()
 
 
+def job_pod_labels(labels: Mapping[str, str], istio_mesh: bool) -> dict[str, str]:
+    """The labels of every pod of a batch job kfstack launches (training replicas, TrainJob
+    nodes, Spark driver and executors, and so every Katib trial's pods): the run's ``labels``
+    and :func:`~kfstack.kubernetes.naming.batch_pod_labels` over them.
+
+    They go on the pods themselves: Istio decides injection from the pod's own labels (the
+    sidecar injector's ``injectRequired`` in istio pkg/kube/inject/inject.go reads the label
+    before the annotation), and a NetworkPolicy selects pods, never the job that owns them.
+    """
+    return {**labels, **batch_pod_labels(istio_mesh)}
+
+
 def job_pod_template(
     *,
     container_name: str,
@@ -139,6 +155,7 @@ def job_pod_template(
     profile: NodePoolProfile,
     secrets: SecretRefs,
     labels: dict[str, str],
+    istio_mesh: bool,
     env: dict[str, str] | None = None,
     service_account: str | None = None,
 ) -> client.V1PodTemplateSpec:
@@ -150,7 +167,9 @@ def job_pod_template(
         command: The full command line.
         profile: Node pool of the pod.
         secrets: Secret names for credentials and image pulls.
-        labels: Pod labels (run and task of the pipeline, for lookups and cleanup).
+        labels: The run's labels (run and task of the pipeline, for lookups and cleanup); the
+            pod carries :func:`job_pod_labels` of them.
+        istio_mesh: The namespace is in an Istio mesh: the pod is labelled out of it.
         env: Extra plain variables (never credentials).
         service_account: Pod service account; default: the namespace's default.
     """
@@ -177,7 +196,7 @@ def job_pod_template(
         for t in settings["tolerations"]
     ]
     return client.V1PodTemplateSpec(
-        metadata=client.V1ObjectMeta(labels=dict(labels)),
+        metadata=client.V1ObjectMeta(labels=job_pod_labels(labels, istio_mesh)),
         spec=client.V1PodSpec(
             containers=[container],
             node_selector=settings["nodeSelector"] or None,

@@ -126,6 +126,8 @@ class SparkApplicationRequest:
         namespace: Set on the object when given.
         env: Plain variables of driver and executors (a team's job learns where its data is
             from them, :mod:`kfstack.contracts`); never credentials.
+        istio_mesh: The namespace is in an Istio mesh: driver and executors are labelled out of
+            it (:func:`kfstack.kubernetes.pods.job_pod_labels`; the object keeps ``labels``).
     """
 
     name: str
@@ -141,6 +143,7 @@ class SparkApplicationRequest:
     time_to_live_seconds: int = 86_400
     namespace: str | None = None
     env: dict[str, str] = dataclasses.field(default_factory=dict)
+    istio_mesh: bool = True
 
 
 def _memory_problem(name: str, value: str) -> str | None:
@@ -195,14 +198,18 @@ def _role(request: SparkApplicationRequest, cores: int, memory: str) -> dict[str
     """The fields driver and executor share, as arguments of either spec model.
 
     None leaves a field out (``to_dict()`` drops it); an empty map or list says nothing either,
-    so it becomes None too.
+    so it becomes None too. The pod labels go on each role: the operator copies the
+    SparkApplication's own labels to the driver pod only (``driverConfOption`` in spark-operator's
+    internal/controller/sparkapplication/submission.go), while ``spec.driver.labels`` and
+    ``spec.executor.labels`` are "the Kubernetes labels to be added to the pod" of each (the
+    2.5.2 CRD).
     """
     _, mounts = pods.scratch_volumes(request.profile)
     settings = request.profile.pod_settings()
     return {
         "cores": _integer(cores),
         "memory": memory,
-        "labels": dict(request.labels) or None,
+        "labels": pods.job_pod_labels(request.labels, request.istio_mesh),
         "env": [_core(IoK8sApiCoreV1EnvVar, var) for var in pods.base_env(request.secrets, request.env)]
         or None,
         "env_from": [

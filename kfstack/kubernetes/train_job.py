@@ -18,8 +18,10 @@ Choices made here:
   node-pool profiles size a pod for one GPU (or one MIG slice).
 - Placement goes through ``runtimePatches`` (the fields Trainer v2 lets a TrainJob change): the
   pool's node selector and tolerations, the restricted security contexts, the scratch volumes a
-  read-only root filesystem needs, image-pull Secrets and the run's labels on the pods. The
-  object-store Secret reaches the trainer as ``secretKeyRef`` env in ``spec.trainer.env``.
+  read-only root filesystem needs, image-pull Secrets and the pods' labels (the run's, and the
+  batch labels of :func:`~kfstack.kubernetes.pods.job_pod_labels`: whatever runtime the TrainJob
+  names, its nodes carry them). The object-store Secret reaches the trainer as ``secretKeyRef``
+  env in ``spec.trainer.env``.
 - Kueue: on a profile with a queue, the TrainJob carries the queue label and is created
   suspended; Kueue unsuspends it when quota admits it.
 - Not expressible per TrainJob in v2.3, and so the runtime's business: the pods'
@@ -49,7 +51,13 @@ PATCH_MANAGER = "kfstack.dev/launcher"
 
 
 def _pod_patch(request: TrainingJobRequest) -> models.TrainerV1alpha1PodTemplatePatch:
-    """The node pods' placement, security and labels as a runtime patch."""
+    """The node pods' placement, security and labels as a runtime patch.
+
+    The labels go in the pod template's metadata, which a patch may set ("Only labels and
+    annotations are allowed", the v2.3.0 TrainJob CRD on ``runtimePatches[].trainingRuntimeSpec.
+    template.spec.replicatedJobs[].template.spec.template.metadata``); the TrainJob's own
+    ``metadata.labels`` stay on the TrainJob (the v2.3 spec has no other place for pod labels).
+    """
     profile = request.profile
     volumes, mounts = pods.scratch_volumes(profile)
     settings = profile.pod_settings()
@@ -70,7 +78,7 @@ def _pod_patch(request: TrainingJobRequest) -> models.TrainerV1alpha1PodTemplate
     }
     return models.TrainerV1alpha1PodTemplatePatch.from_dict(
         {
-            "metadata": {"labels": dict(request.labels)},
+            "metadata": {"labels": pods.job_pod_labels(request.labels, request.istio_mesh)},
             "spec": {key: value for key, value in spec.items() if value is not None},
         }
     )

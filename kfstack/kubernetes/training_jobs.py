@@ -71,6 +71,8 @@ class TrainingJobRequest:
         parameter_servers: TF ``parameter_server`` only: PS replicas (>= 1).
         env: Plain variables of every replica (where a team's code finds its data, model
             directory and checkpoints: :mod:`kfstack.contracts`); never credentials.
+        istio_mesh: The namespace is in an Istio mesh: every replica's pod is labelled out of
+            it (:func:`kfstack.kubernetes.pods.job_pod_labels`; the job object keeps ``labels``).
     """
 
     name: str
@@ -90,6 +92,7 @@ class TrainingJobRequest:
     topology: str = MWMS
     parameter_servers: int = 1
     env: dict[str, str] = dataclasses.field(default_factory=dict)
+    istio_mesh: bool = True
 
     def with_elastic(self, elastic: ElasticSettings | None) -> TrainingJobRequest:
         return dataclasses.replace(self, elastic=elastic)
@@ -161,6 +164,7 @@ def _replica(
         profile=profile,
         secrets=request.secrets,
         labels=request.labels,
+        istio_mesh=request.istio_mesh,
         env=request.env or None,
     )
     return models.KubeflowOrgV1ReplicaSpec(

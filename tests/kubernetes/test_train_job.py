@@ -69,7 +69,8 @@ def test_a_gpu_trainjob_as_data():
     # The runtime sets these; the Trainer webhook refuses a TrainJob that sets them itself.
     assert not any(name.startswith("PET_") or name in ("WORLD_SIZE", "RANK") for name in env)
     pod = node_patch(job)
-    assert pod["metadata"] == {"labels": labels}
+    # The pods carry the batch labels (mesh mode by default); the TrainJob only the run's.
+    assert pod["metadata"] == {"labels": {**labels, **naming.batch_pod_labels(istio_mesh=True)}}
     assert pod["spec"]["nodeSelector"] == {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"}
     assert pod["spec"]["tolerations"] == [
         {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}

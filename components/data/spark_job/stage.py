@@ -242,6 +242,7 @@ class SparkJobStage:
                     resources=settings.resources,
                     spark_conf=dict(settings.spark_conf),
                     env=_remote_env(settings),
+                    istio_mesh=placement.istio_mesh,
                 )
             )
         ]

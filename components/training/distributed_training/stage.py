@@ -275,6 +275,7 @@ class DistributedTrainingStage:
             max_restarts=topology.max_restarts,
             active_deadline_seconds=placement.timeout_seconds,
             env=settings.env(remote=True),
+            istio_mesh=placement.istio_mesh,
         )
         if settings.training_api == TRAINER_V2:
             return [build_trainjob(request, runtime=placement.trainer_runtime)]
