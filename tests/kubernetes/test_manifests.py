@@ -45,9 +45,10 @@ CUSTOM_KINDS = {
     "katib": {},
     "kserve": {"ClusterServingRuntime": 1},
     "dev": {"ClusterQueue": 3, "LocalQueue": 3},
-    "prod": {"ClusterQueue": 3, "LocalQueue": 3},
+    # prod's namespace is in the Kubeflow platform's Istio mesh: the canary analysis's policy.
+    "prod": {"ClusterQueue": 3, "LocalQueue": 3, "AuthorizationPolicy": 1},
 }
-CUSTOM_GROUPS = ("kueue.x-k8s.io/", "trainer.kubeflow.org/", "serving.kserve.io/")
+CUSTOM_GROUPS = ("kueue.x-k8s.io/", "trainer.kubeflow.org/", "serving.kserve.io/", "security.istio.io/")
 CORE_MODELS = {
     "Namespace": "V1Namespace",
     "ServiceAccount": "V1ServiceAccount",
@@ -56,7 +57,10 @@ CORE_MODELS = {
     "ClusterRole": "V1ClusterRole",
     "ClusterRoleBinding": "V1ClusterRoleBinding",
     "PriorityClass": "V1PriorityClass",
+    "NetworkPolicy": "V1NetworkPolicy",
 }
+# The account each overlay binds the launcher Role to: (namespace, name).
+RUNS_ACCOUNT = {"dev": ("kubeflow", "pipeline-runner"), "prod": ("ml-prod", "kfstack-runner")}
 # Exactly the calls kfstack/kubernetes/launcher.py makes: a batch job is created, read by
 # polling (no watch), listed by the run cleanup and deleted; the primary pod is found by label or
 # name (list) and its log read (get); a Katib Experiment's Trials are listed
@@ -71,6 +75,14 @@ LAUNCHER_RULES = {
     ("serving.kserve.io", "inferenceservices"): {"create", "get", "list", "update"},
     ("", "pods"): {"list"},
     ("", "pods/log"): {"get"},
+}
+# What KFP 2.17's own pods need of a run's account (overlays/prod/namespace/runner.yaml says
+# where each comes from): (group, resource, resourceNames) -> verbs.
+PIPELINE_POD_RULES = {
+    ("argoproj.io", "workflowtaskresults", ()): {"create", "patch"},
+    ("", "pods", ()): {"get"},
+    ("", "configmaps", ("kfp-launcher",)): {"get"},
+    ("", "secrets", ("mlpipeline-minio-artifact",)): {"get"},
 }
 
 
@@ -178,8 +190,32 @@ def test_rbac_is_namespaced_and_exactly_what_the_launchers_need(overlay):
     namespace = role["metadata"]["namespace"]
     assert binding["metadata"]["namespace"] == namespace == {"dev": "kfstack-dev", "prod": "ml-prod"}[env]
     (subject,) = binding["subjects"]
-    assert subject["namespace"] == namespace
-    assert subject["name"] == {"dev": "pipeline-runner", "prod": "default-editor"}[env]
+    # Whom the runs' pods run as, where they run: standalone KFP's runner in its own namespace
+    # (dev launches into kfstack-dev); prod's own account, never the profile's default-editor.
+    assert (subject["namespace"], subject["name"]) == RUNS_ACCOUNT[env]
+
+
+def test_prods_runs_account_gets_what_kfps_pods_need_and_no_more():
+    objects = objects_of("prod")
+    (role,) = [
+        o for o in objects if o["kind"] == "Role" and o["metadata"]["name"] == "kfstack-runner-pipeline-pods"
+    ]
+    granted = {}
+    for rule in role["rules"]:
+        for group in rule["apiGroups"]:
+            for resource in rule["resources"]:
+                granted[(group, resource, tuple(rule.get("resourceNames", ())))] = set(rule["verbs"])
+    assert granted == PIPELINE_POD_RULES
+    (binding,) = [
+        o
+        for o in objects
+        if o["kind"] == "RoleBinding" and o["metadata"]["name"] == "kfstack-runner-pipeline-pods"
+    ]
+    assert binding["roleRef"]["name"] == role["metadata"]["name"]
+    namespace, name = RUNS_ACCOUNT["prod"]
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": name, "namespace": namespace}]
+    # dev's runs are standalone KFP's pipeline-runner, which KFP itself grants all of this.
+    assert not [o for o in objects_of("dev") if o["metadata"]["name"] == "kfstack-runner-pipeline-pods"]
 
 
 def test_scheduling_objects_match_the_node_pool_profiles(overlay):
