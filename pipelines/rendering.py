@@ -159,6 +159,12 @@ def _build_all(
         for variant, condition in zip(variants, platforms.variant_conditions(variants), strict=True):
             # Placeholders are str subclasses: as plain JSON data they dump like any string.
             objects = json.loads(json.dumps(stage.build(variant.settings, context)))
+            # Where the run would create them: the launch namespace when one is set (otherwise
+            # the task pod's own, unknown until the run; kubectl's -n decides).
+            namespace = variant.settings.placement.launch_namespace
+            if namespace:
+                for obj in objects:
+                    obj["metadata"]["namespace"] = namespace
             rendered.append(RenderedTask(task.task, task.component, objects, task.when + condition))
     return rendered
 

@@ -267,6 +267,31 @@ def test_render_without_deploy_has_no_inference_service(tmp_path):
     assert not list(out.glob("inferenceservice-*.yaml"))
 
 
+def test_render_places_every_object_in_the_launch_namespace(tmp_path):
+    out = tmp_path / "rendered"
+    args = ["render", FLIGHTS, "--out", str(out), "--param", "training_api=v1", "--param", "tune=true"]
+    assert main([*args, "--param", "launch_namespace=team-train"]) == 0
+    objects = [yaml.safe_load(path.read_text()) for path in out.glob("*.yaml")]
+    assert {obj["kind"] for obj in objects} >= {
+        "SparkApplication",
+        "Experiment",
+        "PyTorchJob",
+        "InferenceService",
+    }
+    assert {obj["metadata"].get("namespace") for obj in objects} == {"team-train"}
+    # Without one, the namespace is the run's (its task pod's): left to kubectl's -n.
+    again = tmp_path / "default"
+    assert main(["render", FLIGHTS, "--out", str(again), "--param", "training_api=v1"]) == 0
+    assert all("namespace" not in yaml.safe_load(p.read_text())["metadata"] for p in again.glob("*.yaml"))
+
+
+def test_render_refuses_a_bad_launch_namespace(tmp_path, capsys):
+    out = tmp_path / "rendered"
+    assert main(["render", FLIGHTS, "--out", str(out), "--param", "launch_namespace=Team_ML"]) != 0
+    assert "launch_namespace='Team_ML' is not a namespace name" in capsys.readouterr().err
+    assert not out.exists() or not list(out.glob("*.yaml"))
+
+
 def test_render_refuses_bad_serving_parameters(tmp_path, capsys):
     out = tmp_path / "o"
     bad = [
@@ -438,6 +463,9 @@ def training_arguments(tmp_path, **parameters) -> dict:
 
 
 def cluster(fake_api) -> Cluster:
+    """The fake API's cluster, its namespace set up as the manifests set one up (the shipped
+    LocalQueues, which the access review reads before a queued pool's job is created)."""
+    fake_api.put_local_queues(NAMESPACE)
     return Cluster(fake_api.api_client(), NAMESPACE, sleep=lambda seconds: None)
 
 
