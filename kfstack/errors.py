@@ -36,6 +36,12 @@ class PlatformNotAvailableError(BadInputError):
     """The requested platform cannot run this step (no cluster reachable); nothing was submitted."""
 
 
+class LaunchNamespaceError(PlatformNotAvailableError):
+    """The namespace a step launches in is not ready for it: the step's service account lacks a
+    permission there (an access review said so), or a Kueue LocalQueue its jobs name is missing.
+    Nothing was submitted."""
+
+
 class KfpServerUnavailableError(PlatformNotAvailableError):
     """The KFP API server cannot be reached (connection refused or timed out, unknown host, a TLS
     failure); nothing was submitted."""

@@ -9,8 +9,10 @@ a compiled pipeline (:mod:`kfstack.pipeline_spec`).
 
 ``local`` is the embedded platform: kfp.local runs the tasks as subprocesses, Spark runs in
 ``local[*]`` inside the task, the trainer runs as N local processes with the env the operator
-would set. ``kubernetes`` creates the stage's objects in the namespace of the task's own pod and
-runs each by its lifecycle (:mod:`kfstack.kubernetes.launcher`).
+would set. ``kubernetes`` creates the stage's objects in the launch namespace (the placement's
+``launch_namespace``, else the task pod's own), once an access review says the task may
+(:mod:`kfstack.kubernetes.access`), and runs each by its lifecycle
+(:mod:`kfstack.kubernetes.launcher`).
 
 A stage whose cluster work depends on what already runs there -- a deployment, whose canary
 patches the live InferenceService -- is a :class:`ServiceStage`: its ``build`` is what a first
@@ -32,6 +34,7 @@ from collections.abc import Mapping
 from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 
 from kfstack.errors import InvalidParameterError, PlatformNotAvailableError
+from kfstack.kubernetes import access
 from kfstack.kubernetes.launcher import Cluster, launch
 from kfstack.kubernetes.naming import RunContext
 from kfstack.kubernetes.placement import Placement
@@ -266,7 +269,8 @@ def run_stage(
     Raises:
         InvalidParameterError: A bad argument (nothing was started).
         PlatformNotAvailableError: ``kubernetes`` without a reachable API, or one that serves
-            none of the stage's variants.
+            none of the stage's variants, or a launch namespace where the task lacks a
+            permission or a LocalQueue (:class:`~kfstack.errors.LaunchNamespaceError`).
         ResourceFailedError, TrainingFailedError, DataQualityError...: the work failed.
     """
     platform = arguments.get(PLATFORM_ARGUMENT, "")
@@ -283,6 +287,8 @@ def run_stage(
         built = {id(variant): stage.build(variant.settings, context) for variant in variants}
         cluster = cluster or Cluster.from_environment(stage.component, settings.placement.launch_namespace)
         variant = choose_variant(stage.component, variants, cluster)
+        # Before the first create: may this step's service account launch them there?
+        access.review(stage.component, cluster, built[id(variant)])
         if isinstance(stage, ServiceStage):
             result = stage.run_kubernetes(variant.settings, context, cluster)
         else:

@@ -17,14 +17,19 @@ from kfp import dsl, kubernetes
 
 from kfstack.components.common.cleanup_run.component import cleanup_run
 from kfstack.kubernetes import node_pools
-from kfstack.kubernetes.naming import NAMESPACE_ENV, SIDECAR_INJECT_LABEL
+from kfstack.kubernetes.naming import NAMESPACE_ENV, SERVICE_ACCOUNT_ENV, SIDECAR_INJECT_LABEL
 from kfstack.kubernetes.pods import OBJECT_STORE_KEYS
 from kfstack.pipelines.validate_run import validate_run
 
 RUN_ID = dsl.PIPELINE_JOB_ID_PLACEHOLDER
 TASK_NAME = dsl.PIPELINE_TASK_NAME_PLACEHOLDER
-# The namespace a launcher creates its jobs in is its own pod's (never a literal, STYLE 8).
+# The task pod's own namespace and service account, through the downward API (never a literal,
+# STYLE 8): where the run runs (the launch namespace unless a run names another) and as whom, for
+# the audit labels of what it creates elsewhere and the access review's errors. Both are field
+# paths the API server admits for env (kubernetes/kubernetes, pkg/apis/core/validation,
+# validEnvDownwardAPIFieldPathExpressions).
 NAMESPACE_FIELD = "metadata.namespace"
+SERVICE_ACCOUNT_FIELD = "spec.serviceAccountName"
 # The pipeline's JSON parameters go to the validate task on their own (see validate_run).
 JSON_PARAMETERS = ("tuning_search_space", "tuning_algorithm_settings")
 
@@ -39,11 +44,12 @@ def call(component: Any, parameters: Mapping[str, Any], **given: Any) -> dsl.Pip
 
 def on_cluster(task: dsl.PipelineTask, parameters: Mapping[str, Any], name: str) -> dsl.PipelineTask:
     """The task named ``name`` in the UI, with its pod settings for kubernetes runs (kfp.local
-    ignores them): the CPU pool, the pod's namespace as KFSTACK_NAMESPACE, the object-store keys
-    (to read the jobs' reports and the models)."""
+    ignores them): the CPU pool, the pod's namespace as KFSTACK_NAMESPACE and its service account
+    as KFSTACK_SERVICE_ACCOUNT, the object-store keys (to read the jobs' reports and the models)."""
     task.set_display_name(name)
     node_pools.apply_to_task(task, node_pools.get_profile(node_pools.CPU_POOL))
     kubernetes.use_field_path_as_env(task, env_name=NAMESPACE_ENV, field_path=NAMESPACE_FIELD)
+    kubernetes.use_field_path_as_env(task, env_name=SERVICE_ACCOUNT_ENV, field_path=SERVICE_ACCOUNT_FIELD)
     kubernetes.use_secret_as_env(
         task,
         secret_name=parameters["object_store_secret"],

@@ -70,7 +70,7 @@ class ResourceLauncher:
 
     Args:
         kind: The resource kind (:mod:`kfstack.kubernetes.resources`).
-        namespace: Where the objects live (:func:`kfstack.kubernetes.naming.current_namespace`).
+        namespace: Where the objects live (the launch namespace, :attr:`Cluster.namespace`).
         api_client: A configured client (default: :func:`default_api_client`).
         sleep, clock: Injected so that tests run fast; the defaults are real time.
     """
@@ -367,14 +367,21 @@ class Cluster:
 
     Attributes:
         api_client: A configured client (tests pass a fake API server's).
-        namespace: Where objects are created: on a cluster the task pod's own namespace.
+        namespace: Where objects are created and read back (the launch namespace): the
+            ``launch_namespace`` a run names, else the task pod's own namespace.
         sleep, clock: Injected so that tests run fast; the defaults are real time.
+        source_namespace: The task pod's own namespace, where the pipeline run runs; empty
+            where it cannot be told.
+        service_account: The service account the task pod runs as; empty where it cannot be
+            told (:func:`~kfstack.kubernetes.naming.current_service_account`).
     """
 
     api_client: client.ApiClient
     namespace: str
     sleep: Callable[[float], None] = time.sleep
     clock: Callable[[], float] = time.monotonic
+    source_namespace: str = ""
+    service_account: str = ""
 
     @classmethod
     def from_environment(cls, stage: str, launch_namespace: str = "") -> Cluster:
@@ -382,11 +389,15 @@ class Cluster:
         ``launch_namespace``, or where that is empty in this pod's own namespace.
 
         Raises:
+            InvalidParameterError: ``launch_namespace`` is not a namespace name; no API call
+                was made.
             PlatformNotAvailableError: No Kubernetes API or no namespace; nothing was submitted.
         """
+        if launch_namespace:
+            Placement(launch_namespace=launch_namespace)  # its check refuses a name that is not a namespace's
         try:
             namespace = launch_namespace or naming.current_namespace()
-            return cls(api_client=default_api_client(), namespace=namespace)
+            api_client = default_api_client()
         except Exception as err:
             raise PlatformNotAvailableError(
                 f"{stage}: platform='kubernetes' needs a Kubernetes API: run the pipeline on a "
@@ -394,6 +405,34 @@ class Cluster:
                 f"({type(err).__name__}: {err}) For this machine use platform='local' "
                 f"(`kfstack run --local`)."
             ) from err
+        return cls(
+            api_client=api_client,
+            namespace=namespace,
+            source_namespace=namespace if not launch_namespace else _own_namespace(),
+            service_account=naming.current_service_account(),
+        )
+
+    @property
+    def elsewhere(self) -> bool:
+        """The launch namespace is another than the task pod's own (as far as that is known)."""
+        return bool(self.source_namespace) and self.source_namespace != self.namespace
+
+    def audit_labels(self) -> dict[str, str]:
+        """The labels that say who created an object in a namespace other than the task pod's
+        own: the source namespace and the service account (the run label says which run).
+        None in the pod's own namespace, where the run's namespace is the object's. A value
+        that is not a valid label value (a service account name over 63 characters) is left
+        out rather than cut short."""
+        if not self.elsewhere:
+            return {}
+        values = {
+            naming.SOURCE_NAMESPACE_LABEL: self.source_namespace,
+            naming.SOURCE_SERVICE_ACCOUNT_LABEL: self.service_account,
+        }
+        for label, value in values.items():
+            if value and not naming.is_label_value(value):
+                logger.warning("audit label %s left out: %r is not a valid label value", label, value)
+        return {label: value for label, value in values.items() if value and naming.is_label_value(value)}
 
     def serves(self, kind: ResourceKind) -> bool:
         """Whether the API server serves ``kind`` (API discovery: ``GET /apis/<group>/<version>``).
@@ -425,10 +464,19 @@ class Cluster:
         return ResourceLauncher(kind, self.namespace, self.api_client, sleep=self.sleep, clock=self.clock)
 
 
+def _own_namespace() -> str:
+    """This pod's namespace, or empty where it cannot be told (only the audit labels need it)."""
+    try:
+        return naming.current_namespace()
+    except InvalidParameterError:
+        return ""
+
+
 def launch(
     body: dict, placement: Placement, cluster: Cluster, kinds: dict[str, ResourceKind] | None = None
 ) -> tuple[dict, dict]:
-    """Runs ``body`` in the cluster's namespace by its kind's lifecycle.
+    """Runs ``body`` in the cluster's namespace by its kind's lifecycle, with the cluster's
+    :meth:`~Cluster.audit_labels` added to its own (a batch job and an InferenceService alike).
 
     Args:
         body: A manifest from a stage's builder.
@@ -444,7 +492,11 @@ def launch(
         See :meth:`ResourceLauncher.run` and :meth:`ResourceLauncher.run_service`.
     """
     kind = kind_of(body, kinds)
-    body = {**body, "metadata": {**body["metadata"], "namespace": cluster.namespace}}
+    metadata = {**body["metadata"], "namespace": cluster.namespace}
+    audit = cluster.audit_labels()
+    if audit:
+        metadata["labels"] = {**(metadata.get("labels") or {}), **audit}
+    body = {**body, "metadata": metadata}
     launcher = cluster.launcher(kind)
     run = launcher.run_service if kind.lifecycle is Lifecycle.SERVICE else launcher.run
     final = run(

@@ -8,8 +8,10 @@ find and delete whatever the run left behind.
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import hashlib
+import json
 import os
 import re
 from collections.abc import Mapping
@@ -29,13 +31,24 @@ BATCH_WORKLOAD = "batch"
 # ignores the sidecar label.
 SIDECAR_INJECT_LABEL = "sidecar.istio.io/inject"
 DATAPLANE_MODE_LABEL = "istio.io/dataplane-mode"
+# Audit labels of an object a launcher creates in a namespace other than its own pod's: where
+# the run that created it runs, and as whom (the run label says which run).
+SOURCE_NAMESPACE_LABEL = "kfstack.dev/source-namespace"
+SOURCE_SERVICE_ACCOUNT_LABEL = "kfstack.dev/source-service-account"
 NAMESPACE_ENV = "KFSTACK_NAMESPACE"
+SERVICE_ACCOUNT_ENV = "KFSTACK_SERVICE_ACCOUNT"
 SERVICE_ACCOUNT_NAMESPACE_FILE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+SERVICE_ACCOUNT_TOKEN_FILE = "/var/run/secrets/kubernetes.io/serviceaccount/token"
+# A service account's user name, the `sub` claim of its token (kubernetes/kubernetes,
+# staging/src/k8s.io/apiserver/pkg/authentication/serviceaccount/util.go, MakeUsername).
+_SERVICE_ACCOUNT_SUBJECT = re.compile(r"^system:serviceaccount:[^:]+:(?P<name>[^:]+)$")
 
 # Pod and Service names derive from the job name plus e.g. "-worker-12": DNS-1035 labels of at
 # most 63 characters. A 12-hex digest keeps collisions between runs negligible (2^48).
 _PREFIX = re.compile(r"^[a-z]([-a-z0-9]{0,38}[a-z0-9])?$")
 _LABEL_VALUE_INVALID = re.compile(r"[^A-Za-z0-9_.-]+")
+# A valid label value as the API server checks it (apimachinery validation.IsValidLabelValue).
+_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 
 
 def resource_name(prefix: str, run_id: str, task_name: str) -> str:
@@ -58,6 +71,11 @@ def label_value(value: str) -> str:
     """``value`` made a valid label value (<= 63 characters of ``[A-Za-z0-9_.-]``, alnum ends)."""
     cleaned = _LABEL_VALUE_INVALID.sub("-", value)[:63]
     return cleaned.strip("-_.")
+
+
+def is_label_value(value: str) -> bool:
+    """Whether the API server takes ``value`` as it is as a label value (at most 63 characters)."""
+    return len(value) <= 63 and bool(_LABEL_VALUE.match(value))
 
 
 def run_labels(run_id: str, task_name: str) -> dict[str, str]:
@@ -139,3 +157,27 @@ def current_namespace(
         f"cannot tell which namespace to use: set {NAMESPACE_ENV}, run in a pod, or set a "
         f"namespace on the current kubeconfig context"
     )
+
+
+def current_service_account(
+    env: Mapping[str, str] | None = None, token_file: str = SERVICE_ACCOUNT_TOKEN_FILE
+) -> str:
+    """The service account this process runs as; empty when that cannot be told (a workstation).
+
+    In order: ``$KFSTACK_SERVICE_ACCOUNT`` (the pipeline sets it from the pod's own
+    ``spec.serviceAccountName`` through the downward API), the ``sub`` claim of the pod's
+    service-account token (``system:serviceaccount:<namespace>:<name>``). The token is only
+    decoded, not verified: the name labels what this process creates and names whom an error
+    is about; the API server, not this, decides what it may do.
+    """
+    env = os.environ if env is None else env
+    if env.get(SERVICE_ACCOUNT_ENV):
+        return env[SERVICE_ACCOUNT_ENV]
+    try:
+        with open(token_file, encoding="utf-8") as f:
+            payload = f.read().strip().split(".")[1]
+        claims = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
+    except (OSError, IndexError, ValueError):  # no token, not a JWT (base64 and JSON errors are ValueErrors)
+        return ""
+    subject = _SERVICE_ACCOUNT_SUBJECT.match(str(claims.get("sub", ""))) if isinstance(claims, dict) else None
+    return subject["name"] if subject else ""

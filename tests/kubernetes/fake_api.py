@@ -1,10 +1,11 @@
 """A fake Kubernetes API server on loopback, for the launchers' state-machine tests.
 
 It serves the few endpoints the official client calls -- API discovery of a group/version,
-custom objects (get, list, create, delete), pod list (by label or by name, with the containers'
-statuses) and pod log -- over real HTTP, so the tests exercise the client, its serialisation and
-our error handling exactly as against a cluster. It is not a cluster: no controller runs; a test
-scripts the ``status`` an object shows on successive reads.
+custom objects (get, list, create, delete; Kueue's LocalQueues among them), pod list (by label or
+by name, with the containers' statuses), pod log, and ``SelfSubjectAccessReview`` -- over real
+HTTP, so the tests exercise the client, its serialisation and our error handling exactly as
+against a cluster. It is not a cluster: no controller runs; a test scripts the ``status`` an
+object shows on successive reads, and which access reviews are denied.
 """
 
 from __future__ import annotations
@@ -18,16 +19,24 @@ import threading
 import urllib.parse
 import uuid
 from collections.abc import Callable
+from pathlib import Path
 
+import yaml
 from kubernetes import client
 
 from kfstack.kubernetes.resources import KINDS, ResourceKind
+
+# The LocalQueues the manifests put in a namespace (what a namespace set up by them has).
+SHIPPED_LOCAL_QUEUES = Path(__file__).parents[2] / "manifests" / "base" / "namespaced" / "local-queues.yaml"
 
 _CUSTOM = re.compile(
     r"^/apis/(?P<group>[^/]+)/(?P<version>[^/]+)/namespaces/(?P<ns>[^/]+)/(?P<plural>[^/]+)(?:/(?P<name>[^/]+))?$"
 )
 _DISCOVERY = re.compile(r"^/apis/(?P<group>[^/]+)/(?P<version>[^/]+)$")
 _PODS = re.compile(r"^/api/v1/namespaces/(?P<ns>[^/]+)/pods(?:/(?P<name>[^/]+)/log)?$")
+ACCESS_REVIEWS = "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews"
+# Kueue is installed on the fake cluster whatever ``served`` says about the launched kinds.
+KUEUE_GROUP = "kueue.x-k8s.io"
 
 
 def _matches(labels: dict, selector: str | None) -> bool:
@@ -49,10 +58,10 @@ class FakeKubernetesApi:
             last one sticks).
         pods: Pods the list endpoint returns (``{"name", "namespace", "labels",
             "container_statuses"}``).
-        logs: Pod name -> its log text.
+        logs: ``(namespace, pod name)`` -> the pod's log text.
         requests: ``(method, path)`` of every request, in order.
-        on_read: Called with the object name on every read of a custom object (e.g. to send
-            this process SIGTERM mid-run).
+        on_read: Called with the object name on every read of a custom object but a LocalQueue
+            (e.g. to send this process SIGTERM mid-run).
         conflict_on_create: The next create first stores the body (as a concurrent creator
             would) and answers 409.
         served: ``group/version`` -> resource plurals the server serves (discovery answers
@@ -60,18 +69,23 @@ class FakeKubernetesApi:
             ``None`` (the default): every custom object is served, and discovery lists every
             kind kfstack launches.
         forbidden: Resource plurals every request on which answers 403 (RBAC lacks them).
+        denied: ``(verb, resource, subresource, namespace)`` an access review says is not
+            allowed (``subresource`` empty for none); every other one is allowed.
+        reviews: The ``resourceAttributes`` of every access review, in order.
     """
 
     def __init__(self) -> None:
         self.objects: dict[tuple[str, str, str], dict] = {}
         self.statuses: dict[str, list[dict]] = {}
         self.pods: list[dict] = []
-        self.logs: dict[str, str] = {}
+        self.logs: dict[tuple[str, str], str] = {}
         self.requests: list[tuple[str, str]] = []
         self.on_read: Callable[[str], None] | None = None
         self.conflict_on_create = False
         self.served: dict[str, set[str]] | None = None
         self.forbidden: set[str] = set()
+        self.denied: set[tuple[str, str, str, str]] = set()
+        self.reviews: list[dict] = []
         self._versions = itertools.count(1)
         self._lock = threading.Lock()
         self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
@@ -97,6 +111,13 @@ class FakeKubernetesApi:
         stored["metadata"]["namespace"] = namespace
         self.objects[(plural, namespace, stored["metadata"]["name"])] = stored
 
+    def put_local_queues(self, namespace: str) -> list[str]:
+        """Puts the LocalQueues the manifests ship into ``namespace``; returns their names."""
+        queues = list(yaml.safe_load_all(SHIPPED_LOCAL_QUEUES.read_text()))
+        for queue in queues:
+            self.put("localqueues", namespace, queue)
+        return [queue["metadata"]["name"] for queue in queues]
+
     def serve_only(self, *kinds: ResourceKind) -> None:
         """The API server serves these kinds' group/versions and no other custom resource."""
         self.served = {}
@@ -121,7 +142,7 @@ class FakeKubernetesApi:
                 "container_statuses": container_statuses or [],
             }
         )
-        self.logs[name] = log
+        self.logs[(namespace, name)] = log
 
     def count(self, method: str, fragment: str = "") -> int:
         return sum(1 for m, p in self.requests if m == method and fragment in p)
@@ -181,6 +202,10 @@ class FakeKubernetesApi:
                 body = json.loads(self.rfile.read(length)) if length else None
                 if m := _PODS.match(parsed.path):
                     return self._pods(method, m, query)
+                if parsed.path == ACCESS_REVIEWS and method == "POST":
+                    if "selfsubjectaccessreviews" in fake.forbidden:  # a cluster without system:basic-user
+                        return self._status(403, "Forbidden", "selfsubjectaccessreviews is forbidden")
+                    return self._access_review(body)
                 if m := _DISCOVERY.match(parsed.path):
                     return self._discovery(m)
                 m = _CUSTOM.match(parsed.path)
@@ -188,8 +213,10 @@ class FakeKubernetesApi:
                     return self._status(404, "NotFound", f"no route {parsed.path}")
                 if m["plural"] in fake.forbidden:
                     return self._status(403, "Forbidden", f"{m['plural']} is forbidden")
-                if fake.served is not None and m["plural"] not in fake.served.get(
-                    f"{m['group']}/{m['version']}", ()
+                if (
+                    fake.served is not None
+                    and m["group"] != KUEUE_GROUP
+                    and m["plural"] not in fake.served.get(f"{m['group']}/{m['version']}", ())
                 ):
                     return self._status(404, "NotFound", "the server could not find the requested resource")
                 key_prefix = (m["plural"], m["ns"])
@@ -208,7 +235,8 @@ class FakeKubernetesApi:
                     return self._create(key_prefix, body)
                 key = (*key_prefix, m["name"])
                 if method == "GET":
-                    if fake.on_read is not None:
+                    # The hook plays the launched objects' controllers; Kueue's queues have none.
+                    if fake.on_read is not None and m["group"] != KUEUE_GROUP:
                         fake.on_read(m["name"])
                     with fake._lock:
                         obj = fake._read(key)
@@ -256,6 +284,27 @@ class FakeKubernetesApi:
                     fake.put(key[0], key[1], replaced)
                     return self._reply(200, copy.deepcopy(fake.objects[key]))
 
+            def _access_review(self, body) -> None:
+                """Answers as the API server does (authorization.k8s.io/v1): the review sent back
+                with its ``status``; ``allowed`` unless the test denied those attributes."""
+                attributes = body["spec"]["resourceAttributes"]
+                fake.reviews.append(attributes)
+                asked = (
+                    attributes.get("verb", ""),
+                    attributes.get("resource", ""),
+                    attributes.get("subresource", ""),
+                    attributes.get("namespace", ""),
+                )
+                allowed = asked not in fake.denied
+                return self._reply(
+                    201,
+                    {
+                        **body,
+                        "metadata": {},
+                        "status": {"allowed": allowed, **({} if allowed else {"reason": ""})},
+                    },
+                )
+
             def _discovery(self, m) -> None:
                 group_version = f"{m['group']}/{m['version']}"
                 served = fake.served
@@ -278,9 +327,9 @@ class FakeKubernetesApi:
                 if method != "GET":
                     return self._status(405, "MethodNotAllowed", method)
                 if m["name"]:
-                    if m["name"] not in fake.logs:
+                    if (m["ns"], m["name"]) not in fake.logs:
                         return self._status(404, "NotFound", f"pod {m['name']} not found")
-                    lines = fake.logs[m["name"]].splitlines()
+                    lines = fake.logs[(m["ns"], m["name"])].splitlines()
                     tail = int(query.get("tailLines", [len(lines)])[0])
                     return self._reply(200, "\n".join(lines[-tail:]) + "\n", "text/plain")
                 selector = query.get("labelSelector", [None])[0]

@@ -175,8 +175,11 @@ def test_task_pods_carry_the_cpu_pool_namespace_and_secret_refs(executor_configs
         assert config["nodeSelector"]["nodeSelectorJson"]["runtimeValue"]["constant"] == cpu.node_selector, (
             name
         )
-        (field,) = config["fieldPathAsEnv"]
-        assert field == {"name": "KFSTACK_NAMESPACE", "fieldPath": "metadata.namespace"}
+        # The pod's own namespace and service account (where the run is, and as whom).
+        assert config["fieldPathAsEnv"] == [
+            {"name": "KFSTACK_NAMESPACE", "fieldPath": "metadata.namespace"},
+            {"name": "KFSTACK_SERVICE_ACCOUNT", "fieldPath": "spec.serviceAccountName"},
+        ]
         (secret,) = config["secretAsEnv"]
         # The pipeline parameter (tasks inside the exit handler see it as a pipeline channel).
         source = secret["secretNameParameter"]["componentInputParameter"]

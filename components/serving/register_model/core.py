@@ -87,6 +87,9 @@ def register_production_model(
 
 
 def _namespace() -> str:
+    """The registered version's source group: the pipeline run's namespace, the task pod's own,
+    even where the run launched its jobs and serves its model in another (``launch_namespace``):
+    it names where the run is, which is what a registry UI links to."""
     try:
         return current_namespace()
     except InvalidParameterError:
