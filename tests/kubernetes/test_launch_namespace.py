@@ -1,7 +1,7 @@
 """A launch namespace other than the task pod's own: the pod runs in ``kubeflow`` as
 ``pipeline-runner`` (standalone KFP's runner), the run names ``launch_namespace=team-ml``, and
 everything is created and read back there -- batch jobs created, awaited, their logs read,
-cancelled and cleaned up; the InferenceService created, updated and rolled back, its predictors
+cancelled and cleaned up; a Katib Experiment's Trials listed; the InferenceService created, updated and rolled back, its predictors
 addressed there, the production model read there -- with audit labels saying where from.
 
 No cluster runs here: the cluster comes from :meth:`Cluster.from_environment` as in a task pod
@@ -24,12 +24,15 @@ from kfstack.components.training.distributed_training.stage import STAGE as TRAI
 from kfstack.errors import CancelledError, InvalidParameterError, ResourceFailedError
 from kfstack.kubernetes import inference_service as isvc
 from kfstack.kubernetes import launcher, naming, resources
+from kfstack.kubernetes.katib_result import read_trials
 from kfstack.kubernetes.launcher import Cluster, launch
 from kfstack.kubernetes.placement import Placement
 from kfstack.kubernetes.training_jobs import build_pytorchjob
 from kfstack.platforms import run_stage
 from kfstack.serving.kserve_rollout import KServeRollout
+from kfstack.tuning import trials
 from kfstack_examples.flights.predictor import DEFAULT_MODEL_NAME
+from tests.kubernetes import test_katib_experiment as katib
 from tests.kubernetes.conftest import NAMESPACE as LAUNCH
 from tests.kubernetes.conftest import RUN_ID, training_request
 from tests.kubernetes.fake_kserve import FakeKServeController
@@ -164,6 +167,22 @@ def test_sigterm_deletes_the_job_in_the_launch_namespace(task_pod):
         launch(body, PLACEMENT, Cluster.from_environment("distributed-training", LAUNCH))
     assert fake_api.count("DELETE", f"/namespaces/{LAUNCH}/pytorchjobs/{name}") == 1
     assert ("pytorchjobs", LAUNCH, name) not in fake_api.objects
+    assert namespaces_used(fake_api) == {LAUNCH}
+
+
+def test_a_katib_experiment_and_its_trials_are_read_in_the_launch_namespace(task_pod):
+    fake_api = task_pod
+    body = katib.experiment()
+    done = katib.experiment_status(katib.condition("Succeeded", "ExperimentGoalReached"))
+    fake_api.statuses[katib.NAME] = [katib.RUNNING, done]
+    for namespace, trial in ((LAUNCH, "a1"), (POD_NAMESPACE, "z9")):  # same Experiment name, same labels
+        record = katib.katib_trial(f"{katib.NAME}-{trial}", "2025-01-01T10:00:00Z", trials.SUCCEEDED, {})
+        fake_api.put("trials", namespace, record)
+    cluster = Cluster.from_environment("hyperparameter-tuning", LAUNCH)
+    final, _ = launch(body, PLACEMENT, cluster)
+    assert final["metadata"]["labels"].items() >= AUDIT.items()
+    records = read_trials(cluster, final, katib.experiment_request().tuning)
+    assert [r.name for r in records] == [f"{katib.NAME}-a1"]
     assert namespaces_used(fake_api) == {LAUNCH}
 
 
