@@ -75,6 +75,8 @@ LAUNCHER_RULES = {
     ("serving.kserve.io", "inferenceservices"): {"create", "get", "list", "update"},
     ("", "pods"): {"list"},
     ("", "pods/log"): {"get"},
+    # Before the first create, the LocalQueue its jobs name (kfstack/kubernetes/access.py).
+    ("kueue.x-k8s.io", "localqueues"): {"get"},
 }
 # What KFP 2.17's own pods need of a run's account (overlays/prod/namespace/runner.yaml says
 # where each comes from): (group, resource, resourceNames) -> verbs.
