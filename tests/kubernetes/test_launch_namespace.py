@@ -1,8 +1,9 @@
 """A launch namespace other than the task pod's own: the pod runs in ``kubeflow`` as
 ``pipeline-runner`` (standalone KFP's runner), the run names ``launch_namespace=team-ml``, and
 everything is created and read back there -- batch jobs created, awaited, their logs read,
-cancelled and cleaned up; a Katib Experiment's Trials listed; the InferenceService created, updated and rolled back, its predictors
-addressed there, the production model read there -- with audit labels saying where from.
+cancelled and cleaned up; a Katib Experiment's Trials listed; the InferenceService created,
+updated and rolled back, its predictors addressed there, the production model read there --
+with audit labels saying where from.
 
 No cluster runs here: the cluster comes from :meth:`Cluster.from_environment` as in a task pod
 (the downward-API env the pipeline sets), its client pointed at the fake API server
