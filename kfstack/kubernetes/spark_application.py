@@ -198,11 +198,13 @@ def _role(request: SparkApplicationRequest, cores: int, memory: str) -> dict[str
     """The fields driver and executor share, as arguments of either spec model.
 
     None leaves a field out (``to_dict()`` drops it); an empty map or list says nothing either,
-    so it becomes None too. The pod labels go on each role: the operator copies the
-    SparkApplication's own labels to the driver pod only (``driverConfOption`` in spark-operator's
-    internal/controller/sparkapplication/submission.go), while ``spec.driver.labels`` and
-    ``spec.executor.labels`` are "the Kubernetes labels to be added to the pod" of each (the
-    2.5.2 CRD).
+    so it becomes None too. The pod labels go on each role, ``spec.driver.labels`` and
+    ``spec.executor.labels`` being "the Kubernetes labels to be added to the pod" of each (the
+    2.5.2 CRD). spark-operator v2.5.2 also copies the SparkApplication's own labels (the run's)
+    to the driver and the executors, all but Kueue's (``driverConfOption`` and
+    ``executorConfOption`` in internal/controller/sparkapplication/submission.go skip keys under
+    ``kueue.x-k8s.io/``). Each role gets the run's labels plus those only pods need (the workload
+    label, the mesh opt-out), where the CRD puts pod labels; the object carries the run's alone.
     """
     _, mounts = pods.scratch_volumes(request.profile)
     settings = request.profile.pod_settings()

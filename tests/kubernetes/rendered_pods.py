@@ -17,8 +17,11 @@ from kfstack.pipelines import load_pipeline, rendering
 
 # Spark labels its own pods by role (spark-operator v2.5.2 pkg/common/spark.go: LabelSparkRole,
 # SparkRoleDriver, SparkRoleExecutor), and the operator copies the SparkApplication's own labels to
-# the driver (internal/controller/sparkapplication/submission.go, driverConfOption).
+# the driver and to the executors, except those under Kueue's prefix
+# (internal/controller/sparkapplication/submission.go, driverConfOption and executorConfOption;
+# pkg/common/kueue.go, KueueLabelPrefix).
 SPARK_ROLE = "spark-role"
+SPARK_SKIPPED_LABEL_PREFIX = "kueue.x-k8s.io/"
 # KServe 0.20 gives every predictor pod the InferenceService's labels, its predictor's labels and
 # these two (pkg/controller/v1beta1/inferenceservice/components/predictor.go, buildObjectMeta), in
 # both deployment modes.
@@ -85,10 +88,14 @@ def job_pods(job: Mapping, role_prefix: str = "") -> list[Pod]:
     kind, spec = job["kind"], job["spec"]
     prefix = f"{role_prefix}{kind}"
     if kind == "SparkApplication":
-        own = dict(job["metadata"].get("labels") or {})
+        copied = {
+            key: value
+            for key, value in (job["metadata"].get("labels") or {}).items()
+            if not key.startswith(SPARK_SKIPPED_LABEL_PREFIX)
+        }
         return [
-            Pod(f"{prefix}/driver", {**own, **(spec["driver"].get("labels") or {}), SPARK_ROLE: "driver"}),
-            Pod(f"{prefix}/executor", {**(spec["executor"].get("labels") or {}), SPARK_ROLE: "executor"}),
+            Pod(f"{prefix}/{role}", {**copied, **(spec[role].get("labels") or {}), SPARK_ROLE: role})
+            for role in ("driver", "executor")
         ]
     if kind in ("PyTorchJob", "TFJob"):
         replicas = spec["pytorchReplicaSpecs" if kind == "PyTorchJob" else "tfReplicaSpecs"]

@@ -1,49 +1,53 @@
 """Istio's side of a profile namespace: the AuthorizationPolicy prod ships for the deployment
-step (manifests/components/canary-analysis-authorization) and the PeerAuthentication the install
-guide documents for a STRICT mesh. Both validate against Istio 1.30's CRDs (../shared/crds/istio),
-their CEL rules (which the validator does not run) are checked here, and their selectors and
-rules are matched against the pods and requests they are about."""
+step (manifests/components/canary-analysis-authorization), and what the install guide documents:
+the PeerAuthentication for a STRICT mesh and the Sidecar that lets the deployment task reach
+another launch namespace. All validate against Istio 1.30's CRDs (../shared/crds/istio), their
+CEL rules (which the validator does not run) are checked here, and their selectors and rules are
+matched against the pods and requests they are about."""
 
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 
 import pytest
 import yaml
 
+from kfstack.kubernetes import naming
 from kfstack.serving.protocols import V1Predict, V2Tensor
 from tests.kubernetes import rendered_pods
 from tests.kubernetes.rendered_pods import selects
-from tests.kubernetes.test_manifests import MANIFESTS, VALIDATOR, objects_of
+from tests.kubernetes.test_builders import validate_with_crds
+from tests.kubernetes.test_manifests import MANIFESTS, objects_of
 
 POLICY = "kfstack-canary-analysis"
 ACTIVATOR = "cluster.local/ns/knative-serving/sa/activator"
 # The store's pods as the community distribution labels them (applications/pipeline/upstream/
 # third-party/seaweedfs/base/seaweedfs/seaweedfs-deployment.yaml in kubeflow/manifests).
 SEAWEEDFS_POD = {"app": "seaweedfs", "application-crd-id": "kubeflow-pipelines"}
+# The egress hosts of the community distribution's root Sidecar, which every sidecar of a namespace
+# without a Sidecar of its own gets (kubeflow/manifests at 009c8808,
+# common/istio/istio-install/base/sidecar-prune-egress.yaml).
+ROOT_SIDECAR_HOSTS = (
+    "./*",
+    "kubeflow/*",
+    "kubeflow-system/*",
+    "knative-serving/*",
+    "knative-eventing/*",
+    "istio-system/*",
+)
+PIPELINES = ("flights-training", "flights-retraining", "digits-training")
+DEPLOYMENT_TASK = "kfp/exec-model-deployment"
 
 
-def validate(tmp_path, objects: list[dict]) -> None:
-    """Every object validates against the upstream CRDs (none skipped)."""
-    if not VALIDATOR.is_file():
-        pytest.skip(
-            f"upstream CRDs and validator not found at {VALIDATOR.parent.parent} "
-            f"(set KFSTACK_SHARED_DIR): the Istio objects were not validated against Istio's CRDs"
-        )
-    path = tmp_path / "istio.yaml"
-    path.write_text(yaml.safe_dump_all(objects, sort_keys=False))
-    proc = subprocess.run([sys.executable, str(VALIDATOR), str(path)], capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert proc.stdout.count("OK ") == len(objects), proc.stdout
+def check_labels_rules(labels: dict) -> None:
+    """The CEL rules of Istio 1.30's CRDs on a workload selector's labels (x-kubernetes-validations:
+    no wildcard in a key or value, no empty key)."""
+    for key, value in labels.items():
+        assert key and "*" not in key and "*" not in value, (key, value)
 
 
 def check_selector_rules(spec: dict) -> None:
-    """The CEL rules of Istio 1.30's CRDs on a workload selector (x-kubernetes-validations:
-    no wildcard in a key or value, no empty key)."""
-    for key, value in spec["selector"]["matchLabels"].items():
-        assert key and "*" not in key and "*" not in value, (key, value)
+    check_labels_rules(spec["selector"]["matchLabels"])
 
 
 def authorization_policy(env: str) -> dict | None:
@@ -91,7 +95,7 @@ def test_only_prod_ships_the_authorization_policy():
 
 def test_the_authorization_policy_validates_against_istios_crd(tmp_path):
     policy = authorization_policy("prod")
-    validate(tmp_path, [policy])
+    validate_with_crds(tmp_path, [policy])
     spec = policy["spec"]
     # CEL: only one of selector, targetRef and targetRefs.
     assert sum(key in spec for key in ("selector", "targetRef", "targetRefs")) == 1
@@ -178,22 +182,26 @@ def test_the_policy_admits_the_deployment_steps_requests_and_no_others():
 # --- The PeerAuthentication of the install guide ----------------------------------------------------
 
 
-def documented_peer_authentication() -> dict:
-    """The one PeerAuthentication in manifests/README.md's YAML blocks."""
+def documented(kind: str) -> dict:
+    """The one object of ``kind`` in manifests/README.md's YAML blocks."""
     readme = (MANIFESTS / "README.md").read_text()
     blocks = re.findall(r"^```yaml\n(.*?)^```", readme, flags=re.MULTILINE | re.DOTALL)
     found = [
         doc
         for block in blocks
         for doc in yaml.safe_load_all(block)
-        if doc and doc.get("kind") == "PeerAuthentication"
+        if isinstance(doc, dict) and doc.get("kind") == kind
     ]
-    assert len(found) == 1, f"manifests/README.md documents {len(found)} PeerAuthentications, not 1"
+    assert len(found) == 1, f"manifests/README.md documents {len(found)} {kind}s, not 1"
     return found[0]
 
 
+def documented_peer_authentication() -> dict:
+    return documented("PeerAuthentication")
+
+
 def test_the_documented_peer_authentication_validates_against_istios_crd(tmp_path):
-    validate(tmp_path, [documented_peer_authentication()])
+    validate_with_crds(tmp_path, [documented_peer_authentication()])
 
 
 def test_the_documented_peer_authentication_opens_only_the_stores_s3_port():
@@ -208,3 +216,50 @@ def test_the_documented_peer_authentication_opens_only_the_stores_s3_port():
     assert selects(spec["selector"], SEAWEEDFS_POD)
     assert spec["mtls"] == {"mode": "STRICT"}
     assert spec["portLevelMtls"] == {8333: {"mode": "PERMISSIVE"}}
+
+
+# --- The Sidecar of the install guide -------------------------------------------------------------
+
+
+def documented_sidecar() -> dict:
+    return documented("Sidecar")
+
+
+def test_the_documented_sidecar_validates_against_istios_crd(tmp_path):
+    sidecar = documented_sidecar()
+    assert sidecar["apiVersion"] == "networking.istio.io/v1"
+    validate_with_crds(tmp_path, [sidecar])
+    check_labels_rules(sidecar["spec"]["workloadSelector"]["labels"])
+
+
+@pytest.mark.parametrize("pipeline", PIPELINES)
+def test_the_documented_sidecar_selects_the_deployment_task_and_no_other_pod(pipeline):
+    # A workloadSelector matches the pod's labels exactly as a matchLabels selector does.
+    selector = {"matchLabels": documented_sidecar()["spec"]["workloadSelector"]["labels"]}
+    tasks = rendered_pods.kfp_task_pods(pipeline)
+    assert {pod.role for pod in tasks if selects(selector, pod.labels)} == {DEPLOYMENT_TASK}, pipeline
+    # It needs KFP's own label too: a pod of the namespace that asks for a sidecar by itself (a
+    # notebook, another team's service) keeps the root's egress.
+    assert not selects(selector, {naming.SIDECAR_INJECT_LABEL: "true"})
+
+
+def test_the_documented_sidecar_selects_no_batch_pod_or_predictor():
+    selector = {"matchLabels": documented_sidecar()["spec"]["workloadSelector"]["labels"]}
+    batch, predictors = rendered_pods.run_pods()
+    for pod in batch + predictors:
+        assert not selects(selector, pod.labels), pod.role
+
+
+def test_the_documented_sidecar_keeps_the_roots_hosts_and_adds_the_launch_namespace():
+    sidecar = documented_sidecar()
+    (egress,) = sidecar["spec"]["egress"]
+    hosts = egress["hosts"]
+    # A Sidecar's egress replaces the root's: everything the root lists must stay.
+    assert set(ROOT_SIDECAR_HOSTS) <= set(hosts), hosts
+    (added,) = set(hosts) - set(ROOT_SIDECAR_HOSTS)
+    namespace, _, services = added.partition("/")
+    # Every service of one other namespace: the launch namespace of the deployment task's calls.
+    assert services == "*", added
+    own = sidecar["metadata"]["namespace"]
+    listed = {host.partition("/")[0] for host in ROOT_SIDECAR_HOSTS}
+    assert namespace not in listed | {own, "*"}, added

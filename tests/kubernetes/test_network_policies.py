@@ -15,6 +15,7 @@ from kubernetes import client
 from kfstack.kubernetes import naming
 from tests.kubernetes import rendered_pods
 from tests.kubernetes.rendered_pods import Pod, selects
+from tests.kubernetes.test_builders import round_trip
 from tests.kubernetes.test_manifests import MANIFESTS, OVERLAYS, objects_of
 
 BATCH_POLICIES = (
@@ -73,17 +74,11 @@ def unknown_keys(data, type_name: str, path: str = "") -> list[str]:
     return found
 
 
-class _Response:
-    def __init__(self, obj):
-        self.data = json.dumps(obj)
-
-
 def model_problems(obj: dict) -> list[str]:
     """Why ``obj`` is not exactly a ``V1NetworkPolicy``: keys the model lacks, or a difference
     after deserialising it into the model and serialising it back."""
     problems = [f"unknown key {key}" for key in unknown_keys(obj, "V1NetworkPolicy")]
-    api = client.ApiClient()
-    again = api.sanitize_for_serialization(api.deserialize(_Response(obj), "V1NetworkPolicy"))
+    again = round_trip(obj, "V1NetworkPolicy")
     if again != obj:
         problems.append(
             f"does not round-trip: {json.dumps(obj, sort_keys=True)} != {json.dumps(again, sort_keys=True)}"
