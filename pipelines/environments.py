@@ -41,7 +41,7 @@ from typing import Any
 import yaml
 
 from kfstack.errors import InvalidParameterError, UsageError
-from kfstack.kubernetes.inference_service import DNS_SUBDOMAIN
+from kfstack.kubernetes.naming import DNS_SUBDOMAIN
 from kfstack.pipelines import load_pipeline, pipeline_names
 from kfstack.pipelines.parameters import CATALOG
 from kfstack.pipelines.rendering import parameter_types, render
@@ -185,8 +185,9 @@ def check_service_account(name: Any, where: str) -> str:
     """
     if not isinstance(name, str) or not DNS_SUBDOMAIN.match(name):
         raise UsageError(
-            f"{where} {name!r}: not a Kubernetes service account name (lowercase letters, digits, '-' "
-            f"and '.', starting and ending with a letter or digit, at most 253 characters)"
+            f"{where} {name!r}: not a Kubernetes service account name (parts of lowercase letters, "
+            f"digits and '-' joined by '.', each part starting and ending with a letter or digit, at "
+            f"most 253 characters)"
         )
     return name
 

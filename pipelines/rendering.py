@@ -30,9 +30,11 @@ from kfp import compiler
 from kfstack import errors, pipeline_spec, platforms
 from kfstack.components import component_identities, launching_stages
 from kfstack.errors import UsageError
+from kfstack.kubernetes import access
 from kfstack.kubernetes.launcher import Cluster
 from kfstack.kubernetes.naming import RunContext
 from kfstack.pipelines import load_pipeline, run_check
+from kfstack.settings import Placeholder
 
 
 @dataclasses.dataclass(frozen=True)
@@ -241,14 +243,16 @@ def write_objects(rendered: list[RenderedTask], out_dir: str) -> list[str]:
 
 def check_run_parameters(pipeline: str, values: Mapping[str, Any], run_id: str) -> None:
     """The validate-parameters task's check: render everything, then, when the run is to use a
-    cluster, find it and check that it serves an API every launching step can run on -- before
-    the first step starts (a cluster without Trainer v2 fails ``training_api=trainer-v2`` here,
-    not after the Spark job).
+    cluster, find it and check, before the first step starts, that it serves an API every
+    launching step can run on (a cluster without Trainer v2 fails ``training_api=trainer-v2``
+    here, not after the Spark job) and that this task's service account may launch there what
+    every step would launch (:func:`_review_launches`).
 
     Raises:
         UsageError, InvalidParameterError: See :func:`render`.
         PlatformNotAvailableError: ``platform=kubernetes`` and no Kubernetes API is reachable, or
-            it serves no variant of a launching step.
+            it serves no variant of a launching step, or a launch namespace lacks a permission or
+            a LocalQueue (:class:`~kfstack.errors.LaunchNamespaceError`, naming every one).
     """
     run_id = run_id or "validation"
     launching = _launching_variants(pipeline, values, run_id)  # compiled once, for both checks
@@ -256,10 +260,47 @@ def check_run_parameters(pipeline: str, values: Mapping[str, Any], run_id: str) 
     platform = run_parameters(pipeline, values).get(platforms.PLATFORM_ARGUMENT, "")
     platforms.require_available(platform, stage=pipeline)
     if platform == platforms.KUBERNETES:
-        cluster = Cluster.from_environment(stage=pipeline)
-        for task, _, variants in launching:
-            if not task.when:  # a step under a condition only the run decides may not run at all
-                platforms.choose_variant(task.task, variants, cluster)
+        _review_launches(pipeline, launching, run_id)
+
+
+def _review_launches(
+    pipeline: str,
+    launching: list[tuple[pipeline_spec.LaunchingTask, Any, list[platforms.Variant[Any]]]],
+    run_id: str,
+) -> None:
+    """On the cluster: the variant of each launching step the cluster serves, then one access
+    review of what they all would create, grouped by launch namespace, so that a missing
+    permission or LocalQueue fails the run before its first step
+    (:func:`kfstack.kubernetes.access.review_launches`; each step reviews its own again).
+
+    A step under a condition only the run decides may not run at all: a cluster that serves
+    none of its variants does not fail the run here, and it is left out of the review. Where
+    it does serve one, what that step would create is reviewed too: a run that gets that far
+    must not find the Role short then.
+
+    Raises:
+        PlatformNotAvailableError: See :func:`check_run_parameters`.
+    """
+    clusters: dict[str, Cluster] = {}
+    objects: dict[str, list[dict]] = {}
+    for task, stage, variants in launching:
+        # Every variant of a step shares its placement's launch namespace (empty: the pod's own).
+        namespace = variants[0].settings.placement.launch_namespace
+        # One that an upstream step outputs only the run knows: its variant is chosen, no more.
+        reviewed = not isinstance(namespace, Placeholder)
+        key = namespace if reviewed else ""
+        if key not in clusters:
+            clusters[key] = Cluster.from_environment(stage=pipeline, launch_namespace=key)
+        try:
+            variant = platforms.choose_variant(task.task, variants, clusters[key])
+        except errors.PlatformNotAvailableError:
+            if task.when:
+                continue
+            raise
+        if reviewed:
+            context = RunContext(run_id=run_id, task_name=task.task)
+            objects.setdefault(key, []).extend(stage.build(variant.settings, context))
+    access.review_launches(pipeline, [(clusters[key], built) for key, built in objects.items()])
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -4,9 +4,15 @@ A launcher whose Role is missing a verb would otherwise find out half-way: the j
 its log unreadable, or the cancel unable to delete it. So on Kubernetes, once the stage's variant
 is chosen and before the first create, :func:`review` asks the API server one
 ``SelfSubjectAccessReview`` (``authorization.k8s.io/v1``) per permission the launch will use in
-the launch namespace (:data:`LIFECYCLE_VERBS`, :data:`POD_READS`, :data:`ALSO_READS`: the one
-table of them), and reads each Kueue ``LocalQueue`` the objects name. Every missing permission and
-queue is reported in one :class:`~kfstack.errors.LaunchNamespaceError`; nothing is created.
+the launch namespace (:data:`LIFECYCLE_VERBS`, :data:`POD_READS`, :data:`KIND_SPECIFIC_READS`:
+the one table of them), and reads each Kueue ``LocalQueue`` the objects name. Every missing
+permission and queue is reported in one :class:`~kfstack.errors.LaunchNamespaceError`; nothing is
+created.
+
+The pipeline's first task asks the same, once, for every launching step of the run
+(:func:`review_launches`, from :func:`kfstack.pipelines.rendering.check_run_parameters`): a Role
+without the training step's rights fails the run before its Spark job starts. Each step asks
+again before its own create, as the second line: RBAC may have changed since.
 
 Every authenticated client may create a SelfSubjectAccessReview: the ``system:basic-user``
 ClusterRole grants it to all of them (kubernetes/kubernetes,
@@ -71,8 +77,8 @@ LIFECYCLE_VERBS: Mapping[Lifecycle, tuple[str, ...]] = {
 # Read beside every launched kind: a failure's report finds the primary pod (a list, by label or
 # by name through a field selector: no get on pods) and reads the tail of its log.
 POD_READS = (Permission("list", "pods"), Permission("get", "pods", subresource="log"))
-# Read beside one kind: a Katib Experiment's Trials, listed by its label to report every trial.
-ALSO_READS: Mapping[str, tuple[Permission, ...]] = {
+# Read for one kind only: a Katib Experiment's Trials, listed by its label to report every trial.
+KIND_SPECIFIC_READS: Mapping[str, tuple[Permission, ...]] = {
     EXPERIMENT.kind: (Permission("list", TRIAL.plural, TRIAL.group),),
 }
 # A queued node pool's jobs name their Kueue LocalQueue; the review reads it (a get).
@@ -82,7 +88,7 @@ LOCAL_QUEUE_GET = Permission("get", LOCAL_QUEUES, KUEUE_GROUP)
 def kind_permissions(kind: ResourceKind) -> list[Permission]:
     """What launching ``kind`` uses in the launch namespace, by the table above."""
     own = [Permission(verb, kind.plural, kind.group) for verb in LIFECYCLE_VERBS[kind.lifecycle]]
-    return [*own, *POD_READS, *ALSO_READS.get(kind.kind, ())]
+    return [*own, *POD_READS, *KIND_SPECIFIC_READS.get(kind.kind, ())]
 
 
 def permissions(kinds: Iterable[ResourceKind]) -> list[Permission]:
@@ -154,8 +160,27 @@ def review(stage: str, cluster: Cluster, objects: Sequence[dict]) -> None:
         LaunchNamespaceError: A permission is missing or a LocalQueue is not there; the message
             names every one. Nothing was submitted.
     """
+    review_launches(stage, [(cluster, objects)])
+
+
+def review_launches(stage: str, launches: Iterable[tuple[Cluster, Sequence[dict]]]) -> None:
+    """:func:`review` of each ``(cluster, objects)``, each in its cluster's namespace (a pipeline
+    whose steps launch in different namespaces), with one error for all of them.
+
+    Raises:
+        LaunchNamespaceError: Naming every missing permission and LocalQueue, in every namespace.
+            Nothing was submitted.
+    """
+    problems = [problem for cluster, objects in launches for problem in _shortfalls(stage, cluster, objects)]
+    if problems:
+        raise LaunchNamespaceError(f"{stage}: {'. '.join(problems)}. Nothing was submitted.")
+
+
+def _shortfalls(stage: str, cluster: Cluster, objects: Sequence[dict]) -> list[str]:
+    """What keeps ``objects`` from being launched in the cluster's namespace, a sentence each:
+    the permissions missing there, and each LocalQueue that is not there."""
     if not objects:
-        return
+        return []
     namespace = cluster.namespace
     missing: list[Permission] = []
     api = client.AuthorizationV1Api(cluster.api_client)
@@ -180,8 +205,6 @@ def review(stage: str, cluster: Cluster, objects: Sequence[dict]) -> None:
                 absent.append(queue)
             else:
                 raise
-    if not (missing or absent):
-        return
     problems = []
     if missing:
         lacks = "; ".join(f"{permission} in namespace {namespace}" for permission in sorted(set(missing)))
@@ -195,4 +218,4 @@ def review(stage: str, cluster: Cluster, objects: Sequence[dict]) -> None:
             f"there (or Kueue is not installed): create it (manifests/base/namespaced/local-queues.yaml) "
             f"or run on a pool without a queue"
         )
-    raise LaunchNamespaceError(f"{stage}: {'. '.join(problems)}. Nothing was submitted.")
+    return problems

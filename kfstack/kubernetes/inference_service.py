@@ -67,6 +67,7 @@ from typing import Any
 
 from kfstack.errors import DeploymentFailedError, InvalidParameterError
 from kfstack.kubernetes import autoscaling
+from kfstack.kubernetes.naming import DNS_SUBDOMAIN
 from kfstack.kubernetes.node_pools import NodePoolProfile
 from kfstack.kubernetes.pods import to_dict
 from kfstack.kubernetes.resources import KSERVE_MODE_ANNOTATION, SERVERLESS, STANDARD, kserve_mode
@@ -101,7 +102,6 @@ NEW_VERSION_ANNOTATION = "kfstack.dev/new-model-version"
 # predictor name here is 12), Knative names revisions and routes after ``<name>-predictor``.
 MAX_NAME_LENGTH = {STANDARD: 35, SERVERLESS: 45}
 _NAME = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
-DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$")
 API_VERSION = "serving.kserve.io/v1beta1"
 KIND = "InferenceService"
 

@@ -393,8 +393,11 @@ class Cluster:
                 was made.
             PlatformNotAvailableError: No Kubernetes API or no namespace; nothing was submitted.
         """
-        if launch_namespace:
-            Placement(launch_namespace=launch_namespace)  # its check refuses a name that is not a namespace's
+        problem = naming.check_namespace_name(launch_namespace) if launch_namespace else None
+        if problem:
+            raise InvalidParameterError(
+                f"{stage}: launch_namespace={problem}; empty: the task pod's own namespace"
+            )
         try:
             namespace = launch_namespace or naming.current_namespace()
             api_client = default_api_client()
@@ -413,7 +416,7 @@ class Cluster:
         )
 
     @property
-    def elsewhere(self) -> bool:
+    def launches_outside_own_namespace(self) -> bool:
         """The launch namespace is another than the task pod's own (as far as that is known)."""
         return bool(self.source_namespace) and self.source_namespace != self.namespace
 
@@ -423,7 +426,7 @@ class Cluster:
         None in the pod's own namespace, where the run's namespace is the object's. A value
         that is not a valid label value (a service account name over 63 characters) is left
         out rather than cut short."""
-        if not self.elsewhere:
+        if not self.launches_outside_own_namespace:
             return {}
         values = {
             naming.SOURCE_NAMESPACE_LABEL: self.source_namespace,

@@ -49,6 +49,14 @@ _PREFIX = re.compile(r"^[a-z]([-a-z0-9]{0,38}[a-z0-9])?$")
 _LABEL_VALUE_INVALID = re.compile(r"[^A-Za-z0-9_.-]+")
 # A valid label value as the API server checks it (apimachinery validation.IsValidLabelValue).
 _LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+# Kubernetes object names as the API server checks them (kubernetes/apimachinery,
+# pkg/util/validation/validation.go): a DNS-1123 label (a namespace's name) is at most 63
+# lowercase letters, digits and '-', a letter or digit at each end; a DNS-1123 subdomain (most
+# objects' names: a service account's, a Secret's) is such labels joined by '.' (there without
+# the 63-character bound on each), at most 253 characters in all, so ``a..b`` is none.
+_DNS_LABEL_PART = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+DNS_LABEL = re.compile(rf"^(?=.{{1,63}}\Z){_DNS_LABEL_PART}\Z")
+DNS_SUBDOMAIN = re.compile(rf"^(?=.{{1,253}}\Z){_DNS_LABEL_PART}(\.{_DNS_LABEL_PART})*\Z")
 
 
 def resource_name(prefix: str, run_id: str, task_name: str) -> str:
@@ -100,6 +108,16 @@ def batch_pod_labels(istio_mesh: bool) -> dict[str, str]:
     if istio_mesh:
         labels |= {SIDECAR_INJECT_LABEL: "false", DATAPLANE_MODE_LABEL: "none"}
     return labels
+
+
+def check_namespace_name(name: str) -> str | None:
+    """Why ``name`` cannot name a namespace, or None when it can (a DNS-1123 label)."""
+    if DNS_LABEL.match(name):
+        return None
+    return (
+        f"{name!r} is not a namespace name (a DNS label: lowercase letters, digits and '-', "
+        f"a letter or digit at each end, at most 63 characters)"
+    )
 
 
 def run_selector(run_id: str) -> str:

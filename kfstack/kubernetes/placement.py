@@ -7,15 +7,12 @@ them -- on every platform, so an unknown node pool fails a local run as it would
 from __future__ import annotations
 
 import dataclasses
-import re
 
-from kfstack.kubernetes import node_pools, training_apis
+from kfstack.kubernetes import naming, node_pools, training_apis
 from kfstack.kubernetes.pods import SecretRefs
 from kfstack.settings import Placeholder, Settings, setting
 
 DEFAULT_OBJECT_STORE_SECRET = "kfstack-object-store"
-# A namespace name is a DNS-1123 label.
-_NAMESPACE = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -53,12 +50,12 @@ class Placement(Settings):
     def check(self) -> list[str]:
         problems = []
         namespace = self.launch_namespace
-        if not isinstance(namespace, Placeholder) and namespace and not _NAMESPACE.match(namespace):
-            problems.append(
-                f"{self.argument('launch_namespace')}={namespace!r} is not a namespace name (a "
-                f"DNS label: lowercase letters, digits and '-', at most 63); empty: the task "
-                f"pod's own namespace"
-            )
+        if namespace and not isinstance(namespace, Placeholder):
+            problem = naming.check_namespace_name(namespace)
+            if problem:
+                problems.append(
+                    f"{self.argument('launch_namespace')}={problem}; empty: the task pod's own namespace"
+                )
         if isinstance(self.node_pool, Placeholder):
             return problems
         known = node_pools.load_profiles()

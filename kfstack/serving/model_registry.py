@@ -12,10 +12,11 @@ Registration is idempotent: a version already registered under the same name, wi
 artifact URI, is reported with its ids and not registered again (a retried task); one that an
 interrupted attempt left without its artifact is completed; one with another URI is a conflict.
 
-Authentication: the pod's service-account token (:data:`SERVICE_ACCOUNT_TOKEN`), when the file
-exists, goes as ``Authorization: Bearer`` -- what a Model Registry behind kube-rbac-proxy (Open
-Data Hub) or an Istio gateway with a JWT policy checks; a registry that checks nothing ignores
-it. ``https://`` needs one (the client refuses a secure connection without a token).
+Authentication: the pod's service-account token
+(:data:`~kfstack.kubernetes.naming.SERVICE_ACCOUNT_TOKEN_FILE`), when the file exists, goes as
+``Authorization: Bearer`` -- what a Model Registry behind kube-rbac-proxy (Open Data Hub) or an
+Istio gateway with a JWT policy checks; a registry that checks nothing ignores it. ``https://``
+needs one (the client refuses a secure connection without a token).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from typing import Any, TypeVar
 
 from kfstack import contracts
 from kfstack.errors import InvalidParameterError, PlatformNotAvailableError, RunFailedError
+from kfstack.kubernetes.naming import SERVICE_ACCOUNT_TOKEN_FILE
 from kfstack.lineage import Lineage
 from kfstack.serving.canary import PROMOTE, ROLLBACK
 from kfstack.serving.rollout import FIRST, SKIPPED, UNCHANGED
@@ -45,10 +47,6 @@ REGISTERED_DECISIONS = (FIRST, PROMOTE)
 DECISIONS = (*REGISTERED_DECISIONS, ROLLBACK, UNCHANGED, SKIPPED)
 
 INSTALL_HINT = "install kfstack[registry] (the model-registry client) in this step's image"
-# Every pod's own token (the projected service-account token). Not the client's default order,
-# which prefers $KF_PIPELINES_SA_TOKEN_PATH: in a multi-user Kubeflow that is a token for the KFP
-# API's audience, which a registry's TokenReview (kube-rbac-proxy) refuses.
-SERVICE_ACCOUNT_TOKEN = "/var/run/secrets/kubernetes.io/serviceaccount/token"
 DEFAULT_PORTS = {"http": 80, "https": 443}
 # Who a registration is by when model_registry_author is empty (and the pipelines' default).
 DEFAULT_AUTHOR = "kfstack"
@@ -383,8 +381,14 @@ def registration_for(
     )
 
 
-def read_token(path: str = SERVICE_ACCOUNT_TOKEN) -> str | None:
-    """The bearer token in ``path`` (the pod's service-account token); None without one."""
+def read_token(path: str = SERVICE_ACCOUNT_TOKEN_FILE) -> str | None:
+    """The bearer token in ``path`` (the pod's service-account token); None without one.
+
+    Every pod's own token (the projected service-account token) by default, not the client's
+    default order, which prefers ``$KF_PIPELINES_SA_TOKEN_PATH``: in a multi-user Kubeflow that
+    is a token for the KFP API's audience, which a registry's TokenReview (kube-rbac-proxy)
+    refuses.
+    """
     try:
         with open(path, encoding="utf-8") as f:
             return f.read().strip() or None
@@ -426,7 +430,7 @@ def translated_errors(url: str) -> Iterator[None]:
         if err.status in (401, 403):
             raise ModelRegistryAuthError(
                 f"the Model Registry at {url} refused the credentials ({answer}); the step sends the "
-                f"pod's service-account token ({SERVICE_ACCOUNT_TOKEN}): give its service account "
+                f"pod's service-account token ({SERVICE_ACCOUNT_TOKEN_FILE}): give its service account "
                 f"access to the registry"
             ) from err
         raise ModelRegistryError(f"the Model Registry at {url} answered {answer}") from err
@@ -455,7 +459,7 @@ def connect(endpoint: RegistryEndpoint, author: str, token: str | None) -> Any:
     if endpoint.secure and not token:
         raise ModelRegistryAuthError(
             f"the Model Registry at {endpoint.url} is https:// and needs a bearer token; there is none "
-            f"at {SERVICE_ACCOUNT_TOKEN} (is the pod's service-account token mounted?)"
+            f"at {SERVICE_ACCOUNT_TOKEN_FILE} (is the pod's service-account token mounted?)"
         )
     with translated_errors(endpoint.url), warnings.catch_warnings():
         # Plain http:// without a token (a registry that checks none; the embedded platform).

@@ -69,8 +69,9 @@ class FakeKubernetesApi:
             ``None`` (the default): every custom object is served, and discovery lists every
             kind kfstack launches.
         forbidden: Resource plurals every request on which answers 403 (RBAC lacks them).
-        denied: ``(verb, resource, subresource, namespace)`` an access review says is not
-            allowed (``subresource`` empty for none); every other one is allowed.
+        denied: ``(verb, group, resource, subresource, namespace)`` an access review says is
+            not allowed (``group`` empty for the core group, ``subresource`` empty for none);
+            every other one is allowed.
         reviews: The ``resourceAttributes`` of every access review, in order.
     """
 
@@ -84,7 +85,7 @@ class FakeKubernetesApi:
         self.conflict_on_create = False
         self.served: dict[str, set[str]] | None = None
         self.forbidden: set[str] = set()
-        self.denied: set[tuple[str, str, str, str]] = set()
+        self.denied: set[tuple[str, str, str, str, str]] = set()
         self.reviews: list[dict] = []
         self._versions = itertools.count(1)
         self._lock = threading.Lock()
@@ -146,6 +147,26 @@ class FakeKubernetesApi:
 
     def count(self, method: str, fragment: str = "") -> int:
         return sum(1 for m, p in self.requests if m == method and fragment in p)
+
+    def created(self) -> list[str]:
+        """The path of every create but an access review's, in order."""
+        return [p for m, p in self.requests if m == "POST" and p != ACCESS_REVIEWS]
+
+    def permissions_used(self) -> set[tuple[str, str, str, str, str]]:
+        """``(verb, group, resource, subresource, namespace)`` of every namespaced request made,
+        in RBAC's terms (a GET of a collection is a list, a PUT an update...): what a Role must
+        grant for them. Discovery and access reviews need none (system:discovery and
+        system:basic-user grant them to every client)."""
+        used = set()
+        for method, path in self.requests:
+            if m := _PODS.match(path):
+                named = bool(m["name"])
+                used.add(("get" if named else "list", "", "pods", "log" if named else "", m["ns"]))
+            elif m := _CUSTOM.match(path):
+                on_one = {"GET": "get", "PUT": "update", "DELETE": "delete"}
+                verbs = on_one if m["name"] else {"GET": "list", "POST": "create"}
+                used.add((verbs[method], m["group"], m["plural"], "", m["ns"]))
+        return used
 
     def __enter__(self) -> FakeKubernetesApi:
         self._thread.start()
@@ -291,6 +312,7 @@ class FakeKubernetesApi:
                 fake.reviews.append(attributes)
                 asked = (
                     attributes.get("verb", ""),
+                    attributes.get("group", ""),
                     attributes.get("resource", ""),
                     attributes.get("subresource", ""),
                     attributes.get("namespace", ""),

@@ -14,15 +14,22 @@ for the InferenceService.
 from __future__ import annotations
 
 import dataclasses
-import os
-import signal
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from kfstack.components.common.cleanup_run.core import cleanup_run_resources
+from kfstack.components.serving.model_deployment.stage import STAGE as DEPLOYMENT
 from kfstack.components.serving.production_model.core import find_production_model
 from kfstack.components.training.distributed_training.stage import STAGE as TRAINING
-from kfstack.errors import CancelledError, InvalidParameterError, ResourceFailedError
+from kfstack.errors import (
+    CancelledError,
+    InvalidParameterError,
+    LaunchNamespaceError,
+    ResourceFailedError,
+    ResourceTimeoutError,
+)
 from kfstack.kubernetes import inference_service as isvc
 from kfstack.kubernetes import launcher, naming, resources
 from kfstack.kubernetes.katib_result import read_trials
@@ -33,11 +40,12 @@ from kfstack.platforms import run_stage
 from kfstack.serving.kserve_rollout import KServeRollout
 from kfstack.tuning import trials
 from kfstack_examples.flights.predictor import DEFAULT_MODEL_NAME
+from tests.components.serving.model_deployment import test_model_deployment as deployment
 from tests.kubernetes import test_katib_experiment as katib
 from tests.kubernetes.conftest import NAMESPACE as LAUNCH
 from tests.kubernetes.conftest import RUN_ID, training_request
 from tests.kubernetes.fake_kserve import FakeKServeController
-from tests.kubernetes.test_launcher import FakeClock
+from tests.kubernetes.test_launcher import FakeClock, cancel_on_second_read
 from tests.kubernetes.test_render import training_arguments
 from tests.serving.fake_kserve_cluster import PLACEMENT as SERVING_PLACEMENT
 from tests.serving.fake_kserve_cluster import request as serving_request
@@ -156,14 +164,7 @@ def test_sigterm_deletes_the_job_in_the_launch_namespace(task_pod):
     body = build_pytorchjob(training_request())
     name = body["metadata"]["name"]
     fake_api.statuses[name] = [running(name)]
-    reads = []
-
-    def cancel_on_second_read(object_name):
-        reads.append(object_name)
-        if len(reads) == 2:
-            os.kill(os.getpid(), signal.SIGTERM)  # what a cancelled KFP task's pod gets
-
-    fake_api.on_read = cancel_on_second_read
+    fake_api.on_read = cancel_on_second_read()
     with pytest.raises(CancelledError):
         launch(body, PLACEMENT, Cluster.from_environment("distributed-training", LAUNCH))
     assert fake_api.count("DELETE", f"/namespaces/{LAUNCH}/pytorchjobs/{name}") == 1
@@ -243,6 +244,33 @@ def test_a_bad_launch_namespace_is_refused_before_any_api_call(task_pod, tmp_pat
     assert fake_api.requests == []
 
 
+@pytest.mark.parametrize(
+    ("name", "namespace", "subdomain"),
+    [
+        ("team-ml", True, True),
+        ("a" * 63, True, True),
+        ("a" * 64, False, True),  # a subdomain's parts have no bound of their own, its whole 253
+        ("team.ml", False, True),
+        ("a." * 126 + "a", False, True),
+        ("a." * 127 + "a", False, False),
+        ("team..ml", False, False),
+        ("team-.ml", False, False),
+        (".team", False, False),
+        ("team.", False, False),
+        ("Team_ML", False, False),
+        ("-team", False, False),
+        ("team\n", False, False),
+        ("", False, False),
+    ],
+)
+def test_the_names_the_api_server_takes(name, namespace, subdomain):
+    """A namespace's name is a DNS-1123 label, a service account's a subdomain: labels joined by
+    dots (kubernetes/apimachinery, pkg/util/validation/validation.go)."""
+    assert (naming.check_namespace_name(name) is None) is namespace
+    assert bool(naming.DNS_LABEL.match(name)) is namespace
+    assert bool(naming.DNS_SUBDOMAIN.match(name)) is subdomain
+
+
 def test_the_kinds_reviewed_are_the_ones_launched(task_pod, tmp_path):
     """The training step's review asks about its own kind only, not every kind the variant
     choice looked at (auto on a cluster serving both APIs runs a TrainJob)."""
@@ -257,3 +285,55 @@ def test_the_kinds_reviewed_are_the_ones_launched(task_pod, tmp_path):
     with pytest.raises(ResourceFailedError, match=rf"TrainJob {LAUNCH}/"):
         run_stage(TRAINING, args)
     assert {r["resource"] for r in fake_api.reviews} == {resources.TRAINJOB.plural, "pods"}
+
+
+def deployment_arguments(tmp_path, **overrides) -> dict:
+    """The model-deployment step's arguments on a cluster, launching in ``team-ml``: a small
+    digits holdout on disk (read before the rollout), the model at a remote URI."""
+    holdout = tmp_path / "holdout.parquet"
+    pq.write_table(pa.table({"p0": [0.0, 1.0], "p1": [1.0, 0.0], "digit": [0, 1]}), holdout)
+    values = {
+        **deployment.arguments(tmp_path, tmp_path),
+        "platform": "kubernetes",
+        "model": "s3://models/digits/good",
+        "holdout": str(holdout),
+        "task_name": "model-deployment",
+        "serving_timeout_seconds": 60,
+        "launch_namespace": LAUNCH,
+    }
+    return {**values, **overrides}
+
+
+def test_the_deployment_step_reviews_the_inference_service_rights_in_the_launch_namespace(task_pod, tmp_path):
+    """The deploy step's own review, before its first create: a Role without the update a canary
+    and a rollback need refuses it there, naming the permission, and nothing is applied."""
+    fake_api = task_pod
+    service = resources.INFERENCE_SERVICE
+    fake_api.denied = {("update", service.group, service.plural, "", LAUNCH)}
+    with pytest.raises(LaunchNamespaceError) as err:
+        run_stage(DEPLOYMENT, deployment_arguments(tmp_path))
+    message = str(err.value)
+    assert message.startswith(
+        f"model-deployment: service account {POD_NAMESPACE}/{SERVICE_ACCOUNT} lacks update "
+        f"inferenceservices.serving.kserve.io in namespace {LAUNCH}."
+    )
+    assert fake_api.created() == [] and fake_api.objects == {}
+    assert {r["resource"] for r in fake_api.reviews} == {service.plural, "pods"}
+    assert {r["namespace"] for r in fake_api.reviews} == {LAUNCH}
+
+
+def test_the_deployment_step_applies_its_inference_service_in_the_launch_namespace(task_pod, tmp_path):
+    """Allowed, it is created there with the audit labels; with no KServe controller to make it
+    Ready, the wait times out and leaves it in place."""
+    fake_api = task_pod
+    with pytest.raises(ResourceTimeoutError, match=rf"InferenceService {LAUNCH}/digits did not become ready"):
+        run_stage(DEPLOYMENT, deployment_arguments(tmp_path))
+    (key,) = fake_api.objects
+    assert key == ("inferenceservices", LAUNCH, "digits")
+    assert fake_api.objects[key]["metadata"]["labels"].items() >= AUDIT.items()
+    paths = [path for _, path in fake_api.requests]
+    assert max(i for i, p in enumerate(paths) if "selfsubjectaccessreviews" in p) < paths.index(
+        fake_api.created()[0]
+    )
+    assert fake_api.count("DELETE") == 0
+    assert namespaces_used(fake_api) == {LAUNCH}

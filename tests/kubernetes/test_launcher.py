@@ -6,6 +6,7 @@ cluster's controllers are scripted (the ``status`` objects show on successive re
 
 import os
 import signal
+from collections.abc import Callable
 
 import pytest
 
@@ -168,18 +169,25 @@ def test_a_concurrent_create_is_adopted(fake_api):
     assert fake_api.count("POST") == 1 and fake_api.count("DELETE") == 0
 
 
+def cancel_on_second_read() -> Callable[[str], None]:
+    """An ``on_read`` hook that sends this process SIGTERM, what a cancelled KFP task's pod gets,
+    on the second read of a launched object (the first is the adopt-or-create lookup: the
+    cancel comes while the job runs)."""
+    reads = []
+
+    def on_read(object_name: str) -> None:
+        reads.append(object_name)
+        if len(reads) == 2:
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    return on_read
+
+
 def test_sigterm_deletes_the_job(fake_api):
     body = build_tfjob(training_request(workers=2))
     name = body["metadata"]["name"]
     fake_api.statuses[name] = [job_status("Created", "Running")]
-    reads = []
-
-    def cancel_on_second_read(object_name):
-        reads.append(object_name)
-        if len(reads) == 2:
-            os.kill(os.getpid(), signal.SIGTERM)  # what a cancelled KFP task's pod gets
-
-    fake_api.on_read = cancel_on_second_read
+    fake_api.on_read = cancel_on_second_read()
     previous = signal.getsignal(signal.SIGTERM)
     with pytest.raises(CancelledError):
         launcher_for(fake_api, kind=resources.TFJOB).run(body, timeout_seconds=600, poll_interval_seconds=5)

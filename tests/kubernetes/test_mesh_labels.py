@@ -1,4 +1,4 @@
-"""Every batch pod kfstack creates is labelled out of an Istio mesh, on purpose (issue 30).
+"""Every batch pod kfstack creates is labelled out of an Istio mesh, and every model server left in it.
 
 The measure: the objects ``kfstack render`` writes for the built-in pipelines and the digits
 example, in every variant of the training step (Trainer v2, PyTorchJob, elastic PyTorchJob, TFJob

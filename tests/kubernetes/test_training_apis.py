@@ -117,7 +117,9 @@ def test_on_a_trainer_v2_cluster_the_step_creates_a_trainjob(fake_api, tmp_path)
 def test_the_parameter_check_finds_an_unserved_api_before_the_first_step(fake_api, monkeypatch):
     """validate-parameters, on the cluster: a forced trainer-v2 on a v1 cluster fails there,
     before the Spark job, and so does a cluster without the spark-operator."""
-    monkeypatch.setattr(Cluster, "from_environment", classmethod(lambda cls, stage: cluster(fake_api)))
+    monkeypatch.setattr(
+        Cluster, "from_environment", classmethod(lambda cls, stage, launch_namespace="": cluster(fake_api))
+    )
     fake_api.serve_only(
         *V1_ONLY, resources.SPARK_APPLICATION, resources.EXPERIMENT, resources.INFERENCE_SERVICE
     )
@@ -153,4 +155,4 @@ def test_the_parameter_check_finds_an_unserved_api_before_the_first_step(fake_ap
     with pytest.raises(PlatformNotAvailableError, match=refused):
         rendering.check_run_parameters("flights-training", {"platform": "kubernetes"}, RUN_ID)
     rendering.check_run_parameters("flights-training", {"platform": "kubernetes", "deploy": False}, RUN_ID)
-    assert fake_api.count("POST") == 0
+    assert fake_api.created() == []

@@ -11,6 +11,7 @@ from kfstack import images
 from kfstack.app.cli.compile_ import compile_pipelines, compiled_path
 from kfstack.app.cli.parameters import parse_params
 from kfstack.errors import UsageError
+from kfstack.kubernetes.naming import SIDECAR_INJECT_LABEL
 from kfstack.pipelines import load_pipeline, pipeline_names
 from kfstack.version import __version__, label_safe
 
@@ -325,3 +326,31 @@ def test_the_pipelines_share_their_parameters_defaults_but_where_said(flights_sp
         assert training[name].get("defaultValue") == retrain[name].get("defaultValue"), name
         assert training[name]["description"] == retrain[name]["description"], name
     assert training["canary_max_psi"]["defaultValue"] != retrain["canary_max_psi"]["defaultValue"]
+
+
+@pytest.fixture(scope="module")
+def every_pipeline(compiled, retraining, tmp_path_factory) -> dict[str, tuple[dict, dict]]:
+    """Every registered pipeline's (pipeline spec, platform spec); the flights ones compiled once."""
+    known = {"flights-training": compiled, "flights-retraining": retraining}
+    out = tmp_path_factory.mktemp("dist-every")
+    return {name: known.get(name) or compile_one(name, out) for name in pipeline_names()}
+
+
+def test_only_the_deployment_task_joins_the_mesh_and_cleanup_follows_the_launch_namespace(every_pipeline):
+    """The deployment task's pod is labelled into the Istio mesh (the label wins over KFP's
+    opt-out annotation; its canary calls need a mesh identity), no other task's is; the exit
+    handler cleans up in the launch namespace the run's steps launched in."""
+    assert set(every_pipeline) == {"flights-training", "flights-retraining", "digits-training"}
+    for name, (spec, platform) in every_pipeline.items():
+        executors = platform["platforms"]["kubernetes"]["deploymentSpec"]["executors"]
+        joined = {
+            executor
+            for executor, config in executors.items()
+            if config.get("podMetadata", {}).get("labels", {}).get(SIDECAR_INJECT_LABEL) is not None
+        }
+        assert joined == {"exec-model-deployment"}, name
+        labels = executors["exec-model-deployment"]["podMetadata"]["labels"]
+        assert labels[SIDECAR_INJECT_LABEL] == "true", name
+        cleanup = spec["root"]["dag"]["tasks"]["cleanup-run"]["inputs"]["parameters"]
+        assert cleanup["launch_namespace"] == {"componentInputParameter": "launch_namespace"}, name
+        assert "launch_namespace" in spec["root"]["inputDefinitions"]["parameters"], name

@@ -65,6 +65,8 @@ def test_the_service_account_runs_run_as_is_no_parameter(tmp_path):
         write(tmp_path, "service_account: kfstack-runner\nparameters:\n  gpu_pool: h100\n")
     )
     assert environment.service_account == "kfstack-runner"
+    dotted = write(tmp_path, "service_account: team.kfstack-runner\n", "dotted.yaml")
+    assert environments.load_environment(dotted).service_account == "team.kfstack-runner"
     assert environment.shared == {"gpu_pool": "h100"}  # not a default of any pipeline's parameter
     assert (
         environments.load_environment(write(tmp_path, "parameters: {}\n", "plain.yaml")).service_account
@@ -77,6 +79,10 @@ def test_the_service_account_runs_run_as_is_no_parameter(tmp_path):
     [
         ("Team_Runner", r"service_account 'Team_Runner': not a Kubernetes service account name"),
         ("-runner", r"service_account '-runner': not a Kubernetes service account name"),
+        # Each part between dots a DNS label: no empty one, none ending in '-'.
+        ("team..runner", r"service_account 'team\.\.runner': not a Kubernetes service account name"),
+        ("team-.runner", r"service_account 'team-\.runner': not a Kubernetes service account name"),
+        ("runner.", r"service_account 'runner\.': not a Kubernetes service account name"),
         ("''", r"service_account '': not a Kubernetes service account name"),
         ("7", r"service_account 7: not a Kubernetes service account name"),
         ("[kfstack-runner]", r"service_account \['kfstack-runner'\]: not a Kubernetes service account"),

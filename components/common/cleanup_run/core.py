@@ -8,7 +8,7 @@ import logging
 from kubernetes.client.rest import ApiException
 
 from kfstack import platforms
-from kfstack.errors import PlatformNotAvailableError, ResourceFailedError
+from kfstack.errors import InvalidParameterError, PlatformNotAvailableError, ResourceFailedError
 from kfstack.kubernetes.launcher import Cluster, delete_run_resources
 from kfstack.serving.kserve_rollout import roll_back_run_canaries
 
@@ -38,8 +38,9 @@ def cleanup_run_resources(
     if cluster is None:
         try:
             cluster = Cluster.from_environment(stage="cleanup", launch_namespace=launch_namespace)
-        except PlatformNotAvailableError as err:
-            # Without a cluster nothing can have been created; the first task said so already.
+        except (PlatformNotAvailableError, InvalidParameterError) as err:
+            # Without a cluster, or with a launch namespace that is no namespace's name, nothing
+            # can have been created: the first task refused the run already and said why.
             logger.warning("nothing to clean up: %s", err)
             return []
     done: list[str] = []

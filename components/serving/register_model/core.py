@@ -7,7 +7,7 @@ import logging
 
 from kfstack import platforms
 from kfstack.errors import InvalidParameterError
-from kfstack.kubernetes.naming import current_namespace
+from kfstack.kubernetes.naming import SERVICE_ACCOUNT_TOKEN_FILE, current_namespace
 from kfstack.lineage import Lineage
 from kfstack.serving import model_registry as mr
 from kfstack.uris import storage_uri
@@ -27,7 +27,7 @@ def register_production_model(
     author: str,
     model_format: str = "",
     model_format_version: str = "",
-    token_path: str = mr.SERVICE_ACCOUNT_TOKEN,
+    token_path: str = SERVICE_ACCOUNT_TOKEN_FILE,
 ) -> mr.RegistrationResult:
     """Registers the model of ``model_dir`` as version ``lineage.model_version`` of
     ``serving_name`` when ``registry_url`` is set and the rollout's ``decision`` put it into

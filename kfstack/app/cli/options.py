@@ -83,10 +83,10 @@ RUN_TARGET_FLAGS = {
     "--env": "env",
 }
 SERVICE_ACCOUNT_HELP = (
-    "the Kubernetes service account the run's pods run as: one bound to what the run needs, not a "
-    "profile's default-editor, which the namespace's notebooks share (default: the --env "
-    "environment's service_account, else KFP's own: pipeline-runner, on a multi-user KFP the "
-    "profile's default-editor)"
+    "the Kubernetes service account the run's pods run as: the runs' own account, bound to the "
+    "launcher Role, for least privilege and a stable identity in the mesh policy and the audit "
+    "labels. Default: the --env environment's service_account, else KFP's own (pipeline-runner; "
+    "on a multi-user KFP the profile's default-editor)"
 )
 RUN_ENV_HELP = (
     "an environment file, or the name of an overlay that has one (as upload --env): its "
@@ -95,15 +95,18 @@ RUN_ENV_HELP = (
 )
 
 
-def add_run_target_options(parser: argparse.ArgumentParser, version_help: str, experiment_help: str) -> None:
+def add_run_target_options(
+    parser: argparse.ArgumentParser, version_help: str, experiment_help: str, help_prefix: str = ""
+) -> None:
     """``--version`` (``args.version_name``), ``--experiment``, ``--service-account`` and
     ``--env``: the uploaded version the runs of ``run`` (on a cluster) and ``schedule`` start
     from, the experiment they go to, and the service account they run as
-    (:func:`run_service_account`)."""
-    parser.add_argument("--version", dest="version_name", metavar="VERSION", help=version_help)
-    parser.add_argument("--experiment", help=experiment_help)
-    parser.add_argument("--service-account", metavar="NAME", help=SERVICE_ACCOUNT_HELP)
-    parser.add_argument("--env", metavar="ENV", help=RUN_ENV_HELP)
+    (:func:`run_service_account`). ``help_prefix`` starts the help of each (``run``:
+    ``"cluster: "``, as its other cluster-only flags, since ``--local`` ignores them)."""
+    parser.add_argument("--version", dest="version_name", metavar="VERSION", help=help_prefix + version_help)
+    parser.add_argument("--experiment", help=help_prefix + experiment_help)
+    parser.add_argument("--service-account", metavar="NAME", help=help_prefix + SERVICE_ACCOUNT_HELP)
+    parser.add_argument("--env", metavar="ENV", help=help_prefix + RUN_ENV_HELP)
 
 
 def run_service_account(args: argparse.Namespace) -> str | None:

@@ -86,8 +86,9 @@ def add_parser(subparsers: Subparsers) -> None:
     )
     add_run_target_options(
         parser,
-        version_help="cluster: the uploaded pipeline version to run (default: the pipeline's latest)",
-        experiment_help="cluster: the experiment to run in, created if absent (default: PIPELINE)",
+        version_help="the uploaded pipeline version to run (default: the pipeline's latest)",
+        experiment_help="the experiment to run in, created if absent (default: PIPELINE)",
+        help_prefix="cluster: ",
     )
     parser.add_argument(
         "--wait",

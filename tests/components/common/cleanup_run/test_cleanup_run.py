@@ -16,6 +16,7 @@ import pytest
 from kfstack.components.common.cleanup_run.core import cleanup_run_resources
 from kfstack.errors import InvalidParameterError, ResourceFailedError
 from kfstack.kubernetes import inference_service as isvc
+from kfstack.kubernetes import launcher
 from kfstack.kubernetes.launcher import Cluster
 from kfstack.kubernetes.spark_application import build_spark_application
 from kfstack.serving.canary import PROMOTE
@@ -44,6 +45,19 @@ def test_without_a_kubernetes_api_nothing_can_have_been_created(tmp_path, monkey
     with caplog.at_level(logging.WARNING):
         assert cleanup_run_resources(platform="kubernetes", run_id=RUN_ID) == []
     assert "nothing to clean up: cleanup: platform='kubernetes' needs a Kubernetes API" in caplog.text
+
+
+def test_a_launch_namespace_that_is_no_namespace_is_logged_and_nothing_asked(monkeypatch, caplog):
+    """validate-run refused the run already (the same check): the exit handler says why it has
+    nothing to do, and succeeds, rather than failing the run a second time."""
+    with FakeKubernetesApi() as api:
+        monkeypatch.setattr(launcher, "default_api_client", api.api_client)
+        monkeypatch.setenv("KFSTACK_NAMESPACE", "kubeflow")
+        with caplog.at_level(logging.WARNING):
+            done = cleanup_run_resources(platform="kubernetes", run_id=RUN_ID, launch_namespace="Team_ML")
+        assert done == []
+        assert api.requests == []
+    assert "nothing to clean up: cleanup: launch_namespace='Team_ML' is not a namespace name" in caplog.text
 
 
 def test_the_runs_unfinished_jobs_are_deleted_and_nothing_else():
