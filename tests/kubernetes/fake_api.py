@@ -90,7 +90,10 @@ class FakeKubernetesApi:
         self._versions = itertools.count(1)
         self._lock = threading.Lock()
         self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        # A short poll: shutdown() waits for the loop to look (0.5 s by default, per test).
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
+        )
 
     # -- test-facing helpers --------------------------------------------------------------------
 
