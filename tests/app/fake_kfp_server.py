@@ -16,6 +16,9 @@ Behaviours of the real server it reproduces (backend/src/apiserver/server/*.go):
 - a pipeline version name is unique within its pipeline (409 on a second upload of the name);
 - with :attr:`FakeKfpServer.token` set, a request without ``Authorization: Bearer <token>`` is a
   401 (a multi-user deployment's auth proxy), the health check included;
+- a request whose ``namespace`` is one of :attr:`FakeKfpServer.denied_namespaces` is a 403
+  (grpc PermissionDenied): a multi-user KFP's SubjectAccessReview found no binding for the
+  caller there (backend/src/apiserver/resource/resource_manager.go, IsAuthorized);
 - ``max_concurrency`` of a recurring run is 1-10;
 - ``GET /runs`` lists runs as they are now (a list does not move a run along its script),
   of one experiment with ``experiment_id``, of one pipeline with the filter key ``pipeline_id``
@@ -195,6 +198,7 @@ class FakeKfpServer(LoopbackServer):
         self.token = token
         self.login_page = login_page
         self.multi_user = False
+        self.denied_namespaces: set[str] = set()
         self.create_run_delay_s = 0.0
         self.requests: list[Request] = []
         self.pipelines: dict[str, dict[str, Any]] = {}
@@ -300,6 +304,10 @@ class FakeKfpServer(LoopbackServer):
                 self.requests.append(Request(handler.command, url.path, query, body, authorization))
                 if self.token is not None and authorization != f"Bearer {self.token}":
                     raise HttpError(401, "Unauthenticated: a valid bearer token is required", grpc_code=16)
+                if query.get("namespace") in self.denied_namespaces:
+                    raise HttpError(
+                        403, f"User is not authorized in namespace {query['namespace']}", grpc_code=7
+                    )
                 answer = self._route(handler.command, url.path, query, body)
         except HttpError as err:
             status, answer = err.status, {"code": err.grpc_code, "message": err.message, "details": []}

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from kfstack.app import cli, run_directory
-from kfstack.app.alert_receiver.cluster import KfpRetraining, declared_parameters
+from kfstack.app.alert_receiver.cluster import KfpRetraining, declared_parameters, launch_namespace
 from kfstack.app.alert_receiver.decisions import (
     REFUSED,
     SKIPPED,
@@ -36,7 +36,7 @@ from kfstack.app.cli.run import local_arguments
 from kfstack.app.kfp_server import connection, recurring_runs, runs
 from kfstack.app.kfp_server.pipelines import PipelineVersionRef
 from kfstack.app.run_directory import list_runs
-from kfstack.errors import UsageError
+from kfstack.errors import KfpAuthError, UsageError
 from tests.app import fake_kfp_server
 from tests.app.fake_kfp_server import FakeKfpServer
 from tests.conftest import REPO_ROOT
@@ -99,16 +99,14 @@ def parsed(*alerts: dict[str, Any]) -> Any:
     return parse_notification(json.dumps(notification(*alerts)).encode())
 
 
-def spec(declared: tuple[str, ...] = DECLARED) -> dict[str, Any]:
+def spec(declared: tuple[str, ...] = DECLARED, defaults: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A compiled pipeline's spec declaring ``declared``; ``defaults`` as ``upload --env`` compiles
+    an environment's in (``defaultValue``, as kfp 2.x writes it)."""
     types = {"epochs": "NUMBER_INTEGER", "force": "BOOLEAN"}
-    return {
-        "pipelineInfo": {"name": PIPELINE},
-        "root": {
-            "inputDefinitions": {
-                "parameters": {n: {"parameterType": types.get(n, "STRING")} for n in declared}
-            }
-        },
-    }
+    parameters: dict[str, Any] = {n: {"parameterType": types.get(n, "STRING")} for n in declared}
+    for name, value in (defaults or {}).items():
+        parameters[name] = {"parameterType": "STRING", "defaultValue": value, "isOptional": True}
+    return {"pipelineInfo": {"name": PIPELINE}, "root": {"inputDefinitions": {"parameters": parameters}}}
 
 
 def add_schedule(
@@ -119,15 +117,22 @@ def add_schedule(
     declared: tuple[str, ...] = DECLARED,
     namespace: str | None = None,
     service_account: str | None = None,
+    launch_namespace: str | None = None,
+    defaults: dict[str, Any] | None = None,
 ) -> tuple[str, PipelineVersionRef]:
-    """A recurring run made as ``kfstack schedule`` makes it; returns its id and its version."""
+    """A recurring run made as ``kfstack schedule`` makes it; returns its id and its version.
+    ``launch_namespace``: the recurring run's argument (None: it sets none); ``defaults``: the
+    spec's compiled-in defaults, for a pipeline not created yet."""
     existing = [p for p in fake.pipelines.values() if p["display_name"] == pipeline]
     if existing:
         pipeline_id = existing[0]["pipeline_id"]
         version_id = fake.versions_of(pipeline_id)[0]["pipeline_version_id"]
     else:
         pipeline_id, (version_id,) = fake.seed(pipeline, "1.0.0", namespace=namespace or "")
-        fake.versions[version_id]["pipeline_spec"] = spec(declared)
+        fake.versions[version_id]["pipeline_spec"] = spec(declared, defaults)
+    parameters: dict[str, Any] = {"serving_name": serving_name, "epochs": 3}
+    if launch_namespace is not None:
+        parameters["launch_namespace"] = launch_namespace
     ref = PipelineVersionRef(pipeline, pipeline_id, "1.0.0", version_id)
     with connection.connect(fake.url, namespace=namespace) as client:
         experiment_id, _ = runs.ensure_experiment(client, pipeline)
@@ -138,7 +143,7 @@ def add_schedule(
             True,
             experiment_id,
             "0 0 3 * * *",
-            {"serving_name": serving_name, "epochs": 3},
+            parameters,
             service_account,
         )
     return recurring_id, ref
@@ -630,12 +635,17 @@ def test_embedded_an_alert_retrains_the_flights_model(tmp_path, monkeypatch):
 
 
 def start_by_hand(
-    fake: FakeKfpServer, experiment: str, parameters: dict[str, Any], pipeline: str = PIPELINE
+    fake: FakeKfpServer,
+    experiment: str,
+    parameters: dict[str, Any],
+    pipeline: str = PIPELINE,
+    namespace: str | None = None,
 ) -> str:
-    """A run started as a person would, in ``experiment`` (created if absent)."""
+    """A run started as a person would, in ``experiment`` (created if absent; in ``namespace`` on
+    a multi-user KFP)."""
     pipeline_id = fake.pipeline_named(pipeline)["pipeline_id"]
     version_id = fake.versions_of(pipeline_id)[0]["pipeline_version_id"]
-    with connection.connect(fake.url) as client:
+    with connection.connect(fake.url, namespace=namespace) as client:
         experiment_id, _ = runs.ensure_experiment(client, experiment)
         ref = PipelineVersionRef(pipeline, pipeline_id, "1.0.0", version_id)
         return runs.start_run(client, ref, experiment_id, parameters, "by hand")
@@ -791,3 +801,167 @@ def test_the_command_line_needs_a_namespace_on_a_cluster(tmp_path, capsys):
     token_file.write_text(TOKEN)
     code = cli.main(["alert-receiver", "--token-file", str(token_file), "--port", "0"])
     assert code == 2 and "--namespace" in capsys.readouterr().err
+
+
+# --- a launch namespace: the runs in one namespace, the InferenceService in another -------------
+
+TEAM_A, TEAM_B = "team-a", "team-b"
+
+
+def multi_user_receiver(fake: FakeKfpServer, clock: Clock, *namespaces: str) -> Receiver:
+    fake.multi_user = True
+    return Receiver(KfpRetraining(fake.url, namespaces=namespaces), clock=clock)
+
+
+def test_a_profiles_schedule_launching_into_another_namespace_answers_its_alerts(fake_kfp, clock):
+    """Team A's runs deploy flights-delay into team-b: team-b's alert starts one run in team-a,
+    from a receiver serving team-a alone, and the run it started blocks the next firing."""
+    receiver = multi_user_receiver(fake_kfp, clock, TEAM_A)
+    recurring_id, _ = add_schedule(
+        fake_kfp, "flights-delay-nightly", namespace=TEAM_A, launch_namespace=TEAM_B
+    )
+    (decision,) = receiver.handle(parsed(drift_alert(namespace=TEAM_B)))
+    assert decision.outcome == STARTED, decision.reason
+    assert f"({recurring_id}) in namespace {TEAM_A}" in decision.schedule
+    (run,) = fake_kfp.runs.values()
+    assert fake_kfp.experiments[run["experiment_id"]]["namespace"] == TEAM_A
+    assert run["runtime_config"]["parameters"]["launch_namespace"] == TEAM_B
+    # Everything was read in team-a, the namespace served; team-b was never asked for.
+    listed = [r for r in fake_kfp.requests if r.path.endswith(("/runs", "/recurringruns"))]
+    asked = {r.query.get("namespace") for r in listed}
+    assert asked == {TEAM_A, None}  # None: the POST of the run, whose experiment is team-a's
+    (again,) = receiver.handle(parsed(drift_alert(namespace=TEAM_B, starts_at="2025-01-01T00:00:30Z")))
+    assert again.outcome == SKIPPED and f"run {run['run_id']} of this model is still running" in again.reason
+
+
+def test_an_alert_of_the_schedules_own_namespace_does_not_match_a_schedule_launching_elsewhere(
+    fake_kfp, clock
+):
+    receiver = multi_user_receiver(fake_kfp, clock, TEAM_A)
+    recurring_id, _ = add_schedule(
+        fake_kfp, "flights-delay-nightly", namespace=TEAM_A, launch_namespace=TEAM_B
+    )
+    (decision,) = receiver.handle(parsed(drift_alert(namespace=TEAM_A)))
+    assert decision.outcome == REFUSED
+    what = f"serving_name={SERVICE} for the InferenceService in namespace {TEAM_A}"
+    assert f"no enabled recurring run with {what}" in decision.reason
+    assert f"searched the recurring runs of namespace(s) {TEAM_A}" in decision.reason
+    elsewhere = f"flights-delay-nightly ({recurring_id}, namespace {TEAM_A}) into {TEAM_B}"
+    assert f"deploying elsewhere: {elsewhere}" in decision.reason
+    assert fake_kfp.runs == {}
+
+
+def test_two_schedules_deploying_one_inference_service_are_refused_naming_both(fake_kfp, clock):
+    """team-a's schedule launches into team-b, and team-b schedules its own: both deploy
+    team-b/flights-delay, and the receiver serving both namespaces does not choose."""
+    receiver = multi_user_receiver(fake_kfp, clock, TEAM_A, TEAM_B)
+    from_a, _ = add_schedule(fake_kfp, "flights-delay-from-a", namespace=TEAM_A, launch_namespace=TEAM_B)
+    own, _ = add_schedule(fake_kfp, "flights-delay-own", namespace=TEAM_B)
+    (decision,) = receiver.handle(parsed(drift_alert(namespace=TEAM_B)))
+    assert decision.outcome == REFUSED and "2 enabled recurring runs have" in decision.reason
+    assert f"{from_a}, namespace {TEAM_A}" in decision.reason
+    assert f"{own}, namespace {TEAM_B}" in decision.reason
+    assert f"searched the recurring runs of namespace(s) {TEAM_A}, {TEAM_B}" in decision.reason
+    assert fake_kfp.runs == {}
+    # team-a's own InferenceService of that name has no schedule: neither deploys into team-a.
+    (team_a,) = receiver.handle(parsed(drift_alert(namespace=TEAM_A)))
+    assert team_a.outcome == REFUSED and "no enabled recurring run" in team_a.reason
+
+
+def test_the_launch_namespace_compiled_into_the_version_counts(fake_kfp, clock):
+    """``upload --env`` compiles the environment's launch_namespace in as the parameter's default:
+    a recurring run that sets none launches there, and so do the runs the alert starts."""
+    receiver = multi_user_receiver(fake_kfp, clock, TEAM_A)
+    declared = (*DECLARED, "launch_namespace")
+    add_schedule(
+        fake_kfp,
+        "flights-delay-nightly",
+        namespace=TEAM_A,
+        declared=declared,
+        defaults={"launch_namespace": TEAM_B},
+    )
+    (own,) = receiver.handle(parsed(drift_alert(namespace=TEAM_A)))
+    assert own.outcome == REFUSED and f"into {TEAM_B}" in own.reason
+    (decision,) = receiver.handle(parsed(drift_alert(namespace=TEAM_B)))
+    assert decision.outcome == STARTED, decision.reason
+    (run,) = fake_kfp.runs.values()
+    assert "launch_namespace" not in run["runtime_config"]["parameters"]  # the default applies
+    # The run started carries no launch_namespace either: it is the model's by its version's default.
+    (again,) = receiver.handle(parsed(drift_alert(namespace=TEAM_B, starts_at="2025-01-01T00:00:30Z")))
+    assert again.outcome == SKIPPED and "still running" in again.reason
+
+
+def test_a_run_blocks_only_when_it_deploys_the_alerts_inference_service(fake_kfp, clock):
+    """In team-a, a run of the same pipeline and serving_name that deploys team-a's own
+    flights-delay is another model's: it does not block team-b's; one deploying into team-b does."""
+    receiver = multi_user_receiver(fake_kfp, clock, TEAM_A)
+    add_schedule(fake_kfp, "flights-delay-nightly", namespace=TEAM_A, launch_namespace=TEAM_B)
+    start_by_hand(fake_kfp, "by-hand", {"serving_name": SERVICE}, namespace=TEAM_A)
+    start_by_hand(fake_kfp, "by-hand", {"serving_name": SERVICE, "launch_namespace": ""}, namespace=TEAM_A)
+    (decision,) = receiver.handle(parsed(drift_alert(namespace=TEAM_B)))
+    assert decision.outcome == STARTED, decision.reason
+    for run in fake_kfp.runs.values():
+        run["state"] = "SUCCEEDED"
+    clock.now += datetime.timedelta(hours=7)  # past the cooldown
+    blocking = start_by_hand(
+        fake_kfp, "by-hand", {"serving_name": SERVICE, "launch_namespace": TEAM_B}, namespace=TEAM_A
+    )
+    (later,) = receiver.handle(parsed(drift_alert(namespace=TEAM_B, starts_at="2025-01-01T07:00:00Z")))
+    assert later.outcome == SKIPPED and f"run {blocking} of this model is still running" in later.reason
+
+
+def test_on_a_standalone_kfp_the_launch_namespace_tells_two_schedules_of_one_name_apart(fake_kfp, clock):
+    """One standalone KFP, flights-delay deployed into ml-dev and into ml-prod by two schedules:
+    each namespace's alert starts its own (without a launch namespace both would count for both,
+    and be refused)."""
+    receiver = Receiver(KfpRetraining(fake_kfp.url, namespaces=["ml-dev", NAMESPACE]), clock=clock)
+    dev, _ = add_schedule(fake_kfp, "flights-delay-dev", launch_namespace="ml-dev")
+    prod, _ = add_schedule(fake_kfp, "flights-delay-prod", launch_namespace=NAMESPACE)
+    (for_prod,) = receiver.handle(parsed(drift_alert()))
+    assert for_prod.outcome == STARTED and prod in for_prod.schedule, for_prod.reason
+    (for_dev,) = receiver.handle(parsed(drift_alert(namespace="ml-dev", fingerprint="ffff000011112222")))
+    assert for_dev.outcome == STARTED and dev in for_dev.schedule, for_dev.reason
+    assert len(started_runs(fake_kfp)) == 2
+    # Still: a namespace the receiver does not serve is refused, a schedule launching there or not.
+    add_schedule(fake_kfp, "flights-delay-test", launch_namespace="ml-test")
+    (elsewhere,) = receiver.handle(parsed(drift_alert(namespace="ml-test")))
+    assert elsewhere.outcome == REFUSED
+    assert "namespace ml-test is not one this receiver serves" in elsewhere.reason
+
+
+def test_on_a_standalone_kfp_a_schedule_without_a_launch_namespace_counts_for_every_namespace_served(
+    fake_kfp, clock
+):
+    """The dev overlay's case before its versions carried launch_namespace: runs in KFP's own
+    namespace, which the receiver is not told, so the schedule counts for each namespace served
+    (as before launch namespaces existed)."""
+    receiver = Receiver(KfpRetraining(fake_kfp.url, namespaces=["kfstack-dev"]), clock=clock)
+    add_schedule(fake_kfp, "flights-delay-nightly")
+    (decision,) = receiver.handle(parsed(drift_alert(namespace="kfstack-dev")))
+    assert decision.outcome == STARTED, decision.reason
+
+
+def test_a_served_namespace_the_receiver_may_not_read_is_named(fake_kfp, clock):
+    """A missing RoleBinding in one served namespace: the error (a 503, retried) says which."""
+    receiver = multi_user_receiver(fake_kfp, clock, TEAM_A, "team-c")
+    add_schedule(fake_kfp, "flights-delay-nightly", namespace=TEAM_A, launch_namespace=TEAM_B)
+    fake_kfp.denied_namespaces = {"team-c"}
+    with pytest.raises(KfpAuthError, match=r"listing the recurring runs of namespace team-c: .*403"):
+        receiver.handle(parsed(drift_alert(namespace=TEAM_B)))
+    assert fake_kfp.runs == {}
+
+
+@pytest.mark.parametrize(
+    ("parameters", "default", "own", "expected"),
+    [
+        ({"launch_namespace": TEAM_B}, None, TEAM_A, TEAM_B),
+        ({}, TEAM_B, TEAM_A, TEAM_B),  # the version's compiled default
+        ({"launch_namespace": ""}, TEAM_B, TEAM_A, TEAM_A),  # the argument overrides the default
+        ({}, None, TEAM_A, TEAM_A),
+        ({}, "", None, None),  # standalone: KFP's own namespace, not known to the receiver
+    ],
+)
+def test_where_a_run_launches(parameters, default, own, expected):
+    declared = (*DECLARED, "launch_namespace")
+    compiled = spec(declared, {"launch_namespace": default} if default is not None else None)
+    assert launch_namespace(parameters, compiled, own) == expected

@@ -1,27 +1,40 @@
 """The cluster's retraining: recurring runs and runs on the KFP API.
 
-The receiver serves the namespaces it is given (``--namespace``, the Component's own by
-default): an alert whose ``namespace`` label is missing, empty or another namespace is refused
-before the KFP API is asked, on a standalone KFP as on a multi-user one. One rule, whichever KFP:
-on a multi-user KFP it keeps the alert's namespace from being sent as "" (the client's own
-namespace), on a standalone KFP -- which has no namespaces, so the schedule is found by
-``serving_name`` alone -- it keeps ns-b's ``flights`` from starting ns-a's schedule.
+An alert names an InferenceService: ``inference_service`` in ``namespace``. The runs that
+deploy it are those whose ``serving_name`` parameter is its name and whose *launch namespace*
+is its namespace: where the run's launchers create their objects, the InferenceService
+included -- the ``launch_namespace`` parameter (the run's argument, else the default its
+pipeline version compiles in, as ``upload --env`` writes an environment's), or, when that is
+empty, the run's own namespace.
 
-A recurring run is *recorded for a model* when its ``serving_name`` parameter (the
-InferenceService its runs deploy) is the alert's ``inference_service``, and -- on a multi-user
-KFP, where each profile namespace has its own recurring runs -- it belongs to the alert's
-``namespace``. On a standalone KFP (one namespace, ``multi_user`` false in ``/healthz``) the
-name alone decides, so a ``serving_name`` must be unique across it. Only enabled recurring runs
-count; exactly one must match, else the alert is refused (the log line names the candidates).
+What the receiver serves (``--namespace``, the Component's own by default) depends on the KFP:
+
+- on a multi-user KFP, KFP namespaces: it searches the recurring runs of each served namespace
+  S, and the runs of S, for those deploying the alert's InferenceService -- a recurring run of
+  S with no launch namespace deploys into S, one with ``launch_namespace`` N into N, wherever
+  the receiver runs. So a profile's schedule that launches into another namespace answers the
+  alerts of that namespace, and the same ``serving_name`` may be scheduled in two profiles for
+  two namespaces;
+- on a standalone KFP, which has no namespaces, the namespaces whose alerts it acts on: an
+  alert of another namespace is refused before any recurring run is read (it keeps ns-b's
+  ``flights`` from starting ns-a's schedule). Its recurring runs are all searched; one with a
+  launch namespace deploys into that namespace only, one without into KFP's own namespace,
+  which the receiver is not told: it counts for every namespace served, so its ``serving_name``
+  must be unique among them.
+
+An alert without a ``namespace`` label, or an empty one, is refused before the KFP API is asked
+(on a multi-user KFP, "" would be the client's own namespace). Only enabled recurring runs
+count; exactly one must deploy the alert's InferenceService, else the alert is refused (the log
+line names what was searched and the candidates).
 
 The run started is one run of the recurring run's pipeline version (the version it pins, else
 the pipeline's latest, as the recurring run itself would take), in its experiment, as its
 service account (the one its own runs get: a run that named none would get KFP's default, on a
 multi-user KFP the profile's ``default-editor``), with its parameters plus ``trigger`` and, when
-the pipeline declares it, ``force=true``. The model's
-runs are the runs of that pipeline (any version) in the namespace (on a standalone KFP: all of
-them), whatever their experiment, whose ``serving_name`` is the model's or that the recurring
-run created, read from the KFP API at each decision.
+the pipeline declares it, ``force=true``. The model's runs are the runs of that pipeline (any
+version) in the recurring run's namespace (on a standalone KFP: all of them), whatever their
+experiment, that deploy the alert's InferenceService by the same rule or that the recurring run
+created, read from the KFP API at each decision.
 
 The KFP API's token (``--kfp-token-file``) is read at each decision, as the webhook's is: a
 projected service-account token is renewed by the kubelet before it expires.
@@ -48,7 +61,12 @@ from kfstack.app.alert_receiver.decisions import (
 from kfstack.app.alert_receiver.tokens import read_token
 from kfstack.app.kfp_server import connection, pipelines, runs
 from kfstack.app.kfp_server.pipelines import PipelineVersionRef
-from kfstack.errors import UsageError
+from kfstack.errors import KfstackError, UsageError
+
+# The pipeline parameter naming where a run's launchers create their objects, its
+# InferenceService included (kfstack.kubernetes.placement.Placement.launch_namespace, a parameter
+# of every kfstack pipeline that deploys); empty: the run's own namespace.
+LAUNCH_NAMESPACE_PARAMETER = "launch_namespace"
 
 # V2beta1RecurringRun (kfp-server-api 2.x): ``mode`` is the switch as stored (ENABLE, DISABLE,
 # MODE_UNSPECIFIED), ``status`` what the scheduled workflow reports (ENABLED, DISABLED,
@@ -76,33 +94,105 @@ def pipeline_filter(pipeline_id: str) -> str:
     return json.dumps({"predicates": [predicate]})
 
 
-def declared_parameters(pipeline_spec: Any) -> set[str]:
-    """The parameters a pipeline version's spec declares (its root's inputs). The API returns a
-    version uploaded with a platform spec as ``{"pipeline_spec": ..., "platform_spec": ...}``."""
+def _root_parameters(pipeline_spec: Any) -> Mapping[str, Any]:
+    """The parameters a pipeline spec's root declares, by name. The API returns a version
+    uploaded with a platform spec as ``{"pipeline_spec": ..., "platform_spec": ...}``."""
     spec = pipeline_spec if isinstance(pipeline_spec, Mapping) else {}
     if "pipeline_spec" in spec:
         spec = spec["pipeline_spec"] or {}
     inputs = (spec.get("root") or {}).get("inputDefinitions") or {}
-    return set(inputs.get("parameters") or {})
+    return inputs.get("parameters") or {}
+
+
+def declared_parameters(pipeline_spec: Any) -> set[str]:
+    """The parameters a pipeline version's spec declares (its root's inputs)."""
+    return set(_root_parameters(pipeline_spec))
+
+
+def parameter_default(pipeline_spec: Any, name: str) -> Any:
+    """The default a pipeline spec compiles in for parameter ``name`` (None: none), as KFP reads
+    it: ``root.inputDefinitions.parameters.<name>.defaultValue`` (kubeflow/pipelines
+    api/v2alpha1/pipeline_spec.proto, ComponentInputsSpec.ParameterSpec.default_value)."""
+    declared = _root_parameters(pipeline_spec).get(name)
+    return declared.get("defaultValue") if isinstance(declared, Mapping) else None
+
+
+def launch_namespace(parameters: Mapping[str, Any], pipeline_spec: Any, own: str | None) -> str | None:
+    """Where a run with ``parameters`` of ``pipeline_spec`` creates its objects, its
+    InferenceService included: its ``launch_namespace`` argument, else the spec's default, when
+    not empty; else ``own``, the run's own namespace (None on a standalone KFP: KFP's own, which
+    the receiver is not told)."""
+    if LAUNCH_NAMESPACE_PARAMETER in parameters:
+        value = parameters[LAUNCH_NAMESPACE_PARAMETER]
+    else:
+        value = parameter_default(pipeline_spec, LAUNCH_NAMESPACE_PARAMETER)
+    return str(value) if value else own
+
+
+def deploys_into(launch: str | None, namespace: str) -> bool:
+    """A run launching into ``launch`` (None: unknown, see :func:`launch_namespace`) deploys the
+    InferenceServices of ``namespace``."""
+    return launch is None or launch == namespace
+
+
+class _Specs:
+    """The pipeline specs one decision reads, each version asked for once."""
+
+    def __init__(self, client: Any) -> None:
+        self.client = client
+        self._versions: dict[tuple[str, str], Any] = {}
+
+    def version(self, pipeline_id: str, version_id: str) -> Any:
+        key = (pipeline_id, version_id)
+        if key not in self._versions:
+            self._versions[key] = self.client.get_pipeline_version(pipeline_id, version_id)
+        return self._versions[key]
+
+    def of_run(self, run: Any) -> Any:
+        """The spec run ``run`` (a run or a recurring run) runs: its own when the API returns
+        one, else its version's (a recurring run that pins none: its pipeline's latest); None
+        when there is none."""
+        if run.pipeline_spec:
+            return run.pipeline_spec
+        reference = run.pipeline_version_reference
+        pipeline_id = reference.pipeline_id if reference else None
+        if not pipeline_id:
+            return None
+        version_id = (reference.pipeline_version_id if reference else None) or run.pipeline_version_id
+        if not version_id:
+            versions = pipelines.pipeline_versions(self.client, pipeline_id)
+            if not versions:
+                return None
+            version_id = versions[0].pipeline_version_id
+        return self.version(pipeline_id, version_id).pipeline_spec
 
 
 @dataclasses.dataclass
 class ClusterSchedule:
-    """One recurring run recorded for the model, and the client to act on it with."""
+    """One recurring run recorded for the model, and the client to act on it with.
+
+    Attributes:
+        namespace: The recurring run's KFP namespace, where its runs are (None on a standalone
+            KFP).
+        target: The alert's namespace, the InferenceService's.
+    """
 
     client: Any
     namespace: str | None
+    target: str
     service: str
     recurring: Any
     ref: PipelineVersionRef
     parameters: dict[str, Any]
     declared: set[str]
     force: bool
+    specs: _Specs
 
     @property
     def description(self) -> str:
+        where = f" in namespace {self.namespace}" if self.namespace else ""
         return (
-            f"recurring run {self.recurring.display_name} ({self.recurring.recurring_run_id}): "
+            f"recurring run {self.recurring.display_name} ({self.recurring.recurring_run_id}){where}: "
             f"{self.ref.pipeline} {self.ref.version}"
         )
 
@@ -122,8 +212,8 @@ class ClusterSchedule:
             if not reference or reference.pipeline_id != self.ref.pipeline_id:
                 continue
             parameters = dict(run.runtime_config.parameters or {}) if run.runtime_config else {}
-            for_model = parameters.get(SERVING_NAME_PARAMETER) == self.service
-            if not (for_model or run.recurring_run_id == self.recurring.recurring_run_id):
+            by_schedule = run.recurring_run_id == self.recurring.recurring_run_id
+            if not (by_schedule or self._for_model(run, parameters)):
                 continue
             found.append(
                 PastRun(
@@ -134,6 +224,14 @@ class ClusterSchedule:
                 )
             )
         return found
+
+    def _for_model(self, run: Any, parameters: Mapping[str, Any]) -> bool:
+        """The run deploys the alert's InferenceService: its name, launched into its namespace
+        (a run of another namespace's model with the same name does not block this one)."""
+        if parameters.get(SERVING_NAME_PARAMETER) != self.service:
+            return False
+        spec = None if LAUNCH_NAMESPACE_PARAMETER in parameters else self.specs.of_run(run)
+        return deploys_into(launch_namespace(parameters, spec, self.namespace), self.target)
 
     def start(self, trigger: str) -> str:
         if TRIGGER_PARAMETER not in self.declared:
@@ -163,6 +261,20 @@ def _aware(moment: Any) -> datetime.datetime:
     return moment if moment.tzinfo else moment.replace(tzinfo=datetime.UTC)
 
 
+@dataclasses.dataclass(frozen=True)
+class _Candidate:
+    """A recurring run whose ``serving_name`` is the alert's, and where its runs deploy."""
+
+    recurring: Any
+    namespace: str | None
+    launch: str | None
+
+    @property
+    def named(self) -> str:
+        where = f", namespace {self.namespace}" if self.namespace else ""
+        return f"{self.recurring.display_name} ({self.recurring.recurring_run_id}{where})"
+
+
 class KfpRetraining:
     """Schedules and runs on a KFP API server (module docstring).
 
@@ -170,7 +282,9 @@ class KfpRetraining:
         host: The API's URL; None: what ``kfp.Client`` finds (in a pod: the cluster's
             ``ml-pipeline`` service, with the pod's projected service-account token, which
             ``kfp.Client`` reads from its file at each request).
-        namespaces: The namespaces whose alerts this receiver acts on.
+        namespaces: What this receiver serves: on a multi-user KFP the KFP namespaces whose
+            recurring runs it searches, on a standalone KFP the namespaces whose alerts it acts
+            on.
         token_file: A file holding a bearer token the API accepts, read at each decision; None:
             ``kfp.Client``'s own (the projected token).
         force: Start the run with ``force=true`` when its pipeline has the parameter, so the
@@ -188,25 +302,93 @@ class KfpRetraining:
         self.host, self.token_file, self.force = host, token_file, force
         self.namespaces = tuple(dict.fromkeys(namespaces))
         if not self.namespaces or not all(self.namespaces):
-            raise UsageError("--namespace: name the namespace(s) whose alerts this receiver acts on")
+            raise UsageError(
+                "--namespace: name the namespace(s) this receiver serves (on a multi-user KFP, those "
+                "whose recurring runs retrain the models; on a standalone KFP, those whose alerts it "
+                "acts on)"
+            )
 
     @contextlib.contextmanager
     def schedule_for(self, namespace: str, service: str) -> Iterator[ClusterSchedule]:
         if not namespace:
             raise Refusal(
-                f"the alert has no {NAMESPACE_LABEL} label: the receiver acts only on alerts of the "
-                f"namespaces it serves ({', '.join(self.namespaces)})"
-            )
-        if namespace not in self.namespaces:
-            raise Refusal(
-                f"namespace {namespace} is not one this receiver serves (--namespace "
-                f"{', '.join(self.namespaces)}); its alerts go to that namespace's own receiver"
+                f"the alert has no {NAMESPACE_LABEL} label: the receiver knows a model by its "
+                f"InferenceService's name and namespace"
             )
         token = read_token(self.token_file, "--kfp-token-file") if self.token_file else None
         with connection.connect(self.host, token=token) as client:
             multi_user = bool(client.get_kfp_healthz().multi_user)
-            kfp_namespace = namespace if multi_user else None
-            recurring_runs = list(
+            if not multi_user and namespace not in self.namespaces:
+                raise Refusal(
+                    f"namespace {namespace} is not one this receiver serves (--namespace "
+                    f"{', '.join(self.namespaces)}); its alerts go to that namespace's own receiver"
+                )
+            specs = _Specs(client)
+            searched: tuple[str | None, ...] = self.namespaces if multi_user else (None,)
+            named = []
+            for kfp_namespace in searched:
+                for recurring in _recurring_runs(client, kfp_namespace):
+                    parameters = _parameters(recurring)
+                    if parameters.get(SERVING_NAME_PARAMETER) != service:
+                        continue
+                    # The version's default is read only when the recurring run sets none.
+                    spec = None if LAUNCH_NAMESPACE_PARAMETER in parameters else specs.of_run(recurring)
+                    launch = launch_namespace(parameters, spec, kfp_namespace)
+                    named.append(_Candidate(recurring, kfp_namespace, launch))
+            deploying = [c for c in named if deploys_into(c.launch, namespace)]
+            switched_on = [c for c in deploying if enabled(c.recurring)]
+            what = f"{SERVING_NAME_PARAMETER}={service} for the InferenceService in namespace {namespace}"
+            if multi_user:
+                searched_text = (
+                    f"searched the recurring runs of namespace(s) {', '.join(self.namespaces)}, each "
+                    f"deploying into its {LAUNCH_NAMESPACE_PARAMETER}, else into its own namespace"
+                )
+            else:
+                searched_text = (
+                    f"searched every recurring run of this standalone KFP, each deploying into its "
+                    f"{LAUNCH_NAMESPACE_PARAMETER}, else into any namespace this receiver serves"
+                )
+            if not switched_on:
+                disabled = ", ".join(c.recurring.display_name for c in deploying)
+                elsewhere = ", ".join(
+                    f"{c.named} into {c.launch}" for c in named if not deploys_into(c.launch, namespace)
+                )
+                raise Refusal(
+                    f"no enabled recurring run with {what}"
+                    + (f" (disabled: {disabled})" if disabled else "")
+                    + f"; {searched_text}"
+                    + (f"; deploying elsewhere: {elsewhere}" if elsewhere else "")
+                    + "; schedule the model's retraining (kfstack schedule ... --param "
+                    f"{SERVING_NAME_PARAMETER}={service})"
+                )
+            if len(switched_on) > 1:
+                names = ", ".join(c.named for c in switched_on)
+                raise Refusal(
+                    f"{len(switched_on)} enabled recurring runs have {what}: {names}; keep one "
+                    f"({searched_text})"
+                )
+            (chosen,) = switched_on
+            ref, declared = _version(specs, chosen.recurring)
+            yield ClusterSchedule(
+                client=client,
+                namespace=chosen.namespace,
+                target=namespace,
+                service=service,
+                recurring=chosen.recurring,
+                ref=ref,
+                parameters=_parameters(chosen.recurring),
+                declared=declared,
+                force=self.force,
+                specs=specs,
+            )
+
+
+def _recurring_runs(client: Any, kfp_namespace: str | None) -> list[Any]:
+    """The recurring runs of ``kfp_namespace`` (None: all, on a standalone KFP); a refusal to
+    list them names the namespace, the one whose binding is missing."""
+    try:
+        with connection.api_errors(client):
+            return list(
                 connection.pages(
                     lambda token: client.list_recurring_runs(
                         page_token=token, page_size=connection.PAGE_SIZE, namespace=kfp_namespace
@@ -214,35 +396,10 @@ class KfpRetraining:
                     "recurring_runs",
                 )
             )
-            candidates = [r for r in recurring_runs if _parameters(r).get(SERVING_NAME_PARAMETER) == service]
-            switched_on = [r for r in candidates if enabled(r)]
-            where = f" in namespace {namespace}" if multi_user else ""
-            if not switched_on:
-                disabled = ", ".join(r.display_name for r in candidates)
-                raise Refusal(
-                    f"no enabled recurring run with {SERVING_NAME_PARAMETER}={service}{where}"
-                    + (f" (disabled: {disabled})" if disabled else "")
-                    + "; schedule the model's retraining (kfstack schedule ... --param "
-                    f"{SERVING_NAME_PARAMETER}={service})"
-                )
-            if len(switched_on) > 1:
-                names = ", ".join(f"{r.display_name} ({r.recurring_run_id})" for r in switched_on)
-                raise Refusal(
-                    f"{len(switched_on)} enabled recurring runs have "
-                    f"{SERVING_NAME_PARAMETER}={service}{where}: {names}; keep one"
-                )
-            (recurring,) = switched_on
-            ref, declared = _version(client, recurring)
-            yield ClusterSchedule(
-                client=client,
-                namespace=kfp_namespace,
-                service=service,
-                recurring=recurring,
-                ref=ref,
-                parameters=_parameters(recurring),
-                declared=declared,
-                force=self.force,
-            )
+    except KfstackError as err:
+        if kfp_namespace is None:
+            raise
+        raise type(err)(f"listing the recurring runs of namespace {kfp_namespace}: {err}") from err
 
 
 def _parameters(recurring: Any) -> dict[str, Any]:
@@ -250,9 +407,10 @@ def _parameters(recurring: Any) -> dict[str, Any]:
     return dict(config.parameters or {}) if config else {}
 
 
-def _version(client: Any, recurring: Any) -> tuple[PipelineVersionRef, set[str]]:
+def _version(specs: _Specs, recurring: Any) -> tuple[PipelineVersionRef, set[str]]:
     """The version the recurring run runs (the one it pins, else its pipeline's latest) and the
     parameters it declares."""
+    client = specs.client
     reference = recurring.pipeline_version_reference
     pipeline_id = reference.pipeline_id if reference else None
     if not pipeline_id:
@@ -266,7 +424,7 @@ def _version(client: Any, recurring: Any) -> tuple[PipelineVersionRef, set[str]]
         if not versions:
             raise Refusal(f"the pipeline of recurring run {recurring.display_name} has no version")
         version_id = versions[0].pipeline_version_id
-    version = client.get_pipeline_version(pipeline_id, version_id)
+    version = specs.version(pipeline_id, version_id)
     ref = PipelineVersionRef(
         pipeline=pipelines.pipeline_name(client, pipeline_id),
         pipeline_id=pipeline_id,

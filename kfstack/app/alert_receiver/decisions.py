@@ -12,8 +12,9 @@ The rules (the same on a cluster and embedded; the platform supplies the schedul
   ``repeat_interval`` while an alert fires, and each Alertmanager of an HA pair may send it):
   skipped, however long ago that run was;
 - a run of that model that is still running -- one of the runs the platform lists for the model
-  (:meth:`Schedule.history`: on a cluster the runs of the schedule's pipeline in the namespace,
-  whatever their experiment, whoever started them, whose ``serving_name`` is the model's) --
+  (:meth:`Schedule.history`: on a cluster the runs of the schedule's pipeline in its namespace,
+  whatever their experiment, whoever started them, whose ``serving_name`` is the model's and
+  that launch into the alert's namespace) --
   blocks: two retrainings of one model would race for its canary. A run still not ended
   ``stale_after`` (default 24 h) after its start -- stuck pending, a lost pod, a state the
   platform does not know -- no longer blocks, and the decision says so;

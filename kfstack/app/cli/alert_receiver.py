@@ -38,9 +38,10 @@ def add_parser(subparsers: Subparsers) -> None:
         help="receive Alertmanager's webhook: a firing KfstackLiveDrift alert starts one retraining run",
         epilog="Alertmanager posts to http://ADDRESS:PORT/alerts with http_config.authorization "
         "(credentials_file: the same token). On a cluster the model's retraining is its enabled "
-        "recurring run whose serving_name is the alert's inference_service (in the alert's namespace "
-        "on a multi-user KFP), for alerts of the --namespace(s) only; with --local, what --retrain "
-        "names. One decision per alert is logged "
+        "recurring run whose serving_name is the alert's inference_service and whose runs launch into "
+        "the alert's namespace (its launch_namespace, else its own namespace), searched in the "
+        "--namespace(s) on a multi-user KFP, for alerts of the --namespace(s) on a standalone one; "
+        "with --local, what --retrain names. One decision per alert is logged "
         "as a JSON line on stderr. docs/retraining.md, 'From a drift alert'.",
     )
     parser.add_argument(
@@ -90,8 +91,10 @@ def add_parser(subparsers: Subparsers) -> None:
         action="append",
         default=[],
         metavar="NAMESPACE",
-        help="cluster, required: a namespace whose alerts this receiver acts on (repeatable); an alert "
-        "without a namespace label, or of another namespace, is refused and logged",
+        help="cluster, required (repeatable): on a multi-user KFP, a namespace whose recurring runs "
+        "retrain models, whichever namespace their runs launch into; on a standalone KFP, a namespace "
+        "whose alerts this receiver acts on (an alert of another is refused and logged). An alert "
+        "without a namespace label is refused",
     )
     parser.add_argument("--local", action="store_true", help="start embedded runs on this machine")
     parser.add_argument(
