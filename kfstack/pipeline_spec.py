@@ -341,6 +341,21 @@ def replace_task_image(documents: list[dict[str, Any]], current: str, image: str
     return replaced
 
 
+def drop_pod_label(documents: list[dict[str, Any]], key: str, value: str) -> list[str]:
+    """Removes the pod label ``key: value`` from every executor of a compiled pipeline's platform
+    spec, in place; returns the executors it was removed from."""
+    if len(documents) < 2:
+        return []
+    kubernetes = documents[1].get("platforms", {}).get("kubernetes", {})
+    dropped = []
+    for name, executor in kubernetes.get("deploymentSpec", {}).get("executors", {}).items():
+        labels = executor.get("podMetadata", {}).get("labels", {})
+        if labels.get(key) == value:
+            del labels[key]
+            dropped.append(name)
+    return dropped
+
+
 def stamp_version(documents: list[dict[str, Any]], version: str, label_value: str, env_name: str) -> None:
     """Stamps ``version`` into a compiled pipeline's documents (IR spec, platform spec), in place:
 

@@ -40,8 +40,9 @@ from typing import Any
 
 import yaml
 
+from kfstack import pipeline_spec
 from kfstack.errors import InvalidParameterError, UsageError
-from kfstack.kubernetes.naming import DNS_SUBDOMAIN
+from kfstack.kubernetes.naming import DNS_SUBDOMAIN, SIDECAR_INJECT_LABEL
 from kfstack.pipelines import load_pipeline, pipeline_names
 from kfstack.pipelines.parameters import CATALOG
 from kfstack.pipelines.rendering import parameter_types, render
@@ -235,6 +236,24 @@ def with_defaults(spec: dict[str, Any], defaults: Mapping[str, Any]) -> dict[str
         parameters[name]["defaultValue"] = written
         parameters[name]["isOptional"] = True
     return spec
+
+
+def leave_the_mesh_out(documents: list[dict[str, Any]], defaults: Mapping[str, Any]) -> list[str]:
+    """A version compiled for an environment outside any Istio mesh (its ``istio_mesh`` is
+    false) has no task that asks to join one: the deployment task's pod label
+    (:func:`kfstack.pipelines.wiring.joins_mesh`) is removed; returns the executors it was
+    removed from.
+
+    Why: on a cluster where Istio is installed, its injector also injects a pod labelled
+    ``sidecar.istio.io/inject: "true"`` in a namespace with no injection label (the object
+    selector of istio's sidecar-injector MutatingWebhookConfiguration,
+    manifests/charts/istio-control/istio-discovery/templates/mutatingwebhook.yaml), and with
+    classic sidecars such a pod never completes. A KFP pod label is a literal of the compiled
+    spec, so the environment, which knows whether its namespace is in a mesh, decides here.
+    """
+    if defaults.get("istio_mesh") is not False:
+        return []
+    return pipeline_spec.drop_pod_label(documents, SIDECAR_INJECT_LABEL, "true")
 
 
 def pipeline_defaults(environment: Environment, pipelines: Sequence[str]) -> dict[str, dict[str, Any]]:

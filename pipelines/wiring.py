@@ -66,8 +66,11 @@ def joins_mesh(task: dsl.PipelineTask) -> dsl.PipelineTask:
 
     KFP 2.17 takes every pipeline pod out of the mesh with the annotation
     ``sidecar.istio.io/inject: "false"``; Istio reads the pod label of the same name first, so
-    this label wins. Without Istio it does nothing. With classic (not native) sidecars the pod
-    would never complete: manifests/README.md ("Istio") has the check.
+    this label wins. Istio's injector also injects a pod so labelled in a namespace outside the
+    mesh, where it completes only with native sidecars: a version compiled for an environment
+    whose ``istio_mesh`` is false has the label removed
+    (:func:`kfstack.pipelines.environments.leave_the_mesh_out`); manifests/README.md ("Istio")
+    has the check for native sidecars.
     """
     kubernetes.add_pod_label(task, SIDECAR_INJECT_LABEL, "true")
     return task

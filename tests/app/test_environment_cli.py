@@ -9,6 +9,7 @@ import pytest
 import yaml
 
 from kfstack.app import cli
+from kfstack.pipeline_spec import VERSION_LABEL
 from tests.app import fake_kfp_server
 
 FLIGHTS = "flights-training"
@@ -43,6 +44,30 @@ def test_compile_env_writes_the_environments_defaults_and_names_the_version(caps
     other = tmp_path / "plain"
     assert cli.main(["compile", FLIGHTS, "--pipeline-version", "1.2.3", "--out", str(other)]) == 0
     assert root_parameters(other / f"{FLIGHTS}-1.2.3.yaml")["gpu_pool"]["defaultValue"] == "h100"
+
+
+def pod_labels(path: pathlib.Path) -> dict[str, dict[str, str]]:
+    """Executor -> its pod's labels, of a compiled pipeline."""
+    documents = [d for d in yaml.safe_load_all(path.read_text(encoding="utf-8")) if d]
+    executors = documents[1]["platforms"]["kubernetes"]["deploymentSpec"]["executors"]
+    return {name: executor.get("podMetadata", {}).get("labels", {}) for name, executor in executors.items()}
+
+
+@pytest.mark.parametrize(
+    ("env", "joins"),
+    [("dev", set()), ("prod", {"exec-model-deployment"}), ("", {"exec-model-deployment"})],
+)
+def test_an_environment_outside_the_mesh_compiles_no_task_into_it(tmp_path, env, joins):
+    """dev sets istio_mesh false: its version's deployment task does not ask to join a mesh
+    (Istio's injector would inject it on a cluster with Istio); prod's and a plain compile's do."""
+    argv = ["compile", FLIGHTS, "--pipeline-version", "1.2.3", "--out", str(tmp_path)]
+    path = REPO_ROOT / "manifests" / "overlays" / env / "pipeline-parameters.yaml"
+    assert cli.main([*argv, "--env", str(path)] if env else argv) == 0
+    (written,) = tmp_path.iterdir()
+    labels = pod_labels(written)
+    assert {name for name, pod in labels.items() if pod.get("sidecar.istio.io/inject") == "true"} == joins
+    # Only that label goes: every executor keeps its version label.
+    assert all(pod.get(VERSION_LABEL) == "1.2.3" for pod in labels.values())
 
 
 def test_compile_env_with_a_bad_value_writes_nothing(capsys, tmp_path):

@@ -92,6 +92,7 @@ def compile_pipelines(
         pipeline_spec.stamp_version(documents, stamped, label_safe(stamped), VERSION_ENV)
         if defaults.get(name):
             environments.with_defaults(documents[0], defaults[name])
+            environments.leave_the_mesh_out(documents, defaults[name])
         registered = entry(name)
         image = task_image or registered.task_image
         if image:
