@@ -136,11 +136,13 @@ def deploys_into(launch: str | None, namespace: str) -> bool:
 
 
 class _Specs:
-    """The pipeline specs one decision reads, each version asked for once."""
+    """The pipeline specs one decision reads, each version asked for once, each pipeline's
+    versions listed once."""
 
     def __init__(self, client: Any) -> None:
         self.client = client
         self._versions: dict[tuple[str, str], Any] = {}
+        self._latest: dict[str, str | None] = {}
 
     def version(self, pipeline_id: str, version_id: str) -> Any:
         key = (pipeline_id, version_id)
@@ -148,23 +150,37 @@ class _Specs:
             self._versions[key] = self.client.get_pipeline_version(pipeline_id, version_id)
         return self._versions[key]
 
-    def of_run(self, run: Any) -> Any:
-        """The spec run ``run`` (a run or a recurring run) runs: its own when the API returns
-        one, else its version's (a recurring run that pins none: its pipeline's latest); None
-        when there is none."""
-        if run.pipeline_spec:
-            return run.pipeline_spec
+    def version_ids(self, run: Any) -> tuple[str | None, str | None]:
+        """The pipeline and version run ``run`` (a run or a recurring run) runs: the version it
+        pins, else its pipeline's latest. No pipeline: the run carries its own spec; no version:
+        its pipeline has none."""
         reference = run.pipeline_version_reference
         pipeline_id = reference.pipeline_id if reference else None
         if not pipeline_id:
-            return None
+            return None, None
         version_id = (reference.pipeline_version_id if reference else None) or run.pipeline_version_id
         if not version_id:
-            versions = pipelines.pipeline_versions(self.client, pipeline_id)
-            if not versions:
-                return None
-            version_id = versions[0].pipeline_version_id
+            if pipeline_id not in self._latest:
+                versions = pipelines.pipeline_versions(self.client, pipeline_id)
+                self._latest[pipeline_id] = versions[0].pipeline_version_id if versions else None
+            version_id = self._latest[pipeline_id]
+        return pipeline_id, version_id
+
+    def of_run(self, run: Any) -> Any:
+        """The spec run ``run`` runs: its own when the API returns one, else its version's
+        (:meth:`version_ids`); None when there is none."""
+        if run.pipeline_spec:
+            return run.pipeline_spec
+        pipeline_id, version_id = self.version_ids(run)
+        if not (pipeline_id and version_id):
+            return None
         return self.version(pipeline_id, version_id).pipeline_spec
+
+    def launch_namespace(self, run: Any, parameters: Mapping[str, Any], own: str | None) -> str | None:
+        """:func:`launch_namespace` of ``run`` with ``parameters``: its spec is read only when
+        the parameters set none."""
+        spec = None if LAUNCH_NAMESPACE_PARAMETER in parameters else self.of_run(run)
+        return launch_namespace(parameters, spec, own)
 
 
 @dataclasses.dataclass
@@ -230,8 +246,7 @@ class ClusterSchedule:
         (a run of another namespace's model with the same name does not block this one)."""
         if parameters.get(SERVING_NAME_PARAMETER) != self.service:
             return False
-        spec = None if LAUNCH_NAMESPACE_PARAMETER in parameters else self.specs.of_run(run)
-        return deploys_into(launch_namespace(parameters, spec, self.namespace), self.target)
+        return deploys_into(self.specs.launch_namespace(run, parameters, self.namespace), self.target)
 
     def start(self, trigger: str) -> str:
         if TRIGGER_PARAMETER not in self.declared:
@@ -331,9 +346,7 @@ class KfpRetraining:
                     parameters = _parameters(recurring)
                     if parameters.get(SERVING_NAME_PARAMETER) != service:
                         continue
-                    # The version's default is read only when the recurring run sets none.
-                    spec = None if LAUNCH_NAMESPACE_PARAMETER in parameters else specs.of_run(recurring)
-                    launch = launch_namespace(parameters, spec, kfp_namespace)
+                    launch = specs.launch_namespace(recurring, parameters, kfp_namespace)
                     named.append(_Candidate(recurring, kfp_namespace, launch))
             deploying = [c for c in named if deploys_into(c.launch, namespace)]
             switched_on = [c for c in deploying if enabled(c.recurring)]
@@ -410,23 +423,17 @@ def _parameters(recurring: Any) -> dict[str, Any]:
 def _version(specs: _Specs, recurring: Any) -> tuple[PipelineVersionRef, set[str]]:
     """The version the recurring run runs (the one it pins, else its pipeline's latest) and the
     parameters it declares."""
-    client = specs.client
-    reference = recurring.pipeline_version_reference
-    pipeline_id = reference.pipeline_id if reference else None
+    pipeline_id, version_id = specs.version_ids(recurring)
     if not pipeline_id:
         raise Refusal(
             f"recurring run {recurring.display_name} carries its own pipeline spec, no uploaded pipeline "
             f"version to start"
         )
-    version_id = (reference.pipeline_version_id if reference else None) or recurring.pipeline_version_id
     if not version_id:
-        versions = pipelines.pipeline_versions(client, pipeline_id)
-        if not versions:
-            raise Refusal(f"the pipeline of recurring run {recurring.display_name} has no version")
-        version_id = versions[0].pipeline_version_id
+        raise Refusal(f"the pipeline of recurring run {recurring.display_name} has no version")
     version = specs.version(pipeline_id, version_id)
     ref = PipelineVersionRef(
-        pipeline=pipelines.pipeline_name(client, pipeline_id),
+        pipeline=pipelines.pipeline_name(specs.client, pipeline_id),
         pipeline_id=pipeline_id,
         version=version.display_name or version.name,
         version_id=version_id,
