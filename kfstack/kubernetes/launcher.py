@@ -428,14 +428,18 @@ class Cluster:
         out rather than cut short."""
         if not self.launches_outside_own_namespace:
             return {}
-        values = {
-            naming.SOURCE_NAMESPACE_LABEL: self.source_namespace,
-            naming.SOURCE_SERVICE_ACCOUNT_LABEL: self.service_account,
-        }
-        for label, value in values.items():
-            if value and not naming.is_label_value(value):
+        labels = {}
+        for label, value in (
+            (naming.SOURCE_NAMESPACE_LABEL, self.source_namespace),
+            (naming.SOURCE_SERVICE_ACCOUNT_LABEL, self.service_account),
+        ):
+            if not value:
+                continue
+            if naming.is_label_value(value):
+                labels[label] = value
+            else:
                 logger.warning("audit label %s left out: %r is not a valid label value", label, value)
-        return {label: value for label, value in values.items() if value and naming.is_label_value(value)}
+        return labels
 
     def serves(self, kind: ResourceKind) -> bool:
         """Whether the API server serves ``kind`` (API discovery: ``GET /apis/<group>/<version>``).
