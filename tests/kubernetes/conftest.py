@@ -43,6 +43,16 @@ def spark_request(**overrides) -> SparkApplicationRequest:
     return SparkApplicationRequest(**fields)
 
 
+def master_pod_labels(job_name: str) -> dict[str, str]:
+    """The labels training-operator v1 gives a job's master pod (replica 0): what the launcher's
+    primary-pod selector looks for (kfstack.kubernetes.resources)."""
+    return {
+        "training.kubeflow.org/job-name": job_name,
+        "training.kubeflow.org/replica-type": "master",
+        "training.kubeflow.org/replica-index": "0",
+    }
+
+
 @pytest.fixture
 def fake_api():
     from tests.kubernetes.fake_api import FakeKubernetesApi

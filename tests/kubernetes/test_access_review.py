@@ -23,7 +23,13 @@ from kfstack.pipelines import rendering
 from kfstack.platforms import run_stage
 from kfstack.serving.kserve_rollout import KServeRollout
 from kfstack_examples.flights.predictor import DEFAULT_MODEL_NAME
-from tests.kubernetes.conftest import NAMESPACE, RUN_ID, put_a_runs_objects, training_request
+from tests.kubernetes.conftest import (
+    NAMESPACE,
+    RUN_ID,
+    master_pod_labels,
+    put_a_runs_objects,
+    training_request,
+)
 from tests.kubernetes.fake_kserve import FakeKServeController
 from tests.kubernetes.test_katib_experiment import build as build_experiment
 from tests.kubernetes.test_launcher import FakeClock
@@ -135,12 +141,7 @@ def failing_training(fake_api):
     def controller(name):
         fake_api.statuses[name] = [{"conditions": [{"type": "Failed", "status": "True", "reason": "X"}]}]
         if not fake_api.pods:
-            labels = {
-                "training.kubeflow.org/job-name": name,
-                "training.kubeflow.org/replica-type": "master",
-                "training.kubeflow.org/replica-index": "0",
-            }
-            fake_api.add_pod(f"{name}-master-0", NAMESPACE, labels, log="loss is nan")
+            fake_api.add_pod(f"{name}-master-0", NAMESPACE, master_pod_labels(name), log="loss is nan")
 
     fake_api.on_read = controller
 

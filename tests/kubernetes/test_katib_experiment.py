@@ -43,7 +43,7 @@ from kfstack.training.settings import PARAMETER_SERVER, PYTORCH, TENSORFLOW
 from kfstack.tuning import metric_lines, trials
 from kfstack.tuning.spec import TuningSettings
 from kfstack_examples.flights.training.settings import OBJECTIVE, SEARCH_SPACE, TRAINER_CODE
-from tests.kubernetes.conftest import NAMESPACE, RUN_ID, training_request
+from tests.kubernetes.conftest import NAMESPACE, RUN_ID, master_pod_labels, training_request
 from tests.kubernetes.test_builders import validate_with_crds
 from tests.kubernetes.test_launcher import FakeClock, condition
 
@@ -549,9 +549,7 @@ def master_pod(fake_api, trial: str, message: str, restarted: bool = False) -> s
     empty (Katib's StdOut collector sends the output to its metrics file)."""
     name = f"{trial}-master-0"
     labels = {
-        "training.kubeflow.org/job-name": trial,
-        "training.kubeflow.org/replica-type": "master",
-        "training.kubeflow.org/replica-index": "0",
+        **master_pod_labels(trial),
         "training.kubeflow.org/job-role": "master",
         "katib.kubeflow.org/trial": trial,
     }

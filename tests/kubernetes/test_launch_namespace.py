@@ -43,7 +43,7 @@ from kfstack_examples.flights.predictor import DEFAULT_MODEL_NAME
 from tests.components.serving.model_deployment import test_model_deployment as deployment
 from tests.kubernetes import test_katib_experiment as katib
 from tests.kubernetes.conftest import NAMESPACE as LAUNCH
-from tests.kubernetes.conftest import RUN_ID, training_request
+from tests.kubernetes.conftest import RUN_ID, master_pod_labels, training_request
 from tests.kubernetes.fake_kserve import FakeKServeController
 from tests.kubernetes.test_launcher import FakeClock, cancel_on_second_read
 from tests.kubernetes.test_render import training_arguments
@@ -103,11 +103,7 @@ def test_a_training_step_is_created_awaited_and_its_log_read_in_the_launch_names
             ],
         )
         if not fake_api.pods:
-            labels = {
-                "training.kubeflow.org/job-name": name,
-                "training.kubeflow.org/replica-type": "master",
-                "training.kubeflow.org/replica-index": "0",
-            }
+            labels = master_pod_labels(name)
             # The same job's pod in the task pod's namespace would be another run's: never read.
             fake_api.add_pod(f"{name}-master-0", POD_NAMESPACE, labels, log="the pod's own namespace")
             fake_api.add_pod(f"{name}-master-0", LAUNCH, labels, log="CUDA out of memory in team-ml")

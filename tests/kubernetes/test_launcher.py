@@ -22,7 +22,14 @@ from kfstack.kubernetes.launcher import (
 from kfstack.kubernetes.placement import Placement
 from kfstack.kubernetes.spark_application import build_spark_application
 from kfstack.kubernetes.training_jobs import build_pytorchjob, build_tfjob
-from tests.kubernetes.conftest import NAMESPACE, RUN_ID, put_a_runs_objects, spark_request, training_request
+from tests.kubernetes.conftest import (
+    NAMESPACE,
+    RUN_ID,
+    master_pod_labels,
+    put_a_runs_objects,
+    spark_request,
+    training_request,
+)
 
 PLURAL = "pytorchjobs"
 
@@ -93,11 +100,7 @@ def test_failed_condition_reports_conditions_and_the_master_log_tail(fake_api):
     fake_api.add_pod(
         f"{name}-master-0",
         NAMESPACE,
-        {
-            "training.kubeflow.org/job-name": name,
-            "training.kubeflow.org/replica-type": "master",
-            "training.kubeflow.org/replica-index": "0",
-        },
+        master_pod_labels(name),
         log="\n".join(f"line {i}" for i in range(200)) + "\nRuntimeError: CUDA out of memory",
     )
     fake_api.add_pod(

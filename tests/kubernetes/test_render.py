@@ -19,7 +19,7 @@ from kfstack.kubernetes.launcher import Cluster
 from kfstack.pipelines import rendering
 from kfstack.platforms import run_stage
 from kfstack_examples.flights.pipelines.steps import TRAINING_CODE
-from tests.kubernetes.conftest import NAMESPACE, RUN_ID
+from tests.kubernetes.conftest import NAMESPACE, RUN_ID, master_pod_labels
 from tests.kubernetes.test_builders import validate_with_crds
 from tests.training.conftest import make_feature_dir
 
@@ -495,11 +495,7 @@ def test_training_stage_on_kubernetes_failure_carries_the_master_log(fake_api, t
             fake_api.add_pod(
                 f"{name}-master-0",
                 NAMESPACE,
-                {
-                    "training.kubeflow.org/job-name": name,
-                    "training.kubeflow.org/replica-type": "master",
-                    "training.kubeflow.org/replica-index": "0",
-                },
+                master_pod_labels(name),
                 log="torch.OutOfMemoryError: CUDA out of memory",
             )
 
