@@ -1,11 +1,12 @@
 """The public contracts between kfstack's generic components and a team's own code.
 
 One module, so that a team reads one page (``docs/contracts.md``) and kfstack checks one set of
-rules at every edge. A team's code never needs to import kfstack (STYLE 18): it learns where
-things are from environment variables, takes its hyperparameters as ``--name=value`` arguments,
-prints its metrics as Katib's StdOut collector reads them (``name=value``), and writes plain
-files. kfstack's wrappers (:mod:`kfstack.spark.driver`, :mod:`kfstack.training.entrypoint`) set
-the variables up, run the code, then move what it wrote to where the pipeline's artifacts live.
+rules at every edge. A team's code never needs to import kfstack
+(docs/architecture.md#a-teams-code-never-imports-kfstack): it learns where things are from
+environment variables, takes its hyperparameters as ``--name=value`` arguments, prints its metrics
+as Katib's StdOut collector reads them (``name=value``), and writes plain files. kfstack's wrappers
+(:mod:`kfstack.spark.driver`, :mod:`kfstack.training.entrypoint`) set the variables up, run the
+code, then move what it wrote to where the pipeline's artifacts live.
 
 **Where things are** (environment variables, the way Vertex AI hands ``AIP_MODEL_DIR`` over):
 
@@ -69,9 +70,10 @@ CHECKPOINT_URI_ENV = "KFSTACK_CHECKPOINT_URI"
 REPORT_PATH_ENV = "KFSTACK_REPORT_PATH"
 LOCATION_ENV = (INPUT_URI_ENV, OUTPUT_URI_ENV, MODEL_DIR_ENV, CHECKPOINT_URI_ENV, REPORT_PATH_ENV)
 
-# Names: Katib joins a trial's arguments unquoted into ``sh -c`` (DESIGN §3), so a hyperparameter
-# name or categorical value that reaches argv must hold no space or shell metacharacter. Metric
-# names are what Katib's default filter reads as one name (``[\w|-]+``), less the ``|``.
+# Names: Katib joins a trial's arguments unquoted into ``sh -c`` (docs/architecture.md#katib), so a
+# hyperparameter name or categorical value that reaches argv must hold no space or shell
+# metacharacter. Metric names are what Katib's default filter reads as one name (``[\w|-]+``), less
+# the ``|``.
 NAME_PATTERN = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*\Z")
 CATEGORICAL_VALUE_PATTERN = re.compile(r"[A-Za-z0-9._+-]+\Z")
 _MODULE_PATTERN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*\Z")
@@ -89,8 +91,8 @@ HYPERPARAMETER_TYPES: dict[str, tuple[str, ...]] = {
     BOOL: ("categorical",),
 }
 
-# Model formats: KServe's own runtimes serve the standard ones on a cluster (DESIGN §3); a
-# ``custom`` model is served by the team's own ``kserve.Model``.
+# Model formats: KServe's own runtimes serve the standard ones on a cluster
+# (docs/architecture.md#kserve); a ``custom`` model is served by the team's own ``kserve.Model``.
 SKLEARN, XGBOOST, LIGHTGBM, ONNX, CUSTOM = "sklearn", "xgboost", "lightgbm", "onnx", "custom"
 MODEL_FORMATS = (SKLEARN, XGBOOST, LIGHTGBM, ONNX, CUSTOM)
 # The model file of each standard format: exactly one of these at the top of the model

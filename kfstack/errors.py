@@ -1,4 +1,4 @@
-"""One error hierarchy for the project (STYLE 7): callers catch ``KfstackError``.
+"""One error hierarchy (docs/architecture.md#one-error-hierarchy): callers catch ``KfstackError``.
 
 Two families tell the user what to do next, and the CLI maps them onto exit codes:
 

@@ -1,4 +1,6 @@
-"""Container image references, derived from the package version in this one place (STYLE 5).
+"""Container image references, derived from the package version in this one place.
+
+See docs/architecture.md#one-place-for-image-references.
 
 Every component and every launched job names its image through this module; no other file
 carries a registry or a tag. A fork points ``KFSTACK_IMAGE_REGISTRY`` at its own registry when

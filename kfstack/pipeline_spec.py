@@ -1,4 +1,7 @@
-"""Follows a compiled pipeline's own wiring to the tasks that launch cluster work (STYLE 16).
+"""Follows a compiled pipeline's own wiring to the tasks that launch cluster work.
+
+The compiled spec is the one source of wiring
+(docs/architecture.md#the-compiled-spec-is-the-one-source-of-wiring).
 
 ``kfstack render`` and the validate-parameters task need to know what a run creates. Rather than
 keep a second copy of the wiring, they walk the compiled pipeline spec (the IR YAML a KFP backend

@@ -1,4 +1,4 @@
-"""The platform seam (DESIGN §2): one stage, two platforms, one contract.
+"""The platform seam: one stage, two platforms, one contract (docs/architecture.md#the-platform-seam).
 
 A launching stage implements :class:`Stage` once per concern -- its typed settings from the
 component's arguments, the Kubernetes objects it creates (a pure builder), the same work run on

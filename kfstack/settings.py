@@ -1,4 +1,6 @@
-"""Typed settings: one frozen dataclass per concern, validated once, when it is built (STYLE 15).
+"""Typed settings: one frozen dataclass per concern, validated once, when it is built.
+
+See docs/architecture.md#typed-settings-validated-once.
 
 A settings class is a frozen dataclass deriving from :class:`Settings`; each field declares its
 constraints with :func:`setting`. Constructing one validates every field and the class's own

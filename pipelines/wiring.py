@@ -23,11 +23,11 @@ from kfstack.pipelines.validate_run import validate_run
 
 RUN_ID = dsl.PIPELINE_JOB_ID_PLACEHOLDER
 TASK_NAME = dsl.PIPELINE_TASK_NAME_PLACEHOLDER
-# The task pod's own namespace and service account, through the downward API (never a literal,
-# STYLE 8): where the run runs (the launch namespace unless a run names another) and as whom, for
-# the audit labels of what it creates elsewhere and the access review's errors. Both are field
-# paths the API server admits for env (kubernetes/kubernetes, pkg/apis/core/validation,
-# validEnvDownwardAPIFieldPathExpressions).
+# The task pod's own namespace and service account, through the downward API (never a literal:
+# docs/architecture.md#no-environment-in-code): where the run runs (the launch namespace unless a
+# run names another) and as whom, for the audit labels of what it creates elsewhere and the access
+# review's errors. Both are field paths the API server admits for env (kubernetes/kubernetes,
+# pkg/apis/core/validation, validEnvDownwardAPIFieldPathExpressions).
 NAMESPACE_FIELD = "metadata.namespace"
 SERVICE_ACCOUNT_FIELD = "spec.serviceAccountName"
 # The pipeline's JSON parameters go to the validate task on their own (see validate_run).

@@ -50,8 +50,8 @@ rebuilt), never by a Standard canary, whose pods have fixed replicas.
 KServe routes the split only where it owns the ingress; the canary analysis does not rely on
 it and calls both predictors directly (:func:`predictor_urls`).
 
-The predictor container is the project's ClusterServingRuntime (``manifests/cluster/kserve/``):
-``predictor.model`` names its model format and runtime, and KServe's storage initializer
+A custom predictor's container is the team's ServingRuntime (the flights example's is in
+``examples/manifests/flights-predictor/``): ``predictor.model`` names its model format and runtime, and KServe's storage initializer
 downloads ``storageUri`` to ``/mnt/models`` with the credentials of the predictor's service
 account.
 """

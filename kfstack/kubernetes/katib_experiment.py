@@ -1,15 +1,15 @@
 """Katib ``Experiment`` manifests (Katib v0.19, ``kubeflow.org/v1beta1``); what a finished one
 says about its trials is :mod:`.katib_result`'s.
 
-:func:`build_experiment` is a pure function like the job builders (STYLE 4): an
-:class:`ExperimentRequest` in -- the tuning spec (:class:`~kfstack.tuning.spec.TuningSettings`)
-and one complete trial job as :mod:`.training_jobs` / :mod:`.train_job` build it, with
-``${trialParameters.<name>}`` where a trial's values go -- and the Experiment out, built with the
-``kubeflow-katib-api`` models and serialised by their ``to_dict()``. Katib's CRDs carry no field
-schema, so those models are the check on its shape (the tests round-trip it through them) and the
-trial job is checked against its own kind's CRD.
+:func:`build_experiment` is a pure function like the job builders
+(docs/architecture.md#pure-spec-builders): an :class:`ExperimentRequest` in -- the tuning spec
+(:class:`~kfstack.tuning.spec.TuningSettings`) and one complete trial job as :mod:`.training_jobs` /
+:mod:`.train_job` build it, with ``${trialParameters.<name>}`` where a trial's values go -- and the
+Experiment out, built with the ``kubeflow-katib-api`` models and serialised by their ``to_dict()``.
+Katib's CRDs carry no field schema, so those models are the check on its shape (the tests round-trip
+it through them) and the trial job is checked against its own kind's CRD.
 
-What Katib does with it (DESIGN §3, Katib): its suggestion service proposes parameter
+What Katib does with it (docs/architecture.md#katib): its suggestion service proposes parameter
 assignments; for each, the experiment controller creates a ``Trial`` named
 ``<experiment>-<8 random characters>`` and the trial controller creates the trial job from
 ``trialTemplate.trialSpec`` with the placeholders substituted and ``metadata.name`` set to the

@@ -1,4 +1,7 @@
-"""Creates a custom resource, waits for it, and cleans up after it (STYLE 6).
+"""Creates a custom resource, waits for it, and cleans up after it.
+
+Like every launcher, it is idempotent, cancellable and bounded
+(docs/architecture.md#idempotent-cancellable-bounded-launchers).
 
 :func:`launch` runs one object by its kind's lifecycle (:class:`~.resources.Lifecycle`).
 An owned batch job goes through this state machine:
@@ -151,7 +154,7 @@ class ResourceLauncher:
         The termination message is what a container wrote to its ``terminationMessagePath``
         before it exited (Kubernetes keeps up to 4 KiB in the pod's status). The trainers write
         their error there because a Katib trial's output goes to Katib's metrics file, not to the
-        container log (DESIGN.md, Katib), which leaves that log empty.
+        container log (docs/architecture.md#katib), which leaves that log empty.
         """
         ref = self.kind.primary_pod(obj)
         try:

@@ -1,9 +1,10 @@
 """Names, labels and the namespace of the objects kfstack creates.
 
-A launched object's name derives from the pipeline run and the task (STYLE 6): a retried
-launcher pod computes the same name, finds the object its previous attempt created and adopts it
-instead of starting a second job. Labels carry the run so that the pipeline's exit handler can
-find and delete whatever the run left behind.
+A launched object's name derives from the pipeline run and the task
+(docs/architecture.md#idempotent-cancellable-bounded-launchers): a retried launcher pod computes the
+same name, finds the object its previous attempt created and adopts it instead of starting a second
+job. Labels carry the run so that the pipeline's exit handler can find and delete whatever the run
+left behind.
 """
 
 from __future__ import annotations
@@ -143,7 +144,9 @@ def current_namespace(
     env: Mapping[str, str] | None = None,
     service_account_file: str = SERVICE_ACCOUNT_NAMESPACE_FILE,
 ) -> str:
-    """The namespace this process runs in -- never a literal in code (STYLE 8).
+    """The namespace this process runs in -- never a literal in code.
+
+    See docs/architecture.md#no-environment-in-code.
 
     In order: ``$KFSTACK_NAMESPACE`` (the pipeline sets it from the pod's own
     ``metadata.namespace`` through the downward API), the service-account namespace file every

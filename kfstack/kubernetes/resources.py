@@ -5,11 +5,12 @@ Each :class:`ResourceKind` knows its API coordinates, its :class:`Lifecycle`, ho
 it (the *primary* pod: the PyTorchJob master, the TFJob chief or worker 0, the TrainJob's
 node 0, the Spark driver, a failed Katib trial's primary pod).
 
-Two lifecycles (STYLE 17). An **owned batch job** (SparkApplication, PyTorchJob, TFJob,
-TrainJob, Katib Experiment) belongs to one pipeline run: it is adopted on retry, deleted on timeout
-or cancel and by the run's cleanup. A **long-lived service** (KServe's InferenceService) outlives
-the run: it is applied, awaited until its status shows the state just applied, and never
-deleted by a timeout, a cancel or the cleanup -- its failure handling is a rollback.
+Two lifecycles (docs/architecture.md#two-lifecycles). An **owned batch job** (SparkApplication,
+PyTorchJob, TFJob, TrainJob, Katib Experiment) belongs to one pipeline run: it is adopted on retry,
+deleted on timeout or cancel and by the run's cleanup. A **long-lived service** (KServe's
+InferenceService) outlives the run: it is applied, awaited until its status shows the state just
+applied, and never deleted by a timeout, a cancel or the cleanup -- its failure handling is a
+rollback.
 """
 
 from __future__ import annotations

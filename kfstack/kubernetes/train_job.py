@@ -3,10 +3,10 @@
 
 A pure function like the v1 builders (:mod:`.training_jobs`), from the same
 :class:`~.training_jobs.TrainingJobRequest`: the launcher creates exactly what ``kfstack render``
-writes. What Trainer v2 does with a TrainJob (DESIGN §3): it merges the TrainJob into the
-referenced ``ClusterTrainingRuntime`` and creates a JobSet with one Job per node of the
-replicated job ``node``; the torch runtime gives each node's container the torchrun contract
-(``PET_NNODES``, ``PET_NPROC_PER_NODE``, ``PET_NODE_RANK``, ``PET_MASTER_ADDR``,
+writes. What Trainer v2 does with a TrainJob (docs/architecture.md#training-operators-environment):
+it merges the TrainJob into the referenced ``ClusterTrainingRuntime`` and creates a JobSet with one
+Job per node of the replicated job ``node``; the torch runtime gives each node's container the
+torchrun contract (``PET_NNODES``, ``PET_NPROC_PER_NODE``, ``PET_NODE_RANK``, ``PET_MASTER_ADDR``,
 ``PET_MASTER_PORT``: :func:`kfstack.training.env_contract.trainjob_env`).
 
 Choices made here:

@@ -1,9 +1,10 @@
 """PyTorchJob and TFJob manifests (training-operator v1), built with the ``kubeflow-training`` models.
 
-Pure functions (STYLE 4): a :class:`TrainingJobRequest` in, a manifest dict out; the launcher
-creates exactly what ``kfstack render`` writes. What the operator does with them is DESIGN §3:
-it names the pods ``<job>-<type>-<i>``, sets the env contract (``MASTER_ADDR``... or
-``TF_CONFIG``), restarts per ``restartPolicy`` up to ``runPolicy.backoffLimit``.
+Pure functions (docs/architecture.md#pure-spec-builders): a :class:`TrainingJobRequest` in, a
+manifest dict out; the launcher creates exactly what ``kfstack render`` writes. What the operator
+does with them (docs/architecture.md#training-operators-environment): it names the pods
+``<job>-<type>-<i>``, sets the env contract (``MASTER_ADDR``... or ``TF_CONFIG``), restarts per
+``restartPolicy`` up to ``runPolicy.backoffLimit``.
 
 Choices made here:
 

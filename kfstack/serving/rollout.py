@@ -141,7 +141,7 @@ class RolloutOutcome:
 @dataclasses.dataclass(frozen=True)
 class Holdout:
     """The labelled records a rollout replays (a deployment reads them from its holdout dataset,
-    :func:`kfstack.evaluation.scoring.read_labelled`)."""
+    :func:`kfstack.serving.scoring.read_labelled`)."""
 
     records: Sequence[Any]  # what one request carries per row: a record, or a row of numbers
     labels: Sequence[Any]

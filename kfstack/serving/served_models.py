@@ -2,7 +2,7 @@
 (:mod:`kfstack.serving.standard_formats`) or a team's own ``kserve.Model``, constructed as KServe's
 runtimes construct a model -- with its name and directory, ``Class(name, model_dir)`` -- and
 loaded. The format server (:mod:`kfstack.serving.format_server`) serves it; evaluation
-(:mod:`kfstack.evaluation.scoring`) calls it in-process. Every model built here has a ``drift``
+(:mod:`kfstack.serving.scoring`) calls it in-process. Every model built here has a ``drift``
 whose ``observe`` its predict may call (:mod:`kfstack.monitoring.live_drift`): a server gives it
 a window, in-process it keeps nothing."""
 

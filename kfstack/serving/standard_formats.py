@@ -1,9 +1,9 @@
 """Stand-ins for KServe's model-format runtimes, so the embedded platform serves what a cluster would.
 
-On a cluster a model of a standard format runs on KServe's own runtime for it (DESIGN §3); those
-servers ship as images only, not on PyPI. Here each format gets a ``kserve.Model`` that loads the
-same files and answers the same request and response shapes, on KServe's own ``ModelServer``
-(with kfstack's hooks, :mod:`kfstack.serving.model_server`):
+On a cluster a model of a standard format runs on KServe's own runtime for it
+(docs/architecture.md#kserve); those servers ship as images only, not on PyPI. Here each format gets
+a ``kserve.Model`` that loads the same files and answers the same request and response shapes, on
+KServe's own ``ModelServer`` (with kfstack's hooks, :mod:`kfstack.serving.model_server`):
 
 - ``sklearn`` mirrors ``kserve-sklearnserver`` 0.20 (scikit-learn ~=1.5.1; the ``sklearn``
   extra pins that line): exactly one ``.joblib``, ``.pkl`` or ``.pickle`` file at the top of the

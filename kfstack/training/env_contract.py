@@ -1,9 +1,10 @@
 """The environment the training operators give a PyTorch trainer's pods, and how it is read.
 
-**training-operator v1.9 (PyTorchJob)**, DESIGN §3: with a Master replica the operator sets
-``MASTER_ADDR`` (``<job>-master-0``), ``MASTER_PORT`` (the ``pytorchjob-port``, default 23456),
-``WORLD_SIZE`` (replicas × nprocPerNode), ``RANK`` (Master 0, Worker i -> i + 1; a *node* rank)
-and the ``PET_*`` twins torchrun reads. :func:`pytorchjob_env` builds exactly that env.
+**training-operator v1.9 (PyTorchJob)** (docs/architecture.md#training-operators-environment): with
+a Master replica the operator sets ``MASTER_ADDR`` (``<job>-master-0``), ``MASTER_PORT`` (the
+``pytorchjob-port``, default 23456), ``WORLD_SIZE`` (replicas × nprocPerNode), ``RANK`` (Master 0,
+Worker i -> i + 1; a *node* rank) and the ``PET_*`` twins torchrun reads. :func:`pytorchjob_env`
+builds exactly that env.
 
 **Kubeflow Trainer v2 (TrainJob on the torch runtime)**: only the ``PET_*`` variables -- the
 torchrun contract (``PET_NNODES``, ``PET_NPROC_PER_NODE``, ``PET_NODE_RANK``,

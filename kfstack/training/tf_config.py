@@ -1,9 +1,9 @@
 """The ``TF_CONFIG`` the Kubeflow training-operator (v1.9) gives a TFJob's pods.
 
-Facts (DESIGN §3): ``TF_CONFIG = {"cluster": {"<type>": ["<job>-<type>-<i>.<ns>.svc:<port>",
-...]}, "task": {"type": "<type>", "index": i}, "environment": "cloud"}`` with lower-case replica
-types (``chief``, ``worker``, ``ps``, ``evaluator``), port ``tfjob-port`` (default 2222); it is
-set only when the job has more than one replica in total.
+Facts (docs/architecture.md#training-operators-environment): ``TF_CONFIG = {"cluster": {"<type>":
+["<job>-<type>-<i>.<ns>.svc:<port>", ...]}, "task": {"type": "<type>", "index": i}, "environment":
+"cloud"}`` with lower-case replica types (``chief``, ``worker``, ``ps``, ``evaluator``), port
+``tfjob-port`` (default 2222); it is set only when the job has more than one replica in total.
 
 :func:`tfjob_tf_config` builds it (the local launcher passes loopback addresses);
 :class:`TFTask` is what a trainer reads.

@@ -18,9 +18,8 @@ from kfstack.errors import InvalidParameterError
 from kfstack.kubernetes import autoscaling
 from kfstack.kubernetes import inference_service as isvc
 from kfstack.kubernetes.node_pools import get_profile
-from tests.kubernetes.test_builders import validate_with_crds
-from tests.kubernetes.test_inference_service import kserve_api_client
 from tests.kubernetes.test_inference_service import request as base_request
+from tests.upstream_crds import kserve_api_client, validate_with_crds
 
 NAMESPACE = "ml-prod"
 PROMETHEUS = "http://prometheus-operated.monitoring.svc:9090"

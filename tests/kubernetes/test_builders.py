@@ -4,8 +4,6 @@ against the upstream CRDs (``../shared/tools/validate_manifests.py``)."""
 import dataclasses
 import json
 import re
-import subprocess
-import sys
 
 import pytest
 import yaml
@@ -17,10 +15,9 @@ from kfstack.kubernetes.spark_application import SparkResources, build_spark_app
 from kfstack.kubernetes.training_jobs import ElasticSettings, build_pytorchjob, build_tfjob
 from kfstack.training.settings import PARAMETER_SERVER
 from kfstack_examples.flights.training.settings import TrainingSettings
-from tests.conftest import SHARED_DIR
 from tests.kubernetes.conftest import spark_request, training_request
+from tests.upstream_crds import round_trip_through_sdk_models, run_validator, validate_with_crds
 
-VALIDATOR = SHARED_DIR / "tools" / "validate_manifests.py"
 PROFILES = sorted(node_pools.load_profiles())
 
 
@@ -33,21 +30,6 @@ def round_trip(obj: dict, model: str) -> dict:
     """Through the SDK model and back: a field the model does not know would be lost."""
     api = TrainingApiClient()
     return api.sanitize_for_serialization(api.deserialize(_Response(obj), model))
-
-
-def validate_with_crds(tmp_path, objects: list[dict]) -> str:
-    """Runs the upstream-CRD validator on ``objects``; skips (saying why) without ../shared."""
-    if not VALIDATOR.is_file():
-        pytest.skip(
-            f"upstream CRDs and validator not found at {VALIDATOR.parent.parent} "
-            f"(set KFSTACK_SHARED_DIR); CRD validation not run, SDK-model checks did run"
-        )
-    path = tmp_path / "objects.yaml"
-    path.write_text(yaml.safe_dump_all(objects, sort_keys=False))
-    proc = subprocess.run([sys.executable, str(VALIDATOR), str(path)], capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert proc.stdout.count("OK ") == len(objects), proc.stdout
-    return proc.stdout
 
 
 def all_objects() -> list[dict]:
@@ -78,14 +60,30 @@ def test_every_object_validates_against_the_upstream_crds(tmp_path):
 
 def test_the_validator_would_catch_a_wrong_field(tmp_path):
     """The CRD check can fail: a misspelt field is reported."""
-    if not VALIDATOR.is_file():
-        pytest.skip(f"upstream CRDs and validator not found at {VALIDATOR.parent.parent}")
     job = build_pytorchjob(training_request())
     job["spec"]["runPolicy"]["backOffLimit"] = 3
     path = tmp_path / "bad.yaml"
     path.write_text(yaml.safe_dump(job))
-    proc = subprocess.run([sys.executable, str(VALIDATOR), str(path)], capture_output=True, text=True)
-    assert proc.returncode == 1 and "backOffLimit" in proc.stdout
+    with pytest.raises(AssertionError, match="backOffLimit"):
+        run_validator(path, "the check that the validator fails")
+
+
+@pytest.mark.parametrize(
+    "build",
+    [
+        lambda: build_pytorchjob(training_request()),
+        lambda: build_tfjob(training_request()),
+        lambda: build_spark_application(spark_request()),
+    ],
+    ids=["PyTorchJob", "TFJob", "SparkApplication"],
+)
+def test_the_sdk_round_trip_would_catch_a_wrong_field(build):
+    """What a clone without the CRDs checks instead can fail too: a key the model lacks is lost."""
+    obj = build()
+    assert round_trip_through_sdk_models([obj]) == set()
+    obj["spec"]["backOffLimit"] = 3
+    with pytest.raises(AssertionError, match=obj["kind"]):
+        round_trip_through_sdk_models([obj])
 
 
 def test_pytorchjob_replicas_policies_and_gpu_pool():

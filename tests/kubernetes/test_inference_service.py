@@ -17,8 +17,8 @@ from kfstack.kubernetes.launcher import Cluster, launch
 from kfstack.kubernetes.node_pools import get_profile
 from kfstack.kubernetes.placement import Placement
 from tests.kubernetes.conftest import NAMESPACE
-from tests.kubernetes.test_builders import validate_with_crds
 from tests.kubernetes.test_launcher import FakeClock
+from tests.upstream_crds import kserve_api_client, validate_with_crds
 
 MODES = (isvc.SERVERLESS, isvc.STANDARD)
 
@@ -56,22 +56,6 @@ def lifecycle(mode: str) -> dict[str, dict]:
         "promoted": isvc.promoted(canary, request(mode, "0.1.0+run2")),
         "rolled_back": isvc.rolled_back(canary),
     }
-
-
-def kserve_api_client():
-    """The kserve SDK's client, able to read back whole objects: its models name the Kubernetes
-    ones (V1ObjectMeta, V1Toleration...) but its deserializer looks only in ``kserve.models``."""
-    kserve = isvc.kserve_sdk()
-    from kubernetes.client import models as kubernetes_models
-
-    for name in dir(kubernetes_models):
-        if name.startswith("V1") and not hasattr(kserve.models, name):
-            setattr(kserve.models, name, getattr(kubernetes_models, name))
-    # Its MetricTarget types value/averageValue as a V1beta1MetricQuantity model the SDK (0.21.0)
-    # does not ship: a Kubernetes quantity, written as a string.
-    if not hasattr(kserve.models, "V1beta1MetricQuantity"):
-        kserve.models.V1beta1MetricQuantity = str
-    return kserve.ApiClient()
 
 
 class _Response:

@@ -16,8 +16,8 @@ from kfstack.kubernetes import naming
 from kfstack.serving.protocols import V1Predict, V2Tensor
 from tests.kubernetes import rendered_pods
 from tests.kubernetes.rendered_pods import selects
-from tests.kubernetes.test_builders import validate_with_crds
 from tests.kubernetes.test_manifests import MANIFESTS, objects_of
+from tests.upstream_crds import validate_with_crds
 
 POLICY = "kfstack-canary-analysis"
 ACTIVATOR = "cluster.local/ns/knative-serving/sa/activator"

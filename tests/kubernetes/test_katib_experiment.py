@@ -44,8 +44,8 @@ from kfstack.tuning import metric_lines, trials
 from kfstack.tuning.spec import TuningSettings
 from kfstack_examples.flights.training.settings import OBJECTIVE, SEARCH_SPACE, TRAINER_CODE
 from tests.kubernetes.conftest import NAMESPACE, RUN_ID, master_pod_labels, training_request
-from tests.kubernetes.test_builders import validate_with_crds
 from tests.kubernetes.test_launcher import FakeClock, condition
+from tests.upstream_crds import validate_with_crds
 
 # The flights trainers' tuning, as the flights pipelines declare it.
 FLIGHTS_TUNING = {"code": TRAINER_CODE, "search_space": SEARCH_SPACE, "objective": OBJECTIVE}

@@ -27,9 +27,9 @@ from kfstack.kubernetes.naming import (
 )
 from kfstack.kubernetes.resources import TRAINJOB_NODE
 from tests.kubernetes.conftest import RUN_ID
-from tests.kubernetes.test_builders import validate_with_crds
 from tests.kubernetes.test_manifests import objects_of
 from tests.kubernetes.test_render import checkable
+from tests.upstream_crds import validate_with_crds
 
 # (pipeline, --param values): every way a run's batch objects can come out. training_api=auto
 # renders the TrainJob and the PyTorchJob, each with its Experiment.

@@ -20,8 +20,8 @@ from kfstack.pipelines import rendering
 from kfstack.platforms import run_stage
 from kfstack_examples.flights.pipelines.steps import TRAINING_CODE
 from tests.kubernetes.conftest import NAMESPACE, RUN_ID, master_pod_labels
-from tests.kubernetes.test_builders import validate_with_crds
 from tests.training.conftest import make_feature_dir
+from tests.upstream_crds import validate_with_crds
 
 SECRET_VALUE = "wJalrXUtnFEMI-K7MDENG-bPxRfiCYEXAMPLEKEY"
 # The example rendered here (kfstack-examples, installed beside kfstack).

@@ -22,9 +22,8 @@ from kfstack.kubernetes.spark_application import (
 )
 from kfstack.pipeline_spec import artifact_placeholder, output_placeholder
 from kfstack.settings import Placeholder, katib_parameter
-from tests.conftest import SHARED_DIR
 from tests.kubernetes.conftest import NAMESPACE, spark_request
-from tests.kubernetes.test_builders import validate_with_crds
+from tests.upstream_crds import ABSENT, SHARED_DIR, available, validate_with_crds
 
 FIXTURES = pathlib.Path(__file__).parent / "fixtures" / "spark_application"
 CRD = SHARED_DIR / "crds" / "spark-operator" / "sparkoperator.k8s.io_sparkapplications.yaml"
@@ -125,10 +124,9 @@ def unknown_paths(value, schema: dict, path: str = "") -> list[str]:
 
 @pytest.fixture(scope="module")
 def crd_schema() -> dict:
-    if not CRD.is_file():
+    if not available():
         pytest.skip(
-            f"upstream CRDs absent: {CRD} not found (set KFSTACK_SHARED_DIR); the key check against "
-            f"the spark-operator 2.5.2 CRD did not run, the model checks did"
+            f"{ABSENT}: the key check against the spark-operator 2.5.2 CRD not run, the model checks did"
         )
     crd = yaml.safe_load(CRD.read_text())
     (version,) = [v for v in crd["spec"]["versions"] if v["name"] == "v1beta2"]

@@ -12,7 +12,7 @@ from kfstack.kubernetes.train_job import PATCH_MANAGER, build_trainjob
 from kfstack.kubernetes.training_apis import DEFAULT_TRAINER_RUNTIME
 from kfstack.settings import katib_parameter
 from tests.kubernetes.conftest import RUN_ID, training_request
-from tests.kubernetes.test_builders import validate_with_crds
+from tests.upstream_crds import validate_with_crds
 
 TRAINER = "kfstack.training.entrypoint"
 RESTRICTED_CONTAINER = {

@@ -18,7 +18,7 @@ import sys
 import pytest
 
 from tests.kfp_local import logged, run_pipeline
-from tests.kubernetes.test_builders import validate_with_crds
+from tests.upstream_crds import validate_with_crds
 
 
 def test_the_render_is_valid_cluster_objects(tmp_path):

@@ -9,9 +9,9 @@ import httpx
 import pyarrow.parquet as pq
 import pytest
 
-from kfstack.evaluation.scoring import RECORDS, read_labelled
 from kfstack.serving import local_services
 from kfstack.serving.rollout import Holdout
+from kfstack.serving.scoring import RECORDS, read_labelled
 from kfstack_examples.flights.feature_spec import HOLDOUT_FILE, LABEL_COLUMN
 from kfstack_examples.flights.predictor import DEFAULT_MODEL_NAME, MODULE, command
 from kfstack_examples.flights.scoring import REQUEST_SCHEMA, check_flights

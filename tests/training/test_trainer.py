@@ -30,7 +30,7 @@ from kfstack_examples.flights.training.pytorch_model import (
 )
 from kfstack_examples.flights.training.settings import TrainingSettings
 
-# Katib v0.19 StdOut metrics collector (DESIGN §3).
+# Katib v0.19 StdOut metrics collector (docs/architecture.md#katib).
 KATIB_METRIC = re.compile(r"([\w|-]+)\s*=\s*([+-]?\d*(\.\d+)?([Ee][+-]?\d+)?)")
 
 

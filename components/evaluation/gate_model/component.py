@@ -64,9 +64,9 @@ def gate_model(
 
     from kfstack.components.argument_names import names_of
     from kfstack.components.evaluation.gate_model.core import gate_models
-    from kfstack.evaluation.scoring import model_format_of
     from kfstack.evaluation.task_metrics import QUALITY_METRIC, check_task
     from kfstack.monitoring.gate import GateRule
+    from kfstack.serving.scoring import model_format_of
     from kfstack.settings import named
 
     with named(names_of(GateRule)):

@@ -1,6 +1,6 @@
 """The gate's scoring: both models on the same labelled records, each through its own server.
 
-Each model is loaded as its server loads it (:mod:`kfstack.evaluation.scoring`: a standard
+Each model is loaded as its server loads it (:mod:`kfstack.serving.scoring`: a standard
 format's stand-in, or the team's ``kserve.Model``) and sent the same requests, so each sees the
 records as it was trained to (a custom predictor's own transform, its own vocabularies). Scoring
 pre-encoded features instead would hand the champion the challenger's encoding.
@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from kfstack.evaluation import scoring
-from kfstack.evaluation.scoring import evaluate_dataset
 from kfstack.monitoring.gate import GateReport, GateRule
+from kfstack.serving import scoring
 from kfstack.serving.production import read_found
+from kfstack.serving.scoring import evaluate_dataset
 
 
 def gate_models(

@@ -61,7 +61,7 @@ def model_evaluation(
     import os
 
     from kfstack.components.evaluation.model_evaluation.core import publish
-    from kfstack.evaluation.scoring import evaluate_dataset, model_format_of
+    from kfstack.serving.scoring import evaluate_dataset, model_format_of
 
     result = evaluate_dataset(
         model_dir=model.path,

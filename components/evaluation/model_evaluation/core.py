@@ -1,5 +1,5 @@
 """What an evaluation publishes for the KFP UI: the figures, the confusion matrix and ROC curve, the
-report and the charts page (the evaluation itself is :func:`kfstack.evaluation.scoring.evaluate_dataset`)."""
+report and the charts page (the evaluation itself is :func:`kfstack.serving.scoring.evaluate_dataset`)."""
 
 from __future__ import annotations
 

@@ -12,7 +12,7 @@ adds is *any* model:
   laid out from it (``<serving_model>/<serving_name>/1/model.onnx``: Triton serves a model by its
   folder's name, which must be the InferenceService's);
 - **what is replayed**: the labelled holdout ``Dataset`` (Parquet), each row's feature columns
-  as a request carries them (:mod:`kfstack.evaluation.scoring`: ``tensor`` or ``records``), in
+  as a request carries them (:mod:`kfstack.serving.scoring`: ``tensor`` or ``records``), in
   the server's protocol (:mod:`kfstack.serving.protocols`: V1, or a V2 tensor for Triton);
 - **how it is judged**: the task's quality metric (AUC, accuracy, RMSE) beside error rate, p95
   latency and prediction shift (:mod:`kfstack.serving.canary`).
@@ -30,7 +30,6 @@ import fsspec
 from kfstack import contracts
 from kfstack.components import argument_names
 from kfstack.errors import InvalidParameterError
-from kfstack.evaluation.scoring import REQUEST_FORMATS, read_labelled
 from kfstack.evaluation.task_metrics import check_task
 from kfstack.kubernetes import inference_service as isvc
 from kfstack.kubernetes.launcher import Cluster
@@ -47,6 +46,7 @@ from kfstack.serving.local_rollout import embedded_rollout
 from kfstack.serving.protocols import ServingProtocol, V1Predict, V2Tensor
 from kfstack.serving.registry import REGISTRY_DIR_ENV
 from kfstack.serving.rollout import Holdout, Rollout, deployment_result, roll_out, skipped_deployment
+from kfstack.serving.scoring import REQUEST_FORMATS, read_labelled
 from kfstack.serving.standard_formats import triton_layout
 from kfstack.settings import Placeholder
 from kfstack.uris import fsspec_uri, join, storage_uri

@@ -32,6 +32,13 @@ from kfstack.components.training.distributed_training.stage import (
     DistributedTrainingSettings,
     code_from_arguments,
 )
+from kfstack.components.tuning.hyperparameter_tuning.outcome import (
+    experiment_result,
+    experiment_variants,
+    not_tuned,
+    trial_experiment,
+    tuned,
+)
 from kfstack.kubernetes.katib_experiment import (
     TRIAL_NAME,
 )
@@ -43,7 +50,6 @@ from kfstack.platforms import RUN_DIR_ENV, StageResult, Variant
 from kfstack.settings import Placeholder, katib_parameter, substitute_katib_parameters
 from kfstack.training.process_group import run_process_group
 from kfstack.tuning.local_tuner import LocalTuner, TrialRun, TrialRunner
-from kfstack.tuning.outcome import experiment_result, experiment_variants, not_tuned, trial_experiment, tuned
 from kfstack.tuning.spec import TuningSettings
 from kfstack.tuning.trials import TuningResult
 from kfstack.uris import join

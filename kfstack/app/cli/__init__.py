@@ -10,10 +10,11 @@ handler (``handle``): :mod:`~kfstack.app.cli.compile_`, :mod:`~kfstack.app.cli.l
 :mod:`~kfstack.app.cli.alert_receiver`.
 This module assembles them and turns what a command raises into its exit code.
 
-``compile`` imports only kfp and the pipeline modules (STYLE 9): no pyspark, torch or
-tensorflow, so it runs in a CI job or a laptop without them. ``upload``, ``run`` (without
-``--local``) and ``schedule`` talk to a KFP API server through ``kfp.Client``
-(:mod:`kfstack.app.kfp_server`; cron expressions: :mod:`kfstack.app.cron`).
+``compile`` imports only kfp and the pipeline modules
+(docs/architecture.md#lean-imports-for-compiling): no pyspark, torch or tensorflow, so it runs in a
+CI job or a laptop without them. ``upload``, ``run`` (without ``--local``) and ``schedule`` talk to
+a KFP API server through ``kfp.Client`` (:mod:`kfstack.app.kfp_server`; cron expressions:
+:mod:`kfstack.app.cron`).
 
 Exit codes (one error style for every command, from :mod:`kfstack.errors`): 0 success (``upload``
 of a version that is already there included); 2 bad input -- usage, an unknown pipeline or

@@ -16,7 +16,7 @@ DEFAULT_MODEL_NAME = "flights-delay"
 # The flights predictor as the deployment step's custom predictor: the kserve.Model class a
 # kfstack model server builds (embedded platform, evaluation), and on a cluster the
 # ClusterServingRuntime that runs this server and the model format it declares
-# (manifests/cluster/kserve).
+# (examples/manifests/flights-predictor).
 MODEL_CLASS = f"{MODULE}.server:FlightDelayModel"
 RUNTIME = "kfstack-flights-predictor"
 MODEL_FORMAT = "kfstack-flights"

@@ -6,12 +6,9 @@ from __future__ import annotations
 
 import json
 import pathlib
-import subprocess
-import sys
 
 import pyarrow.parquet as pq
 import pytest
-import yaml
 from kubeflow_spark_api.models import SparkV1beta2SparkApplication
 
 from kfstack import images
@@ -23,10 +20,9 @@ from kfstack.kubernetes.naming import RunContext
 from kfstack.pipeline_spec import artifact_placeholder
 from kfstack.platforms import run_stage
 from kfstack.spark.driver import REPORT_UPLOAD_URI_ENV
-from tests.conftest import SHARED_DIR
+from tests.upstream_crds import validate_with_crds
 
 SAMPLE_APP = str(pathlib.Path(__file__).with_name("sample_app.py"))
-VALIDATOR = SHARED_DIR / "tools" / "validate_manifests.py"
 RUN_ID = "3f9c1e2a-5b7d-4c8e-9a0b-1c2d3e4f5a6b"
 CSV = "id,amount\n1,10.5\n2,3\n,4\n3,abc\n4,-1\n5,0\n"
 REMOTE = "minio://mlpipeline/v2/artifacts/team/run-1/spark-job/7"
@@ -197,11 +193,6 @@ def test_a_rendered_run_writes_the_artifacts_as_placeholders(tmp_path):
 
 
 def test_the_spark_applications_validate_against_the_upstream_crd(tmp_path):
-    if not VALIDATOR.is_file():
-        pytest.skip(
-            f"upstream CRDs and validator not found at {VALIDATOR.parent.parent} (set "
-            f"KFSTACK_SHARED_DIR); CRD validation not run, the model round trip did"
-        )
     objects = [
         build(tmp_path),
         build(
@@ -214,11 +205,7 @@ def test_the_spark_applications_validate_against_the_upstream_crd(tmp_path):
             image_pull_secret="regcred",
         ),
     ]
-    path = tmp_path / "objects.yaml"
-    path.write_text(yaml.safe_dump_all(objects, sort_keys=False))
-    proc = subprocess.run([sys.executable, str(VALIDATOR), str(path)], capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert proc.stdout.count("OK ") == len(objects), proc.stdout
+    validate_with_crds(tmp_path, objects)
 
 
 class FakeArtifact:

@@ -16,8 +16,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from kfstack.errors import InvalidParameterError
-from kfstack.evaluation.scoring import evaluate_dataset, model_format_of
 from kfstack.evaluation.task_metrics import evaluate
+from kfstack.serving.scoring import evaluate_dataset, model_format_of
 
 # --- metrics by task --------------------------------------------------------------------------
 from tests.kfp_local import run_pipeline

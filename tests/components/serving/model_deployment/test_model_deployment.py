@@ -22,8 +22,8 @@ from kfstack.platforms import RUN_DIR_ENV
 from kfstack.serving import local_services
 from kfstack.serving.registry import REGISTRY_DIR_ENV
 from tests.kfp_local import run_pipeline
-from tests.kubernetes.test_builders import validate_with_crds
 from tests.serving import standard_models
+from tests.upstream_crds import validate_with_crds
 
 
 @pytest.fixture(scope="module")

@@ -17,7 +17,7 @@ from kfstack.errors import InvalidParameterError, TrainingFailedError
 from kfstack.kubernetes.naming import RunContext
 from kfstack.training import entrypoint
 from tests.kfp_local import run_pipeline
-from tests.kubernetes.test_builders import validate_with_crds
+from tests.upstream_crds import validate_with_crds
 
 TORCH_TEAM = {
     "training_code": "tiny_torch_team:train",

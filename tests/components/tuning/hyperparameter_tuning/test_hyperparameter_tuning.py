@@ -14,7 +14,7 @@ from kfstack.errors import InvalidParameterError, TuningFailedError
 from kfstack.kubernetes.naming import RunContext
 from tests.kfp_local import logged as logged_metrics
 from tests.kfp_local import run_pipeline, task_outputs
-from tests.kubernetes.test_builders import validate_with_crds
+from tests.upstream_crds import validate_with_crds
 
 TEAM = {
     "training_code": "plain_tunable:fit",
