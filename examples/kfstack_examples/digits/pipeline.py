@@ -13,13 +13,24 @@ format on KServe's Triton runtime (no custom predictor). Run it embedded with
 
 from kfp import dsl
 
-from kfstack.components.data.spark_job.component import spark_job
-from kfstack.components.evaluation.model_evaluation.component import model_evaluation
-from kfstack.components.serving.model_deployment.component import model_deployment
-from kfstack.components.training.distributed_training.component import distributed_training
-from kfstack.components.tuning.hyperparameter_tuning.component import hyperparameter_tuning
-from kfstack.pipelines import wiring
-from kfstack.pipelines.parameters import CATALOG, PER_RUN, Parameter, ParameterSet
+from kfstack.api.pipeline import (
+    CATALOG,
+    PER_RUN,
+    RUN_ID,
+    TASK_NAME,
+    Parameter,
+    ParameterSet,
+    call,
+    distributed_training,
+    guarded,
+    hyperparameter_tuning,
+    joins_mesh,
+    model_deployment,
+    model_evaluation,
+    on_cluster,
+    spark_job,
+    uncached,
+)
 from kfstack_examples.digits.trainer import HYPERPARAMETERS, METRICS
 
 PIPELINE_NAME = "digits-training"
@@ -145,19 +156,19 @@ PARAMETERS = ParameterSet(
 )
 @PARAMETERS.pipeline("Trains, tunes, evaluates and deploys the digits classifier.")
 def digits_training(parameters: dict) -> None:
-    with wiring.guarded(PIPELINE_NAME, parameters) as checked:
-        job = {"run_id": wiring.RUN_ID, "task_name": wiring.TASK_NAME}
-        data = wiring.call(
+    with guarded(PIPELINE_NAME, parameters) as checked:
+        job = {"run_id": RUN_ID, "task_name": TASK_NAME}
+        data = call(
             spark_job,
             parameters,
             **job,
             spark_application=SPARK_APPLICATION,
             spark_arguments=[f"--sample-percent={parameters['sample_percent']}"],
         )
-        data = wiring.on_cluster(data.after(checked), parameters, "spark-digits")
+        data = on_cluster(data.after(checked), parameters, "spark-digits")
         chosen = {name: parameters[name] for name in ("hidden_units", "dropout", "activation", "epochs")}
         common = {**job, **TRAINING_CODE, "data": data.outputs["output"], "framework": "tensorflow"}
-        tuning = wiring.call(
+        tuning = call(
             hyperparameter_tuning,
             parameters,
             **common,
@@ -165,21 +176,21 @@ def digits_training(parameters: dict) -> None:
             tuning_objective="val_accuracy",
             tuning_direction="maximize",
         )
-        tuning = wiring.on_cluster(tuning, parameters, "tuning")
-        training = wiring.call(
+        tuning = on_cluster(tuning, parameters, "tuning")
+        training = call(
             distributed_training,
             parameters,
             **common,
             hyperparameters=tuning.outputs["best_hyperparameters"],
             pipeline=PIPELINE_NAME,
         )
-        training = wiring.on_cluster(training, parameters, "training")
+        training = on_cluster(training, parameters, "training")
         holdout = {"label_column": LABEL, "task": "multiclass"}
         evaluation = model_evaluation(
             model=training.outputs["model"], dataset=data.outputs["output"], dataset_split="test", **holdout
         )
-        evaluation = wiring.on_cluster(evaluation, parameters, "evaluation")
-        deployment = wiring.call(
+        evaluation = on_cluster(evaluation, parameters, "evaluation")
+        deployment = call(
             model_deployment,
             parameters,
             **job,
@@ -189,6 +200,4 @@ def digits_training(parameters: dict) -> None:
             holdout_split="test",
             model_format="onnx",
         )
-        wiring.joins_mesh(
-            wiring.on_cluster(wiring.uncached(deployment.after(evaluation)), parameters, "deployment")
-        )
+        joins_mesh(on_cluster(uncached(deployment.after(evaluation)), parameters, "deployment"))

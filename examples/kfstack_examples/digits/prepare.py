@@ -43,7 +43,8 @@ def main(argv: list[str] | None = None) -> None:
     from pyspark.sql import functions as F
     from sklearn.datasets import load_digits
 
-    from kfstack.spark import quality
+    from kfstack.api import write_report
+    from kfstack.api.spark import count_reasons, quarantined_rows, tag_rows, valid_rows
 
     args = parse_args(argv)
     output = os.environ["KFSTACK_OUTPUT_URI"]
@@ -61,9 +62,9 @@ def main(argv: list[str] | None = None) -> None:
         df = df.where(F.pmod(F.xxhash64(F.col("id"), F.lit(args.seed + 1)), F.lit(100)) < args.sample_percent)
     rules = [(f"bad_{name}", ~F.col(name).between(0.0, 16.0) | F.isnan(F.col(name))) for name in PIXELS]
     rules.append(("bad_digit", ~F.col(LABEL).between(0, 9)))
-    tagged = quality.tag_rows(df, rules).persist()
-    counts = quality.count_reasons(tagged)
-    valid = quality.valid_rows(tagged)
+    tagged = tag_rows(df, rules).persist()
+    counts = count_reasons(tagged)
+    valid = valid_rows(tagged)
     test_from = 100 - args.test_percent
     validation_from = test_from - args.validation_percent
     where = {
@@ -77,9 +78,9 @@ def main(argv: list[str] | None = None) -> None:
         part.write.mode("overwrite").parquet(f"{output.rstrip('/')}/{split}")
         written[f"rows.{split}"] = spark.read.parquet(f"{output.rstrip('/')}/{split}").count()
     # Every rejected image is kept, with its reason, beside the splits (nothing is dropped silently).
-    quality.quarantined_rows(tagged).write.mode("overwrite").parquet(f"{output.rstrip('/')}/quarantine")
+    quarantined_rows(tagged).write.mode("overwrite").parquet(f"{output.rstrip('/')}/quarantine")
     counts.check(max_quarantine_fraction=0.01, where=f"{output.rstrip('/')}/quarantine")
-    quality.write_report({**counts.metrics(), **written})
+    write_report({**counts.metrics(), **written})
     spark.stop()
 
 

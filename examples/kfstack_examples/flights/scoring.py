@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from kfstack.serving.records import FLOAT, INT, STRING, BadRecordError, Field, Kind, Schema
+from kfstack.api.serving import FLOAT, INT, STRING, BadRecordError, Field, Kind, Schema
 from kfstack_examples.flights.feature_spec import (
     AIRPORT_LOOKUP_FILE,
     FEATURE_SPEC_FILE,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from kfstack.settings import Settings, setting
+from kfstack.api import Settings, setting
 from kfstack_examples.flights.scoring import DEFAULT_MAX_BATCH
 
 

@@ -32,7 +32,7 @@ from pathlib import Path
 # Where an archive lives and the option that maps it are every local driver's business
 # (kfstack.spark.class_archive); they stay importable from here, where the feature job and its
 # benchmark have always found them.
-from kfstack.spark.class_archive import CACHE_DIR_ENV, archive_path, cache_dir, java_options
+from kfstack.api.spark import CACHE_DIR_ENV, archive_path, cache_dir, java_options
 
 __all__ = ["CACHE_DIR_ENV", "RECORDING_SAMPLE", "archive_path", "cache_dir", "java_options", "main", "record"]
 

@@ -16,11 +16,8 @@ import dataclasses
 import os
 from typing import Any
 
-from kfstack.contracts import INPUT_URI_ENV, OUTPUT_URI_ENV
-from kfstack.errors import InvalidParameterError
-from kfstack.monitoring.window import DataWindow
-from kfstack.settings import Settings, setting
-from kfstack.uris import fsspec_uri
+from kfstack.api import INPUT_URI_ENV, OUTPUT_URI_ENV, InvalidParameterError, Settings, fsspec_uri, setting
+from kfstack.api.spark import DataWindow
 
 # Java options of the job's driver and executors, on every platform. The validation rules compile
 # into one generated method larger than the 8000 bytes of bytecode HotSpot will compile to machine

@@ -45,11 +45,17 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
-from kfstack import contracts, progress
-from kfstack.errors import DataQualityError, InvalidParameterError, KfstackError
-from kfstack.lineage import document_hash
-from kfstack.spark import quality
-from kfstack.uris import fsspec_uri
+from kfstack.api import (
+    DataQualityError,
+    InvalidParameterError,
+    KfstackError,
+    document_hash,
+    fsspec_uri,
+    report_progress,
+    write_data_lineage,
+    write_report,
+)
+from kfstack.api.spark import QualityReport
 from kfstack_examples.flights.feature_spec import (
     AIRPORT_LOOKUP_FILE,
     DRIFT_PROFILE_FILE,
@@ -104,10 +110,10 @@ class FeatureJobReport:
     phases: dict[str, dict[str, float | int]] = dataclasses.field(default_factory=dict)
 
     @property
-    def quality_report(self) -> quality.QualityReport:
+    def quality_report(self) -> QualityReport:
         """The rows read and quarantined per reason, as the quality module every team's job may
         use counts them: its share of rejected rows and its check are the job's."""
-        return quality.QualityReport(self.rows_read, self.quarantined_by_reason)
+        return QualityReport(self.rows_read, self.quarantined_by_reason)
 
     @property
     def quarantined_fraction(self) -> float:
@@ -344,7 +350,7 @@ class PhaseLog:
 
     @contextlib.contextmanager
     def phase(self, name: str) -> Iterator[None]:
-        progress.report(f"spark: {name}", PHASES.index(name), len(PHASES))
+        report_progress(f"spark: {name}", PHASES.index(name), len(PHASES))
         if self.spark is not None:
             self.spark.sparkContext.setJobGroup(f"{self._run}:{name}", f"kfstack feature job: {name}")
         started = time.perf_counter()
@@ -515,7 +521,7 @@ def run_feature_job(config: FeatureJobConfig, spark: SparkSession | None = None)
         report.phases = log.phases
         _write_json(sources.join_uri(config.output_uri, JOB_REPORT_FILE), report.to_dict())
         # What the training step records of this data in every model's lineage (kfstack.contracts).
-        contracts.write_data_lineage(
+        write_data_lineage(
             config.output_uri,
             data={
                 "window": report.window,
@@ -565,7 +571,7 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit(f"{type(err).__name__}: {err}") from None
     print(json.dumps(report.to_dict(), indent=2))
     # The step's Metrics, where a kfstack step reads them (nothing when run on its own).
-    quality.write_report(report_metrics(report.to_dict()))
+    write_report(report_metrics(report.to_dict()))
     return 0
 
 

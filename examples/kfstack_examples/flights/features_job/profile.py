@@ -19,7 +19,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from kfstack.errors import InvalidParameterError
+from kfstack.api import InvalidParameterError
 from kfstack_examples.flights.features import NUMERIC_FEATURES
 from kfstack_examples.flights.features_job.statistics import QUANTILES, TrainStatistics
 

@@ -24,8 +24,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StringType, StructField, StructType
 
-from kfstack.errors import InvalidParameterError
-from kfstack.uris import join as join_uri
+from kfstack.api import InvalidParameterError, join_uri
 
 logger = logging.getLogger(__name__)
 

@@ -30,7 +30,7 @@ from typing import Any
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from kfstack.errors import DataQualityError
+from kfstack.api import DataQualityError
 from kfstack_examples.flights.features import CATEGORICAL_FEATURES, NUMERIC_FEATURES
 
 QUANTILES = (0.0, 0.01, 0.05, 0.25, 0.5, 0.75, 0.95, 0.99, 1.0)

@@ -9,8 +9,7 @@ parameters of ``flights-retraining``.
 
 from __future__ import annotations
 
-from kfstack.monitoring.gate import GateRule
-from kfstack.pipelines.parameters import CATALOG, PER_RUN, Parameter, ParameterSet, from_setting
+from kfstack.api.pipeline import CATALOG, PER_RUN, GateRule, Parameter, ParameterSet, from_setting
 from kfstack_examples.flights.features import CALENDAR_FEATURES
 from kfstack_examples.flights.features_job.config import FeatureJobConfig
 from kfstack_examples.flights.predictor import DEFAULT_MODEL_NAME

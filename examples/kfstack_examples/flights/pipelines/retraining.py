@@ -16,9 +16,7 @@ schedules with ``force=true`` and a ``trigger`` saying why, which the drift repo
 
 from kfp import dsl
 
-from kfstack.components.data.data_window.component import data_window
-from kfstack.components.monitoring.data_drift.component import data_drift
-from kfstack.monitoring.gate import PASS
+from kfstack.api.pipeline import PASS, data_drift, data_window
 from kfstack_examples.flights.feature_spec import DRIFT_PROFILE_FILE
 from kfstack_examples.flights.pipelines import steps
 from kfstack_examples.flights.pipelines.parameters import RETRAINING

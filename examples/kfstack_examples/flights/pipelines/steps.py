@@ -14,36 +14,37 @@ from typing import Any
 
 from kfp import dsl
 
-from kfstack.components import argument_names
-from kfstack.components.data.spark_job.component import spark_job
-from kfstack.components.evaluation.gate_model.component import gate_model
-from kfstack.components.evaluation.model_evaluation.component import model_evaluation
-from kfstack.components.serving.model_deployment.component import model_deployment
-from kfstack.components.serving.production_model.component import production_model
-from kfstack.components.serving.register_model.component import register_model
-from kfstack.components.training.distributed_training.component import distributed_training
-from kfstack.components.training.distributed_training.stage import train_locally as train_code_locally
-from kfstack.components.tuning.hyperparameter_tuning.component import hyperparameter_tuning
-from kfstack.errors import InvalidParameterError
-from kfstack.evaluation.task_metrics import BINARY
-from kfstack.kubernetes.training_apis import AUTO
-from kfstack.monitoring.drift import DriftThresholds, feature_names
-from kfstack.monitoring.gate import GateRule
-from kfstack.monitoring.window import resolve_window
-from kfstack.pipelines.wiring import (
+from kfstack.api import InvalidParameterError
+from kfstack.api.pipeline import (
+    AUTO,
+    BINARY,
     JSON_PARAMETERS,
     NAMESPACE_FIELD,
     RUN_ID,
     TASK_NAME,
+    DriftThresholds,
+    GateRule,
+    RegistryEndpoint,
+    TuningSettings,
     call,
+    distributed_training,
+    feature_names,
+    gate_model,
     guarded,
+    hyperparameter_tuning,
     joins_mesh,
+    model_deployment,
+    model_evaluation,
     on_cluster,
+    production_model,
+    register_model,
+    resolve_window,
+    settings_from_arguments,
+    spark_job,
     uncached,
 )
-from kfstack.serving.model_registry import RegistryEndpoint
-from kfstack.training.settings import JobTopology
-from kfstack.tuning.spec import TuningSettings
+from kfstack.api.pipeline import train_locally as train_code_locally
+from kfstack.api.training import JobTopology
 from kfstack_examples.flights import predictor
 from kfstack_examples.flights.feature_spec import HOLDOUT_FILE, LABEL_COLUMN, PROFILE_FILE, TEST_REQUESTS_FILE
 from kfstack_examples.flights.features import CATEGORICAL_FEATURES, CLASS_NAMES, NUMERIC_FEATURES
@@ -273,7 +274,7 @@ def check_run(parameters: Mapping[str, Any]) -> None:
     if "tuning_search_space" in parameters and "tuning_objective" in parameters:
         # The tuning spec against the trainers' declaration with their metrics' ranges (an AUC
         # goal above 1 is refused), which the generic step's declaration does not carry.
-        tuning = argument_names.from_arguments(TuningSettings, parameters, code=TRAINER_CODE)
+        tuning = settings_from_arguments(TuningSettings, parameters, code=TRAINER_CODE)
         if parameters.get("tune", True) and any(p.name == "framework" for p in tuning.parameters):
             raise InvalidParameterError(
                 "tuning_search_space: framework is not tuned: it decides the job (a PyTorchJob or a "
@@ -313,9 +314,9 @@ def check_retraining_run(parameters: Mapping[str, Any]) -> None:
             parameters["window_days"],
             parameters["window_lag_days"],
         ),
-        lambda: argument_names.from_arguments(DriftThresholds, parameters, ignored_features=()),
+        lambda: settings_from_arguments(DriftThresholds, parameters, ignored_features=()),
         lambda: _known_features(feature_names(parameters["drift_ignore_features"])),
-        lambda: argument_names.from_arguments(GateRule, parameters),
+        lambda: settings_from_arguments(GateRule, parameters),
     )
     problems = []
     for check in checks:

@@ -47,16 +47,17 @@ from kserve import InferOutput, InferRequest, InferResponse
 from kserve.errors import InvalidInput
 from prometheus_client import Counter, Histogram
 
-from kfstack.monitoring.live_drift import NO_LIVE_DRIFT
-from kfstack.serving.model_server import (
+from kfstack.api.serving import (
     DEFAULT_MAX_BODY_BYTES,
+    NO_LIVE_DRIFT,
+    BadRecordError,
+    Schema,
     add_live_drift_arguments,
     attach_live_drift,
     check_one_worker,
     live_drift_settings,
     serve,
 )
-from kfstack.serving.records import BadRecordError, Schema
 from kfstack_examples.flights.features import CALENDAR_FEATURES
 from kfstack_examples.flights.scoring import (
     DEFAULT_MAX_BATCH,

@@ -42,13 +42,21 @@ import torch.distributed as dist
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
-from kfstack import contracts, progress
-from kfstack.errors import InvalidParameterError, TrainingFailedError
-from kfstack.training import checkpoints, metrics, shards
-from kfstack.training.env_contract import DistributedEnv
-from kfstack.training.metrics import numeric_report
-from kfstack.training.termination import termination_message_on_failure
-from kfstack.training.throughput import throughput
+from kfstack.api import InvalidParameterError, TrainingFailedError, report_progress, write_report
+from kfstack.api.training import (
+    DistributedEnv,
+    accuracy,
+    list_checkpoints,
+    load_checkpoint,
+    log_loss,
+    numeric_report,
+    read_split,
+    roc_auc,
+    save_checkpoint,
+    termination_message_on_failure,
+    throughput,
+    to_bytes,
+)
 from kfstack_examples.flights.feature_spec import FeatureSpec, copy_model_feature_files
 from kfstack_examples.flights.training.pytorch_model import (
     DelayClassifier,
@@ -73,7 +81,7 @@ class RankData:
     """One split's rows for this rank, as tensors on the training device."""
 
     def __init__(self, spec: FeatureSpec, split_uri: str, env: DistributedEnv, device: torch.device):
-        categorical, numeric, labels = shards.read_split(spec, split_uri, env.rank, env.world_size)
+        categorical, numeric, labels = read_split(spec, split_uri, env.rank, env.world_size)
         self.labels = torch.as_tensor(labels, device=device)
         self.categorical = torch.as_tensor(categorical, device=device)
         self.numeric = torch.as_tensor(numeric, device=device)
@@ -88,7 +96,7 @@ def agree_on_resume_epoch(checkpoint_uri: str, env: DistributedEnv, device: torc
     Ranks that listed the directory themselves could disagree (a listing that lags on an object
     store) and would then train different models under one DDP group.
     """
-    found = checkpoints.list_checkpoints(checkpoint_uri) if env.is_chief else []
+    found = list_checkpoints(checkpoint_uri) if env.is_chief else []
     epoch = torch.tensor([found[-1][0] if found else 0], dtype=torch.int64, device=device)
     if env.is_distributed:
         dist.broadcast(epoch, src=0)
@@ -147,9 +155,9 @@ def validate(
     labels = np.concatenate([g[0] for g in gathered])
     probabilities = np.concatenate([g[1] for g in gathered])
     return {
-        "val_auc": metrics.roc_auc(labels, probabilities),
-        "val_log_loss": metrics.log_loss(labels, probabilities),
-        "val_accuracy": metrics.accuracy(labels, probabilities),
+        "val_auc": roc_auc(labels, probabilities),
+        "val_log_loss": log_loss(labels, probabilities),
+        "val_accuracy": accuracy(labels, probabilities),
         "val_rows": float(len(labels)),
     }
 
@@ -238,7 +246,7 @@ def train(args: argparse.Namespace) -> dict[str, Any] | None:
     start_epoch, train_seconds, samples = 1, 0.0, 0
     resume_epoch = agree_on_resume_epoch(args.checkpoint_uri, env, device)
     if resume_epoch:
-        payload = checkpoints.load_checkpoint(args.checkpoint_uri, resume_epoch)
+        payload = load_checkpoint(args.checkpoint_uri, resume_epoch)
         state = torch.load(io.BytesIO(payload), map_location=device, weights_only=False)
         classifier.load_state_dict(state["model"])
         optimizer.load_state_dict(state["optimizer"])
@@ -284,7 +292,7 @@ def train(args: argparse.Namespace) -> dict[str, Any] | None:
             history.append({"epoch": epoch, **scores})
             epoch_throughput = throughput(epoch_seconds, epoch_samples, epochs=1, replicas=env.world_size)
             print(metric_line(epoch, {**scores, **epoch_throughput}), flush=True)
-            progress.report("epoch", epoch, args.epochs)
+            report_progress("epoch", epoch, args.epochs)
             state = {
                 "model": classifier.state_dict(),
                 "optimizer": optimizer.state_dict(),
@@ -294,10 +302,10 @@ def train(args: argparse.Namespace) -> dict[str, Any] | None:
                 "train_seconds": train_seconds,
                 "samples": samples,
             }
-            checkpoints.save_checkpoint(
+            save_checkpoint(
                 args.checkpoint_uri,
                 epoch,
-                checkpoints.to_bytes(torch.save, state),
+                to_bytes(torch.save, state),
                 keep=CHECKPOINTS_KEPT,
             )
         if env.is_distributed:
@@ -324,7 +332,7 @@ def train(args: argparse.Namespace) -> dict[str, Any] | None:
         with fsspec.open(f"{args.model_uri.rstrip('/')}/{METRICS_FILE}", "w") as f:
             json.dump(result, f, indent=2)
         # Run as a team's code by the generic training step: its numbers are the step's report.
-        contracts.write_report(numeric_report(result))
+        write_report(numeric_report(result))
     if env.is_distributed:
         dist.barrier()
         dist.destroy_process_group()

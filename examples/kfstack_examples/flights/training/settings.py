@@ -16,12 +16,8 @@ import dataclasses
 import json
 import os
 
-from kfstack import contracts
-from kfstack.contracts import FLOAT, INT, STR, TrainingCode
-from kfstack.errors import InvalidParameterError
-from kfstack.settings import setting
-from kfstack.training.metrics import katib_line
-from kfstack.training.settings import THROUGHPUT_METRICS, JobTopology
+from kfstack.api import CHECKPOINT_URI_ENV, INPUT_URI_ENV, MODEL_DIR_ENV, InvalidParameterError, setting
+from kfstack.api.training import FLOAT, INT, STR, THROUGHPUT_METRICS, JobTopology, TrainingCode, katib_line
 
 # What a trainer writes beside the model.
 MODEL_FILE = "model.onnx"
@@ -107,9 +103,9 @@ def parse_trainer_args(argv: list[str] | None, prog: str) -> argparse.Namespace:
     defaults = TrainingSettings()
     parser = argparse.ArgumentParser(prog=prog)
     locations = {
-        "--features-uri": contracts.INPUT_URI_ENV,
-        "--model-uri": contracts.MODEL_DIR_ENV,
-        "--checkpoint-uri": contracts.CHECKPOINT_URI_ENV,
+        "--features-uri": INPUT_URI_ENV,
+        "--model-uri": MODEL_DIR_ENV,
+        "--checkpoint-uri": CHECKPOINT_URI_ENV,
     }
     for flag, env in locations.items():
         parser.add_argument(flag, default=os.environ.get(env, ""), help=f"default: ${env}")

@@ -43,13 +43,24 @@ import time
 import fsspec
 import numpy as np
 
-from kfstack import contracts, progress
-from kfstack.errors import InvalidParameterError, TrainingFailedError
-from kfstack.training import checkpoints, metrics, shards
-from kfstack.training.metrics import numeric_report
-from kfstack.training.termination import termination_message_on_failure
-from kfstack.training.tf_config import PS, WORKER, TFTask
-from kfstack.training.throughput import throughput
+from kfstack.api import InvalidParameterError, TrainingFailedError, report_progress, write_report
+from kfstack.api.training import (
+    PS,
+    WORKER,
+    TFTask,
+    accuracy,
+    list_checkpoints,
+    load_checkpoint,
+    log_loss,
+    numeric_report,
+    read_split,
+    roc_auc,
+    rows_per_rank,
+    save_checkpoint,
+    termination_message_on_failure,
+    throughput,
+    to_bytes,
+)
 from kfstack_examples.flights.feature_spec import FeatureSpec, copy_model_feature_files
 from kfstack_examples.flights.training.architecture import ONNX_INPUTS, ModelConfig
 from kfstack_examples.flights.training.settings import (
@@ -98,11 +109,11 @@ class Trainer:
     def resume(self) -> None:
         from kfstack_examples.flights.training.tensorflow_model import restore_state
 
-        found = checkpoints.list_checkpoints(self.args.checkpoint_uri)
+        found = list_checkpoints(self.args.checkpoint_uri)
         if not found:
             return
         epoch = found[-1][0]
-        payload = np.load(io.BytesIO(checkpoints.load_checkpoint(self.args.checkpoint_uri, epoch)))
+        payload = np.load(io.BytesIO(load_checkpoint(self.args.checkpoint_uri, epoch)))
         restore_state(self.classifier, self.optimizer, {k: payload[k] for k in payload.files if "/" in k})
         meta = json.loads(str(payload["meta"]))
         self.history, self.train_seconds, self.samples = (
@@ -127,10 +138,10 @@ class Trainer:
                 }
             )
         )
-        checkpoints.save_checkpoint(
+        save_checkpoint(
             self.args.checkpoint_uri,
             epoch,
-            checkpoints.to_bytes(lambda s, f: np.savez(f, **s), state),
+            to_bytes(lambda s, f: np.savez(f, **s), state),
             keep=CHECKPOINTS_KEPT,
         )
 
@@ -162,15 +173,13 @@ class Trainer:
         if not self.task.is_chief:
             return
         if self.validation is None:
-            self.validation = shards.read_split(
-                self.spec, f"{self.args.features_uri.rstrip('/')}/validation", 0, 1
-            )
+            self.validation = read_split(self.spec, f"{self.args.features_uri.rstrip('/')}/validation", 0, 1)
         categorical, numeric, labels = self.validation
         probabilities = self.predict(categorical, numeric)
         scores = {
-            "val_auc": metrics.roc_auc(labels, probabilities),
-            "val_log_loss": metrics.log_loss(labels, probabilities),
-            "val_accuracy": metrics.accuracy(labels, probabilities),
+            "val_auc": roc_auc(labels, probabilities),
+            "val_log_loss": log_loss(labels, probabilities),
+            "val_accuracy": accuracy(labels, probabilities),
             "val_rows": float(len(labels)),
             "train_seconds": epoch_seconds,
             "train_samples": float(epoch_samples),
@@ -178,7 +187,7 @@ class Trainer:
         self.history.append({"epoch": epoch, **scores})
         epoch_throughput = throughput(epoch_seconds, epoch_samples, epochs=1, replicas=self.task.num_workers)
         print(metric_line(epoch, {**scores, **epoch_throughput}), flush=True)
-        progress.report("epoch", epoch, self.args.epochs)
+        report_progress("epoch", epoch, self.args.epochs)
         self.save(epoch)
 
     def predict(self, categorical: np.ndarray, numeric: np.ndarray) -> np.ndarray:
@@ -216,7 +225,7 @@ class Trainer:
         with fsspec.open(f"{self.args.model_uri.rstrip('/')}/{METRICS_FILE}", "w") as f:
             json.dump(result, f, indent=2)
         # Run as a team's code by the generic training step: its numbers are the step's report.
-        contracts.write_report(numeric_report(result))
+        write_report(numeric_report(result))
         return result
 
 
@@ -291,9 +300,9 @@ def train_synchronous(args: argparse.Namespace, task: TFTask) -> dict | None:
     trainer = Trainer(args, task, strategy)
     trainer.resume()
     train_uri = f"{args.features_uri.rstrip('/')}/train"
-    categorical, numeric, labels = shards.read_split(trainer.spec, train_uri, rank, world)
+    categorical, numeric, labels = read_split(trainer.spec, train_uri, rank, world)
     per_worker_batch = max(1, args.batch_size // world)
-    steps = min(shards.rows_per_rank(train_uri, world)) // per_worker_batch
+    steps = min(rows_per_rank(train_uri, world)) // per_worker_batch
     if steps < 1:
         raise InvalidParameterError(
             f"some worker has fewer train rows than its batch of {per_worker_batch}; lower batch_size"
@@ -356,9 +365,7 @@ def train_parameter_server(args: argparse.Namespace, task: TFTask) -> dict | Non
     coordinator = tf.distribute.coordinator.ClusterCoordinator(strategy)
     trainer = Trainer(args, task, strategy)
     trainer.resume()
-    categorical, numeric, labels = shards.read_split(
-        trainer.spec, f"{args.features_uri.rstrip('/')}/train", 0, 1
-    )
+    categorical, numeric, labels = read_split(trainer.spec, f"{args.features_uri.rstrip('/')}/train", 0, 1)
     steps = len(labels) // args.batch_size
     if steps < 1:
         raise InvalidParameterError(f"the train split has fewer rows than one batch of {args.batch_size}")

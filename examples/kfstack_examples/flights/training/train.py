@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from kfstack.training.settings import FRAMEWORKS, PYTORCH
+from kfstack.api.training import FRAMEWORKS, PYTORCH
 
 
 def main(argv: list[str] | None = None) -> int:

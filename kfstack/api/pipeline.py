@@ -1,0 +1,97 @@
+"""For declaring a pipeline: kfstack's components, the pipeline's parameters (its own and the
+components' catalog), the wiring of a run, registration, and what a pipeline's run check builds.
+Imports kfp; none of pyspark, a training framework or kserve.
+
+The components take a team's own code by name (``spark_application``, ``training_code``,
+``custom_predictor``) and give it both platforms. A pipeline declares its parameters as a
+:class:`ParameterSet` (its own :class:`Parameter`\\ s and the :data:`CATALOG`'s, taken by name)
+and wires its steps inside :func:`guarded` (the run's frame: the parameters checked first, the
+cleanup exit handler): :func:`call` gives a task every input that names a pipeline parameter,
+:func:`on_cluster` its name and pod settings. A package registers its pipelines as
+:class:`PipelineEntry` values in the ``kfstack.pipelines`` entry-point group, and a launching
+component of its own as a :class:`Stage` in ``kfstack.stages`` (docs/pipelines.md).
+"""
+
+from kfstack.components.argument_names import from_arguments as settings_from_arguments
+from kfstack.components.common.cleanup_run.component import cleanup_run
+from kfstack.components.data.data_window.component import data_window
+from kfstack.components.data.spark_job.component import spark_job
+from kfstack.components.evaluation.gate_model.component import gate_model
+from kfstack.components.evaluation.model_evaluation.component import model_evaluation
+from kfstack.components.monitoring.data_drift.component import data_drift
+from kfstack.components.serving.model_deployment.component import model_deployment
+from kfstack.components.serving.production_model.component import production_model
+from kfstack.components.serving.register_model.component import register_model
+from kfstack.components.training.distributed_training.component import distributed_training
+from kfstack.components.training.distributed_training.stage import train_locally
+from kfstack.components.tuning.hyperparameter_tuning.component import hyperparameter_tuning
+from kfstack.evaluation.task_metrics import BINARY, MULTICLASS, REGRESSION
+from kfstack.kubernetes.training_apis import AUTO
+from kfstack.monitoring.drift import DriftThresholds, feature_names
+from kfstack.monitoring.gate import PASS, GateRule
+from kfstack.monitoring.window import resolve_window
+from kfstack.pipelines import PipelineEntry
+from kfstack.pipelines.parameters import CATALOG, PER_RUN, Parameter, ParameterSet, from_setting
+from kfstack.pipelines.wiring import (
+    JSON_PARAMETERS,
+    NAMESPACE_FIELD,
+    RUN_ID,
+    TASK_NAME,
+    call,
+    guarded,
+    joins_mesh,
+    on_cluster,
+    uncached,
+)
+from kfstack.platforms import ServiceStage, Stage, StageResult, Variant, run_stage
+from kfstack.serving.model_registry import RegistryEndpoint
+from kfstack.training.settings import JobTopology
+from kfstack.tuning.spec import TuningSettings
+
+__all__ = [
+    "AUTO",
+    "BINARY",
+    "CATALOG",
+    "JSON_PARAMETERS",
+    "MULTICLASS",
+    "NAMESPACE_FIELD",
+    "PASS",
+    "PER_RUN",
+    "REGRESSION",
+    "RUN_ID",
+    "TASK_NAME",
+    "DriftThresholds",
+    "GateRule",
+    "JobTopology",
+    "Parameter",
+    "ParameterSet",
+    "PipelineEntry",
+    "RegistryEndpoint",
+    "ServiceStage",
+    "Stage",
+    "StageResult",
+    "TuningSettings",
+    "Variant",
+    "call",
+    "cleanup_run",
+    "data_drift",
+    "data_window",
+    "distributed_training",
+    "feature_names",
+    "from_setting",
+    "gate_model",
+    "guarded",
+    "hyperparameter_tuning",
+    "joins_mesh",
+    "model_deployment",
+    "model_evaluation",
+    "on_cluster",
+    "production_model",
+    "register_model",
+    "resolve_window",
+    "run_stage",
+    "settings_from_arguments",
+    "spark_job",
+    "train_locally",
+    "uncached",
+]
