@@ -4,12 +4,13 @@ Everything a team uses is named in this package, by audience:
 
 - :mod:`kfstack.api` (this module): what any of a team's code may use -- the locations a step's
   code reads from its environment, the report and lineage it writes, progress lines, the errors,
-  typed settings. It imports neither kfp nor pyspark nor a training framework.
+  typed settings, the data window a run reads and the data profile a drift check compares. It
+  imports neither kfp nor pyspark nor a training framework.
 - :mod:`kfstack.api.pipeline`: declaring a pipeline -- kfstack's components, parameters and the
   catalog of the components' own, the wiring of a run (its frame, a task's inputs, a cluster
   task's pod settings), registration, and the settings a pipeline's run check builds.
-- :mod:`kfstack.api.spark`: a team's PySpark application -- validate-and-quarantine helpers, the
-  data window, the Spark driver's class archive.
+- :mod:`kfstack.api.spark`: a team's PySpark application -- validate-and-quarantine helpers and
+  the Spark driver's class archive.
 - :mod:`kfstack.api.training`: a team's training code -- the operators' environment read as one
   object, checkpoints, the shards a rank reads, metrics and Katib's metric lines, throughput, the
   termination message.
@@ -39,6 +40,8 @@ from kfstack.contracts import (
 )
 from kfstack.errors import DataQualityError, InvalidParameterError, KfstackError, TrainingFailedError
 from kfstack.lineage import document_hash
+from kfstack.monitoring.profiling import profile_dataset
+from kfstack.monitoring.window import DataWindow
 from kfstack.progress import report as report_progress
 from kfstack.settings import Settings, setting
 from kfstack.uris import fsspec_uri
@@ -51,6 +54,7 @@ __all__ = [
     "OUTPUT_URI_ENV",
     "REPORT_PATH_ENV",
     "DataQualityError",
+    "DataWindow",
     "InvalidParameterError",
     "KfstackError",
     "Settings",
@@ -58,6 +62,7 @@ __all__ = [
     "document_hash",
     "fsspec_uri",
     "join_uri",
+    "profile_dataset",
     "report_progress",
     "setting",
     "write_data_lineage",

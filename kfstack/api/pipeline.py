@@ -26,6 +26,10 @@ from kfstack.components.training.distributed_training.component import distribut
 from kfstack.components.training.distributed_training.stage import train_locally
 from kfstack.components.tuning.hyperparameter_tuning.component import hyperparameter_tuning
 from kfstack.evaluation.task_metrics import BINARY, MULTICLASS, REGRESSION
+from kfstack.images import COMPONENT_IMAGE
+from kfstack.kubernetes.launcher import Cluster
+from kfstack.kubernetes.naming import RunContext
+from kfstack.kubernetes.placement import Placement
 from kfstack.kubernetes.training_apis import AUTO
 from kfstack.monitoring.drift import DriftThresholds, feature_names
 from kfstack.monitoring.gate import PASS, GateRule
@@ -52,6 +56,7 @@ __all__ = [
     "AUTO",
     "BINARY",
     "CATALOG",
+    "COMPONENT_IMAGE",
     "JSON_PARAMETERS",
     "MULTICLASS",
     "NAMESPACE_FIELD",
@@ -60,13 +65,16 @@ __all__ = [
     "REGRESSION",
     "RUN_ID",
     "TASK_NAME",
+    "Cluster",
     "DriftThresholds",
     "GateRule",
     "JobTopology",
     "Parameter",
     "ParameterSet",
     "PipelineEntry",
+    "Placement",
     "RegistryEndpoint",
+    "RunContext",
     "ServiceStage",
     "Stage",
     "StageResult",

@@ -11,6 +11,7 @@ import importlib
 import inspect
 import pathlib
 import sys
+import typing
 from types import ModuleType
 from typing import Any
 
@@ -31,6 +32,8 @@ def _summary(text: str | None) -> str:
 
 
 def _kind(value: Any) -> str:
+    if typing.get_origin(value) is not None:
+        return "type"
     if inspect.isclass(value):
         return "class"
     if hasattr(value, "component_spec"):
@@ -43,6 +46,8 @@ def _kind(value: Any) -> str:
 def _described(value: Any) -> str:
     """What a name is: its docstring's first paragraph (a component's description); a plain
     constant's value."""
+    if typing.get_origin(value) is not None:
+        return f"`{value}`"
     if inspect.isclass(value) or callable(value):
         doc = value.component_spec.description if hasattr(value, "component_spec") else value.__doc__
         return _summary(doc)

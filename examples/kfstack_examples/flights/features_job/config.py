@@ -16,8 +16,15 @@ import dataclasses
 import os
 from typing import Any
 
-from kfstack.api import INPUT_URI_ENV, OUTPUT_URI_ENV, InvalidParameterError, Settings, fsspec_uri, setting
-from kfstack.api.spark import DataWindow
+from kfstack.api import (
+    INPUT_URI_ENV,
+    OUTPUT_URI_ENV,
+    DataWindow,
+    InvalidParameterError,
+    Settings,
+    fsspec_uri,
+    setting,
+)
 
 # Java options of the job's driver and executors, on every platform. The validation rules compile
 # into one generated method larger than the 8000 bytes of bytecode HotSpot will compile to machine
