@@ -35,6 +35,14 @@ from kfstack.monitoring.drift import DriftThresholds, feature_names
 from kfstack.monitoring.gate import PASS, GateRule
 from kfstack.monitoring.window import resolve_window
 from kfstack.pipelines import PipelineEntry
+from kfstack.pipelines.declared import (
+    Evaluation,
+    Hyperparameter,
+    SparkApplication,
+    Training,
+    TrainingPipeline,
+    Tuning,
+)
 from kfstack.pipelines.parameters import CATALOG, PER_RUN, Parameter, ParameterSet, from_setting
 from kfstack.pipelines.wiring import (
     JSON_PARAMETERS,
@@ -67,7 +75,9 @@ __all__ = [
     "TASK_NAME",
     "Cluster",
     "DriftThresholds",
+    "Evaluation",
     "GateRule",
+    "Hyperparameter",
     "JobTopology",
     "Parameter",
     "ParameterSet",
@@ -76,8 +86,12 @@ __all__ = [
     "RegistryEndpoint",
     "RunContext",
     "ServiceStage",
+    "SparkApplication",
     "Stage",
     "StageResult",
+    "Training",
+    "TrainingPipeline",
+    "Tuning",
     "TuningSettings",
     "Variant",
     "call",

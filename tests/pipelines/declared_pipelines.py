@@ -19,7 +19,12 @@ from typing import Any
 from tests.pipelines.resolved_spec import compile_pipeline, resolved_tasks
 
 GOLDEN = pathlib.Path(__file__).with_name("golden")
-TEMPLATE_CASES = [("pytorch", "binary"), ("pytorch", "multiclass"), ("tensorflow", "binary"), ("tensorflow", "multiclass")]
+TEMPLATE_CASES = [
+    ("pytorch", "binary"),
+    ("pytorch", "multiclass"),
+    ("tensorflow", "binary"),
+    ("tensorflow", "multiclass"),
+]
 
 
 @contextmanager

@@ -58,13 +58,13 @@ def test_its_spark_job_training_and_evaluation_run_under_kfp_local(tmp_path):
     from kfstack.components.data.spark_job.component import spark_job
     from kfstack.components.evaluation.model_evaluation.component import model_evaluation
     from kfstack.components.training.distributed_training.component import distributed_training
-    from kfstack_examples.digits.pipeline import LABEL, SPARK_APPLICATION, TRAINING_CODE
+    from kfstack_examples.digits.pipeline import DIGITS
 
     @dsl.pipeline(name="digits-sample")
     def digits_sample():
         data = spark_job(
             platform="local",
-            spark_application=SPARK_APPLICATION,
+            spark_application=DIGITS.data.application,
             spark_arguments=["--sample-percent=60"],
             run_id="run-1",
             task_name="spark-job",
@@ -72,9 +72,8 @@ def test_its_spark_job_training_and_evaluation_run_under_kfp_local(tmp_path):
         training = distributed_training(
             platform="local",
             data=data.outputs["output"],
-            **TRAINING_CODE,
+            **DIGITS.training_arguments(),
             hyperparameters={"hidden_units": 64, "epochs": 10},
-            framework="tensorflow",
             workers=2,
             max_restarts=0,
         )
@@ -83,7 +82,7 @@ def test_its_spark_job_training_and_evaluation_run_under_kfp_local(tmp_path):
             dataset=data.outputs["output"],
             dataset_split="test",
             task="multiclass",
-            label_column=LABEL,
+            label_column=DIGITS.evaluation.label,
         )
 
     run = run_pipeline(digits_sample, tmp_path / "root")
@@ -140,7 +139,7 @@ def test_its_trainer_resumes_from_its_checkpoints(tmp_path):
     """A second training into the same logs (a restarted job) goes on from the last epoch."""
     from kfstack.components.data.spark_job.stage import STAGE as SPARK
     from kfstack.components.training.distributed_training.stage import STAGE as TRAIN
-    from kfstack_examples.digits.pipeline import SPARK_APPLICATION, TRAINING_CODE
+    from kfstack_examples.digits.pipeline import DIGITS
 
     def run(stage, arguments):
         settings = stage.settings(arguments)
@@ -151,7 +150,7 @@ def test_its_trainer_resumes_from_its_checkpoints(tmp_path):
         SPARK,
         {
             "platform": "local",
-            "spark_application": SPARK_APPLICATION,
+            "spark_application": DIGITS.data.application,
             "spark_arguments": ["--sample-percent=50"],
             "output": data,
             "report": str(tmp_path / "report"),
@@ -170,9 +169,8 @@ def test_its_trainer_resumes_from_its_checkpoints(tmp_path):
                 "data": data,
                 "model": str(tmp_path / f"model-{epochs}"),
                 "training_logs": str(logs),
-                **TRAINING_CODE,
+                **DIGITS.training_arguments(),
                 "hyperparameters": {"epochs": epochs},
-                "framework": "tensorflow",
                 "workers": 2,
                 "max_restarts": 0,
             },

@@ -1,0 +1,203 @@
+"""The declarative layer (``TrainingPipeline``): the pipelines declared on it run exactly as they
+ran when written by hand (golden/, tests/pipelines/declared_pipelines.py), every parameter it adds
+is a catalog setting at its catalog default, and a bad declaration is refused when the module
+loads. A pipeline of another shape stays a plain ``@dsl.pipeline`` over the same components.
+
+(No ``from __future__ import annotations``: KFP reads the plain pipeline's annotations as types.)"""
+
+import dataclasses
+import json
+
+import pytest
+from kfp import dsl
+
+from kfstack.api.pipeline import (
+    CATALOG,
+    PER_RUN,
+    RUN_ID,
+    TASK_NAME,
+    Evaluation,
+    Hyperparameter,
+    Parameter,
+    SparkApplication,
+    Training,
+    TrainingPipeline,
+    call,
+    distributed_training,
+    guarded,
+    model_evaluation,
+    on_cluster,
+    spark_job,
+)
+from kfstack.errors import InvalidParameterError
+from tests.pipelines.declared_pipelines import cases, golden_path, resolved
+from tests.pipelines.resolved_spec import compile_pipeline, resolved_tasks
+
+CASES = dict(cases())
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_a_declared_pipeline_runs_as_it_did_when_written_by_hand(name):
+    golden = json.loads(golden_path(name).read_text())
+    with CASES[name]() as function:
+        now = resolved(function)
+        declared = function.pipeline_func.parameters
+    assert sorted(now) == sorted(golden), "the same tasks"
+    for task, before in golden.items():
+        after = now[task]
+        assert {k: after[k] for k in ("component", "after", "exit", "pod")} == {
+            k: before[k] for k in ("component", "after", "exit", "pod")
+        }, task
+        if task != "validate-parameters":
+            assert after["inputs"] == before["inputs"], task
+            continue
+        # The run's check sees every parameter: those it saw, with the same values, and the
+        # catalog's settings the declaration adds, each at the value its task resolves anyway.
+        checked, was = after["inputs"].pop("parameters"), before["inputs"].pop("parameters")
+        assert after["inputs"] == before["inputs"]
+        assert {k: checked[k] for k in was} == was
+        for added in set(checked) - set(was):
+            assert added in CATALOG, added
+            assert checked[added] == declared[added].default == CATALOG[added].default, added
+
+
+def _declaration(**changes) -> TrainingPipeline:
+    fields = {
+        "name": "churn-training",
+        "description": "Churn.",
+        "data": SparkApplication("churn.prepare", arguments=["--rows={rows}"]),
+        "parameters": [Parameter("rows", int, 100, "Rows kept.", PER_RUN, {"ge": 1})],
+        "training": Training(
+            "churn.train:train",
+            declared={"epochs": "int", "seed": "int"},
+            metrics=("val_accuracy",),
+            hyperparameters=[Hyperparameter("epochs", 3, "Epochs.", {"ge": 1})],
+        ),
+        "evaluation": Evaluation(label="churned", task="binary"),
+    }
+    return TrainingPipeline(**{**fields, **changes})
+
+
+def test_the_parameters_follow_from_the_declaration():
+    declaration = _declaration(defaults={"workers": 3}, descriptions={"workers": "Ranks."})
+    parameters = declaration.parameter_set()
+    # The hyperparameters per run, typed as the code declares them; then the pipeline's own.
+    assert [p.name for p in parameters.ordered()][:2] == ["epochs", "rows"]
+    assert parameters["epochs"].type is int and parameters["epochs"].bounds == {"ge": 1}
+    assert parameters["workers"].default == 3 and parameters["workers"].description == "Ranks."
+    # Without tuning there is no tuning setting, nor ``tune``; what the declaration fixes
+    # (framework, model format, the code) is no parameter either.
+    assert not [name for name in parameters.names if name.startswith("tuning") or name == "tune"]
+    assert {"framework", "training_code", "spark_application"}.isdisjoint(parameters.names)
+    assert {"platform", "object_store_secret", "launch_namespace", "gpu_pool", "deploy"} <= set(
+        parameters.names
+    )
+
+
+def test_without_tuning_or_deployment_the_steps_follow_the_declaration():
+    tasks = resolved_tasks(*compile_pipeline(_declaration(deploy=False).pipeline()))
+    assert sorted(tasks) == ["cleanup", "evaluation", "spark-job", "training", "validate-parameters"]
+    # Training takes the run's values, and the data step its argument from the parameter.
+    assert tasks["training"]["inputs"]["hyperparameters"] == {"epochs": 3}
+    assert tasks["spark-job"]["inputs"]["spark_arguments"] == ["--rows=100"]
+    arguments = {"epochs": 5, "rows": 7, "workers": 4}
+    changed = resolved_tasks(*compile_pipeline(_declaration(deploy=False).pipeline(), arguments))
+    assert changed["training"]["inputs"]["hyperparameters"] == {"epochs": 5}
+    assert changed["training"]["inputs"]["workers"] == 4
+    assert changed["spark-job"]["inputs"]["spark_arguments"] == ["--rows=7"]
+
+
+@pytest.mark.parametrize(
+    ("changes", "refused"),
+    [
+        (
+            {
+                "training": Training(
+                    "churn.train:train",
+                    declared={"epochs": "int"},
+                    metrics=("val_accuracy",),
+                    hyperparameters=[Hyperparameter("depth", 3, "Depth.")],
+                )
+            },
+            "hyperparameters not declared by churn.train:train: depth",
+        ),
+        ({"defaults": {"tuning_max_trials": 4}}, "settings this pipeline has not: tuning_max_trials"),
+        ({"descriptions": {"no_such_setting": "x"}}, "settings this pipeline has not: no_such_setting"),
+    ],
+)
+def test_a_bad_declaration_is_refused_naming_what_is_wrong(changes, refused):
+    with pytest.raises(InvalidParameterError, match=refused):
+        _declaration(**changes)
+
+
+def test_a_tuning_objective_must_be_one_of_the_metrics():
+    from kfstack.api.pipeline import Tuning
+
+    tuning = Tuning(search_space={"epochs": {"type": "int", "min": 1, "max": 4}}, objective="val_loss")
+    with pytest.raises(InvalidParameterError, match="tuning objective val_loss is not one of the metrics"):
+        _declaration(tuning=tuning)
+    assert dataclasses.replace(tuning, objective="val_accuracy")  # the metric the code prints
+
+
+def test_a_pipeline_of_another_shape_is_a_plain_dsl_pipeline_with_the_same_frame():
+    """docs/pipelines.md's example: no tuning, no deployment, two evaluations. ``guarded`` and
+    ``on_cluster`` give it the run's check, the cleanup exit handler and the task pods' settings
+    (the object-store Secret, the CPU pool) without the declarative layer."""
+    parameters = CATALOG.take("platform", "workers", "object_store_secret", "launch_namespace")
+
+    @dsl.pipeline(name="two-evaluations")
+    def two_evaluations(
+        platform: str = "kubernetes",
+        workers: int = 2,
+        object_store_secret: str = "kfstack-object-store",
+        launch_namespace: str = "",
+    ):
+        values = {
+            p.name: value
+            for p, value in zip(
+                parameters, (platform, workers, object_store_secret, launch_namespace), strict=True
+            )
+        }
+        job = {"run_id": RUN_ID, "task_name": TASK_NAME}
+        with guarded("two-evaluations", values) as checked:
+            data = on_cluster(
+                call(spark_job, values, **job, spark_application="team.prepare").after(checked),
+                values,
+                "data",
+            )
+            training = call(
+                distributed_training,
+                values,
+                **job,
+                data=data.outputs["output"],
+                training_code="team.train:train",
+                hyperparameter_types={"epochs": "int"},
+                metric_names=["val_accuracy"],
+                model_format="onnx",
+            )
+            model = on_cluster(training, values, "training").outputs["model"]
+            for split in ("validation", "test"):
+                evaluation = model_evaluation(
+                    model=model,
+                    dataset=data.outputs["output"],
+                    dataset_split=split,
+                    label_column="y",
+                    task="binary",
+                )
+                on_cluster(evaluation, values, f"evaluation-{split}")
+
+    tasks = resolved_tasks(*compile_pipeline(two_evaluations))
+    assert sorted(tasks) == [
+        "cleanup",
+        "data",
+        "evaluation-test",
+        "evaluation-validation",
+        "training",
+        "validate-parameters",
+    ]
+    assert tasks["cleanup"]["exit"] and tasks["data"]["after"] == ["validate-parameters"]
+    assert tasks["validate-parameters"]["inputs"]["parameters"]["workers"] == 2
+    for name in ("data", "training", "evaluation-test"):
+        (secret,) = tasks[name]["pod"]["secretAsEnv"]
+        assert secret["secretNameParameter"] == "kfstack-object-store", name
+        assert tasks[name]["pod"]["nodeSelector"] == {"nodeSelectorJson": {"kfstack.dev/pool": "cpu"}}, name
