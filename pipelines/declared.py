@@ -19,6 +19,7 @@ from __future__ import annotations
 import builtins
 import dataclasses
 import json
+import string
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -177,6 +178,12 @@ class TrainingPipeline:
             problems.append(
                 f"defaults or descriptions for settings this pipeline has not: {', '.join(unknown)}"
             )
+        named = {
+            field for argument in self.data.arguments for _, field, _, _ in string.Formatter().parse(argument)
+        }
+        missing = sorted(name for name in named if name and name not in self.parameter_names())
+        if missing:
+            problems.append(f"data arguments name no parameter of the pipeline: {', '.join(missing)}")
         if self.tuning and self.tuning.objective not in self.training.metrics:
             problems.append(f"tuning objective {self.tuning.objective} is not one of the metrics")
         if problems:
@@ -227,6 +234,13 @@ class TrainingPipeline:
         if self.tuning is None:
             taken.discard("tune")
         return [name for name in CATALOG.names if name in taken]
+
+    def parameter_names(self) -> set[str]:
+        return (
+            {h.name for h in self.training.hyperparameters}
+            | {p.name for p in self.parameters}
+            | {*self.catalog_names()}
+        )
 
     def parameter_set(self) -> ParameterSet:
         """Every parameter of the pipeline: its hyperparameters and own parameters, then the

@@ -123,6 +123,10 @@ def test_without_tuning_or_deployment_the_steps_follow_the_declaration():
         ),
         ({"defaults": {"tuning_max_trials": 4}}, "settings this pipeline has not: tuning_max_trials"),
         ({"descriptions": {"no_such_setting": "x"}}, "settings this pipeline has not: no_such_setting"),
+        (
+            {"data": SparkApplication("churn.prepare", arguments=["--since={since}"])},
+            "name no parameter.*: since",
+        ),
     ],
 )
 def test_a_bad_declaration_is_refused_naming_what_is_wrong(changes, refused):
@@ -201,3 +205,22 @@ def test_a_pipeline_of_another_shape_is_a_plain_dsl_pipeline_with_the_same_frame
         (secret,) = tasks[name]["pod"]["secretAsEnv"]
         assert secret["secretNameParameter"] == "kfstack-object-store", name
         assert tasks[name]["pod"]["nodeSelector"] == {"nodeSelectorJson": {"kfstack.dev/pool": "cpu"}}, name
+
+
+def test_the_declaration_in_docs_pipelines_md_compiles(tmp_path):
+    """What a team copies from the docs works as written."""
+    import re
+
+    from kfp import compiler
+
+    from tests.conftest import REPO_ROOT
+
+    page = (REPO_ROOT / "docs" / "pipelines.md").read_text()
+    block = re.search(r"## A training pipeline, declared.*?```python\n(.*?)```", page, re.S)
+    assert block, "the declared example in docs/pipelines.md"
+    namespace: dict = {}
+    exec(compile(block.group(1), "docs/pipelines.md", "exec"), namespace)
+    compiler.Compiler().compile(namespace["churn_training"], str(tmp_path / "churn.yaml"))
+    tasks = resolved_tasks(*compile_pipeline(namespace["churn_training"]))
+    assert tasks["spark-job"]["inputs"]["spark_arguments"] == ["--since=2026-01-01"]
+    assert tasks["training"]["inputs"]["workers"] == 4
