@@ -111,7 +111,7 @@ def argument(settings: type[Settings], field: str) -> str:
 
 def from_arguments(settings: type[S], arguments: Mapping[str, Any], **overrides: Any) -> S:
     """``settings`` built from a component's ``arguments`` under their names
-    (:meth:`kfstack.settings.Settings.from_arguments`).
+    (each value checked as its settings class checks it, named as the argument).
 
     Raises:
         InvalidParameterError: A value is missing, mistyped or out of range, named as the

@@ -104,9 +104,9 @@ class Parameter:
 
 def from_setting(owner: type, field: str, description: str, group: str, name: str | None = None) -> Parameter:
     """The parameter a settings class's ``field`` is read from: its type, default and range are
-    the field's (``owner`` is a dataclass: a :class:`~kfstack.settings.Settings` subclass or a
-    plain one). ``name`` defaults to the components' argument name of the field
-    (:mod:`kfstack.components.argument_names`)."""
+    the field's (``owner`` is a dataclass: a ``Settings`` subclass or a plain one). ``name``
+    defaults to the name the components give the field's argument (``gpu_pool`` for
+    ``TrainingPlacement.node_pool``)."""
     fields = {f.name: f for f in dataclasses.fields(owner)}
     declared = fields[field]
     if declared.default is dataclasses.MISSING:

@@ -287,7 +287,7 @@ class LiveDriftCollector(Collector):
 
 
 def add_live_drift_arguments(parser: argparse.ArgumentParser) -> None:
-    """A server's live-drift flags (:class:`~kfstack.monitoring.live_drift.LiveDriftSettings`)."""
+    """A server's live-drift flags (the window's size and how often its figures are computed)."""
     defaults = LiveDriftSettings()
     parser.add_argument(
         "--live_drift",
@@ -345,7 +345,7 @@ def attach_live_drift(
     by_position: bool = False,
 ) -> LiveDrift | None:
     """Gives ``model`` its ``drift`` (a window over ``model_dir``'s ``profile.json``, or
-    :data:`~kfstack.monitoring.live_drift.NO_LIVE_DRIFT`) and exports the window's gauges.
+    ``NO_LIVE_DRIFT``) and exports the window's gauges.
 
     Args:
         model: The loaded ``kserve.Model``; it feeds ``model.drift.observe(...)`` the rows it

@@ -131,5 +131,5 @@ def katib_line(epoch: int, values: Mapping[str, float]) -> str:
 
 def numeric_report(result: Mapping[str, Any]) -> dict[str, float]:
     """The finite numbers of a trainer's result (not its history, device or undefined figures):
-    what a step's report may hold (:func:`kfstack.contracts.write_report`)."""
+    what a step's report may hold (what ``write_report`` writes)."""
     return {name: float(value) for name, value in result.items() if contracts.is_finite_number(value)}

@@ -84,7 +84,7 @@ def shard_rows(shards: list[str]) -> list[int]:
 
 
 def rows_per_rank(split_uri: str, world_size: int) -> list[int]:
-    """Rows each rank of ``world_size`` reads from ``split_uri`` (:func:`shards_for_rank`).
+    """Rows each rank of ``world_size`` reads from ``split_uri`` (each rank its own shards).
 
     Every rank can compute every other rank's count from the footers alone, so ranks agree on
     a step count without a collective.

@@ -18,7 +18,7 @@ def data_window(
     # Outputs as KFP reads them: inline, for the task runs this function's source alone (no
     # module around it), which mypy cannot type -- hence the ignore.
 ) -> NamedTuple("DataWindow", [("start", str), ("end", str)]):  # type: ignore[valid-type]
-    """Resolves the run's data window (``kfstack.monitoring.window``).
+    """Resolves the run's data window.
 
     Never cached: a scheduled run must see the days since the last one, not an earlier run's
     window.
