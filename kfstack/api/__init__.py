@@ -4,11 +4,13 @@ Everything a team uses is named in this package, by audience:
 
 - :mod:`kfstack.api` (this module): what any of a team's code may use -- the locations a step's
   code reads from its environment, the report and lineage it writes, progress lines, the errors,
-  typed settings, the data window a run reads and the data profile a drift check compares. It
-  imports neither kfp nor pyspark nor a training framework.
-- :mod:`kfstack.api.pipeline`: declaring a pipeline -- kfstack's components, parameters and the
-  catalog of the components' own, the wiring of a run (its frame, a task's inputs, a cluster
-  task's pod settings), registration, and the settings a pipeline's run check builds.
+  typed settings, the data window a run reads and the data profile a drift check compares, the
+  registration of a package's pipelines. It imports neither kfp nor pyspark nor a training
+  framework.
+- :mod:`kfstack.api.pipeline`: declaring a pipeline -- a training pipeline as data, kfstack's
+  components, parameters and the catalog of the components' own, the wiring of a run (its frame,
+  a task's inputs, a cluster task's pod settings), and the settings a pipeline's run check
+  builds.
 - :mod:`kfstack.api.spark`: a team's PySpark application -- validate-and-quarantine helpers and
   the Spark driver's class archive.
 - :mod:`kfstack.api.training`: a team's training code -- the operators' environment read as one
@@ -42,6 +44,11 @@ from kfstack.errors import DataQualityError, InvalidParameterError, KfstackError
 from kfstack.lineage import document_hash
 from kfstack.monitoring.profiling import profile_dataset
 from kfstack.monitoring.window import DataWindow
+
+# Registration is here, not in kfstack.api.pipeline: a package's __init__ registers its pipelines,
+# and every step of its code imports that __init__ -- inside a KFP task too, where kfp runs in its
+# runtime mode and kfstack's components (the rest of kfstack.api.pipeline) cannot be defined.
+from kfstack.pipelines import PipelineEntry
 from kfstack.progress import report as report_progress
 from kfstack.settings import Settings, setting
 from kfstack.uris import fsspec_uri
@@ -57,6 +64,7 @@ __all__ = [
     "DataWindow",
     "InvalidParameterError",
     "KfstackError",
+    "PipelineEntry",
     "Settings",
     "TrainingFailedError",
     "document_hash",

@@ -1,14 +1,15 @@
 """For declaring a pipeline: kfstack's components, the pipeline's parameters (its own and the
-components' catalog), the wiring of a run, registration, and what a pipeline's run check builds.
+components' catalog), the wiring of a run, and what a pipeline's run check builds.
 Imports kfp; none of pyspark, a training framework or kserve.
 
 The components take a team's own code by name (``spark_application``, ``training_code``,
-``custom_predictor``) and give it both platforms. A pipeline declares its parameters as a
+``custom_predictor``) and give it both platforms. A training pipeline of the usual shape is
+declared as data (:class:`TrainingPipeline`); one of another shape declares its parameters as a
 :class:`ParameterSet` (its own :class:`Parameter`\\ s and the :data:`CATALOG`'s, taken by name)
 and wires its steps inside :func:`guarded` (the run's frame: the parameters checked first, the
 cleanup exit handler): :func:`call` gives a task every input that names a pipeline parameter,
 :func:`on_cluster` its name and pod settings. A package registers its pipelines as
-:class:`PipelineEntry` values in the ``kfstack.pipelines`` entry-point group, and a launching
+``kfstack.api.PipelineEntry`` values in the ``kfstack.pipelines`` entry-point group, and a launching
 component of its own as a :class:`Stage` in ``kfstack.stages`` (docs/pipelines.md).
 """
 
@@ -34,7 +35,6 @@ from kfstack.kubernetes.training_apis import AUTO
 from kfstack.monitoring.drift import DriftThresholds, feature_names
 from kfstack.monitoring.gate import PASS, GateRule
 from kfstack.monitoring.window import resolve_window
-from kfstack.pipelines import PipelineEntry
 from kfstack.pipelines.declared import (
     Evaluation,
     Hyperparameter,
@@ -81,7 +81,6 @@ __all__ = [
     "JobTopology",
     "Parameter",
     "ParameterSet",
-    "PipelineEntry",
     "Placement",
     "RegistryEndpoint",
     "RunContext",

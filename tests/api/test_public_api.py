@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import os
 import pathlib
 import subprocess
 import sys
@@ -105,3 +106,25 @@ def test_a_team_s_code_imports_the_light_api_without_the_heavy_libraries():
     )
     loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert loaded.stdout.strip() == "[]"
+
+
+def test_a_package_registering_its_pipelines_imports_in_a_kfp_task(tmp_path):
+    # Every step of a team's code imports its package's __init__, which registers the package's
+    # pipelines; inside a KFP task kfp runs in its runtime mode, where no component can be
+    # defined. The registration must import there (kfstack.api, not kfstack.api.pipeline).
+    package = tmp_path / "team"
+    package.mkdir()
+    (package / "__init__.py").write_text(
+        'from kfstack.api import PipelineEntry\n\nTRAINING = PipelineEntry(function="team.pipeline:p")\n'
+    )
+    (package / "prepare.py").write_text("from kfstack.api import write_report\n")
+    env = {**os.environ, "_KFP_RUNTIME": "true", "PYTHONPATH": str(tmp_path)}
+    imported = subprocess.run(
+        [sys.executable, "-c", "import team.prepare"], env=env, capture_output=True, text=True
+    )
+    assert imported.returncode == 0, imported.stderr
+    # What failed before: the components under kfp's runtime mode.
+    components = subprocess.run(
+        [sys.executable, "-c", "import kfstack.api.pipeline"], env=env, capture_output=True, text=True
+    )
+    assert components.returncode != 0 and "has no attribute 'component'" in components.stderr

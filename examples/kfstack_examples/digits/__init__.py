@@ -2,6 +2,6 @@
 (:mod:`.trainer`) and the pipeline that chains them through kfstack's components
 (:mod:`.pipeline`, ``digits-training``)."""
 
-from kfstack.api.pipeline import PipelineEntry
+from kfstack.api import PipelineEntry
 
 TRAINING = PipelineEntry(function="kfstack_examples.digits.pipeline:digits_training")

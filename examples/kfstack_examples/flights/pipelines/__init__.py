@@ -4,7 +4,7 @@
 their steps (:mod:`.steps`) and the descriptions of their parameters (:mod:`.parameters`).
 """
 
-from kfstack.api.pipeline import PipelineEntry
+from kfstack.api import PipelineEntry
 
 TRAINING = PipelineEntry(
     function="kfstack_examples.flights.pipelines.training:flights_training",
