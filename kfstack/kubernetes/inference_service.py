@@ -50,10 +50,10 @@ rebuilt), never by a Standard canary, whose pods have fixed replicas.
 KServe routes the split only where it owns the ingress; the canary analysis does not rely on
 it and calls both predictors directly (:func:`predictor_urls`).
 
-A custom predictor's container is the team's ServingRuntime (the flights example's is in
-``examples/manifests/flights-predictor/``): ``predictor.model`` names its model format and
-runtime, and KServe's storage initializer downloads ``storageUri`` to ``/mnt/models`` with the
-credentials of the predictor's service account.
+A custom predictor's container is the ServingRuntime its request names (manifests/README.md,
+"KServe"): ``predictor.model`` names its model format and runtime, and KServe's storage
+initializer downloads ``storageUri`` to ``/mnt/models`` with the credentials of the predictor's
+service account.
 """
 
 from __future__ import annotations
