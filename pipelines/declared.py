@@ -32,12 +32,19 @@ from kfstack.components.training.distributed_training.component import distribut
 from kfstack.components.tuning.hyperparameter_tuning.component import hyperparameter_tuning
 from kfstack.errors import InvalidParameterError
 from kfstack.pipelines.parameters import CATALOG, PER_RUN, Parameter, ParameterSet
-from kfstack.pipelines.wiring import RUN_ID, TASK_NAME, call, guarded, joins_mesh, on_cluster, uncached
+from kfstack.pipelines.wiring import (
+    FRAME_PARAMETERS,
+    RUN_ID,
+    TASK_NAME,
+    call,
+    guarded,
+    joins_mesh,
+    on_cluster,
+    uncached,
+)
 
 # A hyperparameter's declared kind (kfstack.contracts: int, float, str, bool) as a parameter type.
 _TYPES: dict[str, builtins.type] = {"int": int, "float": float, "str": str, "bool": bool}
-# The cleanup exit handler's and every task pod's settings (wiring.guarded, wiring.on_cluster).
-_FRAME_SETTINGS = ("platform", "launch_namespace", "object_store_secret")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -173,7 +180,8 @@ class TrainingPipeline:
         undeclared = [h.name for h in self.training.hyperparameters if h.name not in self.training.declared]
         if undeclared:
             problems.append(f"hyperparameters not declared by {self.training.code}: {', '.join(undeclared)}")
-        unknown = sorted({*self.defaults, *self.descriptions} - set(self.catalog_names()))
+        catalog = set(self.catalog_names())
+        unknown = sorted({*self.defaults, *self.descriptions} - catalog)
         if unknown:
             problems.append(
                 f"defaults or descriptions for settings this pipeline has not: {', '.join(unknown)}"
@@ -181,7 +189,8 @@ class TrainingPipeline:
         named = {
             field for argument in self.data.arguments for _, field, _, _ in string.Formatter().parse(argument)
         }
-        missing = sorted(name for name in named if name and name not in self.parameter_names())
+        own = {h.name for h in self.training.hyperparameters} | {p.name for p in self.parameters}
+        missing = sorted(name for name in named if name and name not in own | catalog)
         if missing:
             problems.append(f"data arguments name no parameter of the pipeline: {', '.join(missing)}")
         if self.tuning and self.tuning.objective not in self.training.metrics:
@@ -228,19 +237,12 @@ class TrainingPipeline:
     def catalog_names(self) -> list[str]:
         """The catalog's parameters this pipeline takes: every input of its components that the
         pipeline does not give itself, and the run's frame's."""
-        taken = set(_FRAME_SETTINGS)
+        taken = set(FRAME_PARAMETERS)
         for component, given in self._components().items():
             taken |= set(component.component_spec.inputs or {}) - given
         if self.tuning is None:
             taken.discard("tune")
         return [name for name in CATALOG.names if name in taken]
-
-    def parameter_names(self) -> set[str]:
-        return (
-            {h.name for h in self.training.hyperparameters}
-            | {p.name for p in self.parameters}
-            | {*self.catalog_names()}
-        )
 
     def parameter_set(self) -> ParameterSet:
         """Every parameter of the pipeline: its hyperparameters and own parameters, then the

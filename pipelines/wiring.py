@@ -32,6 +32,9 @@ NAMESPACE_FIELD = "metadata.namespace"
 SERVICE_ACCOUNT_FIELD = "spec.serviceAccountName"
 # The pipeline's JSON parameters go to the validate task on their own (see validate_run).
 JSON_PARAMETERS = ("tuning_search_space", "tuning_algorithm_settings")
+# The pipeline parameters the run's frame reads besides its steps' inputs: the cleanup exit
+# handler's (guarded) and every task pod's object-store Secret (on_cluster).
+FRAME_PARAMETERS = ("platform", "launch_namespace", "object_store_secret")
 
 
 def call(component: Any, parameters: Mapping[str, Any], **given: Any) -> dsl.PipelineTask:

@@ -61,12 +61,14 @@ class _Response:
         self.data = json.dumps(obj)
 
 
-def _openapi(client: Callable[[], Any], model: str) -> Callable[[dict], dict]:
-    def round_trip(obj: dict) -> dict:
-        api = client()
-        return api.sanitize_for_serialization(api.deserialize(_Response(obj), model))
+def openapi_round_trip(api: Any, model: str, obj: dict) -> dict:
+    """``obj`` through an OpenAPI-generated client's ``model`` and back (the Kubernetes client,
+    kubeflow-training's, kserve's): a key the model does not know is lost on the way."""
+    return api.sanitize_for_serialization(api.deserialize(_Response(obj), model))
 
-    return round_trip
+
+def _openapi(client: Callable[[], Any], model: str) -> Callable[[dict], dict]:
+    return lambda obj: openapi_round_trip(client(), model, obj)
 
 
 def _pydantic(model: Callable[[], Any]) -> Callable[[dict], dict]:

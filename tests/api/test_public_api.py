@@ -80,7 +80,7 @@ def _public(module: types.ModuleType) -> set[str]:
     return {
         name
         for name, value in vars(module).items()
-        if not name.startswith("_") and not (isinstance(value, types.ModuleType)) and name != "annotations"
+        if not name.startswith("_") and not isinstance(value, types.ModuleType)
     }
 
 

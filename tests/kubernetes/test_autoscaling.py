@@ -19,7 +19,7 @@ from kfstack.kubernetes import autoscaling
 from kfstack.kubernetes import inference_service as isvc
 from kfstack.kubernetes.node_pools import get_profile
 from tests.kubernetes.test_inference_service import request as base_request
-from tests.upstream_crds import kserve_api_client, validate_with_crds
+from tests.upstream_crds import kserve_api_client, openapi_round_trip, validate_with_crds
 
 NAMESPACE = "ml-prod"
 PROMETHEUS = "http://prometheus-operated.monitoring.svc:9090"
@@ -81,13 +81,6 @@ def lifecycle(mode: str, **overrides) -> dict[str, dict]:
     }
 
 
-class _Response:
-    def __init__(self, obj):
-        import json
-
-        self.data = json.dumps(obj)
-
-
 @pytest.mark.parametrize("scaling", sorted(SCALINGS))
 def test_every_rollout_step_is_crd_valid_and_admitted_by_the_webhook(scaling, tmp_path):
     mode, overrides = SCALINGS[scaling]
@@ -95,8 +88,7 @@ def test_every_rollout_step_is_crd_valid_and_admitted_by_the_webhook(scaling, tm
     api = kserve_api_client()
     for stage, obj in stages.items():
         assert autoscaling.webhook_problems(obj) == [], stage
-        model = api.deserialize(_Response(obj), "V1beta1InferenceService")
-        assert api.sanitize_for_serialization(model) == obj, stage
+        assert openapi_round_trip(api, "V1beta1InferenceService", obj) == obj, stage
     validate_with_crds(tmp_path, list(stages.values()))
 
 

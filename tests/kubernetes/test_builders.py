@@ -2,7 +2,6 @@
 against the upstream CRDs (``../shared/tools/validate_manifests.py``)."""
 
 import dataclasses
-import json
 import re
 
 import pytest
@@ -16,20 +15,19 @@ from kfstack.kubernetes.training_jobs import ElasticSettings, build_pytorchjob, 
 from kfstack.training.settings import PARAMETER_SERVER
 from kfstack_examples.flights.training.settings import TrainingSettings
 from tests.kubernetes.conftest import spark_request, training_request
-from tests.upstream_crds import round_trip_through_sdk_models, run_validator, validate_with_crds
+from tests.upstream_crds import (
+    openapi_round_trip,
+    round_trip_through_sdk_models,
+    run_validator,
+    validate_with_crds,
+)
 
 PROFILES = sorted(node_pools.load_profiles())
 
 
-class _Response:
-    def __init__(self, obj):
-        self.data = json.dumps(obj)
-
-
 def round_trip(obj: dict, model: str) -> dict:
     """Through the SDK model and back: a field the model does not know would be lost."""
-    api = TrainingApiClient()
-    return api.sanitize_for_serialization(api.deserialize(_Response(obj), model))
+    return openapi_round_trip(TrainingApiClient(), model, obj)
 
 
 def all_objects() -> list[dict]:

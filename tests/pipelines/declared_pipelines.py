@@ -27,6 +27,12 @@ TEMPLATE_CASES = [
 ]
 
 
+def _forget_the_project() -> None:
+    """Each template case imports its own ``churn`` package: no earlier one may answer."""
+    for name in [m for m in sys.modules if m == "churn" or m.startswith("churn.")]:
+        del sys.modules[name]
+
+
 @contextmanager
 def template_pipeline(framework: str, task: str) -> Iterator[Any]:
     """The pipeline function of a project ``kfstack init`` makes (package ``churn``)."""
@@ -37,14 +43,12 @@ def template_pipeline(framework: str, task: str) -> Iterator[Any]:
         project.create(made)
         sys.path.insert(0, f"{work}/churn")
         try:
-            for name in [m for m in sys.modules if m == "churn" or m.startswith("churn.")]:
-                del sys.modules[name]
+            _forget_the_project()
             module_name, _, function = importlib.import_module("churn").TRAINING.function.partition(":")
             yield getattr(importlib.import_module(module_name), function)
         finally:
             sys.path.remove(f"{work}/churn")
-            for name in [m for m in sys.modules if m == "churn" or m.startswith("churn.")]:
-                del sys.modules[name]
+            _forget_the_project()
 
 
 def resolved(pipeline: Any) -> dict[str, Any]:
