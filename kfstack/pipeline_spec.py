@@ -237,6 +237,27 @@ def pipeline_parameters(spec: Mapping[str, Any]) -> list[ParameterDoc]:
     ]
 
 
+def compiled_setting(spec: Mapping[str, Any], name: str) -> Any:
+    """The value a version compiles in for setting ``name``: the default of its root parameter
+    ``name``, or in a version compiled as a run form (:mod:`kfstack.pipelines.run_form`) the
+    constant its tasks take as their input ``name`` (a setting and the inputs it reaches share
+    their name). None: neither (a setting the pipeline does not have). ``spec`` may be the API's
+    ``{"pipeline_spec": ..., "platform_spec": ...}`` of a version uploaded with a platform spec.
+    """
+    spec = spec.get("pipeline_spec") or {} if "pipeline_spec" in spec else spec
+    root = spec.get("root") or {}
+    declared = ((root.get("inputDefinitions") or {}).get("parameters") or {}).get(name)
+    if isinstance(declared, Mapping):
+        return declared.get("defaultValue")
+    dags = [root.get("dag") or {}] + [c.get("dag") or {} for c in (spec.get("components") or {}).values()]
+    for dag in dags:
+        for task in (dag.get("tasks") or {}).values():
+            given = ((task.get("inputs") or {}).get("parameters") or {}).get(name) or {}
+            if "constant" in (given.get("runtimeValue") or {}):
+                return given["runtimeValue"]["constant"]
+    return None
+
+
 def _typed(value: Any, parameter_type: str | None) -> Any:
     """A resolved value as its input's type: the IR writes every number as a double."""
     if isinstance(value, Placeholder):

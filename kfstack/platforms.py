@@ -39,6 +39,7 @@ from kfstack.kubernetes.launcher import Cluster, launch
 from kfstack.kubernetes.naming import RunContext
 from kfstack.kubernetes.placement import Placement
 from kfstack.kubernetes.resources import ResourceKind
+from kfstack.settings import with_overrides
 
 LOCAL = "local"
 KUBERNETES = "kubernetes"
@@ -259,7 +260,8 @@ def run_stage(
     Args:
         stage: The component's stage.
         arguments: The component's arguments as KFP passes them (``locals()`` of its body:
-            parameters and ``Input``/``Output`` artifacts).
+            parameters and ``Input``/``Output`` artifacts), the run's ``settings_overrides``
+            among them (:func:`kfstack.settings.with_overrides` applies them first).
         cluster: Kubernetes only: the cluster to use; default: this pod's
             (:meth:`Cluster.from_environment`).
 
@@ -273,6 +275,7 @@ def run_stage(
             permission or a LocalQueue (:class:`~kfstack.errors.LaunchNamespaceError`).
         ResourceFailedError, TrainingFailedError, DataQualityError...: the work failed.
     """
+    arguments = with_overrides(arguments)
     platform = arguments.get(PLATFORM_ARGUMENT, "")
     require_available(platform, stage.component)
     settings = stage.settings(locate_artifacts(platform, arguments))

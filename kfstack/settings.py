@@ -255,3 +255,38 @@ class Settings:
         ``names`` as :meth:`from_arguments` takes them."""
         names = names or {}
         return {names.get(f.name, f.name): getattr(self, f.name) for f in dataclasses.fields(self)}  # type: ignore[arg-type]
+
+
+# The one input through which a run changes a setting compiled into its pipeline version: a JSON
+# object, setting name -> value (docs/pipelines.md#the-run-form). KFP's DSL cannot index a dict
+# parameter, so every component that takes a setting also takes the whole object and applies it.
+SETTINGS_OVERRIDES = "settings_overrides"
+
+
+def with_overrides(arguments: Mapping[str, Any]) -> dict[str, Any]:
+    """A component's ``arguments`` (its ``locals()``) with the run's overrides of them applied.
+
+    The object names settings as the pipeline's parameters do, which are the components'
+    argument names; a component takes the overrides of its own arguments and leaves the rest to
+    the others (the run's validate-parameters task has refused a name no setting has). A number
+    keeps the type of the argument it replaces: KFP carries a JSON object as a protobuf
+    ``Struct``, whose numbers are all doubles (``3`` arrives as ``3.0``).
+    """
+    overrides = arguments.get(SETTINGS_OVERRIDES) or {}
+    merged = {name: value for name, value in arguments.items() if name != SETTINGS_OVERRIDES}
+    for name, value in overrides.items():
+        if name in merged:
+            merged[name] = same_kind(value, merged[name])
+    return merged
+
+
+def same_kind(value: Any, like: Any) -> Any:
+    """``value`` as the kind of number ``like`` is, where it is one without loss (``3.0`` for an
+    int, ``3`` for a float); any other value as it is."""
+    if isinstance(like, bool) or isinstance(value, bool):
+        return value
+    if isinstance(like, int) and isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(like, float) and isinstance(value, int):
+        return float(value)
+    return value

@@ -166,7 +166,9 @@ def run_check(name: str) -> Callable[[Mapping[str, Any]], None]:
     return check
 
 
-def check_in_fresh_interpreter(pipeline: str, values: Mapping[str, Any], run_id: str) -> None:
+def check_in_fresh_interpreter(
+    pipeline: str, values: Mapping[str, Any], run_id: str, overrides: Mapping[str, Any] | None = None
+) -> None:
     """The validate-parameters task's body: :func:`kfstack.pipelines.rendering.check_run_parameters`
     in a fresh interpreter with the full kfp SDK.
 
@@ -175,7 +177,15 @@ def check_in_fresh_interpreter(pipeline: str, values: Mapping[str, Any], run_id:
     :mod:`kfstack.errors` class, so the task fails with it.
     """
     env = {k: v for k, v in os.environ.items() if k != KFP_RUNTIME_ENV}
-    argv = [sys.executable, "-m", "kfstack.pipelines.rendering", pipeline, json.dumps(dict(values)), run_id]
+    argv = [
+        sys.executable,
+        "-m",
+        "kfstack.pipelines.rendering",
+        pipeline,
+        json.dumps(dict(values)),
+        run_id,
+        json.dumps(dict(overrides or {})),
+    ]
     proc = subprocess.run(argv, env=env, capture_output=True, text=True)
     if proc.returncode == 0:
         return

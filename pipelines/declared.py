@@ -42,9 +42,12 @@ from kfstack.pipelines.wiring import (
     on_cluster,
     uncached,
 )
+from kfstack.settings import SETTINGS_OVERRIDES
 
 # A hyperparameter's declared kind (kfstack.contracts: int, float, str, bool) as a parameter type.
 _TYPES: dict[str, builtins.type] = {"int": int, "float": float, "str": str, "bool": bool}
+# What the evaluation takes from the run: its binary threshold, and that setting's override.
+_EVALUATION_SETTINGS = ("decision_threshold", SETTINGS_OVERRIDES)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -220,7 +223,9 @@ class TrainingPipeline:
         steps = {
             spark_job: {"spark_application", "spark_arguments"} | job,
             distributed_training: code | {"pipeline"},
-            model_evaluation: {"model", "dataset", "dataset_split", *self._labelled()},
+            # A threshold means something to a binary classifier only.
+            model_evaluation: {"model", "dataset", "dataset_split", *self._labelled()}
+            | (set() if self.evaluation.task == "binary" else {"decision_threshold"}),
         }
         if self.tuning:
             steps[hyperparameter_tuning] = code | {"tuning_objective", "tuning_direction"}
@@ -307,8 +312,11 @@ class TrainingPipeline:
             split = self.evaluation.split
             labelled = self._labelled()
             # Given, not called with the parameters: a hyperparameter may share a name with one of
-            # the evaluation's own inputs (batch_size), which are not the run's.
-            evaluation = model_evaluation(model=model, dataset=data, dataset_split=split, **labelled)
+            # the evaluation's own inputs (batch_size), which are not the run's; its settings are.
+            settings = {name: values[name] for name in _EVALUATION_SETTINGS if name in values}
+            evaluation = model_evaluation(
+                model=model, dataset=data, dataset_split=split, **labelled, **settings
+            )
             evaluation = on_cluster(evaluation, values, self.evaluation.task_name)
             if not self.deploy:
                 return

@@ -30,7 +30,7 @@ from kfstack.monitoring.drift import DriftThresholds
 from kfstack.monitoring.gate import GateRule
 from kfstack.serving import model_registry
 from kfstack.serving.canary import CanaryThresholds
-from kfstack.settings import bound_problems
+from kfstack.settings import SETTINGS_OVERRIDES, bound_problems
 from kfstack.training.settings import JobTopology
 from kfstack.tuning.spec import TuningSettings
 
@@ -77,7 +77,7 @@ class Parameter:
     owner: builtins.type | None = None  # (`type` here is the field above)
 
     def __post_init__(self) -> None:
-        if self.type not in SCALARS:
+        if self.type not in SCALARS and self.name != SETTINGS_OVERRIDES:
             raise TypeError(f"parameter {self.name}: a pipeline parameter is bool, int, float or str")
         if self.group not in GROUPS:
             raise ValueError(f"parameter {self.name}: group {self.group!r} is not one of {', '.join(GROUPS)}")
@@ -126,7 +126,10 @@ def from_setting(owner: type, field: str, description: str, group: str, name: st
 class ParameterSet:
     """A pipeline's parameters, in the order a person reads them."""
 
-    def __init__(self, parameters: Iterable[Parameter]):
+    def __init__(self, parameters: Iterable[Parameter], renamed: Mapping[str, str] | None = None):
+        """``renamed``: an earlier name -> the parameter's name now; a run that gives the earlier
+        name is taken for one release, with a warning (:func:`kfstack.pipelines.run_form.current_names`)."""
+        self.renamed = dict(renamed or {})
         self._by_name: dict[str, Parameter] = {}
         for parameter in parameters:
             if parameter.name in self._by_name:
@@ -219,9 +222,58 @@ class ParameterSet:
             pipeline.__doc__ = self.docstring(summary)
             pipeline.__signature__ = signature  # type: ignore[attr-defined]
             pipeline.parameters = self  # type: ignore[attr-defined]
+            # What a version with its settings compiled in is built from (:meth:`run_form`).
+            pipeline.body = body  # type: ignore[attr-defined]
+            pipeline.summary = summary  # type: ignore[attr-defined]
             return pipeline
 
         return decorate
+
+    def run_form(
+        self, summary: str, body: Callable[[dict[str, Any]], None], settings: Mapping[str, Any]
+    ) -> Callable[..., None]:
+        """The pipeline function of a version with its settings compiled in: its run form is
+        the per-run parameters and ``settings_overrides`` (:data:`SETTINGS_OVERRIDES_PARAMETER`);
+        every other parameter is a constant of the version, its value in ``settings`` or its
+        default. ``body`` receives every parameter by name, as from :meth:`pipeline`, and the
+        overrides' channel under ``settings_overrides``.
+
+        Raises:
+            KeyError: ``settings`` names a parameter this set does not have, or a per-run one.
+        """
+        strangers = sorted(name for name in settings if name not in self or self[name].per_run)
+        if strangers:
+            raise KeyError(f"not settings of this pipeline: {', '.join(strangers)}")
+        constants = {p.name: settings.get(p.name, p.default) for p in self if not p.per_run}
+        per_run = ParameterSet([*(p for p in self if p.per_run), SETTINGS_OVERRIDES_PARAMETER])
+        kind = inspect.Parameter.POSITIONAL_OR_KEYWORD
+        signature = inspect.Signature(
+            [inspect.Parameter(p.name, kind, default=p.default, annotation=p.type) for p in per_run]
+        )
+
+        def pipeline(*args: Any, **kwargs: Any) -> None:
+            bound = signature.bind(*args, **kwargs)
+            bound.apply_defaults()
+            body({**constants, **bound.arguments})
+
+        pipeline.__name__ = body.__name__
+        pipeline.__qualname__ = body.__qualname__
+        pipeline.__module__ = body.__module__
+        pipeline.__doc__ = per_run.docstring(summary)
+        pipeline.__signature__ = signature  # type: ignore[attr-defined]
+        return pipeline
+
+
+# The run form's one field for the settings (:meth:`ParameterSet.run_form`).
+SETTINGS_OVERRIDES_PARAMETER = Parameter(
+    SETTINGS_OVERRIDES,
+    dict,
+    {},
+    "This run's values of settings compiled into the version, as a JSON object: setting name -> "
+    'value, e.g. {"gpu_pool": "a100", "tuning_max_trials": 4}. `kfstack describe` lists the '
+    "settings and their compiled values; a name no setting has is refused before anything starts.",
+    PER_RUN,
+)
 
 
 def reference_markdown(parameters: ParameterSet, title: str) -> str:

@@ -33,7 +33,7 @@ from kfstack.errors import UsageError
 from kfstack.kubernetes import access
 from kfstack.kubernetes.launcher import Cluster
 from kfstack.kubernetes.naming import RunContext
-from kfstack.pipelines import load_pipeline, run_check
+from kfstack.pipelines import load_pipeline, run_check, run_form
 from kfstack.settings import Placeholder
 
 
@@ -100,6 +100,7 @@ def run_parameters(pipeline: str, values: Mapping[str, Any]) -> dict[str, Any]:
     """
     pipeline_func = load_pipeline(pipeline)
     types = parameter_types(pipeline_func)
+    values = run_form.current_names(pipeline_func, values)
     unknown = sorted(set(values) - set(types))
     if unknown:
         raise UsageError(f"{pipeline}: unknown parameter {', '.join(unknown)}; known: {', '.join(types)}")
@@ -304,12 +305,16 @@ def _review_launches(
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m kfstack.pipelines.rendering PIPELINE PARAMETERS_JSON RUN_ID``: the check of
-    :func:`check_run_parameters` (see :func:`kfstack.pipelines.check_in_fresh_interpreter`); a
-    refused value prints ``{"error", "message"}`` and exits 1."""
-    pipeline, parameters, run_id = argv if argv is not None else sys.argv[1:]
+    """``python -m kfstack.pipelines.rendering PIPELINE PARAMETERS_JSON RUN_ID [OVERRIDES_JSON]``:
+    the check of :func:`check_run_parameters`, after the run's settings overrides are checked and
+    applied (see :func:`kfstack.pipelines.check_in_fresh_interpreter`); a refused value prints
+    ``{"error", "message"}`` and exits 1."""
+    pipeline, parameters, run_id, *overrides = argv if argv is not None else sys.argv[1:]
     try:
-        check_run_parameters(pipeline, json.loads(parameters), run_id)
+        values = json.loads(parameters)
+        if overrides:
+            values = run_form.merged_for(pipeline, values, json.loads(overrides[0]))
+        check_run_parameters(pipeline, values, run_id)
     except errors.KfstackError as err:
         print(json.dumps({"error": type(err).__name__, "message": str(err)}))
         return 1

@@ -17,6 +17,7 @@ def validate_run(
     run_id: str,
     tuning_search_space: str = "",
     tuning_algorithm_settings: str = "",
+    settings_overrides: dict = {},  # noqa: B006 (a KFP default, never mutated)
 ):
     """Fails the run in seconds when a parameter is out of range or inconsistent.
 
@@ -32,6 +33,9 @@ def validate_run(
             kfp.local 2.17 puts a parameter into a dict input as raw text, so a value holding
             quotes would break the dict. Empty: the pipeline has no such parameter.
         tuning_algorithm_settings: Likewise.
+        settings_overrides: The run's overrides of the settings compiled into its version: each
+            is checked (a setting of the pipeline, overridable, of its type), then applied to
+            ``parameters`` before the check.
     """
     from kfstack.pipelines import check_in_fresh_interpreter
 
@@ -39,4 +43,5 @@ def validate_run(
         "tuning_search_space": tuning_search_space,
         "tuning_algorithm_settings": tuning_algorithm_settings,
     }
-    check_in_fresh_interpreter(pipeline, {**parameters, **{k: v for k, v in texts.items() if v}}, run_id)
+    values = {**parameters, **{k: v for k, v in texts.items() if v}}
+    check_in_fresh_interpreter(pipeline, values, run_id, settings_overrides)

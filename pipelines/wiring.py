@@ -20,6 +20,7 @@ from kfstack.kubernetes import node_pools
 from kfstack.kubernetes.naming import NAMESPACE_ENV, SERVICE_ACCOUNT_ENV, SIDECAR_INJECT_LABEL
 from kfstack.kubernetes.pods import OBJECT_STORE_KEYS
 from kfstack.pipelines.validate_run import validate_run
+from kfstack.settings import SETTINGS_OVERRIDES
 
 RUN_ID = dsl.PIPELINE_JOB_ID_PLACEHOLDER
 TASK_NAME = dsl.PIPELINE_TASK_NAME_PLACEHOLDER
@@ -96,8 +97,10 @@ def guarded(pipeline: str, parameters: Mapping[str, Any]) -> Iterator[dsl.Pipeli
         launch_namespace=parameters.get("launch_namespace", ""),
     )
     on_cluster(uncached(cleanup), parameters, "cleanup")
-    checked_values = {name: value for name, value in parameters.items() if name not in JSON_PARAMETERS}
-    json_values = {name: parameters[name] for name in JSON_PARAMETERS if name in parameters}
+    # The JSON values travel as inputs of their own (validate_run); the overrides are one too.
+    own_inputs = (*JSON_PARAMETERS, SETTINGS_OVERRIDES)
+    checked_values = {name: value for name, value in parameters.items() if name not in own_inputs}
+    json_values = {name: parameters[name] for name in own_inputs if name in parameters}
     with dsl.ExitHandler(cleanup, name=f"{pipeline}-run"):
         checked = validate_run(pipeline=pipeline, parameters=checked_values, run_id=RUN_ID, **json_values)
         yield on_cluster(uncached(checked), parameters, "validate-parameters")

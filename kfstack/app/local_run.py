@@ -401,10 +401,16 @@ def run_pipeline_locally(
     """
     from kfp import local
 
-    from kfstack.pipelines import load_pipeline, rendering
+    from kfstack.pipelines import load_pipeline, rendering, run_form
 
     pipeline_func = load_pipeline(pipeline_name)
+    arguments = run_form.current_names(pipeline_func, arguments)
     effective = rendering.run_parameters(pipeline_name, arguments)
+    # As on a cluster: a version with the run's frame compiled in, the settings given overriding
+    # what it compiles in through the run form's settings_overrides.
+    frame = {name: effective[name] for name in run_form.fixed_settings(pipeline_func) if name in effective}
+    version = run_form.version_function(pipeline_func, frame)
+    run_arguments = run_form.run_arguments(pipeline_func, arguments, frame)
     run = resume or RunDirectory.create(pipeline_root, pipeline_name, arguments=dict(arguments))
     local.init(
         runner=local.SubprocessRunner(use_venv=False),
@@ -420,7 +426,7 @@ def run_pipeline_locally(
     try:
         echo = stream if verbose else None
         with console, memory, runner.installed(), _output_to(run.log(KFP_LOG), echo):
-            pipeline_func(**effective)
+            version(**run_arguments)
     except KeyboardInterrupt:
         status = CANCELLED
     except Exception as err:  # kfp.local itself broke, not a task: still a summary, trace in kfp.log

@@ -17,6 +17,7 @@ def data_window(
     created_time: str,
     # Outputs as KFP reads them: inline, for the task runs this function's source alone (no
     # module around it), which mypy cannot type -- hence the ignore.
+    settings_overrides: dict = {},  # noqa: B006
 ) -> NamedTuple("DataWindow", [("start", str), ("end", str)]):  # type: ignore[valid-type]
     """Resolves the run's data window.
 
@@ -33,14 +34,19 @@ def data_window(
         scheduled_time: KFP's ``pipeline_job_schedule_time_utc`` (a recurring run's scheduled
             time); empty or not filled in: created_time is used.
         created_time: KFP's ``pipeline_job_create_time_utc``; empty or not filled in: now.
+        settings_overrides: The run's overrides of settings compiled into its version (setting
+            -> value, ``kfstack describe``); the step applies those of its own arguments.
 
     Returns:
         The window's first and last date (ISO; empty: open).
     """
+    from kfstack.settings import with_overrides
+
+    arguments = with_overrides(locals())
     from kfstack.monitoring.window import resolve_window
 
     window = resolve_window(
-        window_start, window_end, window_days, window_lag_days, scheduled_time, created_time
+        window_start, window_end, window_days, arguments["window_lag_days"], scheduled_time, created_time
     )
     print(f"data window: {window.describe()}")
     start, end = window.as_strings()

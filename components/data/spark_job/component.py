@@ -35,6 +35,7 @@ def spark_job(
     istio_mesh: bool = True,
     launch_namespace: str = "",
     local_cores: int = 0,
+    settings_overrides: dict = {},  # noqa: B006
 ):
     """Runs a team's PySpark application the way spark-submit runs it, on either platform.
 
@@ -90,6 +91,8 @@ def spark_job(
             in; empty: this task's own (the launcher Role must be bound there,
             manifests/README.md).
         local_cores: Local: ``local[N]``; 0: every core (``local[*]``).
+        settings_overrides: The run's overrides of settings compiled into its version (setting
+            -> value, ``kfstack describe``); the step applies those of its own arguments.
     """
     from kfstack.components.data.spark_job.stage import STAGE
     from kfstack.platforms import run_stage

@@ -26,6 +26,7 @@ def gate_model(
     custom_predictor: str = "",
     decision_threshold: float = 0.5,
     batch_size: int = 512,
+    settings_overrides: dict = {},  # noqa: B006
 ) -> str:
     """Scores the new model (challenger) and the production model (champion) on the same
     labelled rows, each through its own server, and lets the challenger on only when it wins by
@@ -55,11 +56,16 @@ def gate_model(
         custom_predictor: ``package.module:Class``: the team's ``kserve.Model`` for ``custom``.
         decision_threshold: Binary: a row is predicted positive at a probability >= it.
         batch_size: Rows per request.
+        settings_overrides: The run's overrides of settings compiled into its version (setting
+            -> value, ``kfstack describe``); the step applies those of its own arguments.
 
     Returns:
         ``challenger`` (it goes on to the canary) or ``champion`` (production stays); the one
         output, so that a condition on it reads the same to a KFP backend and to kfp.local.
     """
+    from kfstack.settings import with_overrides
+
+    arguments = with_overrides(locals())
     import os
 
     from kfstack.components.argument_names import names_of
@@ -70,7 +76,9 @@ def gate_model(
     from kfstack.settings import named
 
     with named(names_of(GateRule)):
-        rule = GateRule(gate_metric or QUALITY_METRIC[check_task(task)], gate_margin)
+        rule = GateRule(
+            arguments["gate_metric"] or QUALITY_METRIC[check_task(task)], arguments["gate_margin"]
+        )
     report = gate_models(
         challenger_dir=challenger.path,
         champion_dir=champion.path,
@@ -82,7 +90,7 @@ def gate_model(
         custom_predictor=custom_predictor,
         feature_columns=feature_columns,
         request_format=request_format,
-        threshold=decision_threshold,
+        threshold=arguments["decision_threshold"],
         batch_size=batch_size,
     )
     gate_metrics.metadata.update(report.metrics())

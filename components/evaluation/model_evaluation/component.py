@@ -23,9 +23,10 @@ def model_evaluation(
     feature_columns: list = [],  # noqa: B006
     request_format: str = "tensor",
     custom_predictor: str = "",
-    threshold: float = 0.5,
+    decision_threshold: float = 0.5,
     class_names: list = [],  # noqa: B006
     batch_size: int = 512,
+    settings_overrides: dict = {},  # noqa: B006
 ):
     """Scores the labelled rows through the server that will serve the model, by task.
 
@@ -53,11 +54,16 @@ def model_evaluation(
         request_format: ``tensor`` (rows as a numeric matrix) or ``records`` (rows as objects).
         custom_predictor: ``package.module:Class``: the team's ``kserve.Model``, built as
             ``Class(name, model_dir)`` (the runtimes' ``--model_name``/``--model_dir``).
-        threshold: Binary: a row is predicted positive at a probability >= it.
+        decision_threshold: Binary: a row is predicted positive at a probability >= it.
         class_names: Classification: the name of label ``i`` at ``class_names[i]`` (the
             confusion matrix's rows and columns); empty: the labels themselves.
         batch_size: Rows per request.
+        settings_overrides: The run's overrides of settings compiled into its version (setting
+            -> value, ``kfstack describe``); the step applies those of its own arguments.
     """
+    from kfstack.settings import with_overrides
+
+    arguments = with_overrides(locals())
     import os
 
     from kfstack.components.evaluation.model_evaluation.core import publish
@@ -72,13 +78,13 @@ def model_evaluation(
         feature_columns=feature_columns,
         request_format=request_format,
         custom_predictor=custom_predictor,
-        threshold=threshold,
+        threshold=arguments["decision_threshold"],
         class_names=class_names,
         batch_size=batch_size,
     )
     publish(
         result,
-        threshold=threshold,
+        threshold=arguments["decision_threshold"],
         metrics=evaluation_metrics,
         classification=classification,
         report=evaluation_report,

@@ -24,6 +24,7 @@ def data_drift(
     drift_ignore_features: str = "",
     force: bool = False,
     trigger: str = "",
+    settings_overrides: dict = {},  # noqa: B006
 ) -> bool:
     """Compares the current data with what production was trained on: PSI per column, the label
     rate shift; decides whether to retrain.
@@ -54,12 +55,17 @@ def data_drift(
         trigger: Why the run was started (a drift alert's receiver writes the alert, model, time
             and max PSI), shown in the report and recorded as its ``trigger``; empty: a
             schedule or a person.
+        settings_overrides: The run's overrides of settings compiled into its version (setting
+            -> value, ``kfstack describe``); the step applies those of its own arguments.
 
     Returns:
         Whether to retrain: drifted, forced, or nothing comparable in production. (The one
         output, so that a condition on it reads the same to a KFP backend and to kfp.local 2.17,
         which resolves a condition only on a task's single output.)
     """
+    from kfstack.settings import with_overrides
+
+    arguments = with_overrides(locals())
     from kfstack.components.monitoring.data_drift.core import DriftData, check_and_publish
 
     data = DriftData(

@@ -60,6 +60,7 @@ def model_deployment(
     drift_ignore_features: str = "",
     # Outputs as KFP reads them: inline, for the task runs this function's source alone (no
     # module around it), which mypy cannot type -- hence the ignore.
+    settings_overrides: dict = {},  # noqa: B006
 ) -> NamedTuple("Deployment", [("decision", str), ("production_version", str), ("serving_summary", str)]):  # type: ignore[valid-type]
     """Deploys the model: first at 100%, later as a canary judged on the labelled holdout.
 
@@ -128,6 +129,8 @@ def model_deployment(
         drift_ignore_features: Comma-separated features the servers' live drift measures but
             leaves out of its max PSI, as the drift check does; empty: the model's own declared
             ones. Passed to kfstack's model servers only (KServe's runtimes watch no drift).
+        settings_overrides: The run's overrides of settings compiled into its version (setting
+            -> value, ``kfstack describe``); the step applies those of its own arguments.
 
     Returns:
         ``decision`` (first, unchanged, promote, rollback, skipped), ``production_version`` and

@@ -19,6 +19,7 @@ def production_model(
     launch_namespace: str = "",
     # Outputs as KFP reads them: inline, for the task runs this function's source alone (no
     # module around it), which mypy cannot type -- hence the ignore.
+    settings_overrides: dict = {},  # noqa: B006
 ) -> NamedTuple("Production", [("found", bool), ("version", str), ("profile_uri", str)]):  # type: ignore[valid-type]
     """Copies the model now in production into this step's ``model`` artifact.
 
@@ -37,17 +38,22 @@ def production_model(
             without them is recorded as found but not comparable. Empty: any model is.
         launch_namespace: Kubernetes: the namespace the InferenceService is read from; empty: this
             task's own (the launcher Role must be bound there, manifests/README.md).
+        settings_overrides: The run's overrides of settings compiled into its version (setting
+            -> value, ``kfstack describe``); the step applies those of its own arguments.
 
     Returns:
         Whether a model is in production, its version (empty when none), and where its
         training data's profile is (empty when none) for the feature job to bin the new window
         with.
     """
+    from kfstack.settings import with_overrides
+
+    arguments = with_overrides(locals())
     from kfstack.components.serving.production_model.core import fetch_production_model
     from kfstack.platforms import artifact_location
 
     found = fetch_production_model(
-        platform, serving_name, model.path, comparable_files, launch_namespace=launch_namespace
+        platform, arguments["serving_name"], model.path, comparable_files, launch_namespace=launch_namespace
     )
     model.metadata.update(found.metadata())
     return (found.found, found.version, found.profile_uri(artifact_location(platform, model)))

@@ -20,6 +20,7 @@ def register_model(
     model_format_version: str = "",
     # Outputs as KFP reads them: inline, for the task runs this function's source alone (no
     # module around it), which mypy cannot type -- hence the ignore.
+    settings_overrides: dict = {},  # noqa: B006
 ) -> NamedTuple("Registration", [("registration", str)]):  # type: ignore[valid-type]
     """Registers the trained model as a version of ``serving_name`` in a Model Registry, when
     one is configured and the deploy step put the model into production.
@@ -40,12 +41,17 @@ def register_model(
             ``xgboost``...); empty: the format the training step recorded on the model.
         model_format_version: The format's version; empty: for ``onnx`` the graph's opset, read
             from its one ``.onnx`` file, otherwise none.
+        settings_overrides: The run's overrides of settings compiled into its version (setting
+            -> value, ``kfstack describe``); the step applies those of its own arguments.
 
     Returns:
         ``registration``: JSON, ``{"registered": false, "reason", "url"}`` or
         ``{"registered": true, "created", "name", "version", "uri", "registered_model_id",
         "model_version_id", "model_artifact_id", "url"}``.
     """
+    from kfstack.settings import with_overrides
+
+    arguments = with_overrides(locals())
     from kfstack.components.serving.register_model.core import register_production_model
     from kfstack.platforms import artifact_location
 
@@ -54,9 +60,9 @@ def register_model(
         model.path,
         artifact_location(platform, model),
         decision,
-        serving_name,
-        model_registry_url,
-        model_registry_author,
+        arguments["serving_name"],
+        arguments["model_registry_url"],
+        arguments["model_registry_author"],
         model_format=model_format or (model.metadata or {}).get("model_format", ""),
         model_format_version=model_format_version,
     )

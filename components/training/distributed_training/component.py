@@ -41,6 +41,7 @@ def distributed_training(
     run_id: str = "",
     task_name: str = "",
     pipeline: str = "",
+    settings_overrides: dict = {},  # noqa: B006
 ):
     """Runs a team's training code over ``workers`` replicas under the operator's env contract.
 
@@ -105,6 +106,8 @@ def distributed_training(
         task_name: This task's name (``dsl.PIPELINE_TASK_NAME_PLACEHOLDER``).
         pipeline: The pipeline this task belongs to, as ``kfstack list`` names it; recorded in
             the model's lineage, so that ``kfstack reproduce`` runs that pipeline again.
+        settings_overrides: The run's overrides of settings compiled into its version (setting
+            -> value, ``kfstack describe``); the step applies those of its own arguments.
     """
     from kfstack.components.training.distributed_training.stage import STAGE
     from kfstack.platforms import run_stage

@@ -63,6 +63,7 @@ def hyperparameter_tuning(
     task_name: str = "",
     # Outputs as KFP reads them: inline, for the task runs this function's source alone (no
     # module around it), which mypy cannot type -- hence the ignore.
+    settings_overrides: dict = {},  # noqa: B006
 ) -> NamedTuple("TunedHyperparameters", [("best_hyperparameters", dict)]):  # type: ignore[valid-type]
     """Tunes a team's training code over its declared hyperparameters; hands the best on.
 
@@ -133,6 +134,8 @@ def hyperparameter_tuning(
         trainer_runtime: The trials' ClusterTrainingRuntime (Trainer v2).
         run_id: The pipeline run (names the Experiment so that a retried task adopts it).
         task_name: This task's name.
+        settings_overrides: The run's overrides of settings compiled into its version (setting
+            -> value, ``kfstack describe``); the step applies those of its own arguments.
 
     Returns:
         ``best_hyperparameters``: the run's hyperparameters with the best trial's values over

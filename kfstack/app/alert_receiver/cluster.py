@@ -3,9 +3,9 @@
 An alert names an InferenceService: ``inference_service`` in ``namespace``. The runs that
 deploy it are those whose ``serving_name`` parameter is its name and whose *launch namespace*
 is its namespace: where the run's launchers create their objects, the InferenceService
-included -- the ``launch_namespace`` parameter (the run's argument, else the default its
-pipeline version compiles in, as ``upload --env`` writes an environment's), or, when that is
-empty, the run's own namespace.
+included -- the ``launch_namespace`` setting (the run's argument or settings override, else
+what its pipeline version compiles in, as ``upload --env`` writes an environment's), or, when
+that is empty, the run's own namespace. ``serving_name`` is read the same way.
 
 What the receiver serves (``--namespace``, the Component's own by default) depends on the KFP:
 
@@ -62,6 +62,8 @@ from kfstack.app.alert_receiver.tokens import read_token
 from kfstack.app.kfp_server import connection, pipelines, runs
 from kfstack.app.kfp_server.pipelines import PipelineVersionRef
 from kfstack.errors import KfstackError, UsageError
+from kfstack.pipeline_spec import compiled_setting
+from kfstack.settings import SETTINGS_OVERRIDES
 
 # The pipeline parameter naming where a run's launchers create their objects, its
 # InferenceService included (kfstack.kubernetes.placement.Placement.launch_namespace, a parameter
@@ -109,23 +111,24 @@ def declared_parameters(pipeline_spec: Any) -> set[str]:
     return set(_root_parameters(pipeline_spec))
 
 
-def parameter_default(pipeline_spec: Any, name: str) -> Any:
-    """The default a pipeline spec compiles in for parameter ``name`` (None: none), as KFP reads
-    it: ``root.inputDefinitions.parameters.<name>.defaultValue`` (kubeflow/pipelines
-    api/v2alpha1/pipeline_spec.proto, ComponentInputsSpec.ParameterSpec.default_value)."""
-    declared = _root_parameters(pipeline_spec).get(name)
-    return declared.get("defaultValue") if isinstance(declared, Mapping) else None
+def run_setting(parameters: Mapping[str, Any], pipeline_spec: Any, name: str) -> Any:
+    """The value of setting ``name`` in a run with ``parameters`` of ``pipeline_spec``: its
+    argument, else its ``settings_overrides`` entry, else what the version compiles in
+    (:func:`kfstack.pipeline_spec.compiled_setting`); None: none of them."""
+    if name in parameters:
+        return parameters[name]
+    overrides = parameters.get(SETTINGS_OVERRIDES)
+    if isinstance(overrides, Mapping) and name in overrides:
+        return overrides[name]
+    return compiled_setting(pipeline_spec, name) if isinstance(pipeline_spec, Mapping) else None
 
 
 def launch_namespace(parameters: Mapping[str, Any], pipeline_spec: Any, own: str | None) -> str | None:
     """Where a run with ``parameters`` of ``pipeline_spec`` creates its objects, its
-    InferenceService included: its ``launch_namespace`` argument, else the spec's default, when
-    not empty; else ``own``, the run's own namespace (None on a standalone KFP: KFP's own, which
-    the receiver is not told)."""
-    if LAUNCH_NAMESPACE_PARAMETER in parameters:
-        value = parameters[LAUNCH_NAMESPACE_PARAMETER]
-    else:
-        value = parameter_default(pipeline_spec, LAUNCH_NAMESPACE_PARAMETER)
+    InferenceService included: its ``launch_namespace`` (:func:`run_setting`) when not empty;
+    else ``own``, the run's own namespace (None on a standalone KFP: KFP's own, which the
+    receiver is not told)."""
+    value = run_setting(parameters, pipeline_spec, LAUNCH_NAMESPACE_PARAMETER)
     return str(value) if value else own
 
 
@@ -181,6 +184,14 @@ class _Specs:
         the parameters set none."""
         spec = None if LAUNCH_NAMESPACE_PARAMETER in parameters else self.of_run(run)
         return launch_namespace(parameters, spec, own)
+
+    def serving_name(self, run: Any, parameters: Mapping[str, Any]) -> Any:
+        """The ``serving_name`` of ``run`` with ``parameters`` (:func:`run_setting`): its spec
+        is read only when the parameters set none."""
+        named = SERVING_NAME_PARAMETER in parameters or SERVING_NAME_PARAMETER in (
+            parameters.get(SETTINGS_OVERRIDES) or {}
+        )
+        return run_setting(parameters, None if named else self.of_run(run), SERVING_NAME_PARAMETER)
 
 
 @dataclasses.dataclass
@@ -244,7 +255,7 @@ class ClusterSchedule:
     def _for_model(self, run: Any, parameters: Mapping[str, Any]) -> bool:
         """The run deploys the alert's InferenceService: its name, launched into its namespace
         (a run of another namespace's model with the same name does not block this one)."""
-        if parameters.get(SERVING_NAME_PARAMETER) != self.service:
+        if self.specs.serving_name(run, parameters) != self.service:
             return False
         return deploys_into(self.specs.launch_namespace(run, parameters, self.namespace), self.target)
 
@@ -344,7 +355,7 @@ class KfpRetraining:
             for kfp_namespace in searched:
                 for recurring in _recurring_runs(client, kfp_namespace):
                     parameters = _parameters(recurring)
-                    if parameters.get(SERVING_NAME_PARAMETER) != service:
+                    if specs.serving_name(recurring, parameters) != service:
                         continue
                     launch = specs.launch_namespace(recurring, parameters, kfp_namespace)
                     named.append(_Candidate(recurring, kfp_namespace, launch))

@@ -17,7 +17,7 @@ from kfstack.app.cli.exit_codes import EXIT_OK
 from kfstack.app.cli.options import Subparsers, add_compiled_version_options, writable_dir
 from kfstack.errors import UsageError
 from kfstack.images import COMPONENT_IMAGE
-from kfstack.pipelines import entry, environments, load_pipeline, pipeline_names
+from kfstack.pipelines import entry, environments, load_pipeline, pipeline_names, run_form
 from kfstack.version import VERSION_ENV, label_safe, pipeline_version
 
 DEFAULT_DIST = os.path.join("dist", "pipelines")
@@ -61,8 +61,9 @@ def compile_pipelines(
 ) -> list[str]:
     """Compiles the named pipelines (all when empty) to YAML, each stamped with the pipeline
     version (:func:`~kfstack.version.pipeline_version`; ``version`` overrides it), kfstack's
-    tasks in the pipeline's task image (``task_image``, else its registration's), and with the
-    defaults ``environment`` gives it: the file is then named after the environment's version
+    tasks in the pipeline's task image (``task_image``, else its registration's), as its run
+    form (:mod:`kfstack.pipelines.run_form`) with the settings ``environment`` gives it compiled
+    in: the file is then named after the environment's version
     (:func:`~kfstack.pipelines.environments.versioned`), while the tasks and the model's lineage
     carry the version itself (``kfstack reproduce`` compares it with a checkout's); returns the
     written paths.
@@ -86,13 +87,15 @@ def compile_pipelines(
     written = []
     for name, pipeline_func in pipelines:
         path = compiled_path(out_dir, name, environments.versioned(stamped, environment))
-        compiler.Compiler().compile(pipeline_func, package_path=path)
+        settings = defaults.get(name, {})
+        compiler.Compiler().compile(run_form.version_function(pipeline_func, settings), package_path=path)
         with open(path, encoding="utf-8") as f:
             documents = [d for d in yaml.safe_load_all(f) if d]
         pipeline_spec.stamp_version(documents, stamped, label_safe(stamped), VERSION_ENV)
-        if defaults.get(name):
-            environments.with_defaults(documents[0], defaults[name])
-            environments.leave_the_mesh_out(documents, defaults[name])
+        if settings:
+            # A pipeline with a run form has them compiled in; one without takes them as defaults.
+            environments.with_defaults(documents[0], run_form.still_parameters(documents[0], settings))
+            environments.leave_the_mesh_out(documents, settings)
         registered = entry(name)
         image = task_image or registered.task_image
         if image:

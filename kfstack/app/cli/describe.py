@@ -1,7 +1,8 @@
 """``kfstack describe``: a pipeline's name, description and parameters (type, default,
 description), read from its compiled interface -- with an environment's defaults when ``--env``
 names one. A pipeline declared with a :class:`~kfstack.pipelines.parameters.ParameterSet` shows
-what a person sets per run first, then the environment's settings by group."""
+what a person sets per run first (its run form), then the settings compiled into a version, by
+group (:mod:`kfstack.pipelines.run_form`)."""
 
 from __future__ import annotations
 
@@ -11,8 +12,9 @@ import textwrap
 from kfstack import pipeline_spec
 from kfstack.app.cli.exit_codes import EXIT_OK
 from kfstack.app.cli.options import PIPELINE_NAME_HELP, Subparsers
-from kfstack.pipelines import chosen, environments, load_pipeline, rendering
+from kfstack.pipelines import chosen, environments, load_pipeline, rendering, run_form
 from kfstack.pipelines.parameters import PER_RUN, declared_parameters
+from kfstack.settings import SETTINGS_OVERRIDES
 
 DESCRIBE_WIDTH = 96
 DESCRIBE_ENV_HELP = (
@@ -48,11 +50,19 @@ def handle(args: argparse.Namespace) -> int:
             heading(group, environment): [p.name for p in parameters]
             for group, parameters in declared.grouped().items()
         }
-    print("\nset any of them with --param NAME=VALUE (kfstack run) or in the Kubeflow UI's run form")
+    if declared is None:
+        print("\nset any of them with --param NAME=VALUE (kfstack run) or in the Kubeflow UI's run form")
+    else:
+        print(
+            "\nthe per-run parameters are the run form's fields (kfstack run: --param NAME=VALUE); the "
+            "settings are compiled into the version, and a run changes one with --param NAME=VALUE or "
+            f'the run form\'s {SETTINGS_OVERRIDES} {{"NAME": VALUE}}, except those marked not overridable'
+        )
+    fixed = run_form.fixed_settings(pipeline_func) if declared is not None else set()
     for title, names in sections.items():
         print(f"\n{title}:")
         for name in names:
-            show(documented[name])
+            show(documented[name], "compiled in, not overridable per run" if name in fixed else "")
     return EXIT_OK
 
 
@@ -60,13 +70,13 @@ def heading(group: str, environment: environments.Environment | None) -> str:
     if group == PER_RUN:
         return "per run (what a person sets when triggering a run)"
     if environment:
-        return f"{group} ({environment.name}'s defaults)"
-    return f"{group} (defaults an environment file can set)"
+        return f"{group} (settings: {environment.name}'s values)"
+    return f"{group} (settings: the defaults, which an environment file can set)"
 
 
-def show(parameter: pipeline_spec.ParameterDoc) -> None:
+def show(parameter: pipeline_spec.ParameterDoc, note: str = "") -> None:
     default = "required" if parameter.required else f"default {parameter.default!r}"
-    print(f"  {parameter.name}  ({parameter.type}, {default})")
+    print(f"  {parameter.name}  ({parameter.type}, {default}{'; ' + note if note else ''})")
     if parameter.description:
         print(
             textwrap.fill(

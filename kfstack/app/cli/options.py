@@ -21,7 +21,8 @@ TASK_IMAGE_HELP = (
 )
 ENV_HELP = (
     "an environment file, or the name of an overlay that has one (manifests/overlays/ENV/"
-    f"{environments.FILE_NAME}): its settings become the parameters' defaults; the file and the "
+    f"{environments.FILE_NAME}): its settings are compiled into the version, whose run form is the "
+    "per-run parameters and settings_overrides; the file and the "
     "uploaded version are named <version>.<env> (the tasks and the model's lineage keep <version>)"
 )
 PIPELINE_NAME_HELP = "pipeline name (kfstack list), or module:function; optional when one is installed"
@@ -90,8 +91,8 @@ SERVICE_ACCOUNT_HELP = (
 )
 RUN_ENV_HELP = (
     "an environment file, or the name of an overlay that has one (as upload --env): its "
-    "service_account is the default of --service-account. The parameters' defaults are the "
-    "uploaded version's own (upload --env compiles them in): pick that version with --version"
+    "service_account is the default of --service-account, and its settings are those the run is "
+    "checked with: the uploaded version's (upload --env compiles them in; pick it with --version)"
 )
 
 

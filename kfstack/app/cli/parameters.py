@@ -7,7 +7,7 @@ from typing import Any
 
 from kfstack import platforms
 from kfstack.errors import UsageError
-from kfstack.pipelines import load_pipeline, rendering
+from kfstack.pipelines import environments, load_pipeline, rendering, run_form
 
 # Stands in for the KFP run id when parameters are checked before a cluster run or schedule is
 # submitted.
@@ -21,15 +21,19 @@ def parse_params(pairs: list[str], pipeline: str) -> dict[str, Any]:
         UsageError: A malformed pair, an unknown name or a value of the wrong type -- before
             anything runs.
     """
-    types = rendering.parameter_types(load_pipeline(pipeline))
-    arguments: dict[str, Any] = {}
+    raw: dict[str, str] = {}
     for pair in pairs:
-        name, sep, raw = pair.partition("=")
+        name, sep, value = pair.partition("=")
         if not sep or not name:
             raise UsageError(f"--param {pair!r}: expected NAME=VALUE")
+        raw[name] = value
+    pipeline_func = load_pipeline(pipeline)
+    types = rendering.parameter_types(pipeline_func)
+    arguments: dict[str, Any] = {}
+    for name, value in run_form.current_names(pipeline_func, raw).items():
         if name not in types:
             raise UsageError(f"--param {name}: unknown parameter of {pipeline}; known: {', '.join(types)}")
-        arguments[name] = rendering.convert(f"--param {name}", raw, types[name])
+        arguments[name] = rendering.convert(f"--param {name}", value, types[name])
     return arguments
 
 
@@ -45,3 +49,23 @@ def check_cluster_arguments(pipeline: str, arguments: dict[str, Any]) -> None:
         rendering.render(pipeline, arguments, run_id=CLUSTER_CHECK_RUN_ID)
     else:
         rendering.run_check(pipeline)(rendering.run_parameters(pipeline, arguments))
+
+
+def cluster_run_arguments(
+    pipeline: str, arguments: dict[str, Any], environment: str | None
+) -> dict[str, Any]:
+    """What a cluster run or schedule of ``pipeline`` sends for ``arguments`` (by parameter
+    name): checked as the run would check them, with the settings its version compiles in (the
+    ``environment``'s, when one is named), then in the version's run form: every setting given
+    goes into ``settings_overrides`` (:func:`kfstack.pipelines.run_form.run_arguments`).
+
+    Raises:
+        UsageError, InvalidParameterError: What the run would refuse, or a setting a run cannot
+            change.
+    """
+    compiled: dict[str, Any] = {}
+    if environment:
+        loaded = environments.load_environment(environment)
+        compiled = environments.pipeline_defaults(loaded, [pipeline])[pipeline]
+    check_cluster_arguments(pipeline, {**compiled, **arguments})
+    return run_form.run_arguments(load_pipeline(pipeline), arguments, compiled)

@@ -27,7 +27,7 @@ from kfstack.app.cli.options import (
     run_service_account,
     writable_dir,
 )
-from kfstack.app.cli.parameters import check_cluster_arguments, parse_params
+from kfstack.app.cli.parameters import cluster_run_arguments, parse_params
 from kfstack.app.local_run import run_pipeline_locally
 from kfstack.app.summary import CANCELLED, SUCCEEDED
 from kfstack.components.argument_names import argument
@@ -177,8 +177,7 @@ def _run_on_cluster(args: argparse.Namespace) -> int:
         raise UsageError(f"--poll-seconds {args.poll_seconds:g}: must be positive")
     # Everything about the request is checked before a connection is made.
     args.name = chosen(args.name)
-    arguments = parse_params(args.param, args.name)
-    check_cluster_arguments(args.name, arguments)
+    arguments = cluster_run_arguments(args.name, parse_params(args.param, args.name), args.env)
     service_account = run_service_account(args)
     if args.summary_json:
         writable_dir(os.path.dirname(os.path.abspath(args.summary_json)))

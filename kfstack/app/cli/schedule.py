@@ -17,7 +17,7 @@ from kfstack.app.cli.options import (
     resolve_run_target,
     run_service_account,
 )
-from kfstack.app.cli.parameters import check_cluster_arguments, parse_params
+from kfstack.app.cli.parameters import cluster_run_arguments, parse_params
 from kfstack.app.cron import parse_cron
 from kfstack.errors import UsageError
 from kfstack.version import label_safe
@@ -79,8 +79,7 @@ def handle(args: argparse.Namespace) -> int:
     if not args.pipeline:
         raise UsageError("--cron needs the PIPELINE to schedule (kfstack list)")
     cron = parse_cron(args.cron)
-    arguments = parse_params(args.param, args.pipeline)
-    check_cluster_arguments(args.pipeline, arguments)
+    arguments = cluster_run_arguments(args.pipeline, parse_params(args.param, args.pipeline), args.env)
     service_account = run_service_account(args)
     name = args.name or default_schedule_name(args.pipeline, args.version_name)
     if cron.converted:

@@ -83,6 +83,10 @@ _WORDED = {
     },
     "window_end": {"description": "Last flight date read (inclusive); empty: to the last."},
     "decision_threshold": {"description": "Probability at or above which a flight is called delayed."},
+    # The flights canary is judged by its AUC.
+    "canary_max_quality_drop": {
+        "description": "Roll back when the canary's AUC is lower than the stable's by more."
+    },
     "window_lag_days": {
         "description": "Days between a relative window's end and the run's day: late data settles; a "
         "schedule replays the bundled 2013 flights with a lag that maps today onto 2013."
@@ -174,7 +178,7 @@ _TRAINING_FORM = (
     "canary_max_latency_ratio",
     "canary_latency_slack_ms",
     "canary_max_psi",
-    "canary_max_auc_drop",
+    "canary_max_quality_drop",
     "model_registry_url",
     "model_registry_author",
     "platform",
@@ -214,27 +218,21 @@ _RETRAINING_FORM = (
     "gate_metric",
     "gate_margin",
 )
-# The flights canary is judged by its AUC: the generic quality drop, under the flights name.
-_OWN_BY_NAME = {
-    parameter.name: parameter
-    for parameter in (
-        *_OWN,
-        CATALOG["canary_max_quality_drop"].but(
-            name="canary_max_auc_drop",
-            description="Roll back when the canary's AUC is lower than the stable's by more.",
-        ),
-    )
-}
+_OWN_BY_NAME = {parameter.name: parameter for parameter in _OWN}
 
 
 def _declared(names: tuple[str, ...], **changed: dict) -> ParameterSet:
     """The flights parameters ``names``: their own, or the catalog's in the flights wording
     with ``changed`` on top."""
     return ParameterSet(
-        _OWN_BY_NAME[name]
-        if name in _OWN_BY_NAME
-        else CATALOG[name].but(**{**_WORDED.get(name, {}), **changed.get(name, {})})
-        for name in names
+        (
+            _OWN_BY_NAME[name]
+            if name in _OWN_BY_NAME
+            else CATALOG[name].but(**{**_WORDED.get(name, {}), **changed.get(name, {})})
+            for name in names
+        ),
+        # Its name until 0.2: the generic setting, in the flights wording, since.
+        renamed={"canary_max_auc_drop": "canary_max_quality_drop"},
     )
 
 

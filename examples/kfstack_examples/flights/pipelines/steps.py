@@ -148,12 +148,13 @@ def train_and_evaluate(
     on_cluster(training, parameters, "training")
     # The generic evaluation, scoring every test-split flight as a request through the flights
     # predictor: the figures are those of the model as it serves.
-    evaluation = model_evaluation(
+    evaluation = call(
+        model_evaluation,
+        parameters,
         model=training.outputs["model"],
         dataset=features_task.outputs["output"],
         dataset_split=TEST_REQUESTS_FILE,
         **PREDICTOR,
-        threshold=parameters["decision_threshold"],
         class_names=list(CLASS_NAMES),
     )
     return training, on_cluster(evaluation, parameters, "evaluation")
@@ -201,7 +202,6 @@ def deploy(
         **PREDICTOR,
         serving_runtime=predictor.RUNTIME,
         serving_model_format=predictor.MODEL_FORMAT,
-        canary_max_quality_drop=parameters["canary_max_auc_drop"],
         run_id=RUN_ID,
         task_name=TASK_NAME,
     )
