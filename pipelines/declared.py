@@ -40,14 +40,12 @@ from kfstack.pipelines.wiring import (
     guarded,
     joins_mesh,
     on_cluster,
+    run_overrides,
     uncached,
 )
-from kfstack.settings import SETTINGS_OVERRIDES
 
 # A hyperparameter's declared kind (kfstack.contracts: int, float, str, bool) as a parameter type.
 _TYPES: dict[str, builtins.type] = {"int": int, "float": float, "str": str, "bool": bool}
-# What the evaluation takes from the run: its binary threshold, and that setting's override.
-_EVALUATION_SETTINGS = ("decision_threshold", SETTINGS_OVERRIDES)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -313,9 +311,16 @@ class TrainingPipeline:
             labelled = self._labelled()
             # Given, not called with the parameters: a hyperparameter may share a name with one of
             # the evaluation's own inputs (batch_size), which are not the run's; its settings are.
-            settings = {name: values[name] for name in _EVALUATION_SETTINGS if name in values}
+            settings = (
+                {"decision_threshold": values["decision_threshold"]} if "decision_threshold" in values else {}
+            )
             evaluation = model_evaluation(
-                model=model, dataset=data, dataset_split=split, **labelled, **settings
+                model=model,
+                dataset=data,
+                dataset_split=split,
+                **labelled,
+                **settings,
+                **run_overrides(values),
             )
             evaluation = on_cluster(evaluation, values, self.evaluation.task_name)
             if not self.deploy:

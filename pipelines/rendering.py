@@ -68,6 +68,8 @@ def convert(name: str, raw: Any, kfp_type: str) -> Any:
     Raises:
         UsageError: It does not read as that type.
     """
+    if kfp_type == "Integer" and isinstance(raw, float) and raw.is_integer():
+        return int(raw)  # a number of a KFP struct (a dict input, settings_overrides) is a double
     if not isinstance(raw, str):
         return raw
     expected = {"Boolean": "true or false", "Integer": "a whole number", "Float": "a finite number"}

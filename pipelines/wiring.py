@@ -40,10 +40,17 @@ FRAME_PARAMETERS = ("platform", "launch_namespace", "object_store_secret")
 
 def call(component: Any, parameters: Mapping[str, Any], **given: Any) -> dsl.PipelineTask:
     """``component`` as a task whose every input is the pipeline parameter of the same name,
-    unless ``given`` (upstream outputs, placeholders, constants)."""
+    unless ``given`` (upstream outputs, placeholders, constants); the run's
+    ``settings_overrides`` among them, in a version's run form."""
     inputs = component.component_spec.inputs or {}
     taken = {name: parameters[name] for name in inputs if name in parameters and name not in given}
     return component(**taken, **given)
+
+
+def run_overrides(parameters: Mapping[str, Any]) -> dict[str, Any]:
+    """The run's ``settings_overrides`` as a step's argument, for a step whose inputs are given by
+    hand rather than by :func:`call`; empty for a pipeline function without a run form."""
+    return {SETTINGS_OVERRIDES: parameters[SETTINGS_OVERRIDES]} if SETTINGS_OVERRIDES in parameters else {}
 
 
 def on_cluster(task: dsl.PipelineTask, parameters: Mapping[str, Any], name: str) -> dsl.PipelineTask:

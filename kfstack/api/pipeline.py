@@ -53,6 +53,7 @@ from kfstack.pipelines.wiring import (
     guarded,
     joins_mesh,
     on_cluster,
+    run_overrides,
     uncached,
 )
 from kfstack.platforms import ServiceStage, Stage, StageResult, Variant, run_stage
@@ -110,6 +111,7 @@ __all__ = [
     "production_model",
     "register_model",
     "resolve_window",
+    "run_overrides",
     "run_stage",
     "settings_from_arguments",
     "spark_job",

@@ -91,7 +91,12 @@ def _platform(executor: dict, inputs: Mapping[str, Any]) -> dict:
                 return inputs[value["componentInputParameter"]]
             if set(value) == {"runtimeValue"}:
                 return value["runtimeValue"]["constant"]
-            return {key: resolve(item) for key, item in value.items()}
+            found = {key: resolve(item) for key, item in value.items()}
+            # kfp-kubernetes also writes a constant Secret name to the field it deprecated
+            # (secretName beside secretNameParameter): the same Secret either way.
+            if "secretName" in found and found["secretName"] == found.get("secretNameParameter"):
+                del found["secretName"]
+            return found
         if isinstance(value, list):
             return [resolve(item) for item in value]
         return value

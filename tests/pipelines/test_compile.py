@@ -12,7 +12,9 @@ from kfstack.app.cli.compile_ import compile_pipelines, compiled_path
 from kfstack.app.cli.parameters import parse_params
 from kfstack.errors import UsageError
 from kfstack.kubernetes.naming import SIDECAR_INJECT_LABEL
+from kfstack.pipeline_spec import compiled_setting
 from kfstack.pipelines import load_pipeline, pipeline_names
+from kfstack.pipelines.parameters import CATALOG, declared_parameters
 from kfstack.version import __version__, label_safe
 
 
@@ -81,13 +83,15 @@ def test_flights_training_task_graph(flights_spec):
     assert tasks["spark-job"]["dependentTasks"] == ["validate-run"]
     checked = tasks["validate-run"]["inputs"]["parameters"]
     assert checked["pipeline"]["runtimeValue"]["constant"] == "flights-training"
-    # The check gets every pipeline parameter, so it renders what the run would create; the
-    # JSON ones as inputs of their own (kfp.local puts dict values in as raw text).
+    # The check gets every pipeline parameter, the settings compiled in, so it renders what the
+    # run would create; the JSON ones as inputs of their own (kfp.local puts dict values in as raw
+    # text), and the run's settings overrides, which it checks and applies first.
     passed = checked["parameters"]["runtimeValue"]["constant"]
     json_inputs = {"tuning_search_space", "tuning_algorithm_settings"}
-    assert set(passed) | json_inputs == set(flights_spec["root"]["inputDefinitions"]["parameters"])
+    assert set(passed) | json_inputs == set(declared_parameters(load_pipeline("flights-training")).names)
     for name in json_inputs:
-        assert checked[name] == {"componentInputParameter": f"pipelinechannel--{name}"}
+        assert "constant" in checked[name]["runtimeValue"], name
+    assert checked["settings_overrides"] == {"componentInputParameter": "pipelinechannel--settings_overrides"}
     # The flights trainers through the generic steps: the run's hyperparameters are the pipeline
     # parameters of the same name; training takes tuning's best, whether it tuned or not.
     tuning = tasks["hyperparameter-tuning"]["inputs"]["parameters"]
@@ -105,8 +109,13 @@ def test_flights_training_task_graph(flights_spec):
     assert train["artifacts"]["data"] == {
         "taskOutputArtifact": {"outputArtifactKey": "output", "producerTask": "spark-job"}
     }
+    # A per-run parameter reaches the step as the run's value; a setting as the version's, with
+    # the run's overrides beside it.
     assert train["parameters"]["framework"] == {"componentInputParameter": "pipelinechannel--framework"}
-    assert train["parameters"]["gpu_pool"] == {"componentInputParameter": "pipelinechannel--gpu_pool"}
+    assert train["parameters"]["gpu_pool"] == {"runtimeValue": {"constant": "h100"}}
+    assert train["parameters"]["settings_overrides"] == {
+        "componentInputParameter": "pipelinechannel--settings_overrides"
+    }
     assert tasks["model-evaluation"]["inputs"]["artifacts"]["model"] == {
         "taskOutputArtifact": {"outputArtifactKey": "model", "producerTask": "distributed-training"}
     }
@@ -130,20 +139,22 @@ def test_flights_training_task_graph(flights_spec):
     assert constants["model_format"] == "custom"
     assert constants["custom_predictor"] == "kfstack_examples.flights.predictor.server:FlightDelayModel"
     assert constants["holdout_split"] == "holdout_requests.parquet"
-    assert deploy["inputs"]["parameters"]["canary_max_quality_drop"] == {
-        "componentInputParameter": "pipelinechannel--canary_max_auc_drop"
-    }
+    assert constants["canary_max_quality_drop"] == CATALOG["canary_max_quality_drop"].default
     # Deterministic job names: the run id and task name reach the launching stages.
     for launching in ("spark-job", "hyperparameter-tuning", "distributed-training", "model-deployment"):
         parameters = tasks[launching]["inputs"]["parameters"]
         assert parameters["run_id"]["runtimeValue"]["constant"] == "{{$.pipeline_job_uuid}}"
         assert parameters["task_name"]["runtimeValue"]["constant"] == "{{$.pipeline_task_name}}"
-        assert parameters["platform"] == {"componentInputParameter": "pipelinechannel--platform"}
+        assert parameters["platform"] == {"runtimeValue": {"constant": "kubernetes"}}
 
 
 def test_flights_training_parameters_are_typed_documented_and_defaulted(flights_spec):
     params = flights_spec["root"]["inputDefinitions"]["parameters"]
-    assert params["platform"]["defaultValue"] == "kubernetes"
+    # The run form: what a person sets per run, and the settings overrides.
+    declared = declared_parameters(load_pipeline("flights-training"))
+    assert set(params) == {p.name for p in declared if p.per_run} | {"settings_overrides"}
+    assert params["settings_overrides"]["parameterType"] == "STRUCT"
+    assert params["settings_overrides"]["defaultValue"] == {}
     assert params["workers"]["parameterType"] == "NUMBER_INTEGER"
     assert params["learning_rate"]["parameterType"] == "NUMBER_DOUBLE"
     assert params["data_uri"]["defaultValue"] == ""
@@ -182,9 +193,8 @@ def test_task_pods_carry_the_cpu_pool_namespace_and_secret_refs(executor_configs
             {"name": "KFSTACK_SERVICE_ACCOUNT", "fieldPath": "spec.serviceAccountName"},
         ]
         (secret,) = config["secretAsEnv"]
-        # The pipeline parameter (tasks inside the exit handler see it as a pipeline channel).
-        source = secret["secretNameParameter"]["componentInputParameter"]
-        assert source in ("object_store_secret", "pipelinechannel--object_store_secret"), name
+        # The version's Secret, compiled in (the driver mounts it before any override is read).
+        assert secret["secretNameParameter"] == {"runtimeValue": {"constant": "kfstack-object-store"}}, name
         assert secret["optional"] is True
         assert {k["secretKey"] for k in secret["keyToEnv"]} == {
             "AWS_ACCESS_KEY_ID",
@@ -239,8 +249,9 @@ def test_defaults_live_once_in_the_settings_classes(flights_spec):
 
     params = flights_spec["root"]["inputDefinitions"]["parameters"]
     assert params["epochs"]["defaultValue"] == TrainingSettings.epochs
-    assert params["gpu_pool"]["defaultValue"] == TrainingPlacement.node_pool
-    assert params["training_timeout_seconds"]["defaultValue"] == TrainingPlacement.timeout_seconds
+    # Settings are compiled in at the same defaults.
+    assert compiled_setting(flights_spec, "gpu_pool") == TrainingPlacement.node_pool
+    assert compiled_setting(flights_spec, "training_timeout_seconds") == TrainingPlacement.timeout_seconds
 
 
 def test_unknown_pipeline_name_is_rejected():
@@ -311,21 +322,20 @@ def test_flights_retraining_task_graph(retraining):
     for step in ("production-model", "data-drift", "gate-model", "data-window"):
         assert executors[f"exec-{step}"]["secretAsEnv"][0]["optional"] is True, step
         assert executors[f"exec-{step}"]["fieldPathAsEnv"][0]["fieldPath"] == "metadata.namespace"
-    defaults = spec["root"]["inputDefinitions"]["parameters"]
-    assert defaults["canary_max_psi"]["defaultValue"] == 0.0
-    assert defaults["drift_ignore_features"]["defaultValue"] == "month,day_of_year"
+    assert compiled_setting(spec, "canary_max_psi") == 0.0
+    assert compiled_setting(spec, "drift_ignore_features") == "month,day_of_year"
 
 
-def test_the_pipelines_share_their_parameters_defaults_but_where_said(flights_spec, retraining):
-    training = flights_spec["root"]["inputDefinitions"]["parameters"]
-    retrain = retraining[0]["root"]["inputDefinitions"]["parameters"]
+def test_the_pipelines_share_their_parameters_defaults_but_where_said():
+    training = declared_parameters(load_pipeline("flights-training"))
+    retrain = declared_parameters(load_pipeline("flights-retraining"))
     # On purpose: a retrained model is meant to predict differently (see its description).
     differing = {"canary_max_psi"}
-    assert set(training) <= set(retrain)
-    for name in set(training) - differing:
-        assert training[name].get("defaultValue") == retrain[name].get("defaultValue"), name
-        assert training[name]["description"] == retrain[name]["description"], name
-    assert training["canary_max_psi"]["defaultValue"] != retrain["canary_max_psi"]["defaultValue"]
+    assert set(training.names) <= set(retrain.names)
+    for name in set(training.names) - differing:
+        assert training[name].default == retrain[name].default, name
+        assert training[name].description == retrain[name].description, name
+    assert training["canary_max_psi"].default != retrain["canary_max_psi"].default
 
 
 @pytest.fixture(scope="module")
@@ -351,6 +361,7 @@ def test_only_the_deployment_task_joins_the_mesh_and_cleanup_follows_the_launch_
         assert joined == {"exec-model-deployment"}, name
         labels = executors["exec-model-deployment"]["podMetadata"]["labels"]
         assert labels[SIDECAR_INJECT_LABEL] == "true", name
+        # The version's launch namespace, compiled in: not overridable per run.
         cleanup = spec["root"]["dag"]["tasks"]["cleanup-run"]["inputs"]["parameters"]
-        assert cleanup["launch_namespace"] == {"componentInputParameter": "launch_namespace"}, name
-        assert "launch_namespace" in spec["root"]["inputDefinitions"]["parameters"], name
+        assert cleanup["launch_namespace"] == {"runtimeValue": {"constant": ""}}, name
+        assert "launch_namespace" not in spec["root"]["inputDefinitions"]["parameters"], name

@@ -1,9 +1,9 @@
 """The compiled interface and task graph of every built-in pipeline, compared as data with the
 recorded ones (``interfaces/<name>.json``).
 
-What a pipeline version offers a person (its inputs: names, types, defaults, descriptions,
-optionality) and how its tasks are wired (components, inputs, dependencies, conditions) change
-only on purpose. Executor commands, embedded sources and image tags are not compared: they
+What a pipeline version offers a person (its run form, as ``kfstack compile`` writes it: its
+inputs' names, types, defaults, descriptions, optionality) and how its tasks are wired
+(components, inputs, dependencies, conditions) change only on purpose. Executor commands, embedded sources and image tags are not compared: they
 change with every edit of a component's code. Descriptions are compared with runs of whitespace
 made one space (a docstring's line breaks are not part of what a description says).
 
@@ -23,6 +23,7 @@ import pytest
 
 from kfstack.pipelines import load_pipeline
 from kfstack.pipelines.rendering import compiled_spec
+from kfstack.pipelines.run_form import version_function
 
 RECORDS = pathlib.Path(__file__).with_name("interfaces")
 BUILT_IN = ("flights-training", "flights-retraining", "digits-training")
@@ -72,7 +73,7 @@ def differences(recorded: Any, compiled: Any, where: str = "") -> list[str]:
 @pytest.mark.parametrize("name", BUILT_IN)
 def test_compiled_interface_and_graph_are_the_recorded_ones(name):
     recorded = json.loads((RECORDS / f"{name}.json").read_text(encoding="utf-8"))
-    compiled = json.loads(json.dumps(interface(compiled_spec(load_pipeline(name)))))
+    compiled = json.loads(json.dumps(interface(compiled_spec(version_function(load_pipeline(name))))))
     found = differences(one_spaced(recorded), one_spaced(compiled))
     assert not found, f"{name} differs from its record in {len(found)} places:\n" + "\n".join(found[:20])
 
@@ -83,7 +84,7 @@ def test_every_built_in_pipeline_has_a_record():
 
 if __name__ == "__main__":
     for pipeline in sys.argv[1:] or BUILT_IN:
-        record = interface(compiled_spec(load_pipeline(pipeline)))
+        record = interface(compiled_spec(version_function(load_pipeline(pipeline))))
         (RECORDS / f"{pipeline}.json").write_text(
             json.dumps(record, indent=1, sort_keys=True) + "\n", encoding="utf-8"
         )

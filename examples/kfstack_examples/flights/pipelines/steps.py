@@ -39,6 +39,7 @@ from kfstack.api.pipeline import (
     production_model,
     register_model,
     resolve_window,
+    run_overrides,
     settings_from_arguments,
     spark_job,
     uncached,
@@ -148,14 +149,16 @@ def train_and_evaluate(
     on_cluster(training, parameters, "training")
     # The generic evaluation, scoring every test-split flight as a request through the flights
     # predictor: the figures are those of the model as it serves.
-    evaluation = call(
-        model_evaluation,
-        parameters,
+    # Given by hand, not called with the parameters: the trainer's batch_size is not the
+    # evaluation's (rows per request).
+    evaluation = model_evaluation(
         model=training.outputs["model"],
         dataset=features_task.outputs["output"],
         dataset_split=TEST_REQUESTS_FILE,
         **PREDICTOR,
         class_names=list(CLASS_NAMES),
+        decision_threshold=parameters["decision_threshold"],
+        **run_overrides(parameters),
     )
     return training, on_cluster(evaluation, parameters, "evaluation")
 
