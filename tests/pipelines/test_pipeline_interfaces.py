@@ -3,9 +3,10 @@ recorded ones (``interfaces/<name>.json``).
 
 What a pipeline version offers a person (its run form, as ``kfstack compile`` writes it: its
 inputs' names, types, defaults, descriptions, optionality) and how its tasks are wired
-(components, inputs, dependencies, conditions) change only on purpose. Executor commands, embedded sources and image tags are not compared: they
-change with every edit of a component's code. Descriptions are compared with runs of whitespace
-made one space (a docstring's line breaks are not part of what a description says).
+(components, inputs, dependencies, conditions) change only on purpose. Executor commands,
+embedded sources and image tags are not compared: they change with every edit of a component's
+code. Descriptions are compared with runs of whitespace made one space (a docstring's line
+breaks are not part of what a description says).
 
 After an intended change, rewrite the records and review their diff:
 ``python -m tests.pipelines.test_pipeline_interfaces``.
