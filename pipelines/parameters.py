@@ -235,17 +235,23 @@ class ParameterSet:
         """The pipeline function of a version with its settings compiled in: its run form is
         the per-run parameters and ``settings_overrides`` (:data:`SETTINGS_OVERRIDES_PARAMETER`);
         every other parameter is a constant of the version, its value in ``settings`` or its
+        default. A per-run parameter ``settings`` names keeps its field, with that value as its
         default. ``body`` receives every parameter by name, as from :meth:`pipeline`, and the
         overrides' channel under ``settings_overrides``.
 
         Raises:
-            KeyError: ``settings`` names a parameter this set does not have, or a per-run one.
+            KeyError: ``settings`` names a parameter this set does not have.
         """
-        strangers = sorted(name for name in settings if name not in self or self[name].per_run)
+        strangers = sorted(name for name in settings if name not in self)
         if strangers:
-            raise KeyError(f"not settings of this pipeline: {', '.join(strangers)}")
+            raise KeyError(f"not parameters of this pipeline: {', '.join(strangers)}")
         constants = {p.name: settings.get(p.name, p.default) for p in self if not p.per_run}
-        per_run = ParameterSet([*(p for p in self if p.per_run), SETTINGS_OVERRIDES_PARAMETER])
+        per_run = ParameterSet(
+            [
+                *(p.but(default=settings.get(p.name, p.default)) for p in self if p.per_run),
+                SETTINGS_OVERRIDES_PARAMETER,
+            ]
+        )
         kind = inspect.Parameter.POSITIONAL_OR_KEYWORD
         signature = inspect.Signature(
             [inspect.Parameter(p.name, kind, default=p.default, annotation=p.type) for p in per_run]

@@ -40,11 +40,12 @@ NOT_OVERRIDABLE = FRAME_PARAMETERS
 
 def version_function(pipeline_func: Any, settings: Mapping[str, Any] | None = None) -> Any:
     """The ``@dsl.pipeline`` function a version of ``pipeline_func`` is compiled from: its run
-    form, with ``settings`` (parameter -> value) and the pipeline's defaults compiled in. A
-    pipeline whose signature is written by hand is its own version function.
+    form, with ``settings`` (parameter -> value) and the pipeline's defaults compiled in (a
+    per-run parameter ``settings`` names takes it as its default). A pipeline whose signature is
+    written by hand is its own version function.
 
     Raises:
-        KeyError: ``settings`` names a parameter the pipeline does not take, or a per-run one.
+        KeyError: ``settings`` names a parameter the pipeline does not take.
     """
     declared = declared_parameters(pipeline_func)
     if declared is None:
@@ -55,10 +56,11 @@ def version_function(pipeline_func: Any, settings: Mapping[str, Any] | None = No
 
 
 def fixed_settings(pipeline_func: Any) -> set[str]:
-    """The settings of ``pipeline_func`` a run cannot change: :data:`NOT_OVERRIDABLE`, and those
+    """The settings of ``pipeline_func`` a run cannot change: :data:`NOT_OVERRIDABLE`, those
     that reach no step as an input of their own name -- composed into another value when the
     version is compiled (a Spark argument ``--shards={num_shards}``), where no step's override
-    could reach them.
+    could reach them -- and those a step takes without the run's overrides (its inputs given by
+    hand, without :func:`kfstack.pipelines.wiring.run_overrides`).
 
     Found by compiling the run form with a distinct value for every text and number setting and
     looking for each among its steps' inputs. A boolean cannot be told from another: it is taken
@@ -79,8 +81,12 @@ def fixed_settings(pipeline_func: Any) -> set[str]:
         spec = _compiled(version_function(pipeline_func, distinct))
     except Exception:  # a pipeline that computes with its settings when compiled: nothing to tell
         return set(NOT_OVERRIDABLE)
-    reached = {name for name, value in _task_constants(spec) if name in distinct and distinct[name] == value}
-    return set(NOT_OVERRIDABLE) | (set(distinct) - reached)
+    # Reached: some step takes it by its name, and every step that does takes the overrides too.
+    reached, missed = set(), set()
+    for name, value, overridden in _task_constants(spec):
+        if name in distinct and distinct[name] == value:
+            (reached if overridden else missed).add(name)
+    return set(NOT_OVERRIDABLE) | (set(distinct) - (reached - missed))
 
 
 def _compiled(pipeline_func: Any) -> dict[str, Any]:
@@ -89,14 +95,17 @@ def _compiled(pipeline_func: Any) -> dict[str, Any]:
     return compiled_spec(pipeline_func)
 
 
-def _task_constants(spec: Mapping[str, Any]) -> Iterator[tuple[str, Any]]:
-    """(input name, constant) of every task input a compiled ``spec`` gives as a constant."""
+def _task_constants(spec: Mapping[str, Any]) -> Iterator[tuple[str, Any, bool]]:
+    """(input name, constant, whether the task takes the run's overrides) of every task input a
+    compiled ``spec`` gives as a constant."""
     dags = [spec["root"]["dag"], *(c["dag"] for c in spec.get("components", {}).values() if "dag" in c)]
     for dag in dags:
         for task in dag.get("tasks", {}).values():
-            for name, given in task.get("inputs", {}).get("parameters", {}).items():
+            inputs = task.get("inputs", {}).get("parameters", {})
+            overridden = "componentInputParameter" in inputs.get(SETTINGS_OVERRIDES, {})
+            for name, given in inputs.items():
                 if "constant" in given.get("runtimeValue", {}):
-                    yield name, given["runtimeValue"]["constant"]
+                    yield name, given["runtimeValue"]["constant"], overridden
 
 
 def overridable(parameters: ParameterSet, fixed: Iterable[str] = NOT_OVERRIDABLE) -> list[Parameter]:

@@ -1,5 +1,5 @@
 """``kfstack compile/upload/describe --env``: an environment's settings compiled into a pipeline
-version as its defaults, and the run form described as a person reads it."""
+version, and the run form described as a person reads it."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from kfstack.app import cli
-from kfstack.pipeline_spec import VERSION_LABEL
+from kfstack.pipeline_spec import VERSION_LABEL, compiled_setting
 from tests.app import fake_kfp_server
 
 FLIGHTS = "flights-training"
@@ -30,20 +30,25 @@ def test_compile_env_writes_the_environments_defaults_and_names_the_version(caps
     )
     (written,) = tmp_path.iterdir()
     assert written.name == f"{FLIGHTS}-1.2.3.dev.yaml"
+    spec = next(yaml.safe_load_all(written.read_text(encoding="utf-8")))
     parameters = root_parameters(written)
     dev = yaml.safe_load(pathlib.Path(DEV).read_text(encoding="utf-8"))["parameters"]
+    # Compiled into the version, where its steps read them (the run form does not show them).
     for name, value in dev.items():
-        assert parameters[name]["defaultValue"] == value, name
+        assert compiled_setting(spec, name) == value, name
+        assert name not in parameters, name
     # The tasks (and so the model's lineage) carry the version itself: `kfstack reproduce`
     # compares it with a checkout's, which has no environment.
     text = written.read_text(encoding="utf-8")
     assert "value: 1.2.3\n" in text and "1.2.3.dev" not in text
     # What the environment does not set keeps the pipeline's own default.
     assert parameters["workers"]["defaultValue"] == 2.0
-    # And a compile without it is the pipeline's own.
+    assert compiled_setting(spec, "serving_mode") == "serverless"
+    # And a compile without it has the pipeline's own.
     other = tmp_path / "plain"
     assert cli.main(["compile", FLIGHTS, "--pipeline-version", "1.2.3", "--out", str(other)]) == 0
-    assert root_parameters(other / f"{FLIGHTS}-1.2.3.yaml")["gpu_pool"]["defaultValue"] == "h100"
+    plain = next(yaml.safe_load_all((other / f"{FLIGHTS}-1.2.3.yaml").read_text(encoding="utf-8")))
+    assert compiled_setting(plain, "gpu_pool") == "h100"
 
 
 def pod_labels(path: pathlib.Path) -> dict[str, dict[str, str]]:
@@ -88,8 +93,7 @@ def test_upload_env_uploads_the_environments_version(capsys, fake_kfp):
     (version,) = fake_kfp.versions_of(pipeline["pipeline_id"])
     assert version["display_name"] == "1.2.3.dev"
     (uploaded,) = fake_kfp.calls("POST", "/pipelines/upload_version")
-    parameters = uploaded.body["spec"]["root"]["inputDefinitions"]["parameters"]
-    assert parameters["gpu_pool"]["defaultValue"] == "h100-spot"
+    assert compiled_setting(uploaded.body["spec"], "gpu_pool") == "h100-spot"
 
 
 def test_upload_env_with_an_unknown_parameter_uploads_nothing(capsys, tmp_path, fake_kfp):
@@ -129,13 +133,13 @@ def test_describe_shows_the_per_run_parameters_first_then_the_environments_by_gr
     # Every parameter once, the platform's settings under their groups.
     names = [name for group in listed.values() for name in group]
     assert sorted(names) == sorted(declared.names) and len(names) == len(set(names))
-    assert "gpu_pool" in listed["cluster (defaults an environment file can set)"]
+    assert "gpu_pool" in listed["cluster (settings: the defaults, which an environment file can set)"]
 
 
 def test_describe_env_shows_the_environments_defaults(capsys):
     assert cli.main(["describe", FLIGHTS, "--env", DEV]) == 0
     out = capsys.readouterr().out
-    assert "cluster (dev's defaults):" in out
+    assert "cluster (settings: dev's values):" in out
     assert "  gpu_pool  (str, default 'h100-spot')" in out
 
 
