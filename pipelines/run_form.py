@@ -82,7 +82,8 @@ def fixed_settings(pipeline_func: Any) -> set[str]:
     except Exception:  # a pipeline that computes with its settings when compiled: nothing to tell
         return set(NOT_OVERRIDABLE)
     # Reached: some step takes it by its name, and every step that does takes the overrides too.
-    reached, missed = set(), set()
+    reached: set[str] = set()
+    missed: set[str] = set()
     for name, value, overridden in _task_constants(spec):
         if name in distinct and distinct[name] == value:
             (reached if overridden else missed).add(name)
