@@ -22,6 +22,7 @@ arguments go as they are.
 
 from __future__ import annotations
 
+import functools
 import math
 import warnings
 from collections.abc import Iterable, Iterator, Mapping
@@ -55,7 +56,8 @@ def version_function(pipeline_func: Any, settings: Mapping[str, Any] | None = No
     return dsl.pipeline(name=pipeline_func.name, description=pipeline_func.description)(form)
 
 
-def fixed_settings(pipeline_func: Any) -> set[str]:
+@functools.lru_cache(maxsize=64)  # a registered pipeline is a module global: the same object each time
+def fixed_settings(pipeline_func: Any) -> frozenset[str]:
     """The settings of ``pipeline_func`` a run cannot change: :data:`NOT_OVERRIDABLE`, those
     that reach no step as an input of their own name -- composed into another value when the
     version is compiled (a Spark argument ``--shards={num_shards}``), where no step's override
@@ -69,7 +71,7 @@ def fixed_settings(pipeline_func: Any) -> set[str]:
     """
     declared = declared_parameters(pipeline_func)
     if declared is None:
-        return set(NOT_OVERRIDABLE)
+        return frozenset(NOT_OVERRIDABLE)
     settings = [p for p in declared if not p.per_run and p.name not in NOT_OVERRIDABLE]
     distinct: dict[str, Any] = {}
     for number, parameter in enumerate(settings):
@@ -80,14 +82,14 @@ def fixed_settings(pipeline_func: Any) -> set[str]:
     try:
         spec = _compiled(version_function(pipeline_func, distinct))
     except Exception:  # a pipeline that computes with its settings when compiled: nothing to tell
-        return set(NOT_OVERRIDABLE)
+        return frozenset(NOT_OVERRIDABLE)
     # Reached: some step takes it by its name, and every step that does takes the overrides too.
     reached: set[str] = set()
     missed: set[str] = set()
     for name, value, overridden in _task_constants(spec):
         if name in distinct and distinct[name] == value:
             (reached if overridden else missed).add(name)
-    return set(NOT_OVERRIDABLE) | (set(distinct) - (reached - missed))
+    return frozenset(NOT_OVERRIDABLE) | (set(distinct) - (reached - missed))
 
 
 def _compiled(pipeline_func: Any) -> dict[str, Any]:

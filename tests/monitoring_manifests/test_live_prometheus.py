@@ -231,6 +231,7 @@ def _query(url: str, query: str) -> list[dict]:
     return response.json()["data"]["result"]
 
 
+@pytest.mark.slow
 def test_every_kfstack_query_returns_series(prometheus):
     url, metrics = prometheus
     served = set(re.findall(r"^([a-zA-Z_:][\w:]*)(?:\{| )", metrics, re.MULTILINE))
@@ -248,6 +249,7 @@ def test_every_kfstack_query_returns_series(prometheus):
     assert read >= CONTRACT, f"no rule or panel reads {sorted(CONTRACT - read)}"
 
 
+@pytest.mark.slow
 def test_every_rule_evaluates_on_the_live_series(prometheus):
     url, _ = prometheus
     groups = httpx.get(f"{url}/api/v1/rules", timeout=10).json()["data"]["groups"]

@@ -98,6 +98,7 @@ def run_dirs(root) -> list:
     return sorted(p for p in root.iterdir() if (p / ".kfstack-run").exists())
 
 
+@pytest.mark.slow
 def test_the_first_run_deploys_its_model_straight_to_production(sample_run):
     serving = sample_run.summary["serving"]
     run_name = os.path.basename(sample_run.summary["run_dir"])
@@ -110,6 +111,7 @@ def test_the_first_run_deploys_its_model_straight_to_production(sample_run):
     assert "serving    local: first" in sample_run.out
 
 
+@pytest.mark.slow
 def test_sample_run_succeeds_through_every_stage(sample_run):
     summary = sample_run.summary
     assert sample_run.returncode == 0, sample_run.out + sample_run.err
@@ -121,6 +123,7 @@ def test_sample_run_succeeds_through_every_stage(sample_run):
     assert summary["peak_rss_bytes"] > 0
 
 
+@pytest.mark.slow
 def test_sample_run_tunes_and_trains_with_the_best_trial(sample_run):
     tuning = sample_run.summary["tuning"]
     assert tuning["tuned"] and tuning["algorithm"] == "tpe"
@@ -134,6 +137,7 @@ def test_sample_run_tunes_and_trains_with_the_best_trial(sample_run):
     assert arguments["tuning_parallel_trials"] == 1 and arguments["tuning_max_trials"] == 3
 
 
+@pytest.mark.slow
 def test_the_console_shows_task_lines_not_kfp_output(sample_run):
     # One line per task state and its reported progress; kfp.local's executor input JSON and the
     # tasks' own output are in the run directory's logs.
@@ -152,6 +156,7 @@ def test_the_console_shows_task_lines_not_kfp_output(sample_run):
     assert "[rank 0] epoch=2 val_auc=" in train_log and "KFP Executor" not in train_log
 
 
+@pytest.mark.slow
 def test_the_summary_tells_the_truth(sample_run):
     summary = sample_run.summary
     # Every path it names exists: artifacts, logs, the run directory.
@@ -178,12 +183,14 @@ def test_the_summary_tells_the_truth(sample_run):
     assert summary["arguments"]["platform"] == "local"
 
 
+@pytest.mark.slow
 def test_nothing_is_left_in_the_temp_folder(sample_run):
     assert sample_run.returncode == 0
     assert os.listdir(sample_run.tmpdir) == []
     assert not os.path.exists(os.path.join(sample_run.summary["run_dir"], "tmp"))
 
 
+@pytest.mark.slow
 def test_sample_run_accounts_for_every_row(sample_run):
     data = sample_run.summary["data"]
     assert data["rows_read"] > 5_000  # 3 % of 336,776 flights
@@ -192,6 +199,7 @@ def test_sample_run_accounts_for_every_row(sample_run):
     assert per_reason == data["rows_quarantined"]
 
 
+@pytest.mark.slow
 def test_sample_run_learns_something_and_reports_it(sample_run):
     metrics = sample_run.summary["metrics"]
     # A model that learned nothing scores 0.5; the shipped data carries real signal.
@@ -206,6 +214,7 @@ def test_sample_run_learns_something_and_reports_it(sample_run):
     assert metrics["training_metrics.cost_per_epoch"] > 0
 
 
+@pytest.mark.slow
 def test_sample_run_artifacts_are_where_the_summary_says(sample_run):
     artifacts = sample_run.summary["artifacts"]
     model_dir = artifacts["model"]
@@ -269,6 +278,7 @@ def test_inconsistent_parameters_fail_before_any_stage(tmp_path):
     assert "num_shards=1 < workers=2" in summary.error
 
 
+@pytest.mark.slow
 def test_a_failing_stage_fails_the_run_with_its_error(tmp_path):
     missing = tmp_path / "no-such-data"
     summary = run_pipeline_locally(

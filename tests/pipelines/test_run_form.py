@@ -29,7 +29,15 @@ def _root_inputs(spec: dict) -> dict:
 # -- the form ---------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", ["digits-training", "flights-training", "flights-retraining"])
+# flights-retraining has the most settings; the other two compile the same way.
+@pytest.mark.parametrize(
+    "name",
+    [
+        pytest.param("digits-training", marks=pytest.mark.slow),
+        pytest.param("flights-training", marks=pytest.mark.slow),
+        "flights-retraining",
+    ],
+)
 def test_a_version_for_an_environment_shows_the_per_run_parameters_and_the_overrides(name, tmp_path):
     environment = environments.load_environment("prod")
     (path,) = compile_pipelines([name], str(tmp_path), environment=environment)

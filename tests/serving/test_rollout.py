@@ -113,6 +113,7 @@ def test_first_rollout_goes_to_production_then_a_good_canary_is_promoted(trained
     assert "Canary run-2 promoted" in outcome.markdown()
 
 
+@pytest.mark.slow
 def test_a_constant_canary_is_rolled_back_and_production_is_untouched(trained, holdout, registry, runs):
     deploy(runs.rollout(registry, trained["model"], "run-1"), holdout)
     canary = runs.rollout(registry, trained["model"], "run-2", fault="constant")
@@ -126,6 +127,7 @@ def test_a_constant_canary_is_rolled_back_and_production_is_untouched(trained, h
     assert [e["event"] for e in registry.history()] == ["first", "rolled_back"]
 
 
+@pytest.mark.slow
 def test_a_canary_that_cannot_start_fails_the_step_and_is_rolled_back(
     trained, holdout, registry, runs, tmp_path
 ):
@@ -150,6 +152,7 @@ class CancelledMidRollout(LocalRollout):
         return endpoints
 
 
+@pytest.mark.slow
 def test_sigterm_mid_rollout_rolls_the_canary_back(trained, holdout, registry, runs):
     deploy(runs.rollout(registry, trained["model"], "run-1"), holdout)
     run_dir = str(runs.root / "run-2")

@@ -86,6 +86,7 @@ def test_unknown_plane_and_airport_become_missing_not_dropped(spark):
     assert row["dest_lat"] is None and row["temp"] is None
 
 
+@pytest.mark.slow
 def test_split_is_reproducible_and_close_to_80_10_10(spark):
     rows = [flight(flight=str(i)) for i in range(2000)]
     first = {r["distance"]: r for r in featurised(spark, rows).collect()}
@@ -118,6 +119,7 @@ def test_encoding_is_fitted_on_train_only(spark):
     assert (gust.impute_value, gust.mean, gust.std) == (0.0, 0.0, 0.0)
 
 
+@pytest.mark.slow
 def test_the_fit_is_what_spark_ml_fits(spark):
     """Vocabularies (ties among equally frequent values too), medians and the mean and standard
     deviation after imputation, against Spark ML's StringIndexer, Imputer and StandardScaler

@@ -374,6 +374,7 @@ def _profile_against(reference_uri: str, root, spark, shipped_data_dir, flights,
         return json.load(f)
 
 
+@pytest.mark.slow
 def test_a_profile_binned_with_a_reference_edges_measures_drift_against_it(
     job_run, tmp_path, spark, shipped_data_dir, real_flights
 ):

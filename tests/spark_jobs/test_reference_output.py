@@ -38,6 +38,9 @@ from kfstack_examples.flights.features_job.job import FeatureJobConfig, run_feat
 from tests.spark_jobs import reference_output
 from tests.spark_jobs.conftest import write_input_dir
 
+# The reference comparison runs the whole Spark job twice: minutes on two cores.
+pytestmark = pytest.mark.slow
+
 REFERENCE_DIR = os.path.join(os.path.dirname(__file__), "reference")
 SAMPLE_ROWS = 4000
 RUNS = ("whole", "windowed")

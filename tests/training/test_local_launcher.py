@@ -161,6 +161,7 @@ def test_a_rank_that_cannot_read_its_shard_fails_the_ddp_group(tmp_path, trainin
     assert not (tmp_path / "model" / "model.onnx").exists()
 
 
+@pytest.mark.slow
 def test_killed_rank_restarts_the_group_which_resumes_from_the_checkpoint(tmp_path):
     """The fault test: SIGKILL one DDP rank after the first checkpoint; training still finishes."""
     features = make_feature_dir(tmp_path / "features", rows=16000, shards=2, seed=1)

@@ -79,6 +79,7 @@ def test_mwms_two_workers_train_read_disjoint_shards_and_export_onnx(tmp_path, f
     assert probabilities.shape == (3,) and np.all((probabilities > 0) & (probabilities < 1))
 
 
+@pytest.mark.slow
 def test_parameter_server_topology_trains_and_stops_its_servers(tmp_path, features):
     started = []
     metrics, reference = run(

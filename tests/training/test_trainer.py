@@ -183,6 +183,7 @@ def test_a_trainjob_node_started_without_torchrun_refuses_to_train(tmp_path, fea
     assert not (tmp_path / "ckpt").exists() and not (tmp_path / "model").exists()
 
 
+@pytest.mark.slow
 def test_the_trainjob_contract_replayed_locally_trains(tmp_path, feature_dir):
     """Each node started exactly as its TrainJob pod is: torchrun under the runtime's PET_* env
     (loopback for node 0's address), and nothing else of the training-operator's."""

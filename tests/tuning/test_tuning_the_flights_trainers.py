@@ -69,6 +69,7 @@ def tuned(tmp_path_factory):
     return root, args, result
 
 
+@pytest.mark.slow
 def test_the_trials_run_the_real_trainer_with_katibs_substitution(tuned):
     root, _, _ = tuned
     entries = journal(root)
@@ -117,6 +118,7 @@ def test_the_best_trial_is_handed_on_typed_with_its_report(tuned):
     assert "<svg" in (root / "optimisation_plot").read_text()
 
 
+@pytest.mark.slow
 def test_an_interrupted_run_resumes_without_rerunning_finished_trials(tuned, tmp_path):
     root, args, _ = tuned
     journal_path = os.path.join(root, "tuning_trials", STATE_DIR, JOURNAL_FILE)

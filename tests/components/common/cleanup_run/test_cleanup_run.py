@@ -97,6 +97,7 @@ def test_a_part_that_fails_does_not_stop_the_other_and_the_step_fails_saying_wha
 
 
 @pytest.mark.parametrize("mode", [isvc.SERVERLESS, isvc.STANDARD])
+@pytest.mark.slow
 def test_the_exit_handler_rolls_back_a_canary_whose_task_was_killed(kserve_cluster, kserve_holdout, mode):
     api_cluster, api, _ = kserve_cluster
     deploy(rollout(kserve_cluster, mode, "run-1"), kserve_holdout)

@@ -58,6 +58,7 @@ def test_a_production_model_of_another_kind_is_not_scored_and_the_challenger_pas
     assert gate.decision == PASS and gate.champion is None and "cannot be scored here" in gate.reason
 
 
+@pytest.mark.slow
 def test_the_gate_scores_both_models_on_the_same_holdout(flights_registry, tmp_path, trained, weak_model):
     flights_registry.promote(trained["model"], "run-1", "run-1")
     champion = str(tmp_path / "champion")

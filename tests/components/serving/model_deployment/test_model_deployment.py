@@ -164,6 +164,7 @@ def run_local(args):
     return STAGE.run_local(STAGE.variants(settings)[0].settings)
 
 
+@pytest.mark.slow
 def test_a_worse_canary_is_rolled_back_on_accuracy(digits, tmp_path, monkeypatch):
     from sklearn.dummy import DummyClassifier
 

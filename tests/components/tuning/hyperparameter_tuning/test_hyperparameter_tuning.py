@@ -122,6 +122,7 @@ def test_the_experiments_trial_is_the_training_steps_job(team_code, tmp_path):
     )
 
 
+@pytest.mark.slow
 def test_grid_tuning_of_a_team_function_finds_its_best(team_code, tmp_path, dataset):
     settings = STAGE.settings(arguments(tmp_path, dataset))
     result = STAGE.run_local(STAGE.variants(settings)[0].settings)

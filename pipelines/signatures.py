@@ -1,0 +1,146 @@
+"""The components' settings arguments, written from the parameter catalog: each setting's type,
+default and description is declared once (:data:`kfstack.pipelines.parameters.CATALOG`, which
+takes a settings class's field where one reads it) and every component that takes the setting
+gets it from there.
+
+KFP embeds a lightweight component's source in the compiled spec, and kfp.local's subprocess
+runner refuses containerized components, so a component's signature stays literal Python in
+its ``component.py``. This module writes the literal part that is the catalog's: the arguments
+named like a catalog parameter that have a default, as one block between two marker comments,
+and their ``Args`` entries in the docstring, in the catalog's words.
+``tests/components/test_signatures.py`` writes them again in memory and fails on any difference,
+so a setting is changed in the catalog and ``python -m kfstack.pipelines.signatures`` is run.
+
+An argument a component requires (``platform``, ``serving_name`` of the deployment...) is the
+component's own and stays as written.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import inspect
+import json
+import pathlib
+import re
+import sys
+import textwrap
+from collections.abc import Iterator
+from typing import Any
+
+from kfp.dsl.base_component import BaseComponent
+
+import kfstack.components
+from kfstack.pipelines.parameters import CATALOG, Parameter
+
+BEGIN = "    # Settings from the parameter catalog, written by python -m kfstack.pipelines.signatures."
+END = "    # End of the catalog's settings."
+# ruff's line length (pyproject.toml): the docstring lines written here stay within it.
+LINE_LENGTH = 110
+_ARGUMENT_LINE = re.compile(r"^    (\w+): ")
+_ENTRY = re.compile(r"^        (\w+): ")
+
+
+@dataclasses.dataclass(frozen=True)
+class ComponentSource:
+    """A component's ``component.py``, and the catalog parameters it takes as settings."""
+
+    path: pathlib.Path
+    function: str
+    settings: list[Parameter]
+
+
+def component_sources() -> Iterator[ComponentSource]:
+    """Every component kfstack ships (``kfstack/components/<group>/<name>/component.py``)."""
+    root = pathlib.Path(kfstack.components.__file__).parent
+    for path in sorted(root.glob("*/*/component.py")):
+        parts = path.relative_to(root).with_suffix("").parts
+        module = importlib.import_module(".".join(("kfstack.components", *parts)))
+        for value in vars(module).values():
+            if isinstance(value, BaseComponent) and value.python_func.__module__ == module.__name__:
+                signature = inspect.signature(value.python_func)
+                settings = [
+                    CATALOG[name]
+                    for name, argument in signature.parameters.items()
+                    if name in CATALOG and argument.default is not inspect.Parameter.empty
+                ]
+                yield ComponentSource(path, value.python_func.__name__, settings)
+
+
+def literal(value: Any) -> str:
+    """``value`` as ruff formats a default: text in double quotes."""
+    return json.dumps(value) if isinstance(value, str) else repr(value)
+
+
+def written(source: ComponentSource, text: str) -> str:
+    """``text`` (the component's source) with its settings' arguments and docstring entries
+    written from the catalog."""
+    if not source.settings:
+        return text
+    lines = text.split("\n")
+    start = lines.index(next(line for line in lines if line.startswith(f"def {source.function}(")))
+    end = start + next(i for i, line in enumerate(lines[start:]) if line.startswith(")"))
+    names = {p.name for p in source.settings}
+    kept: list[str] = []
+    block_at = None
+    for line in lines[start + 1 : end]:
+        found = _ARGUMENT_LINE.match(line)
+        if line in (BEGIN, END) or (found and found.group(1) in names):
+            block_at = len(kept) if block_at is None else block_at
+            continue
+        kept.append(line)
+    block = [BEGIN, *(f"    {p.name}: {p.type.__name__} = {literal(p.default)}," for p in source.settings), END]
+    assert block_at is not None
+    signature = [*kept[:block_at], *block, *kept[block_at:]]
+    lines = [*lines[: start + 1], *signature, *lines[end:]]
+    return "\n".join(_with_entries(lines, {p.name: p.description for p in source.settings}))
+
+
+def _with_entries(lines: list[str], descriptions: dict[str, str]) -> list[str]:
+    """The docstring's ``Args`` entries of ``descriptions``' names in those words, in place."""
+    out: list[str] = []
+    index = 0
+    missing = set(descriptions)
+    while index < len(lines):
+        found = _ENTRY.match(lines[index])
+        if not (found and found.group(1) in descriptions):
+            out.append(lines[index])
+            index += 1
+            continue
+        name = found.group(1)
+        missing.discard(name)
+        out += textwrap.wrap(
+            f"{name}: {descriptions[name]}",
+            width=LINE_LENGTH,
+            initial_indent=" " * 8,
+            subsequent_indent=" " * 12,
+            break_on_hyphens=False,
+            break_long_words=False,
+        )
+        index += 1
+        while index < len(lines) and lines[index].startswith(" " * 12):
+            index += 1  # the entry's old continuation lines
+    if missing:
+        raise ValueError(f"no Args entry for {', '.join(sorted(missing))}")
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Writes every component's settings from the catalog; ``--check``: only says which differ
+    (exit 1)."""
+    check = "--check" in (argv if argv is not None else sys.argv[1:])
+    stale = []
+    for source in component_sources():
+        text = source.path.read_text(encoding="utf-8")
+        new = written(source, text)
+        if new != text:
+            stale.append(str(source.path))
+            if not check:
+                source.path.write_text(new, encoding="utf-8")
+    for path in stale:
+        print(("differs from the catalog: " if check else "written: ") + path)
+    return 1 if check and stale else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
