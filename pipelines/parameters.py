@@ -497,7 +497,7 @@ CATALOG = ParameterSet(
         from_setting(
             TrainingPlacement,
             "timeout_seconds",
-            "Kubernetes: the training job's activeDeadlineSeconds.",
+            "Kubernetes: the training job's activeDeadlineSeconds and the longest wait for it (seconds).",
             _CLUSTER,
         ),
         from_setting(

@@ -89,7 +89,11 @@ def written(source: ComponentSource, text: str) -> str:
             block_at = len(kept) if block_at is None else block_at
             continue
         kept.append(line)
-    block = [BEGIN, *(f"    {p.name}: {p.type.__name__} = {literal(p.default)}," for p in source.settings), END]
+    block = [
+        BEGIN,
+        *(f"    {p.name}: {p.type.__name__} = {literal(p.default)}," for p in source.settings),
+        END,
+    ]
     assert block_at is not None
     signature = [*kept[:block_at], *block, *kept[block_at:]]
     lines = [*lines[: start + 1], *signature, *lines[end:]]

@@ -6,7 +6,13 @@ from kfstack.images import COMPONENT_IMAGE
 
 
 @dsl.component(base_image=COMPONENT_IMAGE, install_kfp_package=False)
-def cleanup_run(platform: str, run_id: str, launch_namespace: str = "") -> str:
+def cleanup_run(
+    platform: str,
+    run_id: str,
+    # Settings from the parameter catalog, written by python -m kfstack.pipelines.signatures.
+    launch_namespace: str = "",
+    # End of the catalog's settings.
+) -> str:
     """Deletes the run's batch jobs (SparkApplications, TrainJobs, PyTorchJobs, TFJobs, Katib
     Experiments) not finished, and rolls back an InferenceService canary the run left unfinished.
 
@@ -17,8 +23,9 @@ def cleanup_run(platform: str, run_id: str, launch_namespace: str = "") -> str:
     Args:
         platform: ``local`` (nothing to do: the launchers own their processes) or ``kubernetes``.
         run_id: The pipeline run (``dsl.PIPELINE_JOB_ID_PLACEHOLDER``) whose objects to delete.
-        launch_namespace: Kubernetes: the namespace the run's launchers created their objects
-            in; empty: this task's own.
+        launch_namespace: Kubernetes: the namespace the launchers create their jobs and the InferenceService
+            in (and read back, clean up and roll back there); empty: the task pod's own. The run's service
+            account needs the launcher Role there (manifests/README.md).
 
     Returns:
         What was deleted or rolled back, ``Kind/name`` comma-separated (empty when nothing was left).

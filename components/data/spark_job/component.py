@@ -18,22 +18,24 @@ def spark_job(
     report: Output[Metrics],
     spark_job: Output[Artifact],
     spark_arguments: list = [],  # noqa: B006
+    # Settings from the parameter catalog, written by python -m kfstack.pipelines.signatures.
     input_uri: str = "",
-    spark_conf: dict = {},  # noqa: B006
-    env_secrets: list = [],  # noqa: B006
     spark_image: str = "",
-    spark_driver_cores: int = 1,
     spark_driver_memory: str = "2g",
     spark_executors: int = 2,
     spark_executor_cores: int = 2,
     spark_executor_memory: str = "4g",
-    spark_node_pool: str = "cpu",
     spark_service_account: str = "kfstack-spark",
     object_store_secret: str = "kfstack-object-store",
     image_pull_secret: str = "",
     spark_timeout_seconds: int = 7200,
     istio_mesh: bool = True,
     launch_namespace: str = "",
+    # End of the catalog's settings.
+    spark_conf: dict = {},  # noqa: B006
+    env_secrets: list = [],  # noqa: B006
+    spark_driver_cores: int = 1,
+    spark_node_pool: str = "cpu",
     local_cores: int = 0,
     settings_overrides: dict = {},  # noqa: B006
 ):
@@ -60,36 +62,34 @@ def spark_job(
             on Kubernetes the SparkApplication's apiVersion, kind, namespace, name and uid.
         spark_arguments: The application's command line (strings), after its name in
             ``sys.argv``.
-        input_uri: The raw data, handed over as ``KFSTACK_INPUT_URI`` (``s3://`` and
-            ``minio://`` become ``s3a://``, as Spark opens them); empty: none.
+        input_uri: The raw data the Spark application reads (its KFSTACK_INPUT_URI: s3://, gs://, a local
+            path...); empty: none, or the application's own default.
         spark_conf: Spark settings (``spark.*`` keys), over kfstack's local defaults; on
             Kubernetes the SparkApplication's ``sparkConf``.
         env_secrets: Names of Secrets (database or feature-store credentials) whose keys become
             the driver's and executors' environment (``envFrom``); locally the job inherits this
             task's environment. Never a value.
-        spark_image: Kubernetes: the image of driver and executors; empty: kfstack's Spark image.
-            Another image must carry kfstack and ``/opt/kfstack/jobs/kfstack_driver.py``.
+        spark_image: Kubernetes: the image of the Spark driver and executors, with the team's application
+            installed; empty: kfstack's Spark image.
         spark_driver_cores: Kubernetes: driver cores (>= 1).
-        spark_driver_memory: Driver memory, Spark notation (``2g``, ``512m``); locally the heap
-            of the one JVM, which runs the tasks too.
-        spark_executors: Kubernetes: executor pods (>= 1).
-        spark_executor_cores: Kubernetes: cores per executor (>= 1).
-        spark_executor_memory: Kubernetes: memory per executor, Spark notation.
+        spark_driver_memory: Driver memory (Spark notation); locally the memory of the one JVM.
+        spark_executors: Kubernetes: Spark executor pods.
+        spark_executor_cores: Kubernetes: cores per executor.
+        spark_executor_memory: Kubernetes: memory per executor (Spark notation: 4g, 512m).
         spark_node_pool: Kubernetes: node-pool profile of driver and executors
             (``node_pools.yaml``).
-        spark_service_account: Kubernetes: the driver's service account (it creates the
-            executor pods).
-        object_store_secret: Kubernetes: Secret with the object-store keys the Spark pods get as
-            env (``AWS_ACCESS_KEY_ID``...); empty: none (workload identity).
-        image_pull_secret: Kubernetes: image pull Secret; empty: none.
-        spark_timeout_seconds: Kubernetes: longest wait for the SparkApplication (seconds); it is
-            deleted after that.
-        istio_mesh: Kubernetes: the launch namespace is in an Istio mesh: the launched pods
-            carry its opt-out labels (``sidecar.istio.io/inject=false``,
-            ``istio.io/dataplane-mode=none``); false: none.
-        launch_namespace: Kubernetes: the namespace the SparkApplication is created and read back
-            in; empty: this task's own (the launcher Role must be bound there,
-            manifests/README.md).
+        spark_service_account: Kubernetes: the Spark driver's service account.
+        object_store_secret: Kubernetes: name of the Secret with AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY
+            (and AWS_ENDPOINT_URL for MinIO) for the pods; optional.
+        image_pull_secret: Kubernetes: image pull Secret of the launched jobs; empty: none.
+        spark_timeout_seconds: Kubernetes: longest wait for the SparkApplication.
+        istio_mesh: Kubernetes: the launch namespace is in an Istio mesh (a Kubeflow profile namespace): every
+            batch pod carries the labels that keep it out of the mesh (``sidecar.istio.io/inject=false``,
+            ``istio.io/dataplane-mode=none``); false: no mesh labels on them. The predictors and the
+            deployment task stay in the mesh.
+        launch_namespace: Kubernetes: the namespace the launchers create their jobs and the InferenceService
+            in (and read back, clean up and roll back there); empty: the task pod's own. The run's service
+            account needs the launcher Role there (manifests/README.md).
         local_cores: Local: ``local[N]``; 0: every core (``local[*]``).
         settings_overrides: The run's overrides of settings compiled into its version (setting
             -> value, ``kfstack describe``); the step applies those of its own arguments.

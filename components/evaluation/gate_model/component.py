@@ -17,14 +17,16 @@ def gate_model(
     label_column: str,
     gate_metrics: Output[Metrics],
     gate_report: Output[Markdown],
+    # Settings from the parameter catalog, written by python -m kfstack.pipelines.signatures.
     gate_metric: str = "",
     gate_margin: float = 0.0,
+    decision_threshold: float = 0.5,
+    # End of the catalog's settings.
     dataset_split: str = "",
     feature_columns: list = [],  # noqa: B006
     request_format: str = "tensor",
     model_format: str = "",
     custom_predictor: str = "",
-    decision_threshold: float = 0.5,
     batch_size: int = 512,
     settings_overrides: dict = {},  # noqa: B006
 ) -> str:
@@ -44,17 +46,16 @@ def gate_model(
             the task) and ``passed`` (1/0).
         gate_report: The decision, the rule and both models' figures; its metadata is the run
             summary's ``gate`` entry.
-        gate_metric: The metric that decides (any of the task's; lower is better for
-            ``log_loss``, ``rmse`` and ``mae``); empty: the task's quality metric (AUC,
-            accuracy, RMSE).
-        gate_margin: How much better the challenger must be, in the metric's units (>= 0; 0: at
-            least as good).
+        gate_metric: The metric the champion/challenger gate decides on, any of the task's; empty: the task's
+            quality metric (AUC, accuracy, RMSE).
+        gate_margin: How much better than production (on the new window's holdout) the retrained model must be
+            to go on to the canary, in the gate metric's units (0: at least as good).
         dataset_split: A file or folder of the dataset to score; empty: all of it.
         feature_columns: The columns a request carries, in order; empty: all but the label.
         request_format: ``tensor`` (rows as a numeric matrix) or ``records`` (rows as objects).
         model_format: ``sklearn``, ``xgboost``, ``onnx`` or ``custom``; empty: the challenger's.
         custom_predictor: ``package.module:Class``: the team's ``kserve.Model`` for ``custom``.
-        decision_threshold: Binary: a row is predicted positive at a probability >= it.
+        decision_threshold: Binary: a row is predicted positive at a probability at or above it.
         batch_size: Rows per request.
         settings_overrides: The run's overrides of settings compiled into its version (setting
             -> value, ``kfstack describe``); the step applies those of its own arguments.

@@ -23,7 +23,9 @@ def model_evaluation(
     feature_columns: list = [],  # noqa: B006
     request_format: str = "tensor",
     custom_predictor: str = "",
+    # Settings from the parameter catalog, written by python -m kfstack.pipelines.signatures.
     decision_threshold: float = 0.5,
+    # End of the catalog's settings.
     class_names: list = [],  # noqa: B006
     batch_size: int = 512,
     settings_overrides: dict = {},  # noqa: B006
@@ -54,7 +56,7 @@ def model_evaluation(
         request_format: ``tensor`` (rows as a numeric matrix) or ``records`` (rows as objects).
         custom_predictor: ``package.module:Class``: the team's ``kserve.Model``, built as
             ``Class(name, model_dir)`` (the runtimes' ``--model_name``/``--model_dir``).
-        decision_threshold: Binary: a row is predicted positive at a probability >= it.
+        decision_threshold: Binary: a row is predicted positive at a probability at or above it.
         class_names: Classification: the name of label ``i`` at ``class_names[i]`` (the
             confusion matrix's rows and columns); empty: the labels themselves.
         batch_size: Rows per request.

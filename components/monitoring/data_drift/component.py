@@ -19,11 +19,13 @@ def data_drift(
     categorical_columns: list = [],  # noqa: B006
     label_column: str = "",
     current_profile_file: str = "",
+    # Settings from the parameter catalog, written by python -m kfstack.pipelines.signatures.
     drift_max_psi: float = 0.2,
     drift_max_label_rate_shift: float = 0.05,
     drift_ignore_features: str = "",
     force: bool = False,
     trigger: str = "",
+    # End of the catalog's settings.
     settings_overrides: dict = {},  # noqa: B006
 ) -> bool:
     """Compares the current data with what production was trained on: PSI per column, the label
@@ -47,14 +49,13 @@ def data_drift(
         current_profile_file: A profile the data step wrote beside the data on the reference's
             edges (a Spark job profiling the whole window), used instead of profiling here; its
             ``profile.json`` (own edges) becomes ``current_profile``. Empty: profile here.
-        drift_max_psi: Drifted when a column's PSI exceeds it (0.2: a significant shift).
-        drift_max_label_rate_shift: Drifted when the label rate moved by more (0-1).
-        drift_ignore_features: Comma-separated columns measured and reported, not deciding (a
-            calendar column differs between any two windows by construction).
-        force: Retrain even without drift.
-        trigger: Why the run was started (a drift alert's receiver writes the alert, model, time
-            and max PSI), shown in the report and recorded as its ``trigger``; empty: a
-            schedule or a person.
+        drift_max_psi: Retrain when a feature's PSI (new window against the production model's training data)
+            is above this (0.1 small, 0.2 large shift).
+        drift_max_label_rate_shift: Retrain when the label rate moved by more than this (0-1).
+        drift_ignore_features: Comma-separated features the drift check measures but does not decide on.
+        force: Retrain even when nothing drifted.
+        trigger: Why this run was started: a drift alert's receiver writes the alert, the model, when it
+            started firing and its max PSI; empty: a schedule or by hand.
         settings_overrides: The run's overrides of settings compiled into its version (setting
             -> value, ``kfstack describe``); the step applies those of its own arguments.
 

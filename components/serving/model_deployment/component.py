@@ -25,13 +25,8 @@ def model_deployment(
     deployment: Output[Artifact],
     run_id: str,
     task_name: str,
+    # Settings from the parameter catalog, written by python -m kfstack.pipelines.signatures.
     deploy: bool = True,
-    holdout_split: str = "",
-    feature_columns: list = [],  # noqa: B006
-    request_format: str = "tensor",
-    custom_predictor: str = "",
-    serving_runtime: str = "",
-    serving_model_format: str = "",
     serving_mode: str = "serverless",
     serving_min_replicas: int = 1,
     serving_max_replicas: int = 3,
@@ -58,6 +53,13 @@ def model_deployment(
     canary_max_psi: float = 0.2,
     canary_max_quality_drop: float = 0.01,
     drift_ignore_features: str = "",
+    # End of the catalog's settings.
+    holdout_split: str = "",
+    feature_columns: list = [],  # noqa: B006
+    request_format: str = "tensor",
+    custom_predictor: str = "",
+    serving_runtime: str = "",
+    serving_model_format: str = "",
     # Outputs as KFP reads them: inline, for the task runs this function's source alone (no
     # module around it), which mypy cannot type -- hence the ignore.
     settings_overrides: dict = {},  # noqa: B006
@@ -82,7 +84,9 @@ def model_deployment(
         deployment: What serves: the InferenceService's coordinates, or the local servers.
         run_id: The pipeline run: versions the model.
         task_name: This task's name.
-        deploy: ``false``: nothing is deployed; the outputs say ``skipped``.
+        deploy: Deploy the evaluated model: the first time at 100%, later as a canary analysed on the labelled
+            holdout, then promoted or rolled back (a KServe InferenceService on Kubernetes; model servers on
+            loopback and the local registry locally).
         holdout_split: A folder of the holdout dataset to replay (``test``); empty: all of it.
         feature_columns: The holdout columns a request carries, in order; empty: all but the label.
         request_format: ``tensor`` (rows of numbers) or ``records`` (one object per row).
@@ -92,43 +96,53 @@ def model_deployment(
             ``custom``: the team's, running its predictor image.
         serving_model_format: The ``modelFormat`` the InferenceService declares; empty: the
             model's format. ``custom``: one the team's runtime lists.
-        serving_mode: ``serverless`` (Knative; ``canaryTrafficPercent``) or ``standard``
-            (RawDeployment; ``spec.canary``).
-        serving_min_replicas: Autoscaling lower bound (0: scale to zero, serverless only).
-        serving_max_replicas: Autoscaling upper bound.
-        serving_scale_metric: Serverless ``concurrency``/``rps``, standard ``cpu``/``memory``,
-            with ``serving_autoscaler=keda`` also ``gpu``/``queue``; empty: the mode's default.
-        serving_scale_target: Target per replica (a percent for cpu, memory and gpu; requests
-            for concurrency and queue; per second for rps); 0: the default.
-        serving_autoscaler: Standard mode's autoscaler class: empty (KServe's default HPA),
-            ``hpa`` or ``keda``.
-        serving_prometheus_address: The Prometheus KEDA queries for ``gpu`` and ``queue``.
-        serving_keda_authentication: A KEDA TriggerAuthentication for it; empty: none.
-        serving_keda_auth_modes: The modes KEDA uses it in (``bearer`` or ``basic``, ``tls``,
-            ``custom``; comma-separated); required with it, for KEDA applies none without.
-        serving_queue_metric: The queue-length gauge ``queue`` sums per pod; empty: kfstack's
-            server's own (``model_format=custom``), else refused (name the runtime's).
-        serving_gpu_metric: The GPU utilisation series (DCGM exporter's).
-        serving_gpu_pod_label: Its label naming the pod using the GPU.
-        serving_gpu_namespace_label: Its label naming that pod's namespace.
-        serving_pool: Node-pool profile of the predictor pods.
-        serving_service_account: The predictor's service account (reads the model); empty: default.
-        serving_timeout_seconds: Longest wait for a rollout step to be Ready.
-        launch_namespace: Kubernetes: the namespace the InferenceService is created and read back
-            in; empty: this task's own (the launcher Role must be bound there,
-            manifests/README.md).
-        canary_traffic_percent: The canary's share of traffic while it is analysed (1-99).
-        canary_records: Holdout rows replayed.
-        canary_batch_size: Rows per request.
+        serving_mode: Kubernetes: ``serverless`` (Knative revisions, canaryTrafficPercent, scale to zero) or
+            ``standard`` (RawDeployment, the spec.canary list; KServe >= 0.20).
+        serving_min_replicas: Kubernetes: autoscaling minimum; 0 (scale to zero) needs serverless.
+        serving_max_replicas: Kubernetes: autoscaling maximum.
+        serving_scale_metric: Kubernetes: serverless ``concurrency`` or ``rps`` (Knative), standard ``cpu`` or
+            ``memory``, with serving_autoscaler=keda also ``gpu`` or ``queue``; empty: the first of the
+            mode's.
+        serving_scale_target: Kubernetes: the metric's target per replica (requests in flight or per second,
+            queue length; cpu, memory and gpu: a utilisation percent, at most 100); 0: the default
+            (concurrency 8, rps 50, cpu 80, memory 80, gpu 80, queue 8).
+        serving_autoscaler: Kubernetes, standard: KServe's autoscaler class; empty: KServe's default (its
+            HPA), ``hpa``, or ``keda`` (a KEDA ScaledObject; also scales on ``gpu`` and ``queue``).
+        serving_prometheus_address: Kubernetes: the Prometheus KEDA queries for the gpu and queue metrics
+            (e.g. http://prometheus-operated.monitoring.svc:9090); required for them, no default.
+        serving_keda_authentication: Kubernetes: a KEDA TriggerAuthentication in the namespace for those
+            queries; empty: none. Needs serving_keda_auth_modes.
+        serving_keda_auth_modes: Kubernetes: the modes KEDA's Prometheus scaler uses the TriggerAuthentication
+            in, comma-separated: bearer or basic, tls, custom (KEDA applies none without); required with
+            serving_keda_authentication.
+        serving_queue_metric: Kubernetes: the queue-length gauge serving_scale_metric=queue sums over the
+            predictor's pods (selected by their pod and namespace labels); empty: kfstack's server's
+            kfstack_predictor_requests_in_flight for model_format=custom, refused for other runtimes (Triton's
+            port 8002 is not scraped by default).
+        serving_gpu_metric: Kubernetes: the GPU utilisation series (percent per GPU; DCGM_FI_PROF_* ratios are
+            scaled to percent); MIG slices report DCGM_FI_PROF_GR_ENGINE_ACTIVE only.
+        serving_gpu_pod_label: Kubernetes: the GPU series' label naming the pod using the GPU (exported_pod
+            unless the DCGM exporter is scraped with honorLabels: then pod).
+        serving_gpu_namespace_label: Kubernetes: the GPU series' label naming that pod's namespace
+            (exported_namespace, or namespace with honorLabels).
+        serving_pool: Kubernetes: node pool of the predictor pods.
+        serving_service_account: Kubernetes: the predictor's service account, with the Secret KServe's storage
+            initializer reads the model with; empty: the namespace's default.
+        serving_timeout_seconds: Kubernetes: longest wait for each rollout state to be Ready.
+        launch_namespace: Kubernetes: the namespace the launchers create their jobs and the InferenceService
+            in (and read back, clean up and roll back there); empty: the task pod's own. The run's service
+            account needs the launcher Role there (manifests/README.md).
+        canary_traffic_percent: Kubernetes: the canary's share of live traffic while analysed.
+        canary_records: Labelled holdout rows replayed to stable and canary.
+        canary_batch_size: Rows per replayed request.
         canary_max_error_rate: Roll back above this canary error rate.
-        canary_max_latency_ratio: Roll back when canary p95 > this x stable p95 + slack.
-        canary_latency_slack_ms: The slack (ms).
-        canary_max_psi: Roll back above this prediction shift (PSI); 0: not checked.
-        canary_max_quality_drop: Roll back when the canary's quality metric is worse than the
-            stable's by more than this.
-        drift_ignore_features: Comma-separated features the servers' live drift measures but
-            leaves out of its max PSI, as the drift check does; empty: the model's own declared
-            ones. Passed to kfstack's model servers only (KServe's runtimes watch no drift).
+        canary_max_latency_ratio: Roll back when the canary's p95 latency exceeds this times the stable's plus
+            canary_latency_slack_ms.
+        canary_latency_slack_ms: Milliseconds of slack in the latency rule.
+        canary_max_psi: Roll back above this prediction shift (PSI of canary against stable); 0: not checked.
+        canary_max_quality_drop: Roll back when the canary's quality metric is lower than the stable's by
+            more.
+        drift_ignore_features: Comma-separated features the drift check measures but does not decide on.
         settings_overrides: The run's overrides of settings compiled into its version (setting
             -> value, ``kfstack describe``); the step applies those of its own arguments.
 

@@ -16,7 +16,9 @@ def production_model(
     serving_name: str,
     model: Output[Model],
     comparable_files: list = [],  # noqa: B006
+    # Settings from the parameter catalog, written by python -m kfstack.pipelines.signatures.
     launch_namespace: str = "",
+    # End of the catalog's settings.
     # Outputs as KFP reads them: inline, for the task runs this function's source alone (no
     # module around it), which mypy cannot type -- hence the ignore.
     settings_overrides: dict = {},  # noqa: B006
@@ -36,8 +38,9 @@ def production_model(
         comparable_files: The files a production model must hold for this run to compare with
             it (a drift check needs its ``profile.json``, a gate what its server loads); one
             without them is recorded as found but not comparable. Empty: any model is.
-        launch_namespace: Kubernetes: the namespace the InferenceService is read from; empty: this
-            task's own (the launcher Role must be bound there, manifests/README.md).
+        launch_namespace: Kubernetes: the namespace the launchers create their jobs and the InferenceService
+            in (and read back, clean up and roll back there); empty: the task pod's own. The run's service
+            account needs the launcher Role there (manifests/README.md).
         settings_overrides: The run's overrides of settings compiled into its version (setting
             -> value, ``kfstack describe``); the step applies those of its own arguments.
 

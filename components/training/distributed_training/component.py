@@ -21,6 +21,7 @@ def distributed_training(
     hyperparameters: dict = {},  # noqa: B006
     metric_names: list = [],  # noqa: B006
     model_format: str = "custom",
+    # Settings from the parameter catalog, written by python -m kfstack.pipelines.signatures.
     framework: str = "pytorch",
     workers: int = 2,
     max_restarts: int = 3,
@@ -29,7 +30,6 @@ def distributed_training(
     elastic_min_workers: int = 0,
     elastic_max_workers: int = 0,
     trainer_image: str = "",
-    env_secrets: list = [],  # noqa: B006
     gpu_pool: str = "h100",
     object_store_secret: str = "kfstack-object-store",
     image_pull_secret: str = "",
@@ -38,6 +38,8 @@ def distributed_training(
     launch_namespace: str = "",
     training_api: str = "auto",
     trainer_runtime: str = "torch-distributed",
+    # End of the catalog's settings.
+    env_secrets: list = [],  # noqa: B006
     run_id: str = "",
     task_name: str = "",
     pipeline: str = "",
@@ -75,33 +77,41 @@ def distributed_training(
             format); every one must be printed by rank 0.
         model_format: ``sklearn``, ``xgboost``, ``lightgbm``, ``onnx`` (the file KServe's runtime
             for it loads must be there) or ``custom`` (any files; a team's own predictor).
-        framework: ``pytorch`` (TrainJob or PyTorchJob) or ``tensorflow`` (TFJob).
-        workers: Replicas (>= 1): PyTorch one Master and ``workers - 1`` Workers, or TrainJob
-            nodes; TF Workers (the ``parameter_server`` topology adds a Chief and the PS).
-        max_restarts: Restarts after a replica fails (>= 0; the job's backoffLimit).
-        tf_topology: TensorFlow: ``mwms`` (MultiWorkerMirroredStrategy) or ``parameter_server``.
-        tf_parameter_servers: TensorFlow ``parameter_server``: PS replicas (>= 1).
-        elastic_min_workers: PyTorch on Kubernetes: with ``elastic_max_workers``, an elastic
-            PyTorchJob between these replica counts (torchrun, c10d); 0 = fixed size.
-        elastic_max_workers: PyTorch on Kubernetes: upper replica count; 0 = fixed size.
-        trainer_image: Kubernetes: the image holding the code; empty: kfstack's trainer image
-            for the framework.
+        framework: ``pytorch`` (DDP; TrainJob or PyTorchJob, see training_api) or ``tensorflow`` (TFJob).
+        workers: Training ranks (TrainJob: nodes; PyTorchJob: 1 Master + workers-1 Workers; TFJob: Workers).
+        max_restarts: Restarts from the last checkpoint when a rank fails (a TrainJob: its runtime's, see
+            trainer_runtime).
+        tf_topology: TensorFlow: ``mwms`` (MultiWorkerMirroredStrategy, synchronous) or ``parameter_server``
+            (chief + workers + parameter servers, asynchronous).
+        tf_parameter_servers: TensorFlow ``parameter_server`` topology: PS replicas.
+        elastic_min_workers: Kubernetes, PyTorch: with elastic_max_workers, run the PyTorchJob elastic between
+            these replica counts (torchrun, c10d); 0 = fixed size.
+        elastic_max_workers: Kubernetes, PyTorch: upper replica count of an elastic job; 0 = fixed.
+        trainer_image: Kubernetes: the image of the training replicas and trials, with the team's training
+            code installed; empty: kfstack's trainer image for the framework.
         env_secrets: Kubernetes: Secrets whose keys become the replicas' environment
             (credentials by name, never by value; not with a TrainJob). Locally the replicas
             inherit this process's environment.
-        gpu_pool: Kubernetes: node-pool profile of the replicas (``node_pools.yaml``).
-        object_store_secret: Kubernetes: Secret with the object-store keys; empty: none.
-        image_pull_secret: Kubernetes: image pull Secret of the replicas; empty: none.
-        training_timeout_seconds: Kubernetes: the job's activeDeadlineSeconds and the longest
-            wait for it (seconds).
-        istio_mesh: Kubernetes: the launch namespace is in an Istio mesh: the launched pods
-            carry its opt-out labels (``sidecar.istio.io/inject=false``,
-            ``istio.io/dataplane-mode=none``); false: none.
-        launch_namespace: Kubernetes: the namespace the training job is created and read back in;
-            empty: this task's own (the launcher Role must be bound there, manifests/README.md).
-        training_api: ``auto`` (what the cluster serves; Trainer v2 first), ``v1``
-            (PyTorchJob/TFJob) or ``trainer-v2`` (TrainJob; PyTorch, not elastic).
-        trainer_runtime: The TrainJob's ClusterTrainingRuntime (a torchrun runtime).
+        gpu_pool: Kubernetes: node pool of the training replicas (``cpu``, ``h100``, ``a100-mig``,
+            ``h100-spot``; see kfstack/kubernetes/node_pools.yaml).
+        object_store_secret: Kubernetes: name of the Secret with AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY
+            (and AWS_ENDPOINT_URL for MinIO) for the pods; optional.
+        image_pull_secret: Kubernetes: image pull Secret of the launched jobs; empty: none.
+        training_timeout_seconds: Kubernetes: the training job's activeDeadlineSeconds and the longest wait
+            for it (seconds).
+        istio_mesh: Kubernetes: the launch namespace is in an Istio mesh (a Kubeflow profile namespace): every
+            batch pod carries the labels that keep it out of the mesh (``sidecar.istio.io/inject=false``,
+            ``istio.io/dataplane-mode=none``); false: no mesh labels on them. The predictors and the
+            deployment task stay in the mesh.
+        launch_namespace: Kubernetes: the namespace the launchers create their jobs and the InferenceService
+            in (and read back, clean up and roll back there); empty: the task pod's own. The run's service
+            account needs the launcher Role there (manifests/README.md).
+        training_api: Kubernetes: ``auto`` (the training API the cluster serves; Trainer v2's TrainJob when it
+            serves both), ``v1`` (PyTorchJob/TFJob, training-operator v1.9) or ``trainer-v2`` (TrainJob,
+            Kubeflow Trainer v2.3; PyTorch, not elastic). Locally: which contract the replicas replay.
+        trainer_runtime: Kubernetes, Trainer v2: the ClusterTrainingRuntime of the TrainJob
+            (``torch-distributed`` upstream; ``kfstack-torch-distributed`` restarts the whole job from its
+            checkpoint, see manifests/README.md).
         run_id: The pipeline run (``dsl.PIPELINE_JOB_ID_PLACEHOLDER``); names the job.
         task_name: This task's name (``dsl.PIPELINE_TASK_NAME_PLACEHOLDER``).
         pipeline: The pipeline this task belongs to, as ``kfstack list`` names it; recorded in

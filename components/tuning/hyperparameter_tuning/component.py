@@ -26,6 +26,7 @@ def hyperparameter_tuning(
     hyperparameters: dict = {},  # noqa: B006
     metric_names: list = [],  # noqa: B006
     model_format: str = "custom",
+    # Settings from the parameter catalog, written by python -m kfstack.pipelines.signatures.
     tune: bool = True,
     tuning_algorithm: str = "tpe",
     tuning_algorithm_settings: str = "{}",
@@ -50,7 +51,6 @@ def hyperparameter_tuning(
     elastic_min_workers: int = 0,
     elastic_max_workers: int = 0,
     trainer_image: str = "",
-    env_secrets: list = [],  # noqa: B006
     gpu_pool: str = "h100",
     object_store_secret: str = "kfstack-object-store",
     image_pull_secret: str = "",
@@ -59,6 +59,8 @@ def hyperparameter_tuning(
     launch_namespace: str = "",
     training_api: str = "auto",
     trainer_runtime: str = "torch-distributed",
+    # End of the catalog's settings.
+    env_secrets: list = [],  # noqa: B006
     run_id: str = "",
     task_name: str = "",
     # Outputs as KFP reads them: inline, for the task runs this function's source alone (no
@@ -92,46 +94,59 @@ def hyperparameter_tuning(
         metric_names: As the training step: the metrics the code prints; the objective is one,
             the others are recorded per trial.
         model_format: As the training step (each trial's model is checked against it).
-        tune: ``false`` runs nothing and hands ``hyperparameters`` on.
-        tuning_algorithm: Katib algorithm: random, tpe, multivariate-tpe, cmaes, grid, sobol
-            (both platforms), bayesianoptimization (Kubernetes only).
-        tuning_algorithm_settings: JSON object of the algorithm's Katib settings.
-        tuning_direction: ``maximize`` or ``minimize``.
-        tuning_goal: Stop once the best trial reaches it; 0 = no goal.
-        tuning_require_goal: Fail when the trials end without reaching the goal.
-        tuning_metric_strategy: ``min``, ``max`` or ``latest`` of a trial's reports; empty: by
-            direction.
-        tuning_early_stopping: ``medianstop`` or ``none``.
-        tuning_min_trials_required: medianstop: succeeded trials before any is stopped (>= 1).
-        tuning_start_step: medianstop: the report at which a trial is judged (< trial epochs).
-        tuning_trial_epochs: The reports (epochs) a trial makes; handed to the code as its
-            ``epochs`` hyperparameter when it declares one and the search space does not tune it.
-        tuning_parallel_trials: Trials at once (locally capped to the cores).
-        tuning_max_trials: Trials in all.
-        tuning_max_failed_trials: The step fails once this many trials failed.
+        tune: Tune the declared hyperparameters before training (a Katib Experiment on Kubernetes, the
+            embedded tuner locally); false: train with the values given.
+        tuning_algorithm: random, tpe, multivariate-tpe, cmaes, grid, sobol; on Kubernetes also
+            bayesianoptimization (hyperband is refused: kfstack's trials have no growing resource).
+        tuning_algorithm_settings: JSON object of Katib algorithm settings, e.g. {"random_state": 7}; {} for
+            the defaults.
+        tuning_direction: maximize or minimize.
+        tuning_goal: Stop tuning once the best trial reaches it; 0 = no goal.
+        tuning_require_goal: Fail when the trials end without reaching tuning_goal.
+        tuning_metric_strategy: min, max or latest of a trial's reports; empty: by direction.
+        tuning_early_stopping: medianstop or none.
+        tuning_min_trials_required: medianstop: succeeded trials before any trial is stopped.
+        tuning_start_step: medianstop: the epoch at which a trial is judged (< trial epochs; Katib's default
+            is 4).
+        tuning_trial_epochs: Epochs per trial.
+        tuning_parallel_trials: Trials at once (capped to the cores locally).
+        tuning_max_trials: Trials in all (`kfstack run --local` applies a small local budget).
+        tuning_max_failed_trials: Tuning fails once this many trials failed.
         tuning_resume_policy: Kubernetes: Katib resumePolicy (Never, LongRunning, FromVolume).
-        tuning_timeout_seconds: Kubernetes: longest wait for the whole Experiment (seconds).
-        framework: As the training step.
-        workers: Replicas per trial.
-        max_restarts: Restarts of a trial after a replica fails.
-        tf_topology: TensorFlow topology of the trials.
-        tf_parameter_servers: TensorFlow parameter servers per trial.
-        elastic_min_workers: PyTorch elastic lower bound (v1 only); 0 = fixed size.
-        elastic_max_workers: PyTorch elastic upper bound; 0 = fixed size.
-        trainer_image: Kubernetes: the image holding the code; empty: kfstack's for the framework.
+        tuning_timeout_seconds: Kubernetes: longest wait for the Experiment.
+        framework: ``pytorch`` (DDP; TrainJob or PyTorchJob, see training_api) or ``tensorflow`` (TFJob).
+        workers: Training ranks (TrainJob: nodes; PyTorchJob: 1 Master + workers-1 Workers; TFJob: Workers).
+        max_restarts: Restarts from the last checkpoint when a rank fails (a TrainJob: its runtime's, see
+            trainer_runtime).
+        tf_topology: TensorFlow: ``mwms`` (MultiWorkerMirroredStrategy, synchronous) or ``parameter_server``
+            (chief + workers + parameter servers, asynchronous).
+        tf_parameter_servers: TensorFlow ``parameter_server`` topology: PS replicas.
+        elastic_min_workers: Kubernetes, PyTorch: with elastic_max_workers, run the PyTorchJob elastic between
+            these replica counts (torchrun, c10d); 0 = fixed size.
+        elastic_max_workers: Kubernetes, PyTorch: upper replica count of an elastic job; 0 = fixed.
+        trainer_image: Kubernetes: the image of the training replicas and trials, with the team's training
+            code installed; empty: kfstack's trainer image for the framework.
         env_secrets: Kubernetes: Secrets whose keys become the trials' environment.
-        gpu_pool: Kubernetes: node pool of the trial replicas.
-        object_store_secret: Kubernetes: Secret with the object-store keys; empty: none.
-        image_pull_secret: Kubernetes: image pull Secret of the trials; empty: none.
-        training_timeout_seconds: Kubernetes: each trial job's activeDeadlineSeconds.
-        istio_mesh: Kubernetes: the launch namespace is in an Istio mesh: the launched pods
-            carry its opt-out labels (``sidecar.istio.io/inject=false``,
-            ``istio.io/dataplane-mode=none``); false: none.
-        launch_namespace: Kubernetes: the namespace the Katib Experiment and its trials are
-            created and read back in; empty: this task's own (the launcher Role must be bound
-            there, manifests/README.md).
-        training_api: As the training step: which API's job the trials are.
-        trainer_runtime: The trials' ClusterTrainingRuntime (Trainer v2).
+        gpu_pool: Kubernetes: node pool of the training replicas (``cpu``, ``h100``, ``a100-mig``,
+            ``h100-spot``; see kfstack/kubernetes/node_pools.yaml).
+        object_store_secret: Kubernetes: name of the Secret with AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY
+            (and AWS_ENDPOINT_URL for MinIO) for the pods; optional.
+        image_pull_secret: Kubernetes: image pull Secret of the launched jobs; empty: none.
+        training_timeout_seconds: Kubernetes: the training job's activeDeadlineSeconds and the longest wait
+            for it (seconds).
+        istio_mesh: Kubernetes: the launch namespace is in an Istio mesh (a Kubeflow profile namespace): every
+            batch pod carries the labels that keep it out of the mesh (``sidecar.istio.io/inject=false``,
+            ``istio.io/dataplane-mode=none``); false: no mesh labels on them. The predictors and the
+            deployment task stay in the mesh.
+        launch_namespace: Kubernetes: the namespace the launchers create their jobs and the InferenceService
+            in (and read back, clean up and roll back there); empty: the task pod's own. The run's service
+            account needs the launcher Role there (manifests/README.md).
+        training_api: Kubernetes: ``auto`` (the training API the cluster serves; Trainer v2's TrainJob when it
+            serves both), ``v1`` (PyTorchJob/TFJob, training-operator v1.9) or ``trainer-v2`` (TrainJob,
+            Kubeflow Trainer v2.3; PyTorch, not elastic). Locally: which contract the replicas replay.
+        trainer_runtime: Kubernetes, Trainer v2: the ClusterTrainingRuntime of the TrainJob
+            (``torch-distributed`` upstream; ``kfstack-torch-distributed`` restarts the whole job from its
+            checkpoint, see manifests/README.md).
         run_id: The pipeline run (names the Experiment so that a retried task adopts it).
         task_name: This task's name.
         settings_overrides: The run's overrides of settings compiled into its version (setting
