@@ -15,9 +15,9 @@ def data_window(
     window_lag_days: int,
     scheduled_time: str,
     created_time: str,
+    settings_overrides: dict = {},  # noqa: B006
     # Outputs as KFP reads them: inline, for the task runs this function's source alone (no
     # module around it), which mypy cannot type -- hence the ignore.
-    settings_overrides: dict = {},  # noqa: B006
 ) -> NamedTuple("DataWindow", [("start", str), ("end", str)]):  # type: ignore[valid-type]
     """Resolves the run's data window.
 

@@ -60,9 +60,9 @@ def model_deployment(
     custom_predictor: str = "",
     serving_runtime: str = "",
     serving_model_format: str = "",
+    settings_overrides: dict = {},  # noqa: B006
     # Outputs as KFP reads them: inline, for the task runs this function's source alone (no
     # module around it), which mypy cannot type -- hence the ignore.
-    settings_overrides: dict = {},  # noqa: B006
 ) -> NamedTuple("Deployment", [("decision", str), ("production_version", str), ("serving_summary", str)]):  # type: ignore[valid-type]
     """Deploys the model: first at 100%, later as a canary judged on the labelled holdout.
 

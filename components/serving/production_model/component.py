@@ -19,9 +19,9 @@ def production_model(
     # Settings from the parameter catalog, written by python -m kfstack.pipelines.signatures.
     launch_namespace: str = "",
     # End of the catalog's settings.
+    settings_overrides: dict = {},  # noqa: B006
     # Outputs as KFP reads them: inline, for the task runs this function's source alone (no
     # module around it), which mypy cannot type -- hence the ignore.
-    settings_overrides: dict = {},  # noqa: B006
 ) -> NamedTuple("Production", [("found", bool), ("version", str), ("profile_uri", str)]):  # type: ignore[valid-type]
     """Copies the model now in production into this step's ``model`` artifact.
 

@@ -18,9 +18,9 @@ def register_model(
     model_registry_author: str,
     model_format: str = "",
     model_format_version: str = "",
+    settings_overrides: dict = {},  # noqa: B006
     # Outputs as KFP reads them: inline, for the task runs this function's source alone (no
     # module around it), which mypy cannot type -- hence the ignore.
-    settings_overrides: dict = {},  # noqa: B006
 ) -> NamedTuple("Registration", [("registration", str)]):  # type: ignore[valid-type]
     """Registers the trained model as a version of ``serving_name`` in a Model Registry, when
     one is configured and the deploy step put the model into production.

@@ -63,9 +63,9 @@ def hyperparameter_tuning(
     env_secrets: list = [],  # noqa: B006
     run_id: str = "",
     task_name: str = "",
+    settings_overrides: dict = {},  # noqa: B006
     # Outputs as KFP reads them: inline, for the task runs this function's source alone (no
     # module around it), which mypy cannot type -- hence the ignore.
-    settings_overrides: dict = {},  # noqa: B006
 ) -> NamedTuple("TunedHyperparameters", [("best_hyperparameters", dict)]):  # type: ignore[valid-type]
     """Tunes a team's training code over its declared hyperparameters; hands the best on.
 
