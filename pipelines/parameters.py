@@ -611,7 +611,8 @@ CATALOG = ParameterSet(
             True,
             "Deploy the evaluated model: the first time at 100%, later as a canary analysed on the "
             "labelled holdout, then promoted or rolled back (a KServe InferenceService on Kubernetes; "
-            "model servers on loopback and the local registry locally).",
+            "model servers on loopback and the local registry locally); false: nothing is deployed and "
+            "the deployment's outputs say skipped.",
             PER_RUN,
         ),
         Parameter("serving_name", str, "model", "The InferenceService (and model) name.", "deployment"),
@@ -620,7 +621,8 @@ CATALOG = ParameterSet(
             str,
             inference_service.SERVERLESS,
             "Kubernetes: ``serverless`` (Knative revisions, canaryTrafficPercent, scale to zero) or "
-            "``standard`` (RawDeployment, the spec.canary list; KServe >= 0.20).",
+            "``standard`` (RawDeployment, the spec.canary list; KServe >= 0.20). A service keeps the "
+            "mode it was created in.",
             "deployment",
             {"choices": (inference_service.SERVERLESS, inference_service.STANDARD)},
         ),

@@ -7,7 +7,8 @@ KFP embeds a lightweight component's source in the compiled spec, and kfp.local'
 runner refuses containerized components, so a component's signature stays literal Python in
 its ``component.py``. This module writes the literal part that is the catalog's: the arguments
 named like a catalog parameter that have a default, as one block between two marker comments,
-and their ``Args`` entries in the docstring, in the catalog's words.
+their ``Args`` entries in the docstring, in the catalog's words, and their rows in the
+component README's Inputs table.
 ``tests/components/test_signatures.py`` writes them again in memory and fails on any difference,
 so a setting is changed in the catalog and ``python -m kfstack.pipelines.signatures`` is run.
 
@@ -129,20 +130,44 @@ def _with_entries(lines: list[str], descriptions: dict[str, str]) -> list[str]:
     return out
 
 
+def readme_written(source: ComponentSource, text: str) -> str:
+    """``text`` (the component's README) with the Inputs rows of its settings written from the
+    catalog: name, type and description, in Markdown."""
+    settings = {p.name: p for p in source.settings}
+    lines = text.split("\n")
+    in_inputs = False
+    for index, line in enumerate(lines):
+        if line.startswith("#"):
+            in_inputs = line.strip() == "## Inputs"
+            continue
+        found = re.match(r"^\| `(\w+)` \|", line)
+        if in_inputs and found and found.group(1) in settings:
+            parameter = settings[found.group(1)]
+            meaning = parameter.description.replace("``", "`").replace("|", "\\|")
+            lines[index] = f"| `{parameter.name}` | `{parameter.type.__name__}` | {meaning} |"
+    return "\n".join(lines)
+
+
+def _files(source: ComponentSource) -> list[tuple[pathlib.Path, Any]]:
+    """The files written from the catalog for ``source``, each with its writer."""
+    return [(source.path, written), (source.path.with_name("README.md"), readme_written)]
+
+
 def main(argv: list[str] | None = None) -> int:
     """Writes every component's settings from the catalog; ``--check``: only says which differ
     (exit 1)."""
     check = "--check" in (argv if argv is not None else sys.argv[1:])
     stale = []
     for source in component_sources():
-        text = source.path.read_text(encoding="utf-8")
-        new = written(source, text)
-        if new != text:
-            stale.append(str(source.path))
-            if not check:
-                source.path.write_text(new, encoding="utf-8")
-    for path in stale:
-        print(("differs from the catalog: " if check else "written: ") + path)
+        for path, writer in _files(source):
+            text = path.read_text(encoding="utf-8")
+            new = writer(source, text)
+            if new != text:
+                stale.append(str(path))
+                if not check:
+                    path.write_text(new, encoding="utf-8")
+    for name in stale:
+        print(("differs from the catalog: " if check else "written: ") + name)
     return 1 if check and stale else 0
 
 

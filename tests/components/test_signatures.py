@@ -29,6 +29,19 @@ def test_the_settings_are_written_from_the_catalog(source):
     assert signatures.written(source, text) == text, "run: python -m kfstack.pipelines.signatures"
     if source.settings:
         assert text.count(signatures.BEGIN) == 1 and text.count(signatures.END) == 1
+    readme = source.path.with_name("README.md").read_text(encoding="utf-8")
+    assert signatures.readme_written(source, readme) == readme, "run: python -m kfstack.pipelines.signatures"
+
+
+def test_a_readme_row_is_written_from_the_catalog():
+    source = next(s for s in SOURCES if s.function == "distributed_training")
+    readme = source.path.with_name("README.md").read_text(encoding="utf-8")
+    row = next(line for line in readme.split("\n") if line.startswith("| `gpu_pool` |"))
+    assert row.startswith(
+        "| `gpu_pool` | `str` | Kubernetes: node pool of the training replicas (`cpu`, `h100`"
+    )
+    changed = readme.replace(row, "| `gpu_pool` | `str` | old words |")
+    assert signatures.readme_written(source, changed) == readme
 
 
 def test_a_changed_default_or_description_is_found_and_written_back():

@@ -86,7 +86,8 @@ def model_deployment(
         task_name: This task's name.
         deploy: Deploy the evaluated model: the first time at 100%, later as a canary analysed on the labelled
             holdout, then promoted or rolled back (a KServe InferenceService on Kubernetes; model servers on
-            loopback and the local registry locally).
+            loopback and the local registry locally); false: nothing is deployed and the deployment's outputs
+            say skipped.
         holdout_split: A folder of the holdout dataset to replay (``test``); empty: all of it.
         feature_columns: The holdout columns a request carries, in order; empty: all but the label.
         request_format: ``tensor`` (rows of numbers) or ``records`` (one object per row).
@@ -97,7 +98,8 @@ def model_deployment(
         serving_model_format: The ``modelFormat`` the InferenceService declares; empty: the
             model's format. ``custom``: one the team's runtime lists.
         serving_mode: Kubernetes: ``serverless`` (Knative revisions, canaryTrafficPercent, scale to zero) or
-            ``standard`` (RawDeployment, the spec.canary list; KServe >= 0.20).
+            ``standard`` (RawDeployment, the spec.canary list; KServe >= 0.20). A service keeps the mode it
+            was created in.
         serving_min_replicas: Kubernetes: autoscaling minimum; 0 (scale to zero) needs serverless.
         serving_max_replicas: Kubernetes: autoscaling maximum.
         serving_scale_metric: Kubernetes: serverless ``concurrency`` or ``rps`` (Knative), standard ``cpu`` or
