@@ -26,7 +26,9 @@ import hashlib
 import json
 import re
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any
+from typing import IO, Any
+
+import yaml
 
 from kfstack.settings import Placeholder
 
@@ -37,6 +39,23 @@ _INPUT_REFERENCE = re.compile(r"\{\{\$\.inputs\.parameters\['([^']+)'\]\}\}")
 
 class UndecidedCondition(Exception):
     """A condition reads a value only the run knows."""
+
+
+# libyaml's loader and dumper where PyYAML was built with it (its wheels are): a compiled
+# pipeline is a few hundred KB of YAML, which the pure-Python loader takes a second or more to read.
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+
+def read_documents(stream: IO[str]) -> list[dict[str, Any]]:
+    """The YAML documents of a compiled pipeline (the pipeline spec, then its platform spec when
+    it has one), empty ones left out; as ``yaml.safe_load_all`` reads them."""
+    return [document for document in yaml.load_all(stream, Loader=_LOADER) if document]
+
+
+def write_documents(documents: list[dict[str, Any]], stream: IO[str]) -> None:
+    """Writes ``documents`` as ``yaml.safe_dump_all`` does, keys in their order."""
+    yaml.dump_all(documents, stream, Dumper=_DUMPER, sort_keys=False)
 
 
 def artifact_placeholder(task: str, output: str) -> Placeholder:

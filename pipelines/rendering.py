@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import json
 import math
 import os
@@ -49,12 +50,22 @@ class RenderedTask:
 
 
 def compiled_spec(pipeline_func: Any) -> dict[str, Any]:
-    """The pipeline spec exactly as ``kfstack compile`` writes it (first YAML document)."""
+    """The pipeline spec exactly as KFP's compiler writes it (first YAML document): a fresh
+    copy each call, compiled once per pipeline function and environment (the images kfstack's
+    components name come from it)."""
+    return json.loads(_compiled_text(pipeline_func, tuple(sorted(os.environ.items()))))
+
+
+@functools.lru_cache(maxsize=32)
+def _compiled_text(pipeline_func: Any, environment: tuple[tuple[str, str], ...]) -> str:
+    """``pipeline_func`` compiled, as JSON text; ``environment`` (this process's variables) is
+    part of the cache's key only."""
+    del environment
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "pipeline.yaml")
         compiler.Compiler().compile(pipeline_func, package_path=path)
         with open(path, encoding="utf-8") as f:
-            return next(yaml.safe_load_all(f))
+            return json.dumps(pipeline_spec.read_documents(f)[0])
 
 
 def parameter_types(pipeline_func: Any) -> dict[str, str]:

@@ -100,6 +100,7 @@ def test_split_is_reproducible_and_close_to_80_10_10(spark):
     assert other_seed != splits
 
 
+@pytest.mark.slow
 def test_encoding_is_fitted_on_train_only(spark):
     rows = [flight(flight=str(i), carrier="UA" if i % 2 else "AA", distance=str(100 + i)) for i in range(400)]
     raw = featurised(spark, rows)

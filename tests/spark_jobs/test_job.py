@@ -427,6 +427,7 @@ def test_a_reference_profile_that_cannot_be_read_fails_before_any_work(
         run_feature_job(config, spark=spark)
 
 
+@pytest.mark.slow
 def test_a_synthetic_drift_moves_schedule_distance_and_label_rate(
     job_run, tmp_path, spark, shipped_data_dir, real_flights
 ):
@@ -447,6 +448,7 @@ def test_a_synthetic_drift_moves_schedule_distance_and_label_rate(
     assert report.psi["temp"] < 0.01 and report.psi["plane_seats"] < 0.01 and report.psi["month"] < 0.01
 
 
+@pytest.mark.slow
 def test_a_window_reads_its_days_and_the_report_records_it(
     job_run, tmp_path, spark, shipped_data_dir, real_flights
 ):

@@ -82,6 +82,7 @@ def test_an_invalid_row_does_not_make_its_valid_twin_a_duplicate(spark):
     assert sorted(reasons(spark, rows), key=str) == [None, "nonpositive_air_time"]
 
 
+@pytest.mark.slow
 def test_the_groups_pass_finds_the_duplicates_the_whole_table_pass_finds(spark):
     # Copies with the same key and different raw text (the same flight sent twice), an identical
     # copy, an invalid twin, and flights with one row each.

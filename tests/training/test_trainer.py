@@ -150,6 +150,7 @@ def trainer_argv(feature_dir, tmp_path) -> list[str]:
     ]
 
 
+@pytest.mark.slow
 def test_without_world_size_the_trainer_runs_alone(tmp_path, feature_dir):
     env = {k: v for k, v in os.environ.items() if k not in ("WORLD_SIZE", "RANK", "MASTER_ADDR")}
     proc = subprocess.run(

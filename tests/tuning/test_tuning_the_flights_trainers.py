@@ -98,6 +98,7 @@ def test_the_trials_run_the_real_trainer_with_katibs_substitution(tuned):
         }
 
 
+@pytest.mark.slow
 def test_the_best_trial_is_handed_on_typed_with_its_report(tuned):
     root, args, result = tuned
     entries = journal(root)

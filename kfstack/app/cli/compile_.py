@@ -9,7 +9,6 @@ import argparse
 import os
 import sys
 
-import yaml
 from kfp import compiler
 
 from kfstack import pipeline_spec
@@ -90,7 +89,7 @@ def compile_pipelines(
         settings = defaults.get(name, {})
         compiler.Compiler().compile(run_form.version_function(pipeline_func, settings), package_path=path)
         with open(path, encoding="utf-8") as f:
-            documents = [d for d in yaml.safe_load_all(f) if d]
+            documents = pipeline_spec.read_documents(f)
         pipeline_spec.stamp_version(documents, stamped, label_safe(stamped), VERSION_ENV)
         if settings:
             # A pipeline with a run form has them compiled in; one without takes them as defaults.
@@ -108,6 +107,6 @@ def compile_pipelines(
                 file=sys.stderr,
             )
         with open(path, "w", encoding="utf-8") as f:
-            yaml.safe_dump_all(documents, f, sort_keys=False)
+            pipeline_spec.write_documents(documents, f)
         written.append(path)
     return written

@@ -11,8 +11,8 @@ import dataclasses
 from typing import Any
 
 import kfp_server_api
-import yaml
 
+from kfstack import pipeline_spec
 from kfstack.app.kfp_server.connection import PAGE_SIZE, api_host, name_filter, pages, ui_base, user_namespace
 from kfstack.errors import UsageError
 from kfstack.version import label_safe
@@ -155,7 +155,7 @@ def _ref(pipeline: str, version: Any) -> PipelineVersionRef:
 def _description(package_path: str) -> str | None:
     """The compiled pipeline's description (``pipelineInfo.description``), for the UI."""
     with open(package_path, encoding="utf-8") as f:
-        spec: dict[str, Any] = next((d for d in yaml.safe_load_all(f) if d), {})
+        spec: dict[str, Any] = next(iter(pipeline_spec.read_documents(f)), {})
     description = spec.get("pipelineInfo", {}).get("description")
     return str(description) if description else None
 

@@ -280,6 +280,7 @@ def test_a_bad_uploaded_report_fails_with_its_location(tmp_path):
 # --- a real local run -------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_teams_application_file_runs_locally_end_to_end(tmp_path):
     """spark-submit of the sample application: CSV in, Parquet out, its report as Metrics."""
     (tmp_path / "raw.csv").write_text(CSV)
