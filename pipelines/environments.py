@@ -1,12 +1,15 @@
 """Environment files: the settings a platform team sets once per environment, compiled into a
-pipeline version as its parameters' defaults (``kfstack compile --env prod``, ``upload --env``).
+pipeline version (``kfstack compile --env prod``, ``upload --env``).
 
-A person triggering a run from the Kubeflow UI then sees the environment's node pools, Secrets,
-service accounts, timeouts and thresholds already filled in, and changes only what is theirs to
-change per run. An environment file lives beside the kustomize overlay of the same environment
-(``manifests/overlays/<env>/pipeline-parameters.yaml``) or anywhere a path names::
+A version's run form in the Kubeflow UI is then what a person changes per run, and
+``settings_overrides`` for a setting changed for one run (:mod:`kfstack.pipelines.run_form`);
+the environment's node pools, Secrets, service accounts, timeouts and thresholds are the
+version's. (A pipeline whose signature is written by hand has no run form: the environment's
+values become its parameters' defaults.) An environment file lives beside the kustomize overlay
+of the same environment (``manifests/overlays/<env>/pipeline-parameters.yaml``) or anywhere a
+path names::
 
-    # What every pipeline that takes one of these parameters gets as its default.
+    # What every pipeline that takes one of these parameters gets.
     parameters:
       gpu_pool: h100
       object_store_secret: kfstack-object-store
@@ -22,7 +25,8 @@ A shared name no installed pipeline takes, or a section for a pipeline that is n
 refused (a misspelt name would otherwise be silently ignored), and so is a value of the wrong
 type or a number that is not finite; the values are then checked as a run would check them
 (:func:`kfstack.pipelines.rendering.render`), before anything is written or uploaded. A run
-still takes any parameter on the command line or in the UI: the environment sets defaults only.
+still changes any overridable setting on the command line or through the run form's
+``settings_overrides``.
 
 ``service_account`` is not a pipeline parameter: KFP takes the account a run's pods run as with
 the run (or the recurring run), not from the compiled spec, so ``kfstack run`` and ``kfstack
