@@ -125,6 +125,7 @@ def test_render_without_out_is_usage_error(capsys, tmp_path):
 # --- compile ---------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_compile_all_pipelines(capsys, tmp_path):
     out_dir = tmp_path / "dist"
     assert cli.main(["compile", "--out", str(out_dir)]) == 0

@@ -37,7 +37,17 @@ from tests.pipelines.resolved_spec import compile_pipeline, resolved_tasks
 CASES = dict(cases())
 
 
-@pytest.mark.parametrize("name", sorted(CASES))
+# digits and one template variant by default; the other variants differ in their framework and
+# task only, and compile a generated project each.
+@pytest.mark.parametrize(
+    "name",
+    [
+        name
+        if name in ("digits-training", "template-pytorch-binary")
+        else pytest.param(name, marks=pytest.mark.slow)
+        for name in sorted(CASES)
+    ],
+)
 def test_a_declared_pipeline_runs_as_it_did_when_written_by_hand(name):
     """Its version as ``kfstack compile`` writes it (the run form, the settings compiled in at
     their defaults) resolves task for task to the values the hand-written pipeline's did. By

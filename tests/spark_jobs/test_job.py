@@ -209,6 +209,7 @@ def test_the_holdout_is_the_test_split_as_labelled_requests(job_run):
     assert requests[: len(holdout)] == holdout
 
 
+@pytest.mark.slow
 def test_serving_transform_matches_the_spark_encoding(spark, job_run, shipped_data_dir):
     """Training/serving parity: NumPy on raw request fields == Spark on the joined tables."""
     config, _ = job_run
@@ -494,6 +495,7 @@ def test_a_bad_window_fails_before_spark(tmp_path):
         FeatureJobConfig(output_uri="f", quarantine_uri="q", window_end="Jan 5")
 
 
+@pytest.mark.slow
 def test_every_valid_flight_is_drifted_and_split_by_its_changed_key_duplicates_too(spark, tmp_path):
     """The synthetic drift and the split are given in the validation pass, to the cached rows and
     to the re-tagged rows of the flights with duplicates alike: with a share of 1, every flight

@@ -88,6 +88,7 @@ PARENT_OF_DETACHED = [
 ]
 
 
+@pytest.mark.slow
 def test_a_killed_replicas_own_processes_are_stopped_too(tmp_path):
     """A TrainJob node is torchrun, whose worker runs in its own session: SIGKILL the node's
     torchrun (a lost pod) and its worker must not outlive the group."""

@@ -30,6 +30,7 @@ FLIGHTS_TRAINER = {
 }
 
 
+@pytest.mark.slow
 def test_the_pytorch_trainer_runs_through_the_generic_step(tmp_path):
     from tests.training.conftest import make_feature_dir
 

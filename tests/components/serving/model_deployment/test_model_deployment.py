@@ -202,6 +202,7 @@ def test_a_worse_canary_is_rolled_back_on_accuracy(digits, tmp_path, monkeypatch
 
 # kfp.local warns that the component's image is not plain Python; this process has its packages.
 @pytest.mark.filterwarnings("ignore:You may be attemping to run a task:RuntimeWarning")
+@pytest.mark.slow
 def test_an_onnx_model_is_deployed_as_triton_would_serve_it(digits, tmp_path, monkeypatch):
     from kfp import dsl
 
