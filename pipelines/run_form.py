@@ -9,10 +9,12 @@ that takes a setting also takes that object and applies the overrides of its own
 travels whole. The run's validate-parameters task checks it first (:func:`merged`): a name no
 setting has, a per-run parameter or a value of the wrong type fails the run before any stage.
 
-Not overridable (:data:`NOT_OVERRIDABLE`): the run's frame, which KFP applies before any
-component could read an override -- ``object_store_secret`` (the KFP driver mounts it into every
-task pod), ``platform`` and ``launch_namespace`` (the cleanup exit handler's, which must clean
-up where the run launched). A version is compiled for them: ``kfstack compile --env``.
+Not overridable (:func:`fixed_settings`): the run's frame (:data:`NOT_OVERRIDABLE`), which KFP
+applies before any component could read an override -- ``object_store_secret`` (the KFP driver
+mounts it into every task pod), ``platform`` and ``launch_namespace`` (the cleanup exit
+handler's, which must clean up where the run launched) -- and any setting the pipeline composes
+into another value when compiled, or hands a step without the overrides. A version is compiled
+for their values: ``kfstack compile --env``.
 
 Whoever starts a run by parameter name (``kfstack run``, ``schedule``, ``reproduce``, the alert
 receiver, ``--resume``) goes through :func:`run_arguments`, which puts every setting a person
