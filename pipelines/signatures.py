@@ -44,11 +44,16 @@ _ENTRY = re.compile(r"^        (\w+): ")
 
 @dataclasses.dataclass(frozen=True)
 class ComponentSource:
-    """A component's ``component.py``, and the catalog parameters it takes as settings."""
+    """A component, its ``component.py``, and the catalog parameters it takes as settings."""
 
     path: pathlib.Path
-    function: str
+    component: BaseComponent
     settings: list[Parameter]
+
+    @property
+    def function(self) -> str:
+        """The component function's name."""
+        return str(self.component.python_func.__name__)
 
 
 def component_sources() -> Iterator[ComponentSource]:
@@ -65,7 +70,7 @@ def component_sources() -> Iterator[ComponentSource]:
                     for name, argument in signature.parameters.items()
                     if name in CATALOG and argument.default is not inspect.Parameter.empty
                 ]
-                yield ComponentSource(path, value.python_func.__name__, settings)
+                yield ComponentSource(path, value, settings)
 
 
 def literal(value: Any) -> str:

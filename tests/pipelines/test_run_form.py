@@ -4,13 +4,9 @@ applied by the steps themselves (kfstack/pipelines/run_form.py).
 
 (No ``from __future__ import annotations``: KFP reads the test pipelines' annotations as types.)"""
 
-import importlib
-import pathlib
-
 import pytest
 import yaml
 
-import kfstack.components
 from kfstack.app.alert_receiver.cluster import run_setting
 from kfstack.app.cli.compile_ import compile_pipelines
 from kfstack.errors import InvalidParameterError, UsageError
@@ -18,6 +14,7 @@ from kfstack.pipeline_spec import compiled_setting
 from kfstack.pipelines import environments, load_pipeline, run_form
 from kfstack.pipelines.parameters import CATALOG, declared_parameters
 from kfstack.pipelines.rendering import compiled_spec, parameter_types
+from kfstack.pipelines.signatures import component_sources
 from kfstack.settings import SETTINGS_OVERRIDES, with_overrides
 from tests.kfp_local import run_pipeline, task_outputs
 
@@ -67,21 +64,9 @@ def test_the_recorded_forms_have_these_many_fields():
     assert counts == {"digits-training": 10, "flights-training": 14, "flights-retraining": 17}
 
 
-def _components():
-    """Every component kfstack ships (``kfstack/components/<group>/<name>/component.py``)."""
-    from kfp.dsl.base_component import BaseComponent
-
-    root = pathlib.Path(kfstack.components.__file__).parent
-    for path in sorted(root.glob("*/*/component.py")):
-        module = importlib.import_module(
-            ".".join(("kfstack.components", *path.relative_to(root).with_suffix("").parts))
-        )
-        yield from (value for value in vars(module).values() if isinstance(value, BaseComponent))
-
-
 def test_every_step_that_takes_a_setting_takes_the_overrides():
     settings = {p.name for p in CATALOG if not p.per_run} - set(run_form.NOT_OVERRIDABLE)
-    found = list(_components())
+    found = [source.component for source in component_sources()]
     assert len(found) == 11
     for component in found:
         inputs = set(component.component_spec.inputs or {})

@@ -111,15 +111,24 @@ def declared_parameters(pipeline_spec: Any) -> set[str]:
     return set(_root_parameters(pipeline_spec))
 
 
-def run_setting(parameters: Mapping[str, Any], pipeline_spec: Any, name: str) -> Any:
-    """The value of setting ``name`` in a run with ``parameters`` of ``pipeline_spec``: its
-    argument, else its ``settings_overrides`` entry, else what the version compiles in
-    (:func:`kfstack.pipeline_spec.compiled_setting`); None: none of them."""
+def given_setting(parameters: Mapping[str, Any], name: str) -> tuple[bool, Any]:
+    """(whether a run with ``parameters`` gives setting ``name`` itself, its value): as an
+    argument, else as an entry of its ``settings_overrides``."""
     if name in parameters:
-        return parameters[name]
+        return True, parameters[name]
     overrides = parameters.get(SETTINGS_OVERRIDES)
     if isinstance(overrides, Mapping) and name in overrides:
-        return overrides[name]
+        return True, overrides[name]
+    return False, None
+
+
+def run_setting(parameters: Mapping[str, Any], pipeline_spec: Any, name: str) -> Any:
+    """The value of setting ``name`` in a run with ``parameters`` of ``pipeline_spec``: what the
+    run gives (:func:`given_setting`), else what the version compiles in
+    (:func:`kfstack.pipeline_spec.compiled_setting`); None: none of them."""
+    given, value = given_setting(parameters, name)
+    if given:
+        return value
     return compiled_setting(pipeline_spec, name) if isinstance(pipeline_spec, Mapping) else None
 
 
@@ -182,16 +191,19 @@ class _Specs:
     def launch_namespace(self, run: Any, parameters: Mapping[str, Any], own: str | None) -> str | None:
         """:func:`launch_namespace` of ``run`` with ``parameters``: its spec is read only when
         the parameters set none."""
-        spec = None if LAUNCH_NAMESPACE_PARAMETER in parameters else self.of_run(run)
-        return launch_namespace(parameters, spec, own)
+        return launch_namespace(
+            parameters, self._spec_unless_given(run, parameters, LAUNCH_NAMESPACE_PARAMETER), own
+        )
 
     def serving_name(self, run: Any, parameters: Mapping[str, Any]) -> Any:
         """The ``serving_name`` of ``run`` with ``parameters`` (:func:`run_setting`): its spec
         is read only when the parameters set none."""
-        named = SERVING_NAME_PARAMETER in parameters or SERVING_NAME_PARAMETER in (
-            parameters.get(SETTINGS_OVERRIDES) or {}
-        )
-        return run_setting(parameters, None if named else self.of_run(run), SERVING_NAME_PARAMETER)
+        spec = self._spec_unless_given(run, parameters, SERVING_NAME_PARAMETER)
+        return run_setting(parameters, spec, SERVING_NAME_PARAMETER)
+
+    def _spec_unless_given(self, run: Any, parameters: Mapping[str, Any], name: str) -> Any:
+        """``run``'s spec, where its ``parameters`` do not give setting ``name``; else None."""
+        return None if given_setting(parameters, name)[0] else self.of_run(run)
 
 
 @dataclasses.dataclass

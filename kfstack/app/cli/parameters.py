@@ -63,9 +63,11 @@ def cluster_run_arguments(
         UsageError, InvalidParameterError: What the run would refuse, or a setting a run cannot
             change.
     """
+    pipeline_func = load_pipeline(pipeline)
     compiled: dict[str, Any] = {}
     if environment:
-        loaded = environments.load_environment(environment)
-        compiled = environments.pipeline_defaults(loaded, [pipeline])[pipeline]
+        # Typed here; their values are checked with the arguments' just below.
+        types = rendering.parameter_types(pipeline_func)
+        compiled = environments.load_environment(environment).defaults_for(pipeline, types)
     check_cluster_arguments(pipeline, {**compiled, **arguments})
-    return run_form.run_arguments(load_pipeline(pipeline), arguments, compiled)
+    return run_form.run_arguments(pipeline_func, arguments, compiled)
