@@ -1,8 +1,8 @@
 """The pipelines declared on kfstack's declarative layer, and their resolved views as they were
 before it (``golden/``): what each run does must not change with the way it is declared.
 
-``python -m tests.pipelines.declared_pipelines`` writes the golden views from the pipelines as they
-are now; run it only for a change that means to change a run, and review the diff.
+``python -m tests.pipelines.declared_pipelines [NAME...]`` writes the golden views from the
+pipelines as they are now; run it only for a change that means to change a run, and review the diff.
 """
 
 from __future__ import annotations
@@ -59,6 +59,14 @@ def golden_path(name: str) -> pathlib.Path:
     return GOLDEN / f"{name}.json"
 
 
+@contextmanager
+def _registered(name: str) -> Iterator[Any]:
+    """The pipeline function registered as ``name``."""
+    from kfstack.pipelines import load_pipeline
+
+    yield load_pipeline(name)
+
+
 def cases() -> Iterator[tuple[str, Any]]:
     """(golden name, a context giving the pipeline) of every declared pipeline."""
     from kfstack_examples.digits.pipeline import digits_training
@@ -68,17 +76,22 @@ def cases() -> Iterator[tuple[str, Any]]:
         yield digits_training
 
     yield "digits-training", digits
+    for name in ("flights-training", "flights-retraining"):
+        yield name, lambda name=name: _registered(name)
     for framework, task in TEMPLATE_CASES:
         yield f"template-{framework}-{task}", lambda f=framework, t=task: template_pipeline(f, t)
 
 
-def write() -> None:
+def write(names: list[str]) -> None:
+    """Writes the golden views of ``names`` (all when empty)."""
     GOLDEN.mkdir(exist_ok=True)
     for name, pipeline in cases():
+        if names and name not in names:
+            continue
         with pipeline() as function:
             golden_path(name).write_text(json.dumps(resolved(function), indent=1, sort_keys=True) + "\n")
         print(f"wrote {golden_path(name)}")
 
 
 if __name__ == "__main__":
-    write()
+    write(sys.argv[1:])

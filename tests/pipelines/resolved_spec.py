@@ -82,6 +82,16 @@ def _resolve_inputs(task: dict, scope: Mapping[str, Any], prefix: str) -> dict[s
     return resolved
 
 
+CONDITION_INPUT = re.compile(r"inputs\.parameter_values\['([^']+)'\]")
+UPSTREAM = re.compile(r"<[^<>]+\.[^<>]+>")
+
+
+def _condition(condition: str, inputs: Mapping[str, Any]) -> str:
+    """A group's condition with each input it reads replaced by what that input resolves to (an
+    upstream output as ``<task.output>``)."""
+    return CONDITION_INPUT.sub(lambda m: _text(inputs[m.group(1)]), condition)
+
+
 def _platform(executor: dict, inputs: Mapping[str, Any]) -> dict:
     """The executor's Kubernetes settings with every parameter reference resolved."""
 
@@ -108,7 +118,8 @@ def resolved_tasks(spec: dict, platform: dict) -> dict[str, dict[str, Any]]:
     """Display name -> the task as its run would see it: ``component`` (its name in the spec),
     ``after`` (the display names of its upstream tasks), ``inputs`` (every input of its
     component: what the task passes, else the component's default), ``pod`` (KFP's Kubernetes
-    settings of its executor) and ``exit`` (true for an exit handler's task)."""
+    settings of its executor), ``exit`` (true for an exit handler's task) and ``when`` (the
+    conditions of the groups it runs in, each upstream output by its producer's display name)."""
     executors = (
         platform.get("platforms", {}).get("kubernetes", {}).get("deploymentSpec", {}).get("executors", {})
     )
@@ -117,12 +128,14 @@ def resolved_tasks(spec: dict, platform: dict) -> dict[str, dict[str, Any]]:
     found: dict[str, dict[str, Any]] = {}
     names: dict[str, str] = {}
 
-    def walk(dag: dict, scope: Mapping[str, Any], prefix: str) -> None:
+    def walk(dag: dict, scope: Mapping[str, Any], prefix: str, when: tuple[str, ...]) -> None:
         for task_name, task in dag["tasks"].items():
             component = spec["components"][task["componentRef"]["name"]]
             inputs = _resolve_inputs(task, scope, prefix)
             if "dag" in component:  # an exit handler's (or a condition's) group: its tasks
-                walk(component["dag"], inputs, f"{prefix}{task_name}/")
+                condition = task.get("triggerPolicy", {}).get("condition")
+                inner = (*when, _condition(condition, inputs)) if condition else when
+                walk(component["dag"], inputs, f"{prefix}{task_name}/", inner)
                 continue
             defaults = {
                 name: definition.get("defaultValue")
@@ -137,15 +150,18 @@ def resolved_tasks(spec: dict, platform: dict) -> dict[str, dict[str, Any]]:
                 "inputs": values,
                 "pod": _platform(executors.get(component.get("executorLabel", ""), {}), {**inputs, **scope}),
                 "exit": task.get("triggerPolicy", {}).get("strategy") == "ALL_UPSTREAM_TASKS_COMPLETED",
+                "when": list(when),
             }
 
-    walk(spec["root"]["dag"], scope, "")
+    walk(spec["root"]["dag"], scope, "", ())
 
     def by_display_name(value: Any) -> Any:
         # An upstream output, named by the producer's task id: named by its display name instead.
         if isinstance(value, str) and value.startswith("<") and value.endswith(">") and "." in value:
             producer, _, key = value[1:-1].rpartition(".")
             return f"<{names.get(producer, producer)}.{key}>"
+        if isinstance(value, str):  # a condition: its upstream outputs, by display name
+            return UPSTREAM.sub(lambda m: by_display_name(m.group(0)), value)
         if isinstance(value, list):
             return [by_display_name(item) for item in value]
         if isinstance(value, dict):
@@ -154,6 +170,7 @@ def resolved_tasks(spec: dict, platform: dict) -> dict[str, dict[str, Any]]:
 
     for task in found.values():
         task["inputs"] = by_display_name(task["inputs"])
+        task["when"] = by_display_name(task["when"])
         # An upstream group (the exit handler) stands for every task in it.
         after = set()
         for upstream in task["after"]:
