@@ -5,10 +5,13 @@ The pipeline, its parameters and its run form follow from the declaration.
 :class:`TrainingPipeline` wires kfstack's components the one way a training pipeline runs
 them -- the run's frame (every parameter checked first, the cleanup exit handler), the data step,
 tuning (Katib's semantics; skipped at run time with ``tune=false``), the final training on the
-tuned values, the evaluation of the model as it serves, and its deployment, first at 100% and later
-as an analysed canary -- and declares its parameters: the pipeline's own (the hyperparameters a
-person sets per run, and any other), and every setting of the components it runs, from the
-catalog (:data:`kfstack.pipelines.parameters.CATALOG`) with the pipeline's own defaults.
+tuned values, the evaluation of the model as it serves, its deployment, first at 100% and later
+as an analysed canary, and its registration -- and declares its parameters: the pipeline's own
+(the hyperparameters a person sets per run, and any other), and every setting of the components
+it runs, from the catalog (:data:`kfstack.pipelines.parameters.CATALOG`) with the pipeline's own
+defaults. With :class:`Retraining` the same steps retrain on a schedule: a new window of data, a
+drift check against the production model, and only when it drifted the training, then a
+champion/challenger gate before the canary.
 
 A pipeline of another shape is a plain ``@dsl.pipeline`` over the same components and wiring
 helpers (docs/pipelines.md, "A pipeline of another shape").
@@ -25,12 +28,18 @@ from typing import Any
 
 from kfp import dsl
 
+from kfstack.components.data.data_window.component import data_window
 from kfstack.components.data.spark_job.component import spark_job
+from kfstack.components.evaluation.gate_model.component import gate_model
 from kfstack.components.evaluation.model_evaluation.component import model_evaluation
+from kfstack.components.monitoring.data_drift.component import data_drift
 from kfstack.components.serving.model_deployment.component import model_deployment
+from kfstack.components.serving.production_model.component import production_model
+from kfstack.components.serving.register_model.component import register_model
 from kfstack.components.training.distributed_training.component import distributed_training
 from kfstack.components.tuning.hyperparameter_tuning.component import hyperparameter_tuning
 from kfstack.errors import InvalidParameterError
+from kfstack.monitoring.gate import PASS
 from kfstack.pipelines.parameters import CATALOG, PER_RUN, Parameter, ParameterSet
 from kfstack.pipelines.wiring import (
     FRAME_PARAMETERS,
@@ -46,6 +55,10 @@ from kfstack.pipelines.wiring import (
 
 # A hyperparameter's declared kind (kfstack.contracts: int, float, str, bool) as a parameter type.
 _TYPES: dict[str, builtins.type] = {"int": int, "float": float, "str": str, "bool": bool}
+# What a data step's argument may name besides the pipeline's parameters: the production model's
+# profile (its data step's statistics, for profiling new data on the same edges) in a retraining
+# pipeline, empty in a training pipeline.
+PRODUCTION_PROFILE = "production_profile"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -55,13 +68,29 @@ class SparkApplication:
     Attributes:
         application: Its module (``package.module``, run as ``python -m``) or file.
         arguments: Its argv; ``{name}`` in an argument is the value of the pipeline parameter
-            ``name`` (``--sample-percent={sample_percent}``).
+            ``name`` (``--sample-percent={sample_percent}``), or of :data:`PRODUCTION_PROFILE`.
+            In a retraining pipeline ``{window_start}`` and ``{window_end}`` are the run's
+            window as resolved (from the run's time when the parameters leave them empty).
+        conf: Spark settings the application needs whatever the run (``spark.sql.*``).
+        input: The pipeline parameter whose value is the application's input location
+            (``KFSTACK_INPUT_URI``).
         task_name: The step's name in the Kubeflow UI.
     """
 
     application: str
     arguments: Sequence[str] = ()
+    conf: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    input: str = "input_uri"
     task_name: str = "spark-job"
+
+    def named(self) -> set[str]:
+        """The names its arguments' templates read."""
+        return {
+            field
+            for argument in self.arguments
+            for _, field, _, _ in string.Formatter().parse(argument)
+            if field
+        }
 
 
 @dataclasses.dataclass(frozen=True)
@@ -92,9 +121,12 @@ class Training:
         declared: Every hyperparameter the code takes -> its kind (``int``, ``float``, ``str``,
             ``bool``), as the code declares them.
         metrics: The metrics the code prints as ``name=value`` lines.
-        hyperparameters: Those a person sets per run, each a parameter of the pipeline; the code
-            takes its own defaults for the rest.
-        framework: ``pytorch`` or ``tensorflow``.
+        hyperparameters: Those a person sets per run, each a parameter of the pipeline (a
+            :class:`Hyperparameter`, or a :class:`~kfstack.pipelines.parameters.Parameter` such as
+            :func:`~kfstack.pipelines.parameters.from_setting` makes); the code takes its own
+            defaults for the rest.
+        framework: ``pytorch`` or ``tensorflow``; None: the run's ``framework`` parameter, which
+            the code also receives when it declares a hyperparameter of that name.
         model_format: What the code writes: ``onnx``, ``sklearn``, ``xgboost``, ``lightgbm`` or
             ``custom``.
         task_name: The step's name in the Kubeflow UI.
@@ -103,19 +135,36 @@ class Training:
     code: str
     declared: Mapping[str, str]
     metrics: Sequence[str]
-    hyperparameters: Sequence[Hyperparameter]
-    framework: str = "pytorch"
+    hyperparameters: Sequence[Hyperparameter | Parameter]
+    framework: str | None = "pytorch"
     model_format: str = "onnx"
     task_name: str = "training"
+
+    def parameters(self) -> list[Parameter]:
+        """The hyperparameters as pipeline parameters, per run."""
+        return [
+            h
+            if isinstance(h, Parameter)
+            else Parameter(h.name, _TYPES[self.declared[h.name]], h.default, h.description, PER_RUN, h.bounds)
+            for h in self.hyperparameters
+        ]
+
+    def given(self) -> list[str]:
+        """The pipeline parameters the code receives as hyperparameters."""
+        names = [h.name for h in self.hyperparameters]
+        if self.framework is None and "framework" in self.declared:
+            names.append("framework")
+        return names
 
 
 @dataclasses.dataclass(frozen=True)
 class Tuning:
-    """Tuning before the final training, with Katib's semantics.
+    """Tuning before the final training, with Katib's semantics. Its search space, objective and
+    direction are the defaults of the ``tuning_*`` settings of the same name.
 
     Attributes:
         search_space: Hyperparameter -> its space (``{"type": "int", "min": 8, "max": 64}``,
-            ``double``, ``categorical`` with ``values``): the default of ``tuning_search_space``.
+            ``double``, ``categorical`` with ``values``).
         objective: The metric that decides, one of the training code's metrics.
         direction: ``maximize`` or ``minimize``.
         task_name: The step's name in the Kubeflow UI.
@@ -128,6 +177,33 @@ class Tuning:
 
 
 @dataclasses.dataclass(frozen=True)
+class Predictor:
+    """A team's own ``kserve.Model``, which scores the model in the evaluation and serves it
+    (the training's ``model_format`` is then ``custom``).
+
+    Attributes:
+        model_class: ``package.module:Class``.
+        request_format: What a request carries: ``tensor`` (rows as a numeric matrix) or
+            ``records`` (rows as objects, the data set's columns).
+        runtime: On a cluster, the ServingRuntime that runs it (the team's image).
+        runtime_model_format: The model format that runtime declares.
+    """
+
+    model_class: str
+    request_format: str = "tensor"
+    runtime: str = ""
+    runtime_model_format: str = ""
+
+    def scoring(self) -> dict[str, str]:
+        """The inputs of every step that scores through it."""
+        return {
+            "model_format": "custom",
+            "custom_predictor": self.model_class,
+            "request_format": self.request_format,
+        }
+
+
+@dataclasses.dataclass(frozen=True)
 class Evaluation:
     """The evaluation of the trained model, scored through the server that will serve it, and the
     labelled rows a canary replays.
@@ -135,14 +211,58 @@ class Evaluation:
     Attributes:
         label: The label column of the data step's output.
         task: ``binary``, ``multiclass`` or ``regression``.
-        split: The data step's split (a folder of its output) evaluated and replayed.
+        split: The data step's split (a folder or file of its output) evaluated.
+        holdout_split: The split a canary replays and a retraining's gate scores; None: ``split``.
+        class_names: A classifier's class names, in label order, for its report.
         task_name: The evaluation step's name in the Kubeflow UI.
     """
 
     label: str
     task: str
     split: str = "test"
+    holdout_split: str | None = None
+    class_names: Sequence[str] = ()
     task_name: str = "evaluation"
+
+    @property
+    def holdout(self) -> str:
+        return self.split if self.holdout_split is None else self.holdout_split
+
+
+@dataclasses.dataclass(frozen=True)
+class Registration:
+    """The model that went into production, registered in Kubeflow Model Registry with its
+    lineage (nothing when a run's ``model_registry_url`` is empty).
+
+    Attributes:
+        model_format: The format the registry records (a custom predictor's ONNX graph: ``onnx``).
+        task_name: The step's name in the Kubeflow UI.
+    """
+
+    model_format: str
+    task_name: str = "model-registry"
+
+
+@dataclasses.dataclass(frozen=True)
+class Retraining:
+    """The pipeline retrains on new data: a window of it (``window_days`` back from the run's
+    time, or the run's ``window_start``/``window_end``), a drift check against the production
+    model, and only when it drifted (or ``force``, or nothing is in production) tuning, training
+    and evaluation; only a model that beats production on the new window's holdout (the gate)
+    deploys.
+
+    Attributes:
+        profile_file: The file of the data step's output holding the new window's profile on the
+            production model's edges (the data step reads them from :data:`PRODUCTION_PROFILE`).
+        comparable_files: What a production model directory holds for this pipeline to compare
+            with it (its profile among them).
+        training_pipeline: The training pipeline whose steps this one runs: a model's lineage
+            names it for ``kfstack reproduce``, which needs no drift check.
+    """
+
+    profile_file: str
+    comparable_files: Sequence[str]
+    training_pipeline: str
 
 
 @dataclasses.dataclass(frozen=True)
@@ -156,11 +276,17 @@ class TrainingPipeline:
         training: The training step.
         evaluation: The evaluation (and the canary's holdout).
         tuning: Tuning before training; None: none (training takes the run's values).
+        predictor: The team's own server of the model; None: KServe's for ``model_format``.
         deploy: Deploy the evaluated model (the ``deploy`` parameter can still skip it per run).
+        registration: Register the deployed model; None: no registration step.
+        retraining: Retrain on new data, gated by drift and by production; None: train every run.
         parameters: The pipeline's own parameters besides the hyperparameters (a data step's
-            option the application reads from its arguments).
+            option the application reads from its arguments); one named as a catalog setting
+            stands for it.
         defaults: Catalog parameter -> this pipeline's default (``{"workers": 2}``).
         descriptions: Catalog parameter -> this pipeline's wording of it.
+        renamed: An earlier name of a parameter -> its name now, taken with a warning for one
+            release.
         summary: The first line of the pipeline function's docstring.
     """
 
@@ -170,10 +296,14 @@ class TrainingPipeline:
     training: Training
     evaluation: Evaluation
     tuning: Tuning | None = None
+    predictor: Predictor | None = None
     deploy: bool = True
+    registration: Registration | None = None
+    retraining: Retraining | None = None
     parameters: Sequence[Parameter] = ()
     defaults: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     descriptions: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    renamed: Mapping[str, str] = dataclasses.field(default_factory=dict)
     summary: str = "Prepares the data, trains, evaluates and deploys the model."
 
     def __post_init__(self) -> None:
@@ -181,21 +311,35 @@ class TrainingPipeline:
         undeclared = [h.name for h in self.training.hyperparameters if h.name not in self.training.declared]
         if undeclared:
             problems.append(f"hyperparameters not declared by {self.training.code}: {', '.join(undeclared)}")
+        mistyped = [
+            h.name
+            for h in self.training.hyperparameters
+            if isinstance(h, Parameter)
+            and h.name in self.training.declared
+            and h.type is not _TYPES[self.training.declared[h.name]]
+        ]
+        if mistyped:
+            problems.append(
+                f"hyperparameters not of the type {self.training.code} declares: {', '.join(mistyped)}"
+            )
         catalog = set(self.catalog_names())
         unknown = sorted({*self.defaults, *self.descriptions} - catalog)
         if unknown:
             problems.append(
                 f"defaults or descriptions for settings this pipeline has not: {', '.join(unknown)}"
             )
-        named = {
-            field for argument in self.data.arguments for _, field, _, _ in string.Formatter().parse(argument)
-        }
-        own = {h.name for h in self.training.hyperparameters} | {p.name for p in self.parameters}
-        missing = sorted(name for name in named if name and name not in own | catalog)
+        known = self._own_names() | catalog | {PRODUCTION_PROFILE}
+        missing = sorted(self.data.named() - known)
         if missing:
             problems.append(f"data arguments name no parameter of the pipeline: {', '.join(missing)}")
+        if self.data.input not in known:
+            problems.append(f"data input {self.data.input} is no parameter of the pipeline")
         if self.tuning and self.tuning.objective not in self.training.metrics:
             problems.append(f"tuning objective {self.tuning.objective} is not one of the metrics")
+        if self.predictor and self.training.model_format != "custom":
+            problems.append("a predictor serves a model of model_format custom")
+        if self.retraining and not (self.tuning and self.deploy):
+            problems.append("a retraining pipeline tunes and deploys (the gate decides what deploys)")
         if problems:
             raise InvalidParameterError(f"pipeline {self.name}: " + "; ".join(problems))
 
@@ -203,68 +347,87 @@ class TrainingPipeline:
 
     def training_arguments(self) -> dict[str, Any]:
         """The arguments of the training and tuning steps the declaration fixes."""
-        return {
+        fixed = {
             "training_code": self.training.code,
             "hyperparameter_types": dict(self.training.declared),
             "metric_names": list(self.training.metrics),
             "model_format": self.training.model_format,
-            "framework": self.training.framework,
         }
+        if self.training.framework is not None:
+            fixed["framework"] = self.training.framework
+        return fixed
+
+    def _own_names(self) -> set[str]:
+        return {h.name for h in self.training.hyperparameters} | {p.name for p in self.parameters}
 
     def _labelled(self) -> dict[str, Any]:
         return {"label_column": self.evaluation.label, "task": self.evaluation.task}
+
+    def _scoring(self) -> dict[str, Any]:
+        """How the evaluation, the gate and the deployment score the model."""
+        return {**self._labelled(), **(self.predictor.scoring() if self.predictor else {})}
+
+    def _serving(self) -> dict[str, Any]:
+        """What the deployment gives KServe besides the model's format."""
+        if not self.predictor:
+            return {"model_format": self.training.model_format}
+        predictor = self.predictor
+        return {"serving_runtime": predictor.runtime, "serving_model_format": predictor.runtime_model_format}
 
     def _components(self) -> dict[Any, set[str]]:
         """Each component the pipeline runs -> the inputs it gives that component itself."""
         job = {"run_id", "task_name"}
         code = {*self.training_arguments(), "data", "hyperparameters"} | job
+        scoring = set(self._scoring())
         steps = {
-            spark_job: {"spark_application", "spark_arguments"} | job,
+            spark_job: {"spark_application", "spark_arguments", "spark_conf", "input_uri"} | job,
             distributed_training: code | {"pipeline"},
             # A threshold means something to a binary classifier only.
-            model_evaluation: {"model", "dataset", "dataset_split", *self._labelled()}
+            model_evaluation: {"model", "dataset", "dataset_split", "class_names", *scoring}
             | (set() if self.evaluation.task == "binary" else {"decision_threshold"}),
         }
         if self.tuning:
-            steps[hyperparameter_tuning] = code | {"tuning_objective", "tuning_direction"}
+            steps[hyperparameter_tuning] = code
         if self.deploy:
-            steps[model_deployment] = {
-                "model",
-                "holdout",
-                "holdout_split",
-                "model_format",
-                *self._labelled(),
-            } | job
+            steps[model_deployment] = {"model", "holdout", "holdout_split", *scoring, *self._serving()} | job
+        if self.registration:
+            steps[register_model] = {"model", "decision", "model_format"}
+        if self.retraining:
+            steps[data_window] = {"scheduled_time", "created_time"}
+            steps[production_model] = {"comparable_files"}
+            steps[data_drift] = {"reference", "current", "current_profile_file"}
+            steps[gate_model] = {"challenger", "champion", "dataset", "dataset_split", *scoring}
         return steps
 
     def catalog_names(self) -> list[str]:
         """The catalog's parameters this pipeline takes: every input of its components that the
-        pipeline does not give itself, and the run's frame's."""
-        taken = set(FRAME_PARAMETERS)
+        pipeline does not give itself or declare as its own, those its data arguments name, and
+        the run's frame's."""
+        taken = set(FRAME_PARAMETERS) | self.data.named() | {self.data.input}
         for component, given in self._components().items():
             taken |= set(component.component_spec.inputs or {}) - given
         if self.tuning is None:
             taken.discard("tune")
+        taken -= self._own_names()
         return [name for name in CATALOG.names if name in taken]
 
     def parameter_set(self) -> ParameterSet:
         """Every parameter of the pipeline: its hyperparameters and own parameters, then the
         catalog's it takes, with its defaults and wording."""
-        own = [
-            Parameter(
-                h.name, _TYPES[self.training.declared[h.name]], h.default, h.description, PER_RUN, h.bounds
-            )
-            for h in self.training.hyperparameters
-        ]
         defaults = dict(self.defaults)
         if self.tuning:
             defaults.setdefault("tuning_search_space", json.dumps(dict(self.tuning.search_space)))
+            defaults.setdefault("tuning_objective", self.tuning.objective)
+            defaults.setdefault("tuning_direction", self.tuning.direction)
         changes: dict[str, dict[str, Any]] = {}
         for name, value in defaults.items():
             changes.setdefault(name, {})["default"] = value
         for name, text in self.descriptions.items():
             changes.setdefault(name, {})["description"] = text
-        return ParameterSet([*own, *self.parameters, *CATALOG.take(*self.catalog_names(), **changes)])
+        return ParameterSet(
+            [*self.training.parameters(), *self.parameters, *CATALOG.take(*self.catalog_names(), **changes)],
+            renamed=self.renamed,
+        )
 
     # -- the pipeline -------------------------------------------------------------------------
 
@@ -281,58 +444,151 @@ class TrainingPipeline:
         return declared_pipeline
 
     def _wire(self, values: Mapping[str, Any]) -> None:
-        job = {"run_id": RUN_ID, "task_name": TASK_NAME}
+        # The steps' inputs never take a hyperparameter by name: it is the code's (a trainer's
+        # batch_size), not a step's setting of the same name (the evaluation's rows per request).
+        hyperparameters = {h.name for h in self.training.hyperparameters}
+        steps = {name: value for name, value in values.items() if name not in hyperparameters}
         with guarded(self.name, values) as checked:
-            arguments = [argument.format(**values) for argument in self.data.arguments]
-            data_task = call(
-                spark_job, values, **job, spark_application=self.data.application, spark_arguments=arguments
-            )
-            data_task = on_cluster(data_task.after(checked), values, self.data.task_name)
-            data = data_task.outputs["output"]
-            chosen = {h.name: values[h.name] for h in self.training.hyperparameters}
-            code = {**job, **self.training_arguments(), "data": data}
-            hyperparameters: Any = chosen
-            if self.tuning:
-                tuning = call(
-                    hyperparameter_tuning,
-                    values,
-                    **code,
-                    hyperparameters=chosen,
-                    tuning_objective=self.tuning.objective,
-                    tuning_direction=self.tuning.direction,
-                )
-                tuning = on_cluster(tuning, values, self.tuning.task_name)
-                hyperparameters = tuning.outputs["best_hyperparameters"]
-            training = call(
-                distributed_training, values, **code, hyperparameters=hyperparameters, pipeline=self.name
-            )
-            model = on_cluster(training, values, self.training.task_name).outputs["model"]
-            split = self.evaluation.split
-            labelled = self._labelled()
-            # Given, not called with the parameters: a hyperparameter may share a name with one of
-            # the evaluation's own inputs (batch_size), which are not the run's; its settings are.
-            settings = (
-                {"decision_threshold": values["decision_threshold"]} if "decision_threshold" in values else {}
-            )
-            evaluation = model_evaluation(
-                model=model,
-                dataset=data,
-                dataset_split=split,
-                **labelled,
-                **settings,
-                **run_overrides(values),
-            )
-            evaluation = on_cluster(evaluation, values, self.evaluation.task_name)
-            if not self.deploy:
+            if self.retraining is None:
+                data = self._data(values, steps, {PRODUCTION_PROFILE: ""}).after(checked)
+                training, evaluation = self._train_and_evaluate(values, steps, data, self.name)
+                if self.deploy:
+                    # After the evaluation: a model that failed to evaluate is never served.
+                    deployment = self._deploy(steps, training, data).after(evaluation)
+                    self._register(steps, training, deployment)
                 return
-            deployment = call(
-                model_deployment,
-                values,
-                **job,
-                **labelled,
-                model=model,
-                holdout=data,
-                holdout_split=split,
-                model_format=self.training.model_format,
+            self._retrain(values, steps, checked)
+
+    def _data(
+        self, values: Mapping[str, Any], steps: Mapping[str, Any], given: Mapping[str, Any]
+    ) -> dsl.PipelineTask:
+        arguments = [argument.format(**{**values, **given}) for argument in self.data.arguments]
+        task = call(
+            spark_job,
+            steps,
+            run_id=RUN_ID,
+            task_name=TASK_NAME,
+            spark_application=self.data.application,
+            spark_arguments=arguments,
+            spark_conf=dict(self.data.conf),
+            input_uri=values[self.data.input],
+        )
+        return on_cluster(task, values, self.data.task_name)
+
+    def _train_and_evaluate(
+        self,
+        values: Mapping[str, Any],
+        steps: Mapping[str, Any],
+        data_task: dsl.PipelineTask,
+        reproduced_by: str,
+    ) -> tuple[dsl.PipelineTask, dsl.PipelineTask]:
+        data = data_task.outputs["output"]
+        chosen = {name: values[name] for name in self.training.given()}
+        code = {"run_id": RUN_ID, "task_name": TASK_NAME, **self.training_arguments(), "data": data}
+        hyperparameters: Any = chosen
+        if self.tuning:
+            tuning = call(hyperparameter_tuning, steps, **code, hyperparameters=chosen)
+            tuning = on_cluster(tuning, values, self.tuning.task_name)
+            hyperparameters = tuning.outputs["best_hyperparameters"]
+        training = call(
+            distributed_training, steps, **code, hyperparameters=hyperparameters, pipeline=reproduced_by
+        )
+        training = on_cluster(training, values, self.training.task_name)
+        # The evaluation's settings are the decision threshold and the run's overrides; its other
+        # inputs are the declaration's.
+        settings = (
+            {"decision_threshold": values["decision_threshold"]} if "decision_threshold" in values else {}
+        )
+        evaluation = model_evaluation(
+            model=training.outputs["model"],
+            dataset=data,
+            dataset_split=self.evaluation.split,
+            **self._scoring(),
+            **({"class_names": list(self.evaluation.class_names)} if self.evaluation.class_names else {}),
+            **settings,
+            **run_overrides(values),
+        )
+        return training, on_cluster(evaluation, values, self.evaluation.task_name)
+
+    def _deploy(
+        self, steps: Mapping[str, Any], training: dsl.PipelineTask, data_task: dsl.PipelineTask
+    ) -> dsl.PipelineTask:
+        """The rollout of the trained model: first at 100%, later as an analysed canary that
+        replays the holdout."""
+        task = call(
+            model_deployment,
+            steps,
+            run_id=RUN_ID,
+            task_name=TASK_NAME,
+            model=training.outputs["model"],
+            holdout=data_task.outputs["output"],
+            holdout_split=self.evaluation.holdout,
+            **self._scoring(),
+            **self._serving(),
+        )
+        return joins_mesh(on_cluster(uncached(task), steps, "deployment"))
+
+    def _register(
+        self, steps: Mapping[str, Any], training: dsl.PipelineTask, deployment: dsl.PipelineTask
+    ) -> None:
+        if self.registration is None:
+            return
+        task = call(
+            register_model,
+            steps,
+            model=training.outputs["model"],
+            decision=deployment.outputs["decision"],
+            model_format=self.registration.model_format,
+        )
+        on_cluster(uncached(task), steps, self.registration.task_name)
+
+    def _retrain(
+        self, values: Mapping[str, Any], steps: Mapping[str, Any], checked: dsl.PipelineTask
+    ) -> None:
+        assert self.retraining is not None  # (the caller's branch)
+        retraining = self.retraining
+        # Never cached: the window relative to the run's time, and what serves, change between
+        # runs with the same arguments.
+        window = call(
+            data_window,
+            steps,
+            scheduled_time=dsl.PIPELINE_JOB_SCHEDULE_TIME_UTC_PLACEHOLDER,
+            created_time=dsl.PIPELINE_JOB_CREATE_TIME_UTC_PLACEHOLDER,
+        ).after(checked)
+        on_cluster(uncached(window), values, "data-window")
+        champion = call(production_model, steps, comparable_files=list(retraining.comparable_files))
+        champion = on_cluster(uncached(champion.after(checked)), values, "production-model")
+        # The new window, profiled on the champion's edges: like is compared with like.
+        data = self._data(
+            values,
+            steps,
+            {
+                "window_start": window.outputs["start"],
+                "window_end": window.outputs["end"],
+                PRODUCTION_PROFILE: champion.outputs["profile_uri"],
+            },
+        )
+        uncached(data)
+        drift = call(
+            data_drift,
+            steps,
+            reference=champion.outputs["model"],
+            current=data.outputs["output"],
+            current_profile_file=retraining.profile_file,
+        )
+        on_cluster(drift, values, "drift-check")
+        with dsl.If(drift.outputs["Output"] == True, name="drifted"):  # noqa: E712 (a KFP condition)
+            training, evaluation = self._train_and_evaluate(values, steps, data, retraining.training_pipeline)
+            gate = call(
+                gate_model,
+                steps,
+                challenger=training.outputs["model"],
+                champion=champion.outputs["model"],
+                dataset=data.outputs["output"],
+                dataset_split=self.evaluation.holdout,
+                **self._scoring(),
             )
-            joins_mesh(on_cluster(uncached(deployment.after(evaluation)), values, "deployment"))
+            gate = on_cluster(gate.after(evaluation), values, "champion-challenger")
+            with dsl.If(gate.outputs["Output"] == PASS, name="beats-production"):
+                deployment = self._deploy(steps, training, data)
+                self._register(steps, training, deployment)

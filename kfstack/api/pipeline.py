@@ -36,8 +36,12 @@ from kfstack.monitoring.drift import DriftThresholds, feature_names
 from kfstack.monitoring.gate import PASS, GateRule
 from kfstack.monitoring.window import resolve_window
 from kfstack.pipelines.declared import (
+    PRODUCTION_PROFILE,
     Evaluation,
     Hyperparameter,
+    Predictor,
+    Registration,
+    Retraining,
     SparkApplication,
     Training,
     TrainingPipeline,
@@ -71,6 +75,7 @@ __all__ = [
     "NAMESPACE_FIELD",
     "PASS",
     "PER_RUN",
+    "PRODUCTION_PROFILE",
     "REGRESSION",
     "RUN_ID",
     "TASK_NAME",
@@ -83,7 +88,10 @@ __all__ = [
     "Parameter",
     "ParameterSet",
     "Placement",
+    "Predictor",
+    "Registration",
     "RegistryEndpoint",
+    "Retraining",
     "RunContext",
     "ServiceStage",
     "SparkApplication",

@@ -71,17 +71,29 @@ def test_a_declared_pipeline_runs_as_it_did_when_written_by_hand(name):
             before["inputs"].pop("settings_overrides", None)  # the views written with the run form
         if "threshold" in before["inputs"]:  # the evaluation's threshold has its setting's name now
             before["inputs"]["decision_threshold"] = before["inputs"].pop("threshold")
+        if name == "flights-retraining" and task == "champion-challenger":
+            # Fixed by design: the hand-written gate took the trainers' batch_size (1024, a
+            # hyperparameter) as its rows per request by a name clash; a step never takes a
+            # hyperparameter now, and the gate sends the evaluation's (its default).
+            assert (before["inputs"]["batch_size"], inputs["batch_size"]) == (1024.0, 512.0)
+            before["inputs"]["batch_size"] = inputs["batch_size"]
         if task != "validate-parameters":
             assert inputs == before["inputs"], task
             continue
         # The run's check sees every parameter: those it saw, with the same values, and the
-        # catalog's settings the declaration adds, each at the value its task resolves anyway.
+        # catalog's settings the declaration adds, each at the value the tasks that take it
+        # resolve anyway (a tuning objective the hand-written pipeline gave its step), else at
+        # the catalog's default.
         checked, was = inputs.pop("parameters"), before["inputs"].pop("parameters")
         assert inputs == before["inputs"]
         assert {k: checked[k] for k in was} == was
         for added in set(checked) - set(was):
             assert added in CATALOG, added
-            assert checked[added] == declared[added].default == CATALOG[added].default, added
+            resolved_anyway = {
+                json.dumps(t["inputs"][added]) for t in golden.values() if added in t["inputs"]
+            } or {json.dumps(CATALOG[added].default)}
+            assert resolved_anyway == {json.dumps(checked[added])}, added
+            assert checked[added] == declared[added].default, added
 
 
 def _declaration(**changes) -> TrainingPipeline:

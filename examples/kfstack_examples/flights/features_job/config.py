@@ -1,7 +1,7 @@
 """The feature job's parameters and command line, importable without pyspark.
 
 The job runs as a team's Spark application through the generic ``spark_job`` component: the
-flights pipelines hand it its argv (:func:`pipeline_arguments`, from their parameters) and its
+flights pipelines hand it its argv (:data:`PIPELINE_OPTIONS`, from their parameters) and its
 locations by the contract's environment (``KFSTACK_INPUT_URI``, ``KFSTACK_OUTPUT_URI``); the
 driver parses them (:func:`parse_args`) into a :class:`FeatureJobConfig`. The pipelines' check
 builds the same config from their parameters before anything is submitted
@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
-from typing import Any
 
 from kfstack.api import (
     INPUT_URI_ENV,
@@ -137,7 +136,8 @@ class FeatureJobConfig(Settings):
 # The pipelines' parameter names of the fields where the two differ (the locations are the
 # spark_job step's; the input its data_uri).
 PIPELINE_NAMES = {"output_uri": "features", "quarantine_uri": "quarantine", "input_uri": "data_uri"}
-# The job's options the pipelines set from their parameters of the same name.
+# The job's options the pipelines set from their parameters of the same name (as
+# ``--name=value``; a retraining run adds the production model's profile).
 PIPELINE_OPTIONS = (
     "num_shards",
     "max_quarantine_fraction",
@@ -146,15 +146,8 @@ PIPELINE_OPTIONS = (
     "window_start",
     "window_end",
     "synthetic_drift",
-    "reference_profile_uri",
 )
 QUARANTINE_DIR = "quarantine"
-
-
-def pipeline_arguments(values: dict[str, Any]) -> list[str]:
-    """The job's argv from pipeline values (constants or KFP placeholders, which a compiled
-    pipeline resolves inside the list): ``--name=value`` for each of :data:`PIPELINE_OPTIONS`."""
-    return [f"--{name.replace('_', '-')}={values[name]}" for name in PIPELINE_OPTIONS]
 
 
 def _whole(text: str) -> int:

@@ -1,7 +1,8 @@
 """The flights pipelines, as the ``kfstack.pipelines`` entry points of this package name them.
 
-:mod:`.training` (``flights-training``) and :mod:`.retraining` (``flights-retraining``) share
-their steps (:mod:`.steps`) and the descriptions of their parameters (:mod:`.parameters`).
+:mod:`.training` declares ``flights-training`` on kfstack's declarative layer, and
+:mod:`.retraining` the same declaration retraining on a schedule (``flights-retraining``); they
+share their own parameters (:mod:`.parameters`) and the rules of a run (:mod:`.steps`).
 """
 
 from kfstack.api import PipelineEntry

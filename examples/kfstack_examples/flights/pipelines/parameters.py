@@ -1,22 +1,36 @@
-"""The flights pipelines' parameters, each written once (:mod:`kfstack.pipelines.parameters`).
+"""The flights pipelines' parameters besides the catalog's: each written once.
 
-Both pipelines take kfstack's public components' parameters from the catalog, with the flights
-wording where the data makes it more precise, and the flights feature job's, trainers' and canary
-replay's own, whose type, default and range are those settings classes' fields.
-:data:`TRAINING` is ``flights-training``'s; :data:`RETRAINING` adds the window, drift and gate
-parameters of ``flights-retraining``.
+The feature job's, trainers' and canary replay's own take their type, default and range from those
+settings classes' fields; the catalog's settings (:data:`kfstack.api.pipeline.CATALOG`) take the
+flights wording where the data makes it more precise, and the flights defaults.
 """
 
 from __future__ import annotations
 
-from kfstack.api.pipeline import CATALOG, PER_RUN, GateRule, Parameter, ParameterSet, from_setting
+from kfstack.api.pipeline import PER_RUN, GateRule, Parameter, from_setting
 from kfstack_examples.flights.features import CALENDAR_FEATURES
 from kfstack_examples.flights.features_job.config import FeatureJobConfig
 from kfstack_examples.flights.predictor import DEFAULT_MODEL_NAME
 from kfstack_examples.flights.settings import REPLAY_PARAMETERS, CanaryReplay
-from kfstack_examples.flights.training.settings import OBJECTIVE, SEARCH_SPACE, TrainingSettings
+from kfstack_examples.flights.training.settings import TrainingSettings
 
-_OWN = [
+# The flights trainers' hyperparameters a person sets per run (TRAINER_CODE declares them).
+HYPERPARAMETERS = [
+    from_setting(
+        TrainingSettings,
+        "epochs",
+        "Training epochs; each ends with a checkpoint and Katib metric lines.",
+        PER_RUN,
+    ),
+    from_setting(TrainingSettings, "batch_size", "Global batch size, split evenly over ranks.", PER_RUN),
+    from_setting(TrainingSettings, "learning_rate", "Adam learning rate.", PER_RUN),
+    from_setting(
+        TrainingSettings, "seed", "Seed of the data split and sample, and of the training.", PER_RUN
+    ),
+]
+
+# The feature job's options and the canary replay's size.
+OWN = [
     Parameter(
         "data_uri",
         str,
@@ -47,18 +61,6 @@ _OWN = [
         "Parquet shards per split; >= workers so every rank reads its own.",
         "data",
     ),
-    # The flights trainers' hyperparameters (TRAINER_CODE declares them to the generic steps).
-    from_setting(
-        TrainingSettings,
-        "epochs",
-        "Training epochs; each ends with a checkpoint and Katib metric lines.",
-        PER_RUN,
-    ),
-    from_setting(TrainingSettings, "batch_size", "Global batch size, split evenly over ranks.", PER_RUN),
-    from_setting(TrainingSettings, "learning_rate", "Adam learning rate.", PER_RUN),
-    from_setting(
-        TrainingSettings, "seed", "Seed of the data split and sample, and of the training.", PER_RUN
-    ),
     from_setting(
         CanaryReplay,
         "records",
@@ -75,168 +77,42 @@ _OWN = [
     ),
 ]
 
-# The catalog's parameters in the flights wording (a flight's dates, the trainers' tuned values).
-_WORDED = {
-    "window_start": {
-        "description": "First flight date read (ISO ``2013-07-01``); empty: from the first. With "
-        "window_end, the window exactly."
-    },
-    "window_end": {"description": "Last flight date read (inclusive); empty: to the last."},
-    "decision_threshold": {"description": "Probability at or above which a flight is called delayed."},
-    # The flights canary is judged by its AUC.
-    "canary_max_quality_drop": {
-        "description": "Roll back when the canary's AUC is lower than the stable's by more."
-    },
-    "window_lag_days": {
-        "description": "Days between a relative window's end and the run's day: late data settles; a "
-        "schedule replays the bundled 2013 flights with a lag that maps today onto 2013."
-    },
-    "tune": {
-        "description": "Tune learning_rate / batch_size before training (a Katib Experiment on "
-        "Kubernetes, the embedded tuner locally); false: train with the values given."
-    },
-    "tuning_search_space": {
-        "default": SEARCH_SPACE,
-        "description": 'JSON, tuned argument -> feasible space, e.g. {"learning_rate": {"type": '
-        '"double", "min": 0.0003, "max": 0.03, "scale": "log"}, "batch_size": {"type": "discrete", '
-        '"values": [512, 1024, 2048]}} (types double, int, categorical, discrete; '
-        "components/tuning/hyperparameter_tuning/README.md).",
-    },
-    "tuning_objective": {"default": OBJECTIVE, "description": "val_auc, val_log_loss or val_accuracy."},
-    "serving_name": {"default": DEFAULT_MODEL_NAME},
-    "canary_max_psi": {
-        "description": "Roll back above this prediction shift (PSI of canary against stable); 0: not "
-        "checked (flights-retraining's default: a model retrained because the data drifted is meant "
-        "to predict differently, and its gate has compared it with production on labelled new data)."
-    },
-    "gate_metric": {
-        "default": GateRule.metric,
-        "description": "The champion/challenger gate's metric: ``auc``, ``accuracy`` or ``log_loss``.",
-    },
-    "drift_ignore_features": {
-        "default": ",".join(CALENDAR_FEATURES),
-        "description": "Comma-separated features the drift check measures but does not decide on: the "
-        "calendar (month, day_of_year) differs between any two windows by construction.",
-    },
+# The catalog's settings at the flights defaults.
+DEFAULTS = {
+    "serving_name": DEFAULT_MODEL_NAME,
 }
-
-# Every parameter of flights-training, in the order a form reads them: what a person sets per
-# run first (the data, the model, whether to tune and deploy), then the environment's settings;
-# ParameterSet.ordered() keeps this order within each group.
-_TRAINING_FORM = (
-    "data_uri",
-    "window_start",
-    "window_end",
-    "sample_fraction",
-    "synthetic_drift",
-    "framework",
-    "workers",
-    "epochs",
-    "batch_size",
-    "learning_rate",
-    "seed",
-    "tune",
-    "deploy",
-    "max_quarantine_fraction",
-    "num_shards",
-    "spark_executors",
-    "spark_executor_cores",
-    "spark_executor_memory",
-    "spark_driver_memory",
-    "max_restarts",
-    "tf_topology",
-    "tf_parameter_servers",
-    "elastic_min_workers",
-    "elastic_max_workers",
-    "decision_threshold",
-    "tuning_objective",
-    "tuning_search_space",
-    "tuning_algorithm",
-    "tuning_algorithm_settings",
-    "tuning_direction",
-    "tuning_goal",
-    "tuning_require_goal",
-    "tuning_metric_strategy",
-    "tuning_early_stopping",
-    "tuning_min_trials_required",
-    "tuning_start_step",
-    "tuning_trial_epochs",
-    "tuning_parallel_trials",
-    "tuning_max_trials",
-    "tuning_max_failed_trials",
-    "serving_name",
-    "serving_mode",
-    "serving_min_replicas",
-    "serving_max_replicas",
-    "serving_scale_metric",
-    "serving_scale_target",
-    "serving_autoscaler",
-    "canary_traffic_percent",
-    "canary_records",
-    "canary_batch_size",
-    "canary_max_error_rate",
-    "canary_max_latency_ratio",
-    "canary_latency_slack_ms",
-    "canary_max_psi",
-    "canary_max_quality_drop",
-    "model_registry_url",
-    "model_registry_author",
-    "platform",
-    "gpu_pool",
-    "serving_pool",
-    "object_store_secret",
-    "image_pull_secret",
-    "istio_mesh",
-    "launch_namespace",
-    "spark_service_account",
-    "serving_service_account",
-    "serving_prometheus_address",
-    "serving_keda_authentication",
-    "serving_keda_auth_modes",
-    "serving_queue_metric",
-    "serving_gpu_metric",
-    "serving_gpu_pod_label",
-    "serving_gpu_namespace_label",
-    "training_api",
-    "trainer_runtime",
-    "spark_timeout_seconds",
-    "training_timeout_seconds",
-    "tuning_timeout_seconds",
-    "serving_timeout_seconds",
-    "tuning_resume_policy",
-)
-# flights-retraining's own: the relative window and whether to retrain at all (per run), the
-# drift thresholds and the gate (the environment's).
-_RETRAINING_FORM = (
-    "window_days",
-    "window_lag_days",
-    "force",
-    "trigger",
-    "drift_max_psi",
-    "drift_max_label_rate_shift",
-    "drift_ignore_features",
-    "gate_metric",
-    "gate_margin",
-)
-_OWN_BY_NAME = {parameter.name: parameter for parameter in _OWN}
-
-
-def _declared(names: tuple[str, ...], **changed: dict) -> ParameterSet:
-    """The flights parameters ``names``: their own, or the catalog's in the flights wording
-    with ``changed`` on top."""
-    return ParameterSet(
-        (
-            _OWN_BY_NAME[name]
-            if name in _OWN_BY_NAME
-            else CATALOG[name].but(**{**_WORDED.get(name, {}), **changed.get(name, {})})
-            for name in names
-        ),
-        # Its name until 0.2: the generic setting, in the flights wording, since.
-        renamed={"canary_max_auc_drop": "canary_max_quality_drop"},
-    )
-
-
-TRAINING = _declared(_TRAINING_FORM)
-# Its canary's prediction shift is not checked: see the parameter's description (the gate has
-# compared the models already).
-RETRAINING = _declared(_TRAINING_FORM + _RETRAINING_FORM, canary_max_psi={"default": 0.0})
+# ... and in the flights wording (a flight's dates, the trainers' tuned values, the AUC).
+DESCRIPTIONS = {
+    "window_start": "First flight date read (ISO ``2013-07-01``); empty: from the first. With "
+    "window_end, the window exactly.",
+    "window_end": "Last flight date read (inclusive); empty: to the last.",
+    "decision_threshold": "Probability at or above which a flight is called delayed.",
+    # The flights canary is judged by its AUC.
+    "canary_max_quality_drop": "Roll back when the canary's AUC is lower than the stable's by more.",
+    "tune": "Tune learning_rate / batch_size before training (a Katib Experiment on Kubernetes, the "
+    "embedded tuner locally); false: train with the values given.",
+    "tuning_search_space": 'JSON, tuned argument -> feasible space, e.g. {"learning_rate": {"type": '
+    '"double", "min": 0.0003, "max": 0.03, "scale": "log"}, "batch_size": {"type": "discrete", '
+    '"values": [512, 1024, 2048]}} (types double, int, categorical, discrete; '
+    "components/tuning/hyperparameter_tuning/README.md).",
+    "tuning_objective": "val_auc, val_log_loss or val_accuracy.",
+    "canary_max_psi": "Roll back above this prediction shift (PSI of canary against stable); 0: not "
+    "checked (flights-retraining's default: a model retrained because the data drifted is meant "
+    "to predict differently, and its gate has compared it with production on labelled new data).",
+}
+# flights-retraining's own: the relative window, the drift check and the gate.
+RETRAINING_DEFAULTS = {
+    "drift_ignore_features": ",".join(CALENDAR_FEATURES),
+    "gate_metric": GateRule.metric,
+    # Not checked: see the setting's description (the gate has compared the models already).
+    "canary_max_psi": 0.0,
+}
+RETRAINING_DESCRIPTIONS = {
+    "drift_ignore_features": "Comma-separated features the drift check measures but does not decide on: "
+    "the calendar (month, day_of_year) differs between any two windows by construction.",
+    "window_lag_days": "Days between a relative window's end and the run's day: late data settles; a "
+    "schedule replays the bundled 2013 flights with a lag that maps today onto 2013.",
+    "gate_metric": "The champion/challenger gate's metric: ``auc``, ``accuracy`` or ``log_loss``.",
+}
+# Its name until 0.2: the generic setting, in the flights wording, since.
+RENAMED = {"canary_max_auc_drop": "canary_max_quality_drop"}
