@@ -412,7 +412,7 @@ class TrainingPipeline:
         return [name for name in CATALOG.names if name in taken]
 
     def parameter_set(self) -> ParameterSet:
-        """Every parameter of the pipeline: its hyperparameters and own parameters, then the
+        """Every parameter of the pipeline: the data's, its own, its hyperparameters, then the
         catalog's it takes, with its defaults and wording."""
         defaults = dict(self.defaults)
         if self.tuning:
@@ -424,10 +424,18 @@ class TrainingPipeline:
             changes.setdefault(name, {})["default"] = value
         for name, text in self.descriptions.items():
             changes.setdefault(name, {})["description"] = text
-        return ParameterSet(
-            [*self.training.parameters(), *self.parameters, *CATALOG.take(*self.catalog_names(), **changes)],
-            renamed=self.renamed,
-        )
+        # In the order a person reads a run form: the data (its input, what its arguments name,
+        # the pipeline's own), then the model's hyperparameters, then the components' settings.
+        catalog = CATALOG.take(*self.catalog_names(), **changes)
+        data = {self.data.input} | self.data.named()
+        ordered = [
+            *(p for p in catalog if p.name in data),
+            *self.parameters,
+            *self.training.parameters(),
+            *(p for p in catalog if p.name not in data),
+        ]
+        ordered.sort(key=lambda p: p.name != self.data.input)  # the input first, the rest as they were
+        return ParameterSet(ordered, renamed=self.renamed)
 
     # -- the pipeline -------------------------------------------------------------------------
 

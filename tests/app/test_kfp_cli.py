@@ -526,6 +526,57 @@ def test_schedule_list_and_delete(capsys, fake_kfp):
     assert doomed not in fake_kfp.recurring_runs and len(fake_kfp.recurring_runs) == 2
 
 
+def put_old_schedule(fake_kfp, run_id: str, name: str, pipeline_id: str, arguments: dict, version_id=None):
+    """A schedule of PIPELINE made before the run form: its settings among its parameters."""
+    put_schedule(fake_kfp, run_id, name, pipeline_id, version_id, "ENABLED")
+    fake_kfp.recurring_runs[run_id]["runtime_config"] = {"parameters": arguments}
+    fake_kfp.recurring_runs[run_id]["service_account"] = "kfstack-runner"
+    if version_id is None:
+        del fake_kfp.recurring_runs[run_id]["pipeline_version_reference"]["pipeline_version_id"]
+
+
+def test_upload_moves_a_schedule_following_latest_into_the_run_form(capsys, fake_kfp):
+    """A schedule that follows the latest version and passes settings (and a parameter's earlier
+    name) as parameters would fail once a run-form version is uploaded: upload creates it again
+    with them in settings_overrides, says so as deprecated, and leaves pinned ones alone."""
+    pid, (v1,) = fake_kfp.seed(PIPELINE, V1)
+    fake_kfp.experiments["exp"] = {"experiment_id": "exp", "display_name": "Default", "namespace": ""}
+    old = {"epochs": 3, "gpu_pool": "a100", "canary_max_auc_drop": 0.01}
+    put_old_schedule(fake_kfp, "nightly-id", "nightly", pid, old)
+    put_old_schedule(fake_kfp, "pinned-id", "pinned", pid, old, version_id=v1)
+    code, _out, err = main(capsys, ["upload", PIPELINE, "--pipeline-version", V2, *host(fake_kfp)])
+    assert code == 0, err
+    assert "nightly-id" not in fake_kfp.recurring_runs  # replaced (created first, then deleted)
+    (moved,) = (r for r in fake_kfp.recurring_runs.values() if r["display_name"] == "nightly")
+    assert moved["runtime_config"]["parameters"] == {
+        "epochs": 3,
+        "settings_overrides": {"gpu_pool": "a100", "canary_max_quality_drop": 0.01},
+    }
+    assert moved["pipeline_version_reference"] == {"pipeline_id": pid}  # still follows latest
+    assert moved["trigger"] == {"cron_schedule": {"cron": "0 0 1 * * *"}}
+    assert moved["service_account"] == "kfstack-runner" and moved["experiment_id"] == "exp"
+    assert "kfstack upload: deprecated: schedule 'nightly'" in err
+    assert "canary_max_auc_drop, gpu_pool" in err
+    # Pinned: it runs V1, whose parameters those are.
+    assert fake_kfp.recurring_runs["pinned-id"]["runtime_config"]["parameters"] == old
+    assert "'pinned'" not in err
+
+
+def test_upload_names_a_schedule_it_cannot_move_and_leaves_it(capsys, fake_kfp):
+    pid, _ = fake_kfp.seed(PIPELINE, V1)
+    fake_kfp.experiments["exp"] = {"experiment_id": "exp", "display_name": "Default", "namespace": ""}
+    # object_store_secret is compiled in and not overridable per run: no run form takes it.
+    put_old_schedule(fake_kfp, "nightly-id", "nightly", pid, {"object_store_secret": "team-store"})
+    code, _out, err = main(capsys, ["upload", PIPELINE, "--pipeline-version", V2, *host(fake_kfp)])
+    assert code == 0, err
+    assert fake_kfp.recurring_runs["nightly-id"]["runtime_config"]["parameters"] == {
+        "object_store_secret": "team-store"
+    }
+    assert "kfstack upload: warning: schedule 'nightly'" in err and "its runs will fail" in err
+    assert "object_store_secret='team-store': compiled into the pipeline version" in err
+    assert f"kfstack schedule {PIPELINE} --name nightly --version VERSION" in err
+
+
 def test_schedule_delete_unknown(capsys, fake_kfp):
     code, _out, err = main(capsys, ["schedule", "--delete", "nope", *host(fake_kfp)])
     assert code == 2

@@ -116,8 +116,9 @@ def _declaration(**changes) -> TrainingPipeline:
 def test_the_parameters_follow_from_the_declaration():
     declaration = _declaration(defaults={"workers": 3}, descriptions={"workers": "Ranks."})
     parameters = declaration.parameter_set()
-    # The hyperparameters per run, typed as the code declares them; then the pipeline's own.
-    assert [p.name for p in parameters.ordered()][:2] == ["epochs", "rows"]
+    # Per run, the data first (its input, the pipeline's own), then the hyperparameters, typed as
+    # the code declares them.
+    assert [p.name for p in parameters.ordered()][:3] == ["input_uri", "rows", "epochs"]
     assert parameters["epochs"].type is int and parameters["epochs"].bounds == {"ge": 1}
     assert parameters["workers"].default == 3 and parameters["workers"].description == "Ranks."
     # Without tuning there is no tuning setting, nor ``tune``; what the declaration fixes

@@ -29,6 +29,8 @@ class Schedule:
         version_id: The version it is pinned to; ``None``: the latest at each run.
         service_account: The service account its runs' pods run as, as the server reports it
             (KFP 2.17 fills in its default when none was given); ``None``: not reported.
+        arguments: The pipeline parameters its runs are started with.
+        experiment_id: The experiment its runs go to.
     """
 
     name: str
@@ -38,6 +40,8 @@ class Schedule:
     pipeline_id: str | None
     version_id: str | None
     service_account: str | None = None
+    arguments: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    experiment_id: str | None = None
 
 
 def schedules(client: Any, pipeline_id: str | None = None) -> list[Schedule]:
@@ -57,6 +61,8 @@ def schedules(client: Any, pipeline_id: str | None = None) -> list[Schedule]:
             pipeline_id=reference.pipeline_id if reference else None,
             version_id=(reference.pipeline_version_id or None) if reference else run.pipeline_version_id,
             service_account=run.service_account or None,
+            arguments=dict((run.runtime_config.parameters or {}) if run.runtime_config else {}),
+            experiment_id=run.experiment_id or None,
         )
         if pipeline_id is None or schedule.pipeline_id == pipeline_id:
             found.append(schedule)
