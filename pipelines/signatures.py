@@ -12,6 +12,11 @@ component README's Inputs table.
 ``tests/components/test_signatures.py`` writes them again in memory and fails on any difference,
 so a setting is changed in the catalog and ``python -m kfstack.pipelines.signatures`` is run.
 
+A component takes the catalog's settings its signature names, and every setting of the settings
+classes :data:`SETTINGS_CLASSES` gives it (those its stage builds whole): a field added to such a
+class, with its catalog entry, reaches the component's signature, docstring and README when this
+module runs, with no other edit.
+
 An argument a component requires (``platform``, ``serving_name`` of the deployment...) is the
 component's own and stays as written.
 """
@@ -32,7 +37,15 @@ from typing import Any
 from kfp.dsl.base_component import BaseComponent
 
 import kfstack.components
+from kfstack.kubernetes.inference_service import ServingRequest
+from kfstack.kubernetes.placement import Placement, ServingPlacement, TrainingPlacement, TuningPlacement
+from kfstack.kubernetes.spark_application import SparkJobPlacement, SparkResources
+from kfstack.monitoring.drift import DriftThresholds
+from kfstack.monitoring.gate import GateRule
 from kfstack.pipelines.parameters import CATALOG, Parameter
+from kfstack.serving.canary import CanaryThresholds
+from kfstack.training.settings import JobTopology
+from kfstack.tuning.spec import TuningSettings
 
 BEGIN = "    # Settings from the parameter catalog, written by python -m kfstack.pipelines.signatures."
 END = "    # End of the catalog's settings."
@@ -40,6 +53,19 @@ END = "    # End of the catalog's settings."
 LINE_LENGTH = 110
 _ARGUMENT_LINE = re.compile(r"^    (\w+): ")
 _ENTRY = re.compile(r"^        (\w+): ")
+_ROW = re.compile(r"^\| `(\w+)` \|")
+
+# Component -> the settings classes its stage builds whole from its arguments: every catalog
+# setting read from a field declared in one of them is the component's (a field inherited from
+# a base class listed elsewhere is not: a deployment's pods take no image pull Secret).
+SETTINGS_CLASSES: dict[str, tuple[type, ...]] = {
+    "spark_job": (SparkResources, SparkJobPlacement, Placement),
+    "distributed_training": (JobTopology, TrainingPlacement, Placement),
+    "hyperparameter_tuning": (TuningSettings, TuningPlacement, JobTopology, TrainingPlacement, Placement),
+    "model_deployment": (ServingRequest, ServingPlacement, CanaryThresholds),
+    "data_drift": (DriftThresholds,),
+    "gate_model": (GateRule,),
+}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -70,6 +96,8 @@ def component_sources() -> Iterator[ComponentSource]:
                     for name, argument in signature.parameters.items()
                     if name in CATALOG and argument.default is not inspect.Parameter.empty
                 ]
+                classes = SETTINGS_CLASSES.get(value.python_func.__name__, ())
+                settings += [p for p in CATALOG if p.owner in classes and p not in settings]
                 yield ComponentSource(path, value, settings)
 
 
@@ -131,7 +159,29 @@ def _with_entries(lines: list[str], descriptions: dict[str, str]) -> list[str]:
         while index < len(lines) and lines[index].startswith(" " * 12):
             index += 1  # the entry's old continuation lines
     if missing:
-        raise ValueError(f"no Args entry for {', '.join(sorted(missing))}")
+        # A setting new to the component: its entry after the last of its settings' entries.
+        at = max(
+            (i for i, line in enumerate(out) if (m := _ENTRY.match(line)) and m.group(1) in descriptions),
+            default=None,
+        )
+        if at is None:
+            raise ValueError(f"no Args entry for {', '.join(sorted(missing))}")
+        while at + 1 < len(out) and out[at + 1].startswith(" " * 12):
+            at += 1
+        added = [
+            entry
+            for name in descriptions
+            if name in missing
+            for entry in textwrap.wrap(
+                f"{name}: {descriptions[name]}",
+                width=LINE_LENGTH,
+                initial_indent=" " * 8,
+                subsequent_indent=" " * 12,
+                break_on_hyphens=False,
+                break_long_words=False,
+            )
+        ]
+        out[at + 1 : at + 1] = added
     return out
 
 
@@ -141,16 +191,25 @@ def readme_written(source: ComponentSource, text: str) -> str:
     settings = {p.name: p for p in source.settings}
     lines = text.split("\n")
     in_inputs = False
+    last = None
+    missing = set(settings)
     for index, line in enumerate(lines):
         if line.startswith("#"):
             in_inputs = line.strip() == "## Inputs"
             continue
-        found = re.match(r"^\| `(\w+)` \|", line)
+        found = _ROW.match(line)
         if in_inputs and found and found.group(1) in settings:
-            parameter = settings[found.group(1)]
-            meaning = parameter.description.replace("``", "`").replace("|", "\\|")
-            lines[index] = f"| `{parameter.name}` | `{parameter.type.__name__}` | {meaning} |"
+            lines[index] = _row(settings[found.group(1)])
+            missing.discard(found.group(1))
+            last = index
+    if missing and last is not None:  # a setting new to the component: after the last row
+        lines[last + 1 : last + 1] = [_row(p) for p in source.settings if p.name in missing]
     return "\n".join(lines)
+
+
+def _row(parameter: Parameter) -> str:
+    meaning = parameter.description.replace("``", "`").replace("|", "\\|")
+    return f"| `{parameter.name}` | `{parameter.type.__name__}` | {meaning} |"
 
 
 def _files(source: ComponentSource) -> list[tuple[pathlib.Path, Any]]:

@@ -64,9 +64,27 @@ def test_the_written_defaults_are_what_kfp_compiles():
         assert arguments[name].annotation in (CATALOG[name].type, CATALOG[name].type.__name__), name
 
 
-def test_a_missing_docstring_entry_is_refused():
+def test_a_setting_new_to_a_component_gets_its_docstring_entry_and_readme_row():
+    """A field added to a settings class the component takes whole (SETTINGS_CLASSES) reaches its
+    docstring and README with no other edit: written after its settings' last entry and row."""
     source = next(s for s in SOURCES if s.function == "distributed_training")
     text = source.path.read_text(encoding="utf-8")
-    broken = "\n".join(line for line in text.split("\n") if not line.startswith("        gpu_pool:"))
-    with pytest.raises(ValueError, match="no Args entry for gpu_pool"):
+    lines = text.split("\n")
+    at = next(i for i, line in enumerate(lines) if line.startswith("        gpu_pool:"))
+    end = next(i for i in range(at + 1, len(lines)) if not lines[i].startswith(" " * 12))
+    written = signatures.written(source, "\n".join(lines[:at] + lines[end:]))
+    assert "        gpu_pool: " in written and written.count("        gpu_pool: ") == 1
+    readme = source.path.with_name("README.md").read_text(encoding="utf-8")
+    without = "\n".join(line for line in readme.split("\n") if not line.startswith("| `gpu_pool` |"))
+    assert "| `gpu_pool` | `str` |" in signatures.readme_written(source, without)
+
+
+def test_a_docstring_without_its_settings_entries_is_refused():
+    source = next(s for s in SOURCES if s.function == "distributed_training")
+    text = source.path.read_text(encoding="utf-8")
+    names = {p.name for p in source.settings}
+    broken = "\n".join(
+        line for line in text.split("\n") if not any(line.startswith(f"        {name}:") for name in names)
+    )
+    with pytest.raises(ValueError, match="no Args entry for"):
         signatures.written(source, broken)
