@@ -147,14 +147,7 @@ def _with_entries(lines: list[str], descriptions: dict[str, str]) -> list[str]:
             continue
         name = found.group(1)
         missing.discard(name)
-        out += textwrap.wrap(
-            f"{name}: {descriptions[name]}",
-            width=LINE_LENGTH,
-            initial_indent=" " * 8,
-            subsequent_indent=" " * 12,
-            break_on_hyphens=False,
-            break_long_words=False,
-        )
+        out += _entry(name, descriptions[name])
         index += 1
         while index < len(lines) and lines[index].startswith(" " * 12):
             index += 1  # the entry's old continuation lines
@@ -168,21 +161,22 @@ def _with_entries(lines: list[str], descriptions: dict[str, str]) -> list[str]:
             raise ValueError(f"no Args entry for {', '.join(sorted(missing))}")
         while at + 1 < len(out) and out[at + 1].startswith(" " * 12):
             at += 1
-        added = [
-            entry
-            for name in descriptions
-            if name in missing
-            for entry in textwrap.wrap(
-                f"{name}: {descriptions[name]}",
-                width=LINE_LENGTH,
-                initial_indent=" " * 8,
-                subsequent_indent=" " * 12,
-                break_on_hyphens=False,
-                break_long_words=False,
-            )
+        out[at + 1 : at + 1] = [
+            line for name in descriptions if name in missing for line in _entry(name, descriptions[name])
         ]
-        out[at + 1 : at + 1] = added
     return out
+
+
+def _entry(name: str, description: str) -> list[str]:
+    """An ``Args`` entry's lines, wrapped as ruff keeps them."""
+    return textwrap.wrap(
+        f"{name}: {description}",
+        width=LINE_LENGTH,
+        initial_indent=" " * 8,
+        subsequent_indent=" " * 12,
+        break_on_hyphens=False,
+        break_long_words=False,
+    )
 
 
 def readme_written(source: ComponentSource, text: str) -> str:

@@ -21,7 +21,7 @@ from kfstack.app.local_run import run_pipeline_locally
 from kfstack.app.summary import SUCCEEDED, RunSummary
 from kfstack.errors import RunFailedError, UsageError
 from kfstack.lineage import DEFAULT_TOLERANCE, Difference, Lineage, compare
-from kfstack.pipelines import chosen, load_pipeline, rendering
+from kfstack.pipelines import chosen, load_pipeline, rendering, run_form
 from kfstack.version import DIRTY_SUFFIX, pipeline_version
 
 MODEL_OUTPUT = "model"
@@ -84,8 +84,11 @@ def reproduction_arguments(pipeline: str, recorded: Lineage) -> dict[str, Any]:
     job's whole shape, e.g. the framework a pipeline fixes) is the pipeline's own to set: the
     comparison of the records after the run says whether it set the same.
     """
-    known = rendering.parameter_types(load_pipeline(pipeline))
-    taken = {name: value for name, value in recorded.parameters.items() if name in known}
+    pipeline_func = load_pipeline(pipeline)
+    known = rendering.parameter_types(pipeline_func)
+    # A record written before a parameter was renamed names it as it was (with a warning).
+    parameters = run_form.current_names(pipeline_func, recorded.parameters)
+    taken = {name: value for name, value in parameters.items() if name in known}
     off = {name: False for name in SWITCHED_OFF if name in known}
     return {**taken, **off, "platform": "local"}
 

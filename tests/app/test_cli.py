@@ -712,3 +712,7 @@ def test_a_reproduction_runs_the_named_pipeline_with_its_tuning_and_deployment_o
         "deploy": False,
         "platform": "local",
     }
+    # A record written before a parameter was renamed: taken under its name now, with a warning.
+    with pytest.warns(FutureWarning, match="canary_max_auc_drop is now canary_max_quality_drop"):
+        arguments = reproduction_arguments("flights-training", record({"canary_max_auc_drop": 0.05}))
+    assert arguments["canary_max_quality_drop"] == 0.05 and "canary_max_auc_drop" not in arguments
