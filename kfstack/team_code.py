@@ -7,7 +7,9 @@ training module this way, as ``python -m`` would. An exit with status 0 (or none
 returning; any other exit, and any exception, goes on unchanged.
 
 Also how kfstack finds what an installed package declares (its pipelines, its launching stages):
-:func:`resolve` of a ``module:attribute`` name, and :func:`owner` of an entry point.
+:func:`resolve` of a ``module:attribute`` name, :func:`owner` of an entry point, and
+:func:`shadowing_problem`: a folder of the working directory named like the package, which the
+processes of a run would import instead of it.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 import importlib.metadata
+import importlib.util
 import os
 import runpy
 import sys
@@ -34,6 +37,55 @@ def resolve(target: str) -> Any:
     """
     module_name, attribute = target.split(":")
     return getattr(importlib.import_module(module_name), attribute)
+
+
+def shadowing_problem(module: str) -> str | None:
+    """Why ``module``'s package would not be itself in a process started in the working
+    directory, or None.
+
+    ``kfstack init churn`` makes ``churn/churn/``: from the folder above, ``churn`` in the working
+    directory is a folder without ``__init__.py``. Python imports it as a namespace package in
+    every process that has the working directory on its path (a run's tasks, ``python -m``),
+    ahead of an editable install's finder, and the package's modules are not found in it.
+    """
+    module_name = module.split(":")[0]
+    top = module_name.split(".")[0]
+    here = os.path.join(os.getcwd(), top)
+    if not (os.path.isdir(here) or os.path.isfile(f"{here}.py")):
+        return None
+    try:
+        spec = importlib.util.find_spec(top)
+    except (ImportError, ValueError):
+        return None  # importing it says what is wrong
+    if spec is None:
+        return None
+    locations = list(spec.submodule_search_locations or [])
+    if spec.origin in (None, "namespace"):
+        # A namespace package: the working directory's folder is one of its portions. It is the
+        # package when the module named is in it (a team's own layout), not when it is the top.
+        if module_name != top and _found(module_name):
+            return None
+        elsewhere = "its installed location"
+    else:
+        if any(_same(location, here) for location in locations) or _same(spec.origin or "", f"{here}.py"):
+            return None  # the working directory's folder is the package itself
+        elsewhere = locations[0] if locations else os.path.dirname(spec.origin or "")
+    return (
+        f"the working directory has a folder {top}/ that is not the package {top} ({elsewhere}): "
+        f"the run's processes, which start here, would import the folder instead. Run kfstack from "
+        f"inside the project (cd {top}) or from another directory"
+    )
+
+
+def _found(module_name: str) -> bool:
+    try:
+        return importlib.util.find_spec(module_name) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def _same(a: str, b: str) -> bool:
+    return os.path.exists(a) and os.path.exists(b) and os.path.samefile(a, b)
 
 
 def owner(point: importlib.metadata.EntryPoint) -> str:

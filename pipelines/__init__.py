@@ -24,7 +24,7 @@ from typing import Any
 
 from kfstack import errors
 from kfstack.errors import UsageError
-from kfstack.team_code import owner, resolve
+from kfstack.team_code import owner, resolve, shadowing_problem
 
 # A KFP task imports kfp in its runtime mode: the executor only, no compiler.
 KFP_RUNTIME_ENV = "_KFP_RUNTIME"
@@ -104,6 +104,7 @@ def entry(name: str) -> PipelineEntry:
         packages = " and ".join(sorted(f"{owner(p)} ({p.value})" for p in points))
         raise UsageError(f"pipeline {name!r} is declared by {packages}: uninstall one, or rename it")
     (point,) = points
+    _refuse_shadowing(name, point.value)
     try:
         registered = point.load()
     except Exception as err:  # the package's module failed to import, whatever the way
@@ -119,6 +120,18 @@ def entry(name: str) -> PipelineEntry:
     return registered
 
 
+def _refuse_shadowing(name: str, target: str) -> None:
+    """Raises before a pipeline whose package a folder of the working directory would shadow in
+    the run's processes is loaded (:func:`kfstack.team_code.shadowing_problem`).
+
+    Raises:
+        UsageError: Saying what to do.
+    """
+    problem = shadowing_problem(target)
+    if problem:
+        raise UsageError(f"pipeline {name!r}: {problem}")
+
+
 def load_pipeline(name: str) -> Any:
     """Returns the ``@dsl.pipeline`` function registered as ``name`` (or named ``module:function``).
 
@@ -126,6 +139,7 @@ def load_pipeline(name: str) -> Any:
         UsageError: No such pipeline, or its module fails to import (one line, naming it).
     """
     function = entry(name).function
+    _refuse_shadowing(name, function)
     try:
         return resolve(function)
     except Exception as err:  # a team's module failed to import, whatever the way

@@ -225,7 +225,21 @@ def best_parameters(arguments: dict[str, Any], outputs: dict[str, Any]) -> dict[
         searched = {}
     if not isinstance(best, dict) or not isinstance(searched, dict):
         return {}
-    return {name: best[name] for name in searched if name in best}
+    return {name: _as_searched(best[name], searched[name]) for name in searched if name in best}
+
+
+def _as_searched(value: Any, space: Any) -> Any:
+    """``value`` of the type its search space gives (a parameter output carries every number as
+    a float: an int hyperparameter came back as ``49.0``)."""
+    if not (isinstance(value, float) and value.is_integer() and isinstance(space, dict)):
+        return value
+    values = space.get("values") or []
+    whole = space.get("type") == "int" or (
+        space.get("type") in ("discrete", "categorical")
+        and values
+        and all(isinstance(v, int) and not isinstance(v, bool) for v in values)
+    )
+    return int(value) if whole else value
 
 
 def serving_summary(outputs: dict[str, Any]) -> dict[str, Any] | None:

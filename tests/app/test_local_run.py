@@ -285,3 +285,20 @@ def test_the_peak_memory_sampler_sums_a_real_childs_memory():
         assert memory.peak_bytes >= own + 200 * 2**20
     finally:
         child.communicate("")
+
+
+def test_tuned_integers_stay_integers_in_the_summary():
+    """A parameter output carries every number as a float; the summary gives each tuned value the
+    type its search space says (``hidden_units: 49``, not ``49.0``)."""
+    from kfstack.app.summary import best_parameters
+
+    space = {
+        "hidden_units": {"type": "int", "min": 16, "max": 128},
+        "dropout": {"type": "double", "min": 0.0, "max": 0.5},
+        "batch_size": {"type": "discrete", "values": [512, 1024]},
+        "activation": {"type": "categorical", "values": ["relu", "tanh"]},
+    }
+    best = {"hidden_units": 49.0, "dropout": 1.0, "batch_size": 1024.0, "activation": "tanh", "epochs": 3.0}
+    found = best_parameters({"tuning_search_space": json.dumps(space)}, {"best_hyperparameters": best})
+    assert found == {"hidden_units": 49, "dropout": 1.0, "batch_size": 1024, "activation": "tanh"}
+    assert type(found["hidden_units"]) is int and type(found["dropout"]) is float

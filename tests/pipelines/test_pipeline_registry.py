@@ -125,3 +125,31 @@ def test_without_a_name_the_one_installed_pipeline_is_used_and_several_must_be_n
     (site / "team_pipelines-1.0.dist-info" / "entry_points.txt").unlink()
     with pytest.raises(UsageError, match=r"no pipeline is installed: install a package that declares one"):
         chosen(None)
+
+
+def _project(root, package: str = "churn"):
+    """What ``kfstack init churn`` makes under ``root``: ``churn/`` (the project) holding the
+    package ``churn/``, installed as an editable install puts it on the path."""
+    source = root / package / package
+    source.mkdir(parents=True)
+    (source / "__init__.py").write_text("")
+    (source / "pipeline.py").write_text("def churn_training():\n    return 'ran'\n")
+    return root / package
+
+
+def test_a_folder_that_shadows_the_package_is_refused_before_loading(tmp_path, monkeypatch):
+    """From the folder above a project, the project's folder has the package's name: the run's
+    processes (which start there) would import it instead of the package. Said before anything
+    is loaded, with what to do."""
+    project = _project(tmp_path)
+    monkeypatch.syspath_prepend(str(project))
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(UsageError) as refused:
+        load_pipeline("churn.pipeline:churn_training")
+    message = str(refused.value)
+    assert "the working directory has a folder churn/ that is not the package churn" in message
+    assert "Run kfstack from inside the project (cd churn) or from another directory" in message
+    # From inside the project, or anywhere else, the same pipeline loads.
+    for where in (project, project.parent.parent):
+        monkeypatch.chdir(where)
+        assert load_pipeline("churn.pipeline:churn_training")() == "ran"
