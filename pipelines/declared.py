@@ -55,6 +55,15 @@ from kfstack.pipelines.wiring import (
 
 # A hyperparameter's declared kind (kfstack.contracts: int, float, str, bool) as a parameter type.
 _TYPES: dict[str, builtins.type] = {"int": int, "float": float, "str": str, "bool": bool}
+# How a run form words the canary's quality check for each task (the check itself:
+# kfstack.serving.canary.judge): the metric and its direction, and for an RMSE, on the label's
+# scale, a share of the stable's rather than a difference.
+QUALITY_WORDS = {
+    "binary": "Roll back when the canary's AUC is lower than the stable's by more than this.",
+    "multiclass": "Roll back when the canary's accuracy is lower than the stable's by more than this.",
+    "regression": "Roll back when the canary's RMSE is higher than the stable's by more than this share "
+    "of it (0.01: 1%).",
+}
 # What a data step's argument may name besides the pipeline's parameters: the production model's
 # profile (its data step's statistics, for profiling new data on the same edges) in a retraining
 # pipeline, empty in a training pipeline.
@@ -422,7 +431,10 @@ class TrainingPipeline:
         changes: dict[str, dict[str, Any]] = {}
         for name, value in defaults.items():
             changes.setdefault(name, {})["default"] = value
-        for name, text in self.descriptions.items():
+        descriptions = dict(self.descriptions)
+        if self.deploy and self.evaluation.task in QUALITY_WORDS:
+            descriptions.setdefault("canary_max_quality_drop", QUALITY_WORDS[self.evaluation.task])
+        for name, text in descriptions.items():
             changes.setdefault(name, {})["description"] = text
         # In the order a person reads a run form: the data (its input, what its arguments name,
         # the pipeline's own), then the model's hyperparameters, then the components' settings.

@@ -766,7 +766,8 @@ CATALOG = ParameterSet(
         from_setting(
             CanaryThresholds,
             "max_quality_drop",
-            "Roll back when the canary's quality metric is lower than the stable's by more.",
+            "Roll back when the canary's quality is worse than the stable's by more than this: its AUC "
+            "or accuracy lower by this much, its RMSE higher by this share of the stable's (0.01: 1%).",
             "canary analysis",
         ),
         Parameter(

@@ -128,6 +128,7 @@ class RunSummary:
                 f"{v['production_version']}"
                 + (f" (failed checks: {', '.join(v['failed_checks'])})" if v.get("failed_checks") else "")
             )
+            lines += [f"  caution: {caution}" for caution in v.get("cautions", [])]
         for title, values in (("data", self.data), ("metrics", self.metrics)):
             if values:
                 lines.append(f"{title}:")

@@ -27,8 +27,10 @@ only when every check holds, otherwise rolled back:
 3. ``prediction shift``: PSI <= ``max_psi`` (0.2 is the customary "significant shift" line; 0:
    not checked, for a model retrained because the data drifted);
 4. ``quality`` (named for the metric: ``AUC``, ``accuracy``, ``RMSE``): the canary's is at most
-   ``max_quality_drop`` worse than the stable's, both on the records both sides answered, so on
-   the same labels (not applicable, and passed, when the metric is undefined there -- AUC of one
+   ``max_quality_drop`` worse than the stable's -- an AUC or accuracy lower by that much (they
+   lie in [0, 1]), an RMSE higher by that share of the stable's (an RMSE has the label's scale,
+   so no absolute default would fit every label) -- both on the records both sides answered, so
+   on the same labels (not applicable, and passed, when the metric is undefined there -- AUC of one
    class; failed when either side answered nothing: there is nothing to compare).
 """
 
@@ -108,6 +110,13 @@ class EndpointFigures:
         return self.predictions[_answered(self.predictions)]
 
 
+# Below these, a figure the checks compare says little, and the report says so (the checks still
+# decide): a PSI over ten bins needs a few hundred predictions per side before noise stops
+# dominating it, and a p95 of fewer than twenty requests is the slowest one or two.
+MIN_PSI_RECORDS = 200
+MIN_LATENCY_REQUESTS = 20
+
+
 @dataclasses.dataclass(frozen=True)
 class Check:
     name: str
@@ -146,12 +155,30 @@ class CanaryReport:
                 values[f"{prefix}_{self.quality_metric}"] = round(figures.quality, 6)
         return values
 
+    def cautions(self) -> list[str]:
+        """What a holdout too small for the checks leaves them unable to tell."""
+        found = []
+        records = min(len(self.stable.answered), len(self.canary.answered))
+        if records < MIN_PSI_RECORDS:
+            found.append(
+                f"prediction shift over {records} records: below {MIN_PSI_RECORDS} a PSI is mostly "
+                "noise (replay more of the holdout: canary_records, or a larger holdout split)"
+            )
+        requests = min(self.stable.requests, self.canary.requests)
+        if requests < MIN_LATENCY_REQUESTS:
+            found.append(
+                f"p95 latency of {requests} requests: below {MIN_LATENCY_REQUESTS} it is the slowest "
+                "one or two (more records, or a smaller canary_batch_size)"
+            )
+        return found
+
     def summary(self) -> dict[str, Any]:
         """The compared figures as plain data (a run summary's ``serving`` entry)."""
         return {
             "decision": self.decision,
             "figures": self.metrics(),
             "failed_checks": [check.name for check in self.checks if not check.passed],
+            "cautions": self.cautions(),
         }
 
     def markdown(self) -> str:
@@ -182,6 +209,9 @@ class CanaryReport:
             f"| {c.name} | {c.value} | {c.limit} | {'pass' if c.passed else '**fail**'} |"
             for c in self.checks
         ]
+        cautions = self.cautions()
+        if cautions:
+            lines += ["", "**A small holdout**: the checks decided, but", *(f"- {c}" for c in cautions)]
         errors = [f for f in (self.stable, self.canary) if f.first_error]
         if errors:
             lines += ["", *(f"First {f.name} error: `{f.first_error}`" for f in errors)]
@@ -445,14 +475,14 @@ def judge(
                 f">= {stable.quality:.4f} - {t.max_quality_drop}",
             )
         )
-    else:
-        ceiling = stable.quality + t.max_quality_drop
+    else:  # an error (RMSE): on the label's scale, so a share of the stable's
+        ceiling = stable.quality * (1 + t.max_quality_drop)
         checks.append(
             Check(
                 name,
                 canary.quality <= ceiling,
                 f"{canary.quality:.4f}",
-                f"<= {stable.quality:.4f} + {t.max_quality_drop}",
+                f"<= {stable.quality:.4f} x (1 + {t.max_quality_drop})",
             )
         )
     return CanaryReport(

@@ -28,6 +28,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+import sys
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
@@ -119,6 +120,7 @@ class RolloutOutcome:
             "production_version": self.production_version,
             "figures": analysis["figures"],
             "failed_checks": analysis["failed_checks"],
+            "cautions": analysis.get("cautions", []),
         }
 
     def markdown(self) -> str:
@@ -186,6 +188,8 @@ def roll_out(
         except BaseException as err:
             _roll_back_after(rollout, err)
             raise
+        for caution in report.cautions():
+            print(f"deploy: warning: {caution}", file=sys.stderr)
         progress.report(f"deploy: {report.decision}", 3, 3)
         if report.decision == PROMOTE:
             rollout.promote(report.summary())

@@ -263,3 +263,20 @@ def test_the_declaration_in_docs_pipelines_md_compiles(tmp_path):
     tasks = resolved_tasks(*compile_pipeline(namespace["churn_training"]))
     assert tasks["spark-job"]["inputs"]["spark_arguments"] == ["--since=2026-01-01"]
     assert tasks["training"]["inputs"]["workers"] == 4
+
+
+@pytest.mark.parametrize(
+    ("task", "words"),
+    [
+        ("binary", "canary's AUC is lower than the stable's"),
+        ("multiclass", "canary's accuracy is lower than the stable's"),
+        ("regression", "canary's RMSE is higher than the stable's by more than this share of it"),
+    ],
+)
+def test_the_canarys_quality_setting_is_worded_for_the_task(task, words):
+    """describe and the run form say which metric decides and which way (an RMSE is worse when
+    higher), unless the declaration words it itself."""
+    parameters = _declaration(evaluation=Evaluation(label="y", task=task)).parameter_set()
+    assert words in parameters["canary_max_quality_drop"].description
+    own = _declaration(descriptions={"canary_max_quality_drop": "Ours."}).parameter_set()
+    assert own["canary_max_quality_drop"].description == "Ours."

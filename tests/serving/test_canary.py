@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from kfstack.errors import InvalidParameterError
+from kfstack.evaluation.task_metrics import REGRESSION
 from kfstack.serving.canary import (
     PROMOTE,
     ROLLBACK,
@@ -67,6 +68,23 @@ def test_the_decision_rule(canary, failed):
     assert report.decision == (PROMOTE if not failed else ROLLBACK)
     assert f"**{report.decision}**" in report.markdown()
     assert report.metrics()["promoted"] == float(not failed)
+
+
+def test_a_regressions_rmse_may_grow_by_a_share_of_the_stables():
+    """An RMSE has the label's scale: the canary's may be at most max_quality_drop of the stable's
+    higher (1% by default), whatever the scale."""
+    values = np.random.default_rng(0).normal(200.0, 30.0, 2000)
+
+    def rmse(name, value):
+        return EndpointFigures(name, 100, 0, p50_ms=1.5, p95_ms=3.0, quality=value, predictions=values)
+
+    for scale in (1.0, 1000.0):
+        stable = rmse("stable", 20.0 * scale)
+        assert judge(stable, rmse("canary", 20.19 * scale), CanaryThresholds(), REGRESSION).decision == PROMOTE
+        worse = judge(stable, rmse("canary", 20.21 * scale), CanaryThresholds(), REGRESSION)
+        assert worse.decision == ROLLBACK
+        (check,) = [c for c in worse.checks if c.name == "RMSE"]
+        assert not check.passed and check.limit == f"<= {20.0 * scale:.4f} x (1 + 0.01)"
 
 
 def test_a_stable_that_answered_nothing_leaves_nothing_to_compare_against():
@@ -175,3 +193,22 @@ def test_a_ten_times_slower_canary_is_rolled_back(predictor, canary_of, labelled
     assert report.decision == ROLLBACK
     assert [c.name for c in report.checks if not c.passed] == ["p95 latency"]
     assert report.canary.p95_ms > 5 * report.stable.p95_ms
+
+
+def test_a_holdout_too_small_for_the_checks_is_said_beside_the_decision():
+    """45 records in 3 requests: the checks still decide, and the report, the summary and the
+    task's log say that the PSI and the p95 mean little at that size."""
+    few = np.random.default_rng(0).beta(2, 6, 45)
+    small = [
+        EndpointFigures(name, 3, 0, p50_ms=1.5, p95_ms=3.0, quality=0.75, predictions=few)
+        for name in ("stable", "canary")
+    ]
+    report = judge(*small, CanaryThresholds())
+    assert report.decision == PROMOTE
+    (shift, latency) = report.cautions()
+    assert shift.startswith("prediction shift over 45 records: below 200")
+    assert latency.startswith("p95 latency of 3 requests: below 20")
+    assert report.summary()["cautions"] == [shift, latency]
+    assert "**A small holdout**" in report.markdown()
+    # A holdout of the usual size has none.
+    assert judge(figures("stable"), figures(), CanaryThresholds()).cautions() == []

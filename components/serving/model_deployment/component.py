@@ -142,8 +142,9 @@ def model_deployment(
             canary_latency_slack_ms.
         canary_latency_slack_ms: Milliseconds of slack in the latency rule.
         canary_max_psi: Roll back above this prediction shift (PSI of canary against stable); 0: not checked.
-        canary_max_quality_drop: Roll back when the canary's quality metric is lower than the stable's by
-            more.
+        canary_max_quality_drop: Roll back when the canary's quality is worse than the stable's by more than
+            this: its AUC or accuracy lower by this much, its RMSE higher by this share of the stable's (0.01:
+            1%).
         drift_ignore_features: Comma-separated features the drift check measures but does not decide on.
         settings_overrides: The run's overrides of settings compiled into its version (setting
             -> value, ``kfstack describe``); the step applies those of its own arguments.
