@@ -2,11 +2,11 @@
 
 The project is kfstack's shape for a team's own code: its ``pyproject.toml`` depends on kfstack
 and declares its pipeline in the ``kfstack.pipelines`` entry-point group; a PySpark data step,
-training code (PyTorch or TensorFlow, binary or multiclass), a pipeline built on kfstack's
-public components, a bundled sample data set, tests that run the pipeline embedded, one
-Dockerfile per role ``FROM`` kfstack's images, and a README whose two commands set it up, run it
-and test it. The templates ship in kfstack's wheel (``project-template/``); ``{{name}}`` marks
-what is filled in.
+training code (PyTorch or TensorFlow; a binary or multiclass classifier, or a regression), a
+pipeline built on kfstack's public components, a bundled sample data set, tests that run the
+pipeline embedded, one Dockerfile per role ``FROM`` kfstack's images, and a README whose two
+commands set it up, run it and test it. The templates ship in kfstack's wheel
+(``project-template/``); ``{{name}}`` marks what is filled in.
 """
 
 from __future__ import annotations
@@ -33,11 +33,66 @@ FRAMEWORKS = {
     },
     "tensorflow": {"framework_title": "TensorFlow", "job_kind": "TFJob", "trainer_role": "tf-trainer"},
 }
-# Classes of each task's sample data, and the accuracy the project's test asks of a model that
-# learned (the synthetic labels follow the features).
+# What differs between the tasks in the project's code: its label, the model's outputs, loss,
+# metric and export, and what the project's test asks of a model that learned (the synthetic
+# labels follow the features).
+_CLASSIFIER = {
+    "score_metric": "val_accuracy",
+    "direction": "maximize",
+    "label_type": "int",
+    "label_dtype": "int64",
+    "label_shape": "-1",
+    "outputs_meaning": "one per class",
+    "torch_loss": "nn.CrossEntropyLoss()",
+    "torch_score": "float((outputs.argmax(dim=1).numpy() == y_val).mean())",
+    "torch_head": "torch.nn.Softmax(dim=1)",
+    "keras_loss": 'keras.losses.SparseCategoricalCrossentropy(reduction="none")',
+    "keras_activation": '"softmax"',
+    "keras_score": "float(np.mean(outputs.argmax(axis=1) == y_val))",
+    "output_name": "probabilities",
+    "served": "class probabilities",
+    "quality_metric": "accuracy",
+}
 TASKS = {
-    "binary": {"classes": "2", "accuracy_floor": "0.75"},
-    "multiclass": {"classes": "3", "accuracy_floor": "0.6"},
+    "binary": {
+        **_CLASSIFIER,
+        "task_title": "binary classifier",
+        "outputs": "2",
+        "label_rule": 'rules.append(("unknown_label", ~F.col(LABEL).isin(0, 1)))',
+        "learned": "a model that learned beats a coin well",
+        "learned_check": "> 0.75",
+    },
+    "multiclass": {
+        **_CLASSIFIER,
+        "task_title": "multiclass classifier",
+        "outputs": "3",
+        "label_rule": 'rules.append(("unknown_label", ~F.col(LABEL).isin(0, 1, 2)))',
+        "learned": "a model that learned beats a die well",
+        "learned_check": "> 0.6",
+    },
+    "regression": {
+        "task_title": "regression",
+        "score_metric": "val_rmse",
+        "direction": "minimize",
+        "label_type": "double",
+        "label_dtype": "float32",
+        "label_shape": "-1, 1",
+        "outputs": "1",
+        "outputs_meaning": "the predicted value",
+        "torch_loss": "nn.MSELoss()",
+        "torch_score": "val_loss**0.5",
+        "torch_head": "torch.nn.Identity()",
+        "keras_loss": 'keras.losses.MeanSquaredError(reduction="none")',
+        "keras_activation": "None",
+        "keras_score": "float(np.sqrt(np.mean((outputs - y_val) ** 2)))",
+        "output_name": "prediction",
+        "served": "the predicted value",
+        "quality_metric": "rmse",
+        "label_rule": "# Any number is a label (a regression's).",
+        # The labels' spread is about 3 and their noise 0.5: the mean alone misses by about 3.
+        "learned": "a model that learned misses by far less than the labels' spread (about 3)",
+        "learned_check": "< 1.5",
+    },
 }
 DEFAULT_FRAMEWORK, DEFAULT_TASK = "pytorch", "binary"
 

@@ -76,10 +76,16 @@ def test_a_new_project_is_complete_and_its_pipeline_compiles_and_renders(
     assert f"kfstack-{project.FRAMEWORKS[framework]['trainer_role']}:" in (
         (directory / "images" / "trainer.Dockerfile").read_text()
     )
-    # The bundled sample: the task's classes, three malformed rows among 600.
+    # The bundled sample: the task's labels (its classes, or numbers), three malformed rows among
+    # 600, one of them in the label.
     rows = (directory / package / "data" / "sample.csv").read_text().splitlines()
-    labels = {row.rsplit(",", 1)[1] for row in rows[1:]}
-    assert len(rows) == 601 and labels == {str(c) for c in range(int(project.TASKS[task]["classes"]))} | {"7"}
+    labels = [row.rsplit(",", 1)[1] for row in rows[1:]]
+    assert len(rows) == 601
+    if task == "regression":
+        assert [label for label in labels if not label.replace(".", "").lstrip("-").isdigit()] == ["high"]
+    else:
+        classes = int(project.TASKS[task]["outputs"])
+        assert set(labels) == {str(c) for c in range(classes)} | {"7"}
 
     site = tmp_path / "site"
     install(site, directory)
@@ -165,7 +171,10 @@ def _venv_from_wheel(tmp_path: Path) -> Path:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("framework", "task"), [("pytorch", "binary"), ("tensorflow", "multiclass")])
+# Every option value in one project at least: both frameworks, the three tasks.
+@pytest.mark.parametrize(
+    ("framework", "task"), [("pytorch", "binary"), ("tensorflow", "multiclass"), ("pytorch", "regression")]
+)
 def test_a_project_made_from_the_wheel_passes_its_own_tests(tmp_path, framework, task):
     venv = _venv_from_wheel(tmp_path)
     python = str(venv / "bin" / "python")
@@ -185,6 +194,12 @@ def test_a_project_made_from_the_wheel_passes_its_own_tests(tmp_path, framework,
     assert str(venv) in where.stdout
     pip = [python, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", "-e", "churn"]
     subprocess.run(pip, cwd=work, env=env, check=True)
+    # From the folder above, churn/ is the project's folder, not the package: refused at once.
+    shadowed = subprocess.run(
+        [venv / "bin" / "kfstack", "describe", "churn-training"], cwd=work, env=env, capture_output=True,
+        text=True,
+    )  # fmt: skip
+    assert shadowed.returncode == 2 and "cd churn" in shadowed.stderr, shadowed.stderr
     tests = subprocess.run(
         [python, "-m", "pytest", "-q", "-p", "no:cacheprovider"], cwd=work / "churn", env=env,
         capture_output=True, text=True, timeout=1200,

@@ -26,7 +26,10 @@ def add_parser(subparsers: Subparsers) -> None:
         help="the training code's framework",
     )
     parser.add_argument(
-        "--task", choices=list(project.TASKS), default=project.DEFAULT_TASK, help="the classification task"
+        "--task",
+        choices=list(project.TASKS),
+        default=project.DEFAULT_TASK,
+        help="what the model predicts: a class of two, of three, or a number",
     )
     parser.add_argument(
         "--kfstack-source",
