@@ -94,7 +94,19 @@ TASKS = {
         "learned_check": "< 1.5",
     },
 }
-DEFAULT_FRAMEWORK, DEFAULT_TASK = "pytorch", "binary"
+# How the model is served: ONNX on KServe's Triton runtime, or this project's own kserve.Model
+# (``predictor.py``) in its own image and ServingRuntime (``images/``, ``manifests/``).
+SERVINGS = {
+    "standard": "KServe's Triton runtime serves the ONNX model",
+    "custom": "the project's own kserve.Model serves it, in its image and ServingRuntime",
+}
+# The files only a project served by its own model server has.
+CUSTOM_SERVING_FILES = (
+    "package/predictor.py.tmpl",
+    "images/predictor.Dockerfile.tmpl",
+    "manifests/serving-runtime.yaml.tmpl",
+)
+DEFAULT_FRAMEWORK, DEFAULT_TASK, DEFAULT_SERVING = "pytorch", "binary", "standard"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -107,6 +119,7 @@ class Project:
     task: str
     kfstack_requirement: str
     kfstack_source_kind: str
+    serving: str = DEFAULT_SERVING
 
     @property
     def package(self) -> str:
@@ -130,6 +143,41 @@ class Project:
             "kfstack_source_kind": self.kfstack_source_kind,
             **FRAMEWORKS[self.framework],
             **TASKS[self.task],
+            **self._serving_values(),
+        }
+
+    def _serving_values(self) -> dict[str, str]:
+        """The pipeline's lines that say how the model is served (none for the standard way)."""
+        if self.serving == "standard":
+            return {
+                "predictor_import": "",
+                "predictor_line": "",
+                "model_format_line": "",
+                "predictor_readme": "",
+                "predictor_cluster_step": "",
+                "served_by": SERVINGS[self.serving],
+            }
+        return {
+            "predictor_import": "    Predictor,\n",
+            "predictor_line": (
+                f'    predictor=Predictor(\n        "{self.package}.predictor:Model",\n'
+                f'        runtime="{self.name}-predictor",  # manifests/serving-runtime.yaml\n'
+                f'        runtime_model_format="{self.name}",\n    ),\n'
+            ),
+            "model_format_line": '        model_format="custom",  # what the predictor reads: model.onnx\n',
+            "predictor_readme": (
+                f"| `{self.package}/predictor.py` | the model server, a `kserve.Model` | loads `model.onnx` "
+                "from its model directory, answers V1 `instances` (rows of the features); a 400 for what "
+                "it cannot read |\n"
+                "| `manifests/serving-runtime.yaml` | its ServingRuntime on a cluster | runs kfstack's "
+                "format server with the class, in `images/predictor.Dockerfile`'s image |\n"
+            ),
+            "predictor_cluster_step": (
+                "   Build and push `images/predictor.Dockerfile` the same way (role `predictor`), set the "
+                "image in `manifests/serving-runtime.yaml` to it, and apply it in each namespace the "
+                "pipeline deploys into: `kubectl apply -n <namespace> -f manifests/serving-runtime.yaml`.\n\n"
+            ),
+            "served_by": SERVINGS[self.serving],
         }
 
 
@@ -164,7 +212,14 @@ def kfstack_source(given: str | None) -> tuple[str, str]:
     )
 
 
-def plan(directory: str, name: str | None, framework: str, task: str, source: str | None) -> Project:
+def plan(
+    directory: str,
+    name: str | None,
+    framework: str,
+    task: str,
+    source: str | None,
+    serving: str = DEFAULT_SERVING,
+) -> Project:
     """Checks everything before a file is written.
 
     Raises:
@@ -187,13 +242,17 @@ def plan(directory: str, name: str | None, framework: str, task: str, source: st
         raise UsageError(f"--framework {framework}: one of {', '.join(FRAMEWORKS)}")
     if task not in TASKS:
         raise UsageError(f"--task {task}: one of {', '.join(TASKS)}")
+    if serving not in SERVINGS:
+        raise UsageError(f"--serving {serving}: one of {', '.join(SERVINGS)}")
     requirement, kind = kfstack_source(source)
-    return Project(target, name, framework, task, requirement, kind)
+    return Project(target, name, framework, task, requirement, kind, serving)
 
 
 def _destination(project: Project, template: Path) -> Path | None:
     """Where a template file goes in the project (None: not this project's choice)."""
     relative = template.relative_to(TEMPLATE).as_posix()
+    if relative in CUSTOM_SERVING_FILES and project.serving != "custom":
+        return None
     if relative.startswith("package/train_"):
         if relative != f"package/train_{project.framework}.py.tmpl":
             return None
@@ -250,7 +309,8 @@ def next_steps(project: Project) -> str:
         here = str(project.directory)
     return (
         f"created {project.name} in {here}: pipeline {project.pipeline} "
-        f"({project.framework}, {project.task}); kfstack from {project.kfstack_requirement}\n"
+        f"({project.framework}, {project.task}, {project.serving} serving); kfstack from "
+        f"{project.kfstack_requirement}\n"
         f"  cd {here} && make run     # set up .venv and run the pipeline embedded\n"
         f"  cd {here} && make test    # its tests"
     )

@@ -27,8 +27,9 @@ from kfstack.app import cli, project
 from kfstack.version import __version__
 from tests.conftest import REPO_ROOT
 from tests.installed import install_metadata
+from tests.upstream_crds import validate_with_crds
 
-COMBINATIONS = [(f, t) for f in project.FRAMEWORKS for t in project.TASKS]
+COMBINATIONS = [(f, t, v) for f in project.FRAMEWORKS for t in project.TASKS for v in project.SERVINGS]
 JOB_KIND = {"pytorch": {"PyTorchJob", "TrainJob"}, "tensorflow": {"TFJob"}}
 
 
@@ -43,24 +44,26 @@ def install(site: Path, directory: Path) -> None:
     install_metadata(site, config["name"], config["entry-points"], version=config["version"])
 
 
-@pytest.mark.parametrize(("framework", "task"), COMBINATIONS)
+@pytest.mark.parametrize(("framework", "task", "serving"), COMBINATIONS)
 def test_a_new_project_is_complete_and_its_pipeline_compiles_and_renders(
-    tmp_path, capsys, monkeypatch, framework, task
+    tmp_path, capsys, monkeypatch, framework, task, serving
 ):
-    name = f"churn-{framework[:2]}-{task[:3]}"
+    name = f"churn-{framework[:2]}-{task[:3]}-{serving[:3]}"
     directory = tmp_path / "work" / name
-    out = init(capsys, directory, "--framework", framework, "--task", task)
-    assert f"pipeline {name}-training ({framework}, {task})" in out and "make run" in out
+    out = init(capsys, directory, "--framework", framework, "--task", task, "--serving", serving)
+    assert f"pipeline {name}-training ({framework}, {task}, {serving} serving)" in out and "make run" in out
     package = name.replace("-", "_")
     written = {p.relative_to(directory).as_posix() for p in directory.rglob("*") if p.is_file()}
+    own_server = {f"{package}/predictor.py", "images/predictor.Dockerfile", "manifests/serving-runtime.yaml"}
     assert written == {
         ".gitignore", "Makefile", "README.md", "pyproject.toml", "requirements-kfstack.txt",
         f"{package}/__init__.py", f"{package}/prepare.py", f"{package}/train.py", f"{package}/pipeline.py",
         f"{package}/data/sample.csv", "tests/test_pipeline.py",
         ".dockerignore", "images/launcher.Dockerfile", "images/spark.Dockerfile", "images/trainer.Dockerfile",
-    }  # fmt: skip
+    } | (own_server if serving == "custom" else set())  # fmt: skip
     for path in written:
-        text = (directory / path).read_text()
+        # KServe fills {{.Name}} in a ServingRuntime; every mark of kfstack's is filled.
+        text = (directory / path).read_text().replace("{{.Name}}", "")
         assert "{{" not in text, path
         if path.endswith(".py"):
             compile(text, path, "exec")
@@ -98,6 +101,34 @@ def test_a_new_project_is_complete_and_its_pipeline_compiles_and_renders(
     capsys.readouterr()
     kinds = {yaml.safe_load(p.read_text())["kind"] for p in rendered.glob("*.yaml")}
     assert {"SparkApplication", "Experiment", "InferenceService"} <= kinds and kinds & JOB_KIND[framework]
+    if serving == "custom":
+        _serves_with_its_own_runtime(tmp_path, directory, name, package, rendered)
+
+
+def _serves_with_its_own_runtime(tmp_path: Path, directory: Path, name: str, package: str, rendered: Path):
+    """The project's ServingRuntime is a valid object running kfstack's format server with the
+    project's model class, and the rendered InferenceService asks for it by name and format."""
+    from kfstack.serving.format_server import parser
+
+    (runtime,) = [
+        o for o in yaml.safe_load_all((directory / "manifests/serving-runtime.yaml").read_text()) if o
+    ]
+    validate_with_crds(tmp_path, [runtime])
+    (container,) = runtime["spec"]["containers"]
+    args = parser().parse_args(container["args"])
+    assert (args.model_format, args.custom_predictor, args.model_dir) == (
+        "custom",
+        f"{package}.predictor:Model",
+        "/mnt/models",
+    )
+    (service,) = [
+        doc
+        for p in rendered.glob("*.yaml")
+        if (doc := yaml.safe_load(p.read_text()))["kind"] == "InferenceService"
+    ]
+    model = service["spec"]["predictor"]["model"]
+    assert model["runtime"] == runtime["metadata"]["name"] == f"{name}-predictor"
+    assert model["modelFormat"]["name"] == runtime["spec"]["supportedModelFormats"][0]["name"] == name
 
 
 def test_init_refuses_before_writing_anything(tmp_path, capsys):
@@ -171,18 +202,24 @@ def _venv_from_wheel(tmp_path: Path) -> Path:
 
 
 @pytest.mark.slow
-# Every option value in one project at least: both frameworks, the three tasks.
+# Every option value in one project at least: both frameworks, the three tasks, both servings.
 @pytest.mark.parametrize(
-    ("framework", "task"), [("pytorch", "binary"), ("tensorflow", "multiclass"), ("pytorch", "regression")]
+    ("framework", "task", "serving"),
+    [
+        ("pytorch", "binary", "standard"),
+        ("tensorflow", "multiclass", "custom"),
+        ("pytorch", "regression", "standard"),
+    ],
 )
-def test_a_project_made_from_the_wheel_passes_its_own_tests(tmp_path, framework, task):
+def test_a_project_made_from_the_wheel_passes_its_own_tests(tmp_path, framework, task, serving):
     venv = _venv_from_wheel(tmp_path)
     python = str(venv / "bin" / "python")
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
     work = tmp_path / "projects"
     work.mkdir()
     made = subprocess.run(
-        [venv / "bin" / "kfstack", "init", "churn", "--framework", framework, "--task", task],
+        [venv / "bin" / "kfstack", "init", "churn", "--framework", framework, "--task", task,
+         "--serving", serving],
         cwd=work, env=env, capture_output=True, text=True, check=True,
     )  # fmt: skip
     assert "created churn" in made.stdout

@@ -32,6 +32,12 @@ def add_parser(subparsers: Subparsers) -> None:
         help="what the model predicts: a class of two, of three, or a number",
     )
     parser.add_argument(
+        "--serving",
+        choices=list(project.SERVINGS),
+        default=project.DEFAULT_SERVING,
+        help="; ".join(f"{kind}: {meaning}" for kind, meaning in project.SERVINGS.items()),
+    )
+    parser.add_argument(
         "--kfstack-source",
         metavar="PATH_OR_URL",
         help="where the project installs kfstack from: a checkout, a kfstack wheel, or a git+ URL "
@@ -41,7 +47,9 @@ def add_parser(subparsers: Subparsers) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
-    planned = project.plan(args.directory, args.name, args.framework, args.task, args.kfstack_source)
+    planned = project.plan(
+        args.directory, args.name, args.framework, args.task, args.kfstack_source, args.serving
+    )
     project.create(planned)
     print(project.next_steps(planned))
     return EXIT_OK
