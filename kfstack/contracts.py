@@ -69,6 +69,13 @@ MODEL_DIR_ENV = "KFSTACK_MODEL_DIR"
 CHECKPOINT_URI_ENV = "KFSTACK_CHECKPOINT_URI"
 REPORT_PATH_ENV = "KFSTACK_REPORT_PATH"
 LOCATION_ENV = (INPUT_URI_ENV, OUTPUT_URI_ENV, MODEL_DIR_ENV, CHECKPOINT_URI_ENV, REPORT_PATH_ENV)
+# The training step's input as a folder on the replica's own disk (a copy of the dataset when its
+# location is an object store's): set where the training code's own arguments name it.
+INPUT_DIR_ENV = "KFSTACK_INPUT_DIR"
+# What a step's code may be told in its own arguments: ``$KFSTACK_OUTPUT_URI`` in an argument is
+# the variable's value where the code runs (docs/contracts.md, "Locations in your own arguments").
+LOCATION_REFERENCES = (*LOCATION_ENV, INPUT_DIR_ENV)
+_LOCATION_REFERENCE = re.compile(r"\$(KFSTACK_[A-Z_]+)(?![A-Za-z0-9_])")
 
 # Names: Katib joins a trial's arguments unquoted into ``sh -c`` (docs/architecture.md#katib), so a
 # hyperparameter name or categorical value that reaches argv must hold no space or shell
@@ -78,6 +85,33 @@ NAME_PATTERN = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*\Z")
 CATEGORICAL_VALUE_PATTERN = re.compile(r"[A-Za-z0-9._+-]+\Z")
 _MODULE_PATTERN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*\Z")
 _ENV_NAME_PATTERN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+
+
+def location_references(text: str) -> list[str]:
+    """The ``$KFSTACK_...`` location variables ``text`` names.
+
+    Raises:
+        InvalidParameterError: A ``$KFSTACK_`` name that is not a location variable.
+    """
+    names = _LOCATION_REFERENCE.findall(text)
+    unknown = sorted(set(names) - set(LOCATION_REFERENCES))
+    if unknown:
+        raise InvalidParameterError(
+            f"{text!r}: ${', $'.join(unknown)} is not a location; one of ${', $'.join(LOCATION_REFERENCES)}"
+        )
+    return names
+
+
+def expand_locations(text: str, env: Mapping[str, str]) -> str:
+    """``text`` with each ``$KFSTACK_...`` location variable replaced by its value in ``env``
+    (one not set -- no input given -- by nothing). Done where the code runs, after any shell: a
+    location never passes through Katib's unquoted command line, so a space in it is kept.
+
+    Raises:
+        InvalidParameterError: A ``$KFSTACK_`` name that is not a location variable.
+    """
+    location_references(text)
+    return _LOCATION_REFERENCE.sub(lambda match: env.get(match.group(1), ""), text)
 # A Kubernetes object name (RFC 1123 subdomain): what a Secret's name must be.
 _SECRET_NAME_PATTERN = re.compile(r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?\Z")
 
@@ -217,12 +251,17 @@ class TrainingCode:
             may optimise any of them.
         metric_ranges: Optional: metric -> (low, high), the values it can take (an AUC lies in
             [0, 1]); a tuning goal outside them is refused before anything runs.
+        arguments: Optional: more arguments the code takes on every run, name -> text (a
+            function's keyword arguments, a module's ``--name=value``), typically where things
+            are: ``{"data_dir": "$KFSTACK_INPUT_DIR", "model_dir": "$KFSTACK_MODEL_DIR"}``. Each
+            ``$KFSTACK_...`` location is replaced in the replica (:func:`expand_locations`).
     """
 
     entry: str
     hyperparameters: Mapping[str, str] = dataclasses.field(default_factory=dict)
     metrics: tuple[str, ...] = ()
     metric_ranges: Mapping[str, tuple[float, float]] = dataclasses.field(default_factory=dict)
+    arguments: Mapping[str, str] = dataclasses.field(default_factory=dict)
 
     def __post_init__(self) -> None:
         module, colon, function = self.entry.partition(":") if isinstance(self.entry, str) else ("", "", "")
@@ -243,8 +282,19 @@ class TrainingCode:
             raise InvalidParameterError(
                 f"metric_ranges: {', '.join(undeclared)} not among the declared metrics"
             )
+        if not isinstance(self.arguments, Mapping):
+            raise InvalidParameterError(f"code_arguments={self.arguments!r}: expected name -> text")
+        for name, text in self.arguments.items():
+            check_name("code argument", name)
+            if not isinstance(text, str):
+                raise InvalidParameterError(f"code_arguments: {name}={text!r} must be text")
+            location_references(text)
+        both = sorted(set(self.arguments) & set(self.hyperparameters))
+        if both:
+            raise InvalidParameterError(f"code_arguments: {', '.join(both)} is a hyperparameter already")
         object.__setattr__(self, "metrics", tuple(self.metrics))
         object.__setattr__(self, "hyperparameters", dict(self.hyperparameters))
+        object.__setattr__(self, "arguments", dict(self.arguments))
 
     @property
     def module(self) -> str:
@@ -341,6 +391,14 @@ class TrainingCode:
                 f"hyperparameters {', '.join(undeclared)}: not declared by the training code "
                 f"(declared: {declared})"
             )
+
+    def located(self, env: Mapping[str, str]) -> dict[str, str]:
+        """:attr:`arguments` with their locations as ``env`` has them (the replica's)."""
+        return {name: expand_locations(text, env) for name, text in self.arguments.items()}
+
+    def names_input_dir(self) -> bool:
+        """Whether an argument asks for the input as a local folder (:data:`INPUT_DIR_ENV`)."""
+        return any(INPUT_DIR_ENV in location_references(text) for text in self.arguments.values())
 
     def parse_argv(self, argv: Sequence[str]) -> dict[str, Any]:
         """``--name=value`` arguments back to typed values (the entrypoint's edge).

@@ -138,6 +138,8 @@ class Training:
             the code also receives when it declares a hyperparameter of that name.
         model_format: What the code writes: ``onnx``, ``sklearn``, ``xgboost``, ``lightgbm`` or
             ``custom``.
+        arguments: The code's own arguments on every run, name -> text, typically where things
+            are (``{"data_dir": "$KFSTACK_INPUT_DIR", "model_dir": "$KFSTACK_MODEL_DIR"}``).
         task_name: The step's name in the Kubeflow UI.
     """
 
@@ -147,6 +149,7 @@ class Training:
     hyperparameters: Sequence[Hyperparameter | Parameter]
     framework: str | None = "pytorch"
     model_format: str = "onnx"
+    arguments: Mapping[str, str] = dataclasses.field(default_factory=dict)
     task_name: str = "training"
 
     def parameters(self) -> list[Parameter]:
@@ -361,6 +364,7 @@ class TrainingPipeline:
             "hyperparameter_types": dict(self.training.declared),
             "metric_names": list(self.training.metrics),
             "model_format": self.training.model_format,
+            "code_arguments": dict(self.training.arguments),
         }
         if self.training.framework is not None:
             fixed["framework"] = self.training.framework

@@ -11,7 +11,10 @@ code starts the same way everywhere:
 2. the application (a ``.py`` file, ``local://`` allowed, or a module name) runs as
    ``__main__`` with ``sys.argv == [application, *args]`` and its own folder (a file) or the
    working directory (a module, as ``python -m``) first on ``sys.path``: what it would see as
-   spark-submit's main file;
+   spark-submit's main file. ``$KFSTACK_INPUT_URI``, ``$KFSTACK_OUTPUT_URI`` and
+   ``$KFSTACK_REPORT_PATH`` in an argument are replaced by their values first
+   (:func:`kfstack.contracts.expand_locations`), for an application that takes its locations
+   as arguments (``--output=$KFSTACK_OUTPUT_URI``);
 3. once it returns -- or exits with status 0 -- the report, if it wrote one, is checked and
    copied to the URI in ``KFSTACK_REPORT_UPLOAD_URI`` (any fsspec URI; a local path on the
    embedded platform), where the step reads it back. A non-zero exit of the application is the
@@ -38,7 +41,7 @@ from collections.abc import Sequence
 
 import fsspec
 
-from kfstack.contracts import REPORT_PATH_ENV, SparkApplicationCode, read_report
+from kfstack.contracts import REPORT_PATH_ENV, SparkApplicationCode, expand_locations, read_report
 from kfstack.team_code import run_as_main
 
 # Where the wrapper copies the team's report once the application returned; set by the step.
@@ -100,7 +103,8 @@ def run(code: SparkApplicationCode, upload_uri: str = "") -> dict[str, float]:
         saved = os.environ.get(REPORT_PATH_ENV)
         os.environ[REPORT_PATH_ENV] = report_path
         try:
-            run_application(code)
+            arguments = tuple(expand_locations(argument, os.environ) for argument in code.arguments)
+            run_application(SparkApplicationCode(code.application, arguments))
         finally:
             if saved is None:
                 os.environ.pop(REPORT_PATH_ENV, None)

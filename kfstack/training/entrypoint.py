@@ -11,7 +11,10 @@ a local process on the embedded platform -- runs ``python -m kfstack.training.en
    every replica gets one, as TensorFlow's non-chief workers must save somewhere too) and a
    local report file (:data:`~kfstack.contracts.REPORT_PATH_ENV`);
 3. runs the module as ``__main__`` with the arguments on its argv, or calls the function with
-   them as keyword arguments of their declared types;
+   them as keyword arguments of their declared types, with the code's own fixed arguments
+   (``TrainingCode.arguments``) after them, their ``$KFSTACK_...`` locations replaced here:
+   ``$KFSTACK_INPUT_DIR`` is the input on this replica's disk (the dataset copied here first when
+   it lives in an object store; its own folder when it is a local path);
 4. watches what the code prints (stdout and stderr, as Katib's StdOut collector reads both) for
    the declared metrics' ``name=value`` lines;
 5. on the chief replica only (rank 0; TF's chief, or worker 0 without one), once the code
@@ -62,6 +65,8 @@ def step_env(
         "entry": code.entry,
         "hyperparameters": dict(code.hyperparameters),
         "metrics": list(code.metrics),
+        # Only where the code has its own: a job without them is written as it always was.
+        **({"arguments": dict(code.arguments)} if code.arguments else {}),
     }
     return {
         CODE_ENV: json.dumps(declared, separators=(",", ":")),
@@ -86,6 +91,7 @@ def declared_code(env: Mapping[str, str]) -> contracts.TrainingCode:
             entry=declared["entry"],
             hyperparameters=declared.get("hyperparameters", {}),
             metrics=tuple(declared.get("metrics", ())),
+            arguments=declared.get("arguments", {}),
         )
     except (ValueError, KeyError, TypeError, AttributeError) as err:
         raise InvalidParameterError(f"{CODE_ENV} is not a training code declaration: {err}") from err
@@ -145,21 +151,38 @@ class MetricWatcher(io.TextIOBase):
         return False
 
 
-def run_code(code: contracts.TrainingCode, argv: Sequence[str]) -> None:
-    """Runs the module as ``__main__`` with ``argv``, or calls the function with the typed values.
+def run_code(code: contracts.TrainingCode, argv: Sequence[str], env: Mapping[str, str] | None = None) -> None:
+    """Runs the module as ``__main__`` with ``argv``, or calls the function with the typed values;
+    either way with the code's own arguments after them, located as ``env`` (default: this
+    process's) says.
 
     Raises:
         InvalidParameterError: An argument is undeclared or mistyped (before the code runs).
         SystemExit: The module exited nonzero.
     """
     values = code.parse_argv(argv)
+    own = code.located(os.environ if env is None else env)
     if code.function:
         import importlib
 
         function: Callable[..., Any] = getattr(importlib.import_module(code.module), code.function)
-        function(**values)
+        function(**values, **own)
         return
-    run_as_main(code.module, argv)
+    run_as_main(code.module, [*argv, *(f"--{name}={value}" for name, value in own.items())])
+
+
+def stage_input(input_uri: str, scratch: str) -> str:
+    """The input as a folder on this disk: a local path (or ``file://``) as it is, anything else
+    (an object store's) copied under ``scratch`` first; empty when no input was given."""
+    if not input_uri:
+        return ""
+    fs, path = fsspec.core.url_to_fs(input_uri)
+    protocols = fs.protocol if isinstance(fs.protocol, tuple) else (fs.protocol,)
+    if "file" in protocols:
+        return str(path)
+    local = os.path.join(scratch, "input")
+    fs.get(path.rstrip("/") + "/", local + "/", recursive=True)
+    return local
 
 
 def _copy_dir(local_dir: str, uri: str) -> None:
@@ -195,6 +218,9 @@ def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None
         os.makedirs(model_dir)
         os.environ[contracts.MODEL_DIR_ENV] = model_dir
         os.environ[contracts.REPORT_PATH_ENV] = report_path
+        located = {**env, contracts.MODEL_DIR_ENV: model_dir, contracts.REPORT_PATH_ENV: report_path}
+        if code.names_input_dir():
+            located[contracts.INPUT_DIR_ENV] = stage_input(env.get(contracts.INPUT_URI_ENV, ""), scratch)
         stdout, stderr = (
             MetricWatcher(sys.stdout, code.metrics, last),
             MetricWatcher(sys.stderr, code.metrics, last),
@@ -203,7 +229,7 @@ def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None
         saved = sys.stdout, sys.stderr
         sys.stdout, sys.stderr = stdout, stderr
         try:
-            run_code(code, argv)
+            run_code(code, argv, located)
         finally:
             stdout.finish()
             stderr.finish()

@@ -66,9 +66,12 @@ def test_a_declared_pipeline_runs_as_it_did_when_written_by_hand(name):
         }, task
         assert after["when"] == before.get("when", []), task  # the golden views before conditions had none
         inputs = dict(after["inputs"])
-        if "settings_overrides" in inputs:
-            assert inputs.pop("settings_overrides") == {}, task
-            before["inputs"].pop("settings_overrides", None)  # the views written with the run form
+        # Inputs the components gained since (the run's overrides, the code's own arguments),
+        # each empty here.
+        for added in ("settings_overrides", "code_arguments"):
+            if added in inputs:
+                assert inputs.pop(added) == {}, task
+                before["inputs"].pop(added, None)
         if "threshold" in before["inputs"]:  # the evaluation's threshold has its setting's name now
             before["inputs"]["decision_threshold"] = before["inputs"].pop("threshold")
         if name == "flights-retraining" and task == "champion-challenger":

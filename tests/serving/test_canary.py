@@ -80,7 +80,8 @@ def test_a_regressions_rmse_may_grow_by_a_share_of_the_stables():
 
     for scale in (1.0, 1000.0):
         stable = rmse("stable", 20.0 * scale)
-        assert judge(stable, rmse("canary", 20.19 * scale), CanaryThresholds(), REGRESSION).decision == PROMOTE
+        within = judge(stable, rmse("canary", 20.19 * scale), CanaryThresholds(), REGRESSION)
+        assert within.decision == PROMOTE
         worse = judge(stable, rmse("canary", 20.21 * scale), CanaryThresholds(), REGRESSION)
         assert worse.decision == ROLLBACK
         (check,) = [c for c in worse.checks if c.name == "RMSE"]

@@ -27,7 +27,16 @@ import fsspec
 
 from kfstack import images
 from kfstack.components import argument_names
-from kfstack.contracts import SparkApplicationCode, check_secret_names, locations_env, read_report
+from kfstack.contracts import (
+    INPUT_URI_ENV,
+    OUTPUT_URI_ENV,
+    REPORT_PATH_ENV,
+    SparkApplicationCode,
+    check_secret_names,
+    location_references,
+    locations_env,
+    read_report,
+)
 from kfstack.errors import InvalidParameterError
 from kfstack.kubernetes.launcher import Cluster
 from kfstack.kubernetes.naming import RunContext
@@ -149,6 +158,23 @@ def spark_conf(values: Mapping[str, Any] | None) -> dict[str, str]:
     return {key: _conf_value(key, value) for key, value in values.items()}
 
 
+# The locations a Spark application's arguments may name: its driver's (the training step's are
+# not set there).
+SPARK_LOCATIONS = (INPUT_URI_ENV, OUTPUT_URI_ENV, REPORT_PATH_ENV)
+
+
+def _spark_locations(argument: Any) -> None:
+    """Raises unless every location ``argument`` names is one a Spark driver is given."""
+    if not isinstance(argument, str):
+        return  # SparkApplicationCode names a non-string argument
+    others = sorted(set(location_references(argument)) - set(SPARK_LOCATIONS))
+    if others:
+        raise InvalidParameterError(
+            f"spark_arguments: {argument!r} names ${', $'.join(others)}, which a Spark application is "
+            f"not given; it has ${', $'.join(SPARK_LOCATIONS)}"
+        )
+
+
 def settings_from_arguments(arguments: Mapping[str, Any]) -> SparkJobSettings:
     """The settings of the component's arguments (artifacts as their locations).
 
@@ -170,6 +196,8 @@ def settings_from_arguments(arguments: Mapping[str, Any]) -> SparkJobSettings:
         arguments_list = []
     application = arguments.get("spark_application", "")
     code = checked(lambda: SparkApplicationCode(application, tuple(arguments_list)))
+    for argument in arguments_list:
+        checked(lambda argument=argument: _spark_locations(argument))
     if code is not None:
         problem = application_problem(code, arguments.get(PLATFORM_ARGUMENT, ""))
         if problem:

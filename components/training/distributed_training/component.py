@@ -20,6 +20,7 @@ def distributed_training(
     hyperparameter_types: dict = {},  # noqa: B006
     hyperparameters: dict = {},  # noqa: B006
     metric_names: list = [],  # noqa: B006
+    code_arguments: dict = {},  # noqa: B006
     model_format: str = "custom",
     # Settings from the parameter catalog, written by python -m kfstack.pipelines.signatures.
     framework: str = "pytorch",
@@ -75,6 +76,9 @@ def distributed_training(
             (values: letters, digits and ``. _ + -``; Katib passes them through a shell).
         metric_names: The metrics the code prints as ``name=value`` lines (Katib's StdOut
             format); every one must be printed by rank 0.
+        code_arguments: Name -> text: arguments the code takes on every run besides the
+            hyperparameters, e.g. its locations (``{"data_dir": "$KFSTACK_INPUT_DIR"}``: each
+            ``$KFSTACK_...`` location is replaced in the replica; docs/contracts.md).
         model_format: ``sklearn``, ``xgboost``, ``lightgbm``, ``onnx`` (the file KServe's runtime
             for it loads must be there) or ``custom`` (any files; a team's own predictor).
         framework: ``pytorch`` (DDP; TrainJob or PyTorchJob, see training_api) or ``tensorflow`` (TFJob).

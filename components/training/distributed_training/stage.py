@@ -182,6 +182,7 @@ def code_from_arguments(arguments: Mapping[str, Any]) -> contracts.TrainingCode:
         entry=arguments.get("training_code", ""),
         hyperparameters=_dict(arguments, "hyperparameter_types"),
         metrics=tuple(_list(arguments, "metric_names")),
+        arguments=_dict(arguments, "code_arguments"),
     )
 
 

@@ -25,6 +25,7 @@ def hyperparameter_tuning(
     hyperparameter_types: dict = {},  # noqa: B006
     hyperparameters: dict = {},  # noqa: B006
     metric_names: list = [],  # noqa: B006
+    code_arguments: dict = {},  # noqa: B006
     model_format: str = "custom",
     # Settings from the parameter catalog, written by python -m kfstack.pipelines.signatures.
     tune: bool = True,
@@ -93,6 +94,7 @@ def hyperparameter_tuning(
             as they are when ``tune`` is off.
         metric_names: As the training step: the metrics the code prints; the objective is one,
             the others are recorded per trial.
+        code_arguments: As the training step: the code's own arguments, its locations among them.
         model_format: As the training step (each trial's model is checked against it).
         tune: Tune the declared hyperparameters before training (a Katib Experiment on Kubernetes, the
             embedded tuner locally); false: train with the values given.

@@ -53,3 +53,52 @@ def test_the_component_runs_a_teams_application_through_kfp_local(tmp_path):
         "spark-submit",
         "local[1]",
     )
+
+
+# A team's existing application, as most are written: its locations are its arguments, and it
+# knows nothing of kfstack.
+ARGUMENTS_APP = """
+import argparse
+from pyspark.sql import SparkSession
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--input", required=True)
+parser.add_argument("--output", required=True)
+args = parser.parse_args()
+spark = SparkSession.builder.getOrCreate()
+rows = spark.read.csv(args.input, header=True)
+rows.where(rows.id.isNotNull()).write.mode("overwrite").parquet(args.output)
+spark.stop()
+"""
+
+
+@pytest.mark.filterwarnings("ignore:You may be attemping to run a task:RuntimeWarning")
+def test_an_application_that_takes_its_locations_as_arguments_runs_as_it_is(tmp_path):
+    """``--input=$KFSTACK_INPUT_URI --output=$KFSTACK_OUTPUT_URI``: the driver puts the step's
+    locations into its arguments (a space in a path included), no wrapper of the team's."""
+    from kfp import local
+    from kfp.local import config
+
+    from kfstack.components.data.spark_job.component import spark_job
+
+    app = tmp_path / "existing_job.py"
+    app.write_text(ARGUMENTS_APP)
+    raw = tmp_path / "raw data" / "raw.csv"
+    raw.parent.mkdir()
+    raw.write_text("id,amount\n1,10.5\n2,3\n,4\n")
+    previous = config.LocalExecutionConfig.instance
+    local.init(runner=local.SubprocessRunner(use_venv=False), pipeline_root=str(tmp_path / "root"))
+    try:
+        task = spark_job(
+            platform="local",
+            spark_application=str(app),
+            spark_arguments=["--input=$KFSTACK_INPUT_URI", "--output=$KFSTACK_OUTPUT_URI"],
+            input_uri=str(raw),
+            local_cores=1,
+            run_id="run-1",
+            task_name="spark-job",
+        )
+    finally:
+        config.LocalExecutionConfig.instance = previous
+    rows = pq.read_table(task.outputs["output"].path).to_pylist()
+    assert sorted((row["id"], row["amount"]) for row in rows) == [("1", "10.5"), ("2", "3")]

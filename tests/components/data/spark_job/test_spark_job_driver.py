@@ -167,3 +167,35 @@ def test_the_wrappers_last_line_is_the_applications_reason(tmp_path, tail, reaso
     assert done.stderr.strip().splitlines()[-1] == f"{driver.FAILURE_LINE}{reason}"
     if "raise" in tail:
         assert "Traceback (most recent call last)" in done.stderr
+
+
+def test_locations_in_the_arguments_are_the_drivers_values(tmp_path, monkeypatch):
+    """Replaced in the driver, after any shell: a space in a location is kept whole, and an
+    input not given (the variable unset) is empty."""
+    app, seen = write_app(tmp_path)
+    monkeypatch.setenv("KFSTACK_OUTPUT_URI", str(tmp_path / "the output"))
+    monkeypatch.delenv("KFSTACK_INPUT_URI", raising=False)
+    driver.run(
+        SparkApplicationCode(
+            str(app), ("--out=$KFSTACK_OUTPUT_URI/part", "--in=$KFSTACK_INPUT_URI", "--cost=$5")
+        )
+    )
+    argv = json.loads(seen.read_text())["argv"]
+    assert argv[1:] == [f"--out={tmp_path / 'the output'}/part", "--in=", "--cost=$5"]
+
+
+def test_a_location_the_spark_step_has_not_is_refused_before_spark_starts(tmp_path):
+    from kfstack.components.data.spark_job.stage import settings_from_arguments
+    from kfstack.errors import InvalidParameterError
+
+    arguments = {
+        "spark_application": "team.jobs.clean",
+        "spark_arguments": ["--model=$KFSTACK_MODEL_DIR", "--out=$KFSTACK_OUTPUT_DIR"],
+        "output": str(tmp_path / "out"),
+        "report": str(tmp_path / "report"),
+    }
+    with pytest.raises(InvalidParameterError) as refused:
+        settings_from_arguments(arguments)
+    message = str(refused.value)
+    assert "$KFSTACK_MODEL_DIR, which a Spark application is not given" in message
+    assert "$KFSTACK_OUTPUT_DIR is not a location" in message

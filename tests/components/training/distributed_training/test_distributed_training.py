@@ -289,3 +289,57 @@ def test_the_component_runs_under_kfp_local(team_code, tmp_path, dataset):
     # kfp.local handed the dict's int over as 7.0; the code got --depth=7 (it printed depth=7),
     # and the model records it as the int it is declared to be.
     assert outputs["model"]["artifacts"][0]["metadata"]["hyperparameters"] == {"depth": 7}
+
+
+# A team's train(data_dir, model_dir) function, given its locations as its own arguments.
+EXISTING_TEAM = {
+    "training_code": "existing_train:train",
+    "hyperparameter_types": {"epochs": "int"},
+    "hyperparameters": {"epochs": 3},
+    "metric_names": ["loss"],
+    "code_arguments": {"data_dir": "$KFSTACK_INPUT_DIR", "model_dir": "$KFSTACK_MODEL_DIR"},
+}
+
+
+def test_a_function_that_takes_its_locations_as_arguments_runs_as_it_is(team_code, tmp_path):
+    """``train(data_dir, model_dir)`` with plain file calls: the step gives it the input as a
+    folder on the replica's disk and its model directory, a space in a path kept whole."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    data = tmp_path / "the data"
+    data.mkdir()
+    pq.write_table(pa.table({"x": [1.0, 2.0]}), data / "part-0.parquet")
+    result = run_locally(arguments(tmp_path, str(data), EXISTING_TEAM, workers=1))
+    assert result.metrics["training_metrics"]["loss"] == 0.25
+    model = json.loads((tmp_path / "model" / "model.json").read_text())
+    assert model["files"] == 1 and model["data_dir"] == str(data)
+
+
+def test_an_object_store_input_is_staged_to_a_folder_for_the_code(team_code, tmp_path, monkeypatch):
+    """On a cluster the input is an object store's URI: ``$KFSTACK_INPUT_DIR`` is a copy of it
+    on the replica's disk (fsspec's in-memory store stands for the bucket here)."""
+    import fsspec
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    store = fsspec.filesystem("memory")
+    with store.open("/bucket/data/part-0.parquet", "wb") as f:
+        pq.write_table(pa.table({"x": [1.0]}), f)
+    code = STAGE.settings(arguments(tmp_path, "memory://bucket/data", EXISTING_TEAM)).code
+    env = {
+        **entrypoint.step_env(code, "custom", "memory://bucket/model", ""),
+        "KFSTACK_INPUT_URI": "memory://bucket/data",
+    }
+    entrypoint.main(["--epochs=1"], env=env)
+    with store.open("/bucket/model/model.json") as f:
+        model = json.load(f)
+    assert model["files"] == 1 and os.path.isabs(model["data_dir"]) and "://" not in model["data_dir"]
+    store.rm("/bucket", recursive=True)
+
+
+def test_code_arguments_are_checked_before_anything_starts(team_code, tmp_path, dataset):
+    bad = {**EXISTING_TEAM, "code_arguments": {"epochs": "3", "data_dir": "$KFSTACK_DATA_DIR"}}
+    with pytest.raises(InvalidParameterError) as refused:
+        STAGE.settings(arguments(tmp_path, dataset, bad))
+    assert "$KFSTACK_DATA_DIR is not a location" in str(refused.value)

@@ -122,6 +122,31 @@ def test_the_experiments_trial_is_the_training_steps_job(team_code, tmp_path):
     )
 
 
+def test_the_codes_own_arguments_ride_in_its_declaration_never_on_the_trials_shell_line(team_code, tmp_path):
+    """Katib joins a trial's arguments unquoted into ``sh -c``; the code's own arguments (its
+    locations, which may hold a space) travel in the declaration's environment variable and are
+    expanded in the replica, so no shell ever sees them."""
+    settings = STAGE.settings(
+        arguments(
+            tmp_path,
+            "minio://bucket/data",
+            platform="kubernetes",
+            tuning_trials="minio://bucket/run/tune/tuning_trials",
+            training_api="v1",
+            code_arguments={"data_dir": "$KFSTACK_INPUT_DIR"},
+        )
+    )
+    [variant] = STAGE.variants(settings)
+    [experiment] = STAGE.build(variant.settings, RunContext("run-1", "hyperparameter-tuning"))
+    job = experiment["spec"]["trialTemplate"]["trialSpec"]
+    master = job["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]["containers"][0]
+    line = " ".join([*master.get("command", []), *master.get("args", [])])
+    assert "--depth=${trialParameters.depth}" in line
+    assert "data_dir" not in line and "KFSTACK_INPUT_DIR" not in line
+    env = {var["name"]: var.get("value") for var in master["env"]}
+    assert json.loads(env["KFSTACK_TRAINING_CODE"])["arguments"] == {"data_dir": "$KFSTACK_INPUT_DIR"}
+
+
 @pytest.mark.slow
 def test_grid_tuning_of_a_team_function_finds_its_best(team_code, tmp_path, dataset):
     settings = STAGE.settings(arguments(tmp_path, dataset))
