@@ -112,6 +112,8 @@ def expand_locations(text: str, env: Mapping[str, str]) -> str:
     """
     location_references(text)
     return _LOCATION_REFERENCE.sub(lambda match: env.get(match.group(1), ""), text)
+
+
 # A Kubernetes object name (RFC 1123 subdomain): what a Secret's name must be.
 _SECRET_NAME_PATTERN = re.compile(r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?\Z")
 

@@ -815,4 +815,3 @@ def test_the_run_cleanup_deletes_the_unfinished_experiment_and_no_trial(fake_api
 
 if __name__ == "__main__":
     regenerate()
-
