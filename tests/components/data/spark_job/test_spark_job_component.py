@@ -72,6 +72,9 @@ spark.stop()
 """
 
 
+# Slow: a second Spark run under kfp.local; the default suite replaces the locations in the driver
+# (test_spark_job_driver.py) and runs the component once above.
+@pytest.mark.slow
 @pytest.mark.filterwarnings("ignore:You may be attemping to run a task:RuntimeWarning")
 def test_an_application_that_takes_its_locations_as_arguments_runs_as_it_is(tmp_path):
     """``--input=$KFSTACK_INPUT_URI --output=$KFSTACK_OUTPUT_URI``: the driver puts the step's
