@@ -16,6 +16,9 @@ import importlib.util
 import keyword
 import os
 import re
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 from kfstack.errors import UsageError
@@ -30,8 +33,14 @@ FRAMEWORKS = {
         "framework_title": "PyTorch",
         "job_kind": "PyTorchJob or TrainJob",
         "trainer_role": "torch-trainer",
+        "local_extra": "local-torch",
     },
-    "tensorflow": {"framework_title": "TensorFlow", "job_kind": "TFJob", "trainer_role": "tf-trainer"},
+    "tensorflow": {
+        "framework_title": "TensorFlow",
+        "job_kind": "TFJob",
+        "trainer_role": "tf-trainer",
+        "local_extra": "local-tf",
+    },
 }
 # What differs between the tasks in the project's code: its label, the model's outputs, loss,
 # metric and export, and what the project's test asks of a model that learned (the synthetic
@@ -181,8 +190,9 @@ class Project:
         }
 
 
-def kfstack_source(given: str | None) -> tuple[str, str]:
-    """The requirement line kfstack is installed from, and what kind of source it is.
+def kfstack_source(given: str | None, extra: str = "local") -> tuple[str, str]:
+    """The requirement line kfstack is installed from, with ``extra`` (the embedded platform for
+    the project's framework), and what kind of source it is.
 
     ``given``: a kfstack checkout or a wheel file (a path), or a ``git+`` URL; none: the
     checkout this kfstack runs from, else the release pinned (for an index or a wheelhouse the
@@ -197,16 +207,16 @@ def kfstack_source(given: str | None) -> tuple[str, str]:
             given = str(checkout)
         else:
             return (
-                f"kfstack[local]=={__version__}",
+                f"kfstack[{extra}]=={__version__}",
                 "the release pinned, from whatever index or wheelhouse pip is given",
             )
     if given.startswith("git+"):
-        return f"kfstack[local] @ {given}", "a git URL"
+        return f"kfstack[{extra}] @ {given}", "a git URL"
     path = Path(given).expanduser().resolve()
     if path.is_file() and path.name.startswith("kfstack-") and path.suffix == ".whl":
-        return f"kfstack[local] @ {path.as_uri()}", "a wheel"
+        return f"kfstack[{extra}] @ {path.as_uri()}", "a wheel"
     if path.is_dir() and (path / "kfstack" / "version.py").is_file():
-        return f"kfstack[local] @ {path.as_uri()}", "a checkout of kfstack (a path)"
+        return f"kfstack[{extra}] @ {path.as_uri()}", "a checkout of kfstack (a path)"
     raise UsageError(
         f"--kfstack-source {given}: neither a kfstack checkout, a kfstack-*.whl file nor a git+ URL"
     )
@@ -244,7 +254,7 @@ def plan(
         raise UsageError(f"--task {task}: one of {', '.join(TASKS)}")
     if serving not in SERVINGS:
         raise UsageError(f"--serving {serving}: one of {', '.join(SERVINGS)}")
-    requirement, kind = kfstack_source(source)
+    requirement, kind = kfstack_source(source, FRAMEWORKS[framework]["local_extra"])
     return Project(target, name, framework, task, requirement, kind, serving)
 
 
@@ -300,10 +310,57 @@ def create(project: Project) -> list[Path]:
         else:
             destination.write_bytes(template.read_bytes())
         written.append(destination)
+    venv = current_venv()
+    if venv:
+        # This machine's, not the project's: the Makefile reads it, .gitignore leaves it out.
+        local = project.directory / ENVIRONMENT_FILE
+        local.write_text(
+            f"# The environment kfstack init ran in: `make` installs the project into it.\nVENV ?= {venv}\n",
+            encoding="utf-8",
+        )
+        written.append(local)
     return written
 
 
+# Where a project's Makefile reads the environment it was made from.
+ENVIRONMENT_FILE = ".kfstack.mk"
+
+
+def current_venv() -> str | None:
+    """The virtual environment this kfstack runs in, where it runs in one."""
+    return sys.prefix if sys.prefix != sys.base_prefix else None
+
+
+def prerequisite_notes() -> list[str]:
+    """What this machine lacks for a project's first run: Python 3.11 and Java 17 (Spark's)."""
+    notes = []
+    if sys.version_info[:2] != (3, 11):
+        notes.append(
+            f"kfstack is built and tested on Python 3.11; this is {sys.version_info[0]}.{sys.version_info[1]}"
+        )
+    java = shutil.which("java")
+    if java is None:
+        notes.append(
+            "no java on PATH: the Spark step needs Java 17 (e.g. apt-get install openjdk-17-jre-headless)"
+        )
+        return notes
+    try:
+        version = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=30).stderr
+    except (OSError, subprocess.SubprocessError):
+        return notes
+    found = re.search(r'version "(\d+)', version)
+    if found and int(found.group(1)) < 17:
+        notes.append(f"java {found.group(1)} on PATH: the Spark step needs Java 17 or newer")
+    return notes
+
+
 def next_steps(project: Project) -> str:
+    venv = current_venv()
+    where = (
+        f"install the project into {venv} (this environment)"
+        if venv
+        else "create .venv there and install kfstack and the project"
+    )
     here = os.path.relpath(project.directory)
     if here.startswith(".."):
         here = str(project.directory)
@@ -311,6 +368,6 @@ def next_steps(project: Project) -> str:
         f"created {project.name} in {here}: pipeline {project.pipeline} "
         f"({project.framework}, {project.task}, {project.serving} serving); kfstack from "
         f"{project.kfstack_requirement}\n"
-        f"  cd {here} && make run     # set up .venv and run the pipeline embedded\n"
+        f"  cd {here} && make run     # {where}, then run the pipeline embedded\n"
         f"  cd {here} && make test    # its tests"
     )

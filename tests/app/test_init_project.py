@@ -60,7 +60,7 @@ def test_a_new_project_is_complete_and_its_pipeline_compiles_and_renders(
         f"{package}/__init__.py", f"{package}/prepare.py", f"{package}/train.py", f"{package}/pipeline.py",
         f"{package}/data/sample.csv", "tests/test_pipeline.py",
         ".dockerignore", "images/launcher.Dockerfile", "images/spark.Dockerfile", "images/trainer.Dockerfile",
-    } | (own_server if serving == "custom" else set())  # fmt: skip
+    } | (own_server if serving == "custom" else set()) | {".kfstack.mk"}  # fmt: skip
     for path in written:
         # KServe fills {{.Name}} in a ServingRuntime; every mark of kfstack's is filled.
         text = (directory / path).read_text().replace("{{.Name}}", "")
@@ -73,9 +73,16 @@ def test_a_new_project_is_complete_and_its_pipeline_compiles_and_renders(
         f"{name}-training": f"{package}:TRAINING"
     }
     # The checkout this kfstack runs from is where the project installs it from by default.
+    # With the embedded platform of its framework only (a PyTorch team installs no TensorFlow).
+    extra = project.FRAMEWORKS[framework]["local_extra"]
     assert (directory / "requirements-kfstack.txt").read_text().splitlines()[-1] == (
-        f"kfstack[local] @ {REPO_ROOT.resolve().as_uri()}"
+        f"kfstack[{extra}] @ {REPO_ROOT.resolve().as_uri()}"
     )
+    assert f"kfstack[{extra}]=={__version__}" in config["project"]["optional-dependencies"]["dev"]
+    # Its commands reuse the environment init ran in (this test's venv), named in a file of
+    # this machine's that git leaves out.
+    assert (directory / ".kfstack.mk").read_text().splitlines()[-1] == f"VENV ?= {sys.prefix}"
+    assert ".kfstack.mk" in (directory / ".gitignore").read_text().splitlines()
     assert f"kfstack-{project.FRAMEWORKS[framework]['trainer_role']}:" in (
         (directory / "images" / "trainer.Dockerfile").read_text()
     )
@@ -129,6 +136,28 @@ def _serves_with_its_own_runtime(tmp_path: Path, directory: Path, name: str, pac
     model = service["spec"]["predictor"]["model"]
     assert model["runtime"] == runtime["metadata"]["name"] == f"{name}-predictor"
     assert model["modelFormat"]["name"] == runtime["spec"]["supportedModelFormats"][0]["name"] == name
+
+
+def test_the_frameworks_extras_install_one_framework():
+    """A PyTorch team's install holds no TensorFlow, and the reverse; `local` keeps both."""
+    extras = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    torch, tf = extras["local-torch"][0], extras["local-tf"][0]
+    assert "torch" in torch and ",tf," not in torch and "tf" in tf and "torch" not in tf
+    assert {project.FRAMEWORKS[f]["local_extra"] for f in project.FRAMEWORKS} == {"local-torch", "local-tf"}
+
+
+def test_init_says_early_what_the_machine_lacks(monkeypatch):
+    monkeypatch.setattr(project.shutil, "which", lambda name: None)
+    notes = project.prerequisite_notes()
+    assert any("no java on PATH: the Spark step needs Java 17" in note for note in notes)
+
+
+def test_without_a_venv_the_project_says_it_creates_one(tmp_path, monkeypatch):
+    monkeypatch.setattr(project.sys, "prefix", project.sys.base_prefix)
+    made = project.plan(str(tmp_path / "churn"), None, "pytorch", "binary", None)
+    written = project.create(made)
+    assert not (tmp_path / "churn" / ".kfstack.mk").exists() and written
+    assert "make run     # create .venv there and install kfstack and the project" in project.next_steps(made)
 
 
 def test_init_refuses_before_writing_anything(tmp_path, capsys):
@@ -229,20 +258,21 @@ def test_a_project_made_from_the_wheel_passes_its_own_tests(tmp_path, framework,
         capture_output=True, text=True, check=True,
     )  # fmt: skip
     assert str(venv) in where.stdout
-    pip = [python, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", "-e", "churn"]
-    subprocess.run(pip, cwd=work, env=env, check=True)
+    # The project's own commands, as a team types them: `make test` installs the project into the
+    # environment init ran in (no second kfstack install, no .venv of its own), then runs its tests.
+    tests = subprocess.run(
+        ["make", "test"], cwd=work / "churn", env=env, capture_output=True, text=True, timeout=1500,
+    )  # fmt: skip
+    assert tests.returncode == 0, tests.stdout[-4000:] + tests.stderr[-2000:]
+    assert f"make: installing churn and its tests' packages into {venv}" in tests.stdout
+    assert "installing kfstack" not in tests.stdout and not (work / "churn" / ".venv").exists()
+    assert "2 passed" in tests.stdout
     # From the folder above, churn/ is the project's folder, not the package: refused at once.
     shadowed = subprocess.run(
         [venv / "bin" / "kfstack", "describe", "churn-training"], cwd=work, env=env, capture_output=True,
         text=True,
     )  # fmt: skip
     assert shadowed.returncode == 2 and "cd churn" in shadowed.stderr, shadowed.stderr
-    tests = subprocess.run(
-        [python, "-m", "pytest", "-q", "-p", "no:cacheprovider"], cwd=work / "churn", env=env,
-        capture_output=True, text=True, timeout=1200,
-    )  # fmt: skip
-    assert tests.returncode == 0, tests.stdout[-4000:] + tests.stderr[-2000:]
-    assert "2 passed" in tests.stdout
     if framework != "pytorch":
         return
     # A model of the project, reproduced from its lineage alone: the record names the pipeline.

@@ -4,6 +4,7 @@ tested at once (:mod:`kfstack.app.project`)."""
 from __future__ import annotations
 
 import argparse
+import sys
 
 from kfstack.app import project
 from kfstack.app.cli.exit_codes import EXIT_OK
@@ -52,4 +53,6 @@ def handle(args: argparse.Namespace) -> int:
     )
     project.create(planned)
     print(project.next_steps(planned))
+    for note in project.prerequisite_notes():
+        print(f"kfstack init: note: {note}", file=sys.stderr)
     return EXIT_OK
