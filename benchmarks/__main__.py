@@ -7,6 +7,7 @@ They run serially because each measures the whole machine. The tuning benchmark 
 
 from benchmarks import (
     ddp_scaling,
+    install_size,
     main_job,
     predictor_throughput,
     retraining,
@@ -16,6 +17,7 @@ from benchmarks import (
 )
 
 for benchmark in (
+    install_size,
     main_job,
     spark_vs_duckdb,
     ddp_scaling,
