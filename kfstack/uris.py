@@ -15,6 +15,11 @@ import posixpath
 from kfstack.settings import Placeholder
 
 _ALIASES = {"minio://": "s3://"}
+# Set to 1 for an embedded run whose steps tell a team's code its locations as URIs
+# (``file:///...``), as a cluster tells it ``s3://...``: code that takes a location for a local
+# path (``open()``, ``os.path``) then fails here as it would there. ``kfstack run --local
+# --uri-locations`` sets it for the run's processes.
+URI_LOCATIONS_ENV = "KFSTACK_URI_LOCATIONS"
 # How Spark (Hadoop's filesystems) names the same object-store locations: ``s3://`` is the
 # S3A connector's ``s3a://`` there.
 _SPARK_ALIASES = {"minio://": "s3a://", "s3://": "s3a://"}
@@ -37,6 +42,17 @@ def spark_uri(uri: str) -> str:
         if uri.startswith(alias):
             return scheme + uri[len(alias) :]
     return uri
+
+
+def embedded_location(location: str) -> str:
+    """A location on this machine as the embedded platform tells a team's code: its path, or a
+    ``file://`` URI under :data:`URI_LOCATIONS_ENV`; a URI, an empty location or a
+    :class:`~kfstack.settings.Placeholder` unchanged."""
+    if isinstance(location, Placeholder) or not location or "://" in location:
+        return location
+    if os.environ.get(URI_LOCATIONS_ENV) == "1":
+        return "file://" + os.path.abspath(location)
+    return location
 
 
 def join(uri: str, *parts: str) -> str:

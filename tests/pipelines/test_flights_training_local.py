@@ -47,7 +47,7 @@ SAMPLE_PARAMS = {
 }
 
 
-def kfstack_run(root, *params: str, tmpdir, **popen) -> subprocess.Popen:
+def kfstack_run(root, *params: str, tmpdir, flags: tuple[str, ...] = (), **popen) -> subprocess.Popen:
     """``kfstack run --local`` in a fresh process, with its own (empty) temp folder."""
     argv = [
         sys.executable,
@@ -58,6 +58,7 @@ def kfstack_run(root, *params: str, tmpdir, **popen) -> subprocess.Popen:
         "flights-training",
         "--pipeline-root",
         str(root),
+        *flags,
     ]
     for p in params:
         argv += ["--param", p]
@@ -83,7 +84,10 @@ def _interruptible() -> None:
 def sample_run(tmp_path_factory):
     """A real run through the CLI, as a user starts it; its output, summary and temp folder."""
     root, tmpdir = tmp_path_factory.mktemp("runs"), tmp_path_factory.mktemp("tmp")
-    proc = kfstack_run(root, *(f"{k}={v}" for k, v in SAMPLE_PARAMS.items()), tmpdir=tmpdir)
+    # On cluster-like locations: every step's code is told file:// URIs, as a cluster tells it
+    # s3:// ones, so the flights code is held to treating locations as URIs.
+    params = (f"{k}={v}" for k, v in SAMPLE_PARAMS.items())
+    proc = kfstack_run(root, *params, tmpdir=tmpdir, flags=("--uri-locations",))
     out, err = proc.communicate(timeout=600)
     (run_dir,) = run_dirs(root)
     with open(run_dir / "summary.json", encoding="utf-8") as f:

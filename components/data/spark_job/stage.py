@@ -51,7 +51,7 @@ from kfstack.platforms import KUBERNETES, LOCAL, PLATFORM_ARGUMENT, StageResult,
 from kfstack.settings import Settings, setting
 from kfstack.spark.driver import REPORT_UPLOAD_URI_ENV
 from kfstack.spark.local import LocalSparkJob, run_local_job
-from kfstack.uris import fsspec_uri, spark_uri
+from kfstack.uris import embedded_location, fsspec_uri, spark_uri
 
 NAME_PREFIX = "kfs-spark"
 REPORT = "report"
@@ -278,7 +278,10 @@ class SparkJobStage:
     def local_job(self, settings: SparkJobSettings) -> LocalSparkJob:
         """The same run as spark-submit on this machine (the artifacts' local paths)."""
         env = {
-            **locations_env(input_uri=spark_uri(settings.options.input_uri), output_uri=settings.output_uri),
+            **locations_env(
+                input_uri=embedded_location(spark_uri(settings.options.input_uri)),
+                output_uri=embedded_location(settings.output_uri),
+            ),
             REPORT_UPLOAD_URI_ENV: settings.report_uri,
         }
         return LocalSparkJob(

@@ -66,7 +66,7 @@ from kfstack.training.settings import (
 )
 from kfstack.training.tf_config import CHIEF, PS, WORKER
 from kfstack.training.throughput import cost_metrics, job_cost
-from kfstack.uris import fsspec_uri, join
+from kfstack.uris import embedded_location, fsspec_uri, join
 from kfstack.version import __version__, pipeline_version
 
 NAME_PREFIX = "kfs-train"
@@ -138,8 +138,11 @@ class DistributedTrainingSettings:
         """What the replicas' entrypoint and the team's code are told; ``remote``: the URIs as
         a cluster's pods open them."""
         uri = fsspec_uri if remote else str
+        where = fsspec_uri if remote else embedded_location  # what the team's code is told
         return {
-            **contracts.locations_env(input_uri=uri(self.data_uri), checkpoint_uri=uri(self.checkpoint_uri)),
+            **contracts.locations_env(
+                input_uri=where(self.data_uri), checkpoint_uri=where(self.checkpoint_uri)
+            ),
             **entrypoint.step_env(self.code, self.model_format, uri(self.model_uri), uri(self.result_uri)),
         }
 

@@ -34,6 +34,7 @@ from kfstack.components.argument_names import argument
 from kfstack.errors import KfpAuthError, KfpRequestError, KfpServerUnavailableError, UsageError
 from kfstack.pipelines import chosen, load_pipeline, rendering
 from kfstack.tuning.spec import LOCAL_BUDGET, TuningSettings
+from kfstack.uris import URI_LOCATIONS_ENV
 
 # Stands in for the KFP run id when parameters are checked before a local run.
 LOCAL_CHECK_RUN_ID = "local-check"
@@ -83,6 +84,13 @@ def add_parser(subparsers: Subparsers) -> None:
         "--verbose",
         action="store_true",
         help="--local: stream every task's output and kfp's own to the console",
+    )
+    parser.add_argument(
+        "--uri-locations",
+        action="store_true",
+        help="--local: tell the steps' code its locations as file:// URIs, as a cluster tells it "
+        "s3:// ones, so that code taking a location for a local path fails here too (also: "
+        f"{URI_LOCATIONS_ENV}=1)",
     )
     add_run_target_options(
         parser,
@@ -142,6 +150,8 @@ def handle(args: argparse.Namespace) -> int:
     rendering.render(args.name, arguments, run_id=LOCAL_CHECK_RUN_ID)
     if args.summary_json:
         writable_dir(os.path.dirname(os.path.abspath(args.summary_json)))
+    if args.uri_locations:
+        os.environ[URI_LOCATIONS_ENV] = "1"  # the run's task processes inherit it
     summary = run_pipeline_locally(
         args.name,
         arguments,

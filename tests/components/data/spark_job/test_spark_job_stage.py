@@ -5,6 +5,7 @@ real local run of a team's application file."""
 from __future__ import annotations
 
 import json
+import os
 import pathlib
 
 import pyarrow.parquet as pq
@@ -320,3 +321,18 @@ def test_a_teams_application_file_runs_locally_end_to_end(tmp_path):
         "argv_length": 5.0,  # the application's name and its four arguments
     }
     assert result.reference["kind"] == "spark-submit" and result.reference["master"] == "local[1]"
+
+
+def test_with_uri_locations_the_application_is_told_file_uris(tmp_path, monkeypatch):
+    """Spark reads and writes ``file://`` itself; code that takes the location for a path does
+    not, as on a cluster with ``s3a://``."""
+    from kfstack.uris import URI_LOCATIONS_ENV
+
+    raw = tmp_path / "raw.csv"
+    raw.write_text("id\n1\n")
+    settings = stage.STAGE.settings(arguments(tmp_path, input_uri=str(raw)))
+    assert stage.STAGE.local_job(settings).env["KFSTACK_INPUT_URI"] == str(raw)
+    monkeypatch.setenv(URI_LOCATIONS_ENV, "1")
+    env = stage.STAGE.local_job(settings).env
+    assert env["KFSTACK_INPUT_URI"] == f"file://{raw}"
+    assert env["KFSTACK_OUTPUT_URI"] == f"file://{os.path.abspath(settings.output_uri)}"

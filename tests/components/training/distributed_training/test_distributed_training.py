@@ -343,3 +343,24 @@ def test_code_arguments_are_checked_before_anything_starts(team_code, tmp_path, 
     with pytest.raises(InvalidParameterError) as refused:
         STAGE.settings(arguments(tmp_path, dataset, bad))
     assert "$KFSTACK_DATA_DIR is not a location" in str(refused.value)
+
+
+def test_with_uri_locations_code_that_opens_its_input_as_a_path_fails_here_as_on_a_cluster(
+    team_code, tmp_path, dataset, monkeypatch
+):
+    """Under ``KFSTACK_URI_LOCATIONS=1`` the embedded step tells the code ``file://`` URIs, as a
+    cluster tells it ``s3://`` ones: ``open()`` of one fails here already. The staged folder
+    (``$KFSTACK_INPUT_DIR``) is a path either way."""
+    from kfstack.uris import URI_LOCATIONS_ENV
+
+    monkeypatch.setenv(URI_LOCATIONS_ENV, "1")
+    as_path = {
+        **EXISTING_TEAM,
+        "code_arguments": {"data_dir": "$KFSTACK_INPUT_URI", "model_dir": "$KFSTACK_MODEL_DIR"},
+    }
+    settings = STAGE.settings(arguments(tmp_path, dataset, as_path, workers=1))
+    assert settings.env(remote=False)["KFSTACK_INPUT_URI"] == f"file://{dataset}"
+    with pytest.raises(TrainingFailedError, match=f"no Parquet files in file://{dataset}"):
+        run_locally(arguments(tmp_path, dataset, as_path, workers=1))
+    result = run_locally(arguments(tmp_path, dataset, EXISTING_TEAM, workers=1))
+    assert result.metrics["training_metrics"]["loss"] == 0.25
