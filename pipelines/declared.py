@@ -349,7 +349,9 @@ class TrainingPipeline:
         if self.tuning and self.tuning.objective not in self.training.metrics:
             problems.append(f"tuning objective {self.tuning.objective} is not one of the metrics")
         if self.predictor and self.training.model_format != "custom":
-            problems.append("a predictor serves a model of model_format custom")
+            problems.append(
+                f"a Predictor serves training model_format custom, not {self.training.model_format}"
+            )
         if self.retraining and not (self.tuning and self.deploy):
             problems.append("a retraining pipeline tunes and deploys (the gate decides what deploys)")
         if problems:

@@ -19,6 +19,7 @@ from kfstack.api.pipeline import (
     Evaluation,
     Hyperparameter,
     Parameter,
+    Predictor,
     SparkApplication,
     Training,
     TrainingPipeline,
@@ -165,6 +166,10 @@ def test_without_tuning_or_deployment_the_steps_follow_the_declaration():
         (
             {"data": SparkApplication("churn.prepare", arguments=["--since={since}"])},
             "name no parameter.*: since",
+        ),
+        (
+            {"predictor": Predictor("churn.serve:Model")},
+            "a Predictor serves training model_format custom, not onnx",
         ),
     ],
 )

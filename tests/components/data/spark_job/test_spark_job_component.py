@@ -3,6 +3,7 @@ executor, its Parquet becomes the Dataset and its report the Metrics."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import pathlib
 
@@ -12,19 +13,28 @@ import pytest
 SAMPLE_APP = str(pathlib.Path(__file__).with_name("sample_app.py"))
 
 
-# kfp.local warns that the component's image is not plain Python; this process has its packages.
-@pytest.mark.filterwarnings("ignore:You may be attemping to run a task:RuntimeWarning")
-def test_the_component_runs_a_teams_application_through_kfp_local(tmp_path):
+@contextlib.contextmanager
+def kfp_local(tmp_path):
+    """kfp.local's subprocess runner in this environment, its earlier configuration restored."""
     from kfp import local
     from kfp.local import config
 
+    previous = config.LocalExecutionConfig.instance
+    local.init(runner=local.SubprocessRunner(use_venv=False), pipeline_root=str(tmp_path / "root"))
+    try:
+        yield
+    finally:
+        config.LocalExecutionConfig.instance = previous
+
+
+# kfp.local warns that the component's image is not plain Python; this process has its packages.
+@pytest.mark.filterwarnings("ignore:You may be attemping to run a task:RuntimeWarning")
+def test_the_component_runs_a_teams_application_through_kfp_local(tmp_path):
     from kfstack.components.data.spark_job.component import spark_job
 
     raw = tmp_path / "raw.csv"
     raw.write_text("id,amount\n1,10.5\n2,3\n,4\n")
-    previous = config.LocalExecutionConfig.instance
-    local.init(runner=local.SubprocessRunner(use_venv=False), pipeline_root=str(tmp_path / "root"))
-    try:
+    with kfp_local(tmp_path):
         task = spark_job(
             platform="local",
             spark_application=SAMPLE_APP,
@@ -35,8 +45,6 @@ def test_the_component_runs_a_teams_application_through_kfp_local(tmp_path):
             run_id="run-1",
             task_name="spark-job",
         )
-    finally:
-        config.LocalExecutionConfig.instance = previous
 
     rows = pq.read_table(task.outputs["output"].path).to_pylist()
     assert sorted((row["id"], row["amount"], row["label"]) for row in rows) == [
@@ -79,9 +87,6 @@ spark.stop()
 def test_an_application_that_takes_its_locations_as_arguments_runs_as_it_is(tmp_path):
     """``--input=$KFSTACK_INPUT_URI --output=$KFSTACK_OUTPUT_URI``: the driver puts the step's
     locations into its arguments (a space in a path included), no wrapper of the team's."""
-    from kfp import local
-    from kfp.local import config
-
     from kfstack.components.data.spark_job.component import spark_job
 
     app = tmp_path / "existing_job.py"
@@ -89,9 +94,7 @@ def test_an_application_that_takes_its_locations_as_arguments_runs_as_it_is(tmp_
     raw = tmp_path / "raw data" / "raw.csv"
     raw.parent.mkdir()
     raw.write_text("id,amount\n1,10.5\n2,3\n,4\n")
-    previous = config.LocalExecutionConfig.instance
-    local.init(runner=local.SubprocessRunner(use_venv=False), pipeline_root=str(tmp_path / "root"))
-    try:
+    with kfp_local(tmp_path):
         task = spark_job(
             platform="local",
             spark_application=str(app),
@@ -101,7 +104,5 @@ def test_an_application_that_takes_its_locations_as_arguments_runs_as_it_is(tmp_
             run_id="run-1",
             task_name="spark-job",
         )
-    finally:
-        config.LocalExecutionConfig.instance = previous
     rows = pq.read_table(task.outputs["output"].path).to_pylist()
     assert sorted((row["id"], row["amount"]) for row in rows) == [("1", "10.5"), ("2", "3")]

@@ -79,7 +79,8 @@ def test_a_spec_the_code_cannot_run_is_refused_before_anything_starts(
         STAGE.settings(arguments(tmp_path, dataset, **overrides))
 
 
-def test_the_experiments_trial_is_the_training_steps_job(team_code, tmp_path):
+def experiment_on_kubernetes(tmp_path, **overrides) -> dict:
+    """The Experiment the step builds for a cluster run (input and trials in the object store)."""
     settings = STAGE.settings(
         arguments(
             tmp_path,
@@ -87,12 +88,18 @@ def test_the_experiments_trial_is_the_training_steps_job(team_code, tmp_path):
             platform="kubernetes",
             tuning_trials="minio://bucket/run/tune/tuning_trials",
             training_api="v1",
-            tuning_algorithm="tpe",
-            tuning_early_stopping="medianstop",
+            **overrides,
         )
     )
     [variant] = STAGE.variants(settings)
     [experiment] = STAGE.build(variant.settings, RunContext("run-1", "hyperparameter-tuning"))
+    return experiment
+
+
+def test_the_experiments_trial_is_the_training_steps_job(team_code, tmp_path):
+    experiment = experiment_on_kubernetes(
+        tmp_path, tuning_algorithm="tpe", tuning_early_stopping="medianstop"
+    )
     spec = experiment["spec"]
     assert spec["objective"]["objectiveMetricName"] == "score"
     assert spec["objective"]["additionalMetricNames"] == ["loss"]
@@ -126,18 +133,7 @@ def test_the_codes_own_arguments_ride_in_its_declaration_never_on_the_trials_she
     """Katib joins a trial's arguments unquoted into ``sh -c``; the code's own arguments (its
     locations, which may hold a space) travel in the declaration's environment variable and are
     expanded in the replica, so no shell ever sees them."""
-    settings = STAGE.settings(
-        arguments(
-            tmp_path,
-            "minio://bucket/data",
-            platform="kubernetes",
-            tuning_trials="minio://bucket/run/tune/tuning_trials",
-            training_api="v1",
-            code_arguments={"data_dir": "$KFSTACK_INPUT_DIR"},
-        )
-    )
-    [variant] = STAGE.variants(settings)
-    [experiment] = STAGE.build(variant.settings, RunContext("run-1", "hyperparameter-tuning"))
+    experiment = experiment_on_kubernetes(tmp_path, code_arguments={"data_dir": "$KFSTACK_INPUT_DIR"})
     job = experiment["spec"]["trialTemplate"]["trialSpec"]
     master = job["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]["containers"][0]
     line = " ".join([*master.get("command", []), *master.get("args", [])])
