@@ -35,7 +35,7 @@ from typing import Any
 
 import fsspec
 
-from kfstack import contracts, images
+from kfstack import contracts, images, object_store
 from kfstack.components import argument_names
 from kfstack.errors import InvalidParameterError
 from kfstack.kubernetes import node_pools
@@ -53,6 +53,7 @@ from kfstack.kubernetes.training_jobs import (
 )
 from kfstack.lineage import Lineage, model_version
 from kfstack.lineage import now as lineage_time
+from kfstack.object_store import EmbeddedObjectStore
 from kfstack.platforms import LOCAL, RUN_DIR_ENV, StageResult, Variant
 from kfstack.settings import Placeholder
 from kfstack.training import entrypoint, local_replicas
@@ -134,15 +135,23 @@ class DistributedTrainingSettings:
     def argv(self) -> list[str]:
         return self.code.argv(self.hyperparameters)
 
-    def env(self, remote: bool) -> dict[str, str]:
+    def env(self, remote: bool, store: EmbeddedObjectStore | None = None) -> dict[str, str]:
         """What the replicas' entrypoint and the team's code are told; ``remote``: the URIs as
-        a cluster's pods open them."""
+        a cluster's pods open them; ``store``: embedded, the input and checkpoints held in an
+        S3 server on loopback (:mod:`kfstack.object_store`), as a cluster holds them."""
         uri = fsspec_uri if remote else str
-        where = fsspec_uri if remote else embedded_location  # what the team's code is told
-        return {
-            **contracts.locations_env(
+        if store is not None:
+            locations = contracts.locations_env(
+                input_uri=store.upload(self.data_uri), checkpoint_uri=store.writable(self.checkpoint_uri)
+            )
+            locations.update(store.env)
+        else:
+            where = fsspec_uri if remote else embedded_location  # what the team's code is told
+            locations = contracts.locations_env(
                 input_uri=where(self.data_uri), checkpoint_uri=where(self.checkpoint_uri)
-            ),
+            )
+        return {
+            **locations,
             **entrypoint.step_env(self.code, self.model_format, uri(self.model_uri), uri(self.result_uri)),
         }
 
@@ -292,10 +301,12 @@ class DistributedTrainingStage:
             return [build_pytorchjob(request.with_elastic(elastic))]
         return [build_tfjob(request.with_topology(topology.tf_topology, topology.tf_parameter_servers))]
 
-    def replicas(self, settings: DistributedTrainingSettings) -> ReplicaSet:
+    def replicas(
+        self, settings: DistributedTrainingSettings, store: EmbeddedObjectStore | None = None
+    ) -> ReplicaSet:
         """The job's replicas as local processes under the chosen API's env contract."""
         command = [entrypoint.MODULE, *settings.argv()]
-        env = settings.env(remote=False)
+        env = settings.env(remote=False, store=store)
         workers = settings.topology.workers
         if settings.topology.framework != PYTORCH:
             return local_replicas.tfjob_replicas(settings.layout(), command, env)
@@ -306,15 +317,16 @@ class DistributedTrainingStage:
     def run_local(self, settings: DistributedTrainingSettings) -> StageResult:
         """The replicas as local processes; the cost is the ``cpu`` profile's for this machine."""
         os.makedirs(settings.logs_uri, exist_ok=True)
-        replicas = self.replicas(settings)
-        group = run_process_group(
-            replicas.build,
-            logs_dir=settings.logs_uri,
-            max_restarts=settings.topology.max_restarts,
-            done_when_exits=replicas.done_when_exits,
-            on_group_started=settings.on_group_started,
-            threads_per_process=settings.threads_per_worker,
-        )
+        with object_store.for_step() as store:
+            replicas = self.replicas(settings, store)
+            group = run_process_group(
+                replicas.build,
+                logs_dir=settings.logs_uri,
+                max_restarts=settings.topology.max_restarts,
+                done_when_exits=replicas.done_when_exits,
+                on_group_started=settings.on_group_started,
+                threads_per_process=settings.threads_per_worker,
+            )
         result = read_result(settings.result_uri)
         metrics = judge(settings, result, local_price_per_hour())
         metrics["restarts"] = float(group.restarts)

@@ -25,7 +25,7 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from kfstack import contracts, progress
+from kfstack import contracts, object_store, progress
 from kfstack.components import argument_names
 from kfstack.components.training.distributed_training.stage import STAGE as TRAIN_STAGE
 from kfstack.components.training.distributed_training.stage import (
@@ -46,6 +46,7 @@ from kfstack.kubernetes.launcher import Cluster
 from kfstack.kubernetes.naming import RunContext
 from kfstack.kubernetes.placement import TuningPlacement
 from kfstack.kubernetes.training_apis import job_kind
+from kfstack.object_store import EmbeddedObjectStore
 from kfstack.platforms import RUN_DIR_ENV, StageResult, Variant
 from kfstack.settings import Placeholder, katib_parameter, substitute_katib_parameters
 from kfstack.training.process_group import run_process_group
@@ -176,8 +177,10 @@ class HyperparameterTuningStage:
         if not settings.tuning.enabled:
             return self._skipped(settings)
         processes = len(TRAIN_STAGE.replicas(settings.trial).build(0))
-        tuner = LocalTuner(settings.tuning, _trial_runner(settings), settings.state_dir, processes)
-        return self._result(settings, tuner.run(), {"kind": "LocalTuner", "state_dir": settings.state_dir})
+        with object_store.for_step() as store:
+            tuner = LocalTuner(settings.tuning, _trial_runner(settings, store), settings.state_dir, processes)
+            result = tuner.run()
+        return self._result(settings, result, {"kind": "LocalTuner", "state_dir": settings.state_dir})
 
     def collect(
         self, settings: HyperparameterTuningSettings, finished: list[dict], cluster: Cluster
@@ -201,14 +204,15 @@ class HyperparameterTuningStage:
 STAGE = HyperparameterTuningStage()
 
 
-def _trial_runner(settings: HyperparameterTuningSettings) -> TrialRunner:
-    """One trial on this machine: the training step's replicas with the trial's assignment;
-    rank 0 (the replica Katib's primaryPodLabels select) is the one whose lines are read."""
+def _trial_runner(settings: HyperparameterTuningSettings, store: EmbeddedObjectStore | None) -> TrialRunner:
+    """One trial on this machine: the training step's replicas with the trial's assignment
+    (their locations in ``store`` when there is one); rank 0 (the replica Katib's
+    primaryPodLabels select) is the one whose lines are read."""
 
     def run(run: TrialRun, line: Callable[[str], None], stop: threading.Event) -> None:
         trial = settings.concrete_trial(run)
         shutil.rmtree(join(settings.trials_uri, run.name), ignore_errors=True)  # a rerun starts afresh
-        replicas = TRAIN_STAGE.replicas(trial)
+        replicas = TRAIN_STAGE.replicas(trial, store)
         progress.report("trial", int(run.name.rsplit("-", 1)[1]), settings.tuning.max_trials)
         run_process_group(
             replicas.build,

@@ -348,9 +348,9 @@ def test_code_arguments_are_checked_before_anything_starts(team_code, tmp_path, 
 def test_with_uri_locations_code_that_opens_its_input_as_a_path_fails_here_as_on_a_cluster(
     team_code, tmp_path, dataset, monkeypatch
 ):
-    """Under ``KFSTACK_URI_LOCATIONS=1`` the embedded step tells the code ``file://`` URIs, as a
-    cluster tells it ``s3://`` ones: ``open()`` of one fails here already. The staged folder
-    (``$KFSTACK_INPUT_DIR``) is a path either way."""
+    """Under ``KFSTACK_URI_LOCATIONS=1`` the embedded step holds the input and checkpoints in an
+    S3 server on loopback and tells the code ``s3://`` URIs, as a cluster does: ``open()`` of
+    one fails here already. The staged folder (``$KFSTACK_INPUT_DIR``) is a path either way."""
     from kfstack.uris import URI_LOCATIONS_ENV
 
     monkeypatch.setenv(URI_LOCATIONS_ENV, "1")
@@ -358,9 +358,35 @@ def test_with_uri_locations_code_that_opens_its_input_as_a_path_fails_here_as_on
         **EXISTING_TEAM,
         "code_arguments": {"data_dir": "$KFSTACK_INPUT_URI", "model_dir": "$KFSTACK_MODEL_DIR"},
     }
-    settings = STAGE.settings(arguments(tmp_path, dataset, as_path, workers=1))
-    assert settings.env(remote=False)["KFSTACK_INPUT_URI"] == f"file://{dataset}"
-    with pytest.raises(TrainingFailedError, match=f"no Parquet files in file://{dataset}"):
+    with pytest.raises(TrainingFailedError, match=f"no Parquet files in s3://kfstack-embedded{dataset}"):
         run_locally(arguments(tmp_path, dataset, as_path, workers=1))
     result = run_locally(arguments(tmp_path, dataset, EXISTING_TEAM, workers=1))
     assert result.metrics["training_metrics"]["loss"] == 0.25
+    model = json.loads((tmp_path / "model" / "model.json").read_text())
+    # the replica's staged copy of the served input, as on a cluster
+    assert model["data_dir"] != dataset and model["data_dir"].endswith("/input")
+
+
+def test_with_uri_locations_code_written_for_an_object_store_runs_and_its_checkpoints_come_back(
+    team_code, tmp_path, dataset, monkeypatch
+):
+    """Code that opens its locations through fsspec reads the input from the loopback S3 server
+    on two ranks; what it checkpointed there is in the run's checkpoint folder afterwards."""
+    from kfstack.uris import URI_LOCATIONS_ENV
+
+    monkeypatch.setenv(URI_LOCATIONS_ENV, "1")
+    team = {**EXISTING_TEAM, "training_code": "object_store_team:train", "code_arguments": {}}
+    result = run_locally(arguments(tmp_path, dataset, team, workers=2))
+    assert result.metrics["training_metrics"]["loss"] == 0.25
+    assert json.loads((tmp_path / "model" / "model.json").read_text()) == {"rows": 64}
+    checkpoint = json.loads((tmp_path / "logs" / "checkpoints" / "epoch-3.json").read_text())
+    assert checkpoint["rows"] == 64 and checkpoint["input"] == f"s3://kfstack-embedded{dataset}"
+
+
+def test_without_the_switch_no_object_store_is_started(monkeypatch):
+    from kfstack import object_store
+    from kfstack.uris import URI_LOCATIONS_ENV
+
+    monkeypatch.delenv(URI_LOCATIONS_ENV, raising=False)
+    with object_store.for_step() as store:
+        assert store is None

@@ -156,6 +156,32 @@ def test_grid_tuning_of_a_team_function_finds_its_best(team_code, tmp_path, data
     assert "depth" in result.documents["tuning_report"]
 
 
+def test_with_uri_locations_every_trial_reads_and_checkpoints_through_the_object_store(
+    team_code, tmp_path, dataset, monkeypatch
+):
+    """Under ``KFSTACK_URI_LOCATIONS=1`` one S3 server on loopback serves the step: each trial's
+    code is told ``s3://`` URIs, and each trial's checkpoints come back to its own folder."""
+    from kfstack.uris import URI_LOCATIONS_ENV
+
+    monkeypatch.setenv(URI_LOCATIONS_ENV, "1")
+    team = {
+        "training_code": "object_store_team:train",
+        "hyperparameter_types": {"epochs": "int", "scale": "float"},
+        "hyperparameters": {"scale": 1.0},
+        "metric_names": ["loss"],
+    }
+    space = {"scale": {"type": "discrete", "values": [2.0, 1.0]}}
+    overrides = {**team, "tuning_search_space": json.dumps(space), "tuning_objective": "loss"}
+    overrides.update(tuning_direction="minimize", tuning_max_trials=2, tuning_trial_epochs=1)
+    settings = STAGE.settings(arguments(tmp_path, dataset, **overrides))
+    result = STAGE.run_local(STAGE.variants(settings)[0].settings)
+    assert result.outputs[BEST]["scale"] == 1.0
+    checkpoints = sorted((tmp_path / "trials").glob("*/logs/checkpoints/epoch-1.json"))
+    assert len(checkpoints) == 2
+    for path in checkpoints:
+        assert json.loads(path.read_text())["input"] == f"s3://kfstack-embedded{dataset}"
+
+
 def test_a_trial_that_never_prints_the_objective_is_named(team_code, tmp_path, dataset):
     team = {**TEAM, "metric_names": ["score", "val_auc"]}
     settings = STAGE.settings(
