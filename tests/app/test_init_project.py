@@ -260,8 +260,9 @@ def test_a_project_made_from_the_wheel_passes_its_own_tests(tmp_path, framework,
     assert str(venv) in where.stdout
     # The project's own commands, as a team types them: `make test` installs the project into the
     # environment init ran in (no second kfstack install, no .venv of its own), then runs its tests.
-    # One project's tests on cluster-like locations (file:// URIs for its code, as a cluster
-    # gives s3:// ones): its template code must treat a location as a URI.
+    # One project's tests on cluster-like locations (s3:// URIs of a loopback S3 server for its
+    # training code, file:// ones for its Spark step): its template code must treat a location
+    # as a URI.
     uri_locations = {"KFSTACK_URI_LOCATIONS": "1"} if task == "regression" else {}
     tests = subprocess.run(
         ["make", "test"], cwd=work / "churn", env={**env, **uri_locations}, capture_output=True, text=True,

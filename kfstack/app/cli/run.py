@@ -88,9 +88,9 @@ def add_parser(subparsers: Subparsers) -> None:
     parser.add_argument(
         "--uri-locations",
         action="store_true",
-        help="--local: tell the steps' code its locations as file:// URIs, as a cluster tells it "
-        "s3:// ones, so that code taking a location for a local path fails here too (also: "
-        f"{URI_LOCATIONS_ENV}=1)",
+        help="--local: tell the steps' code its locations as URIs, as a cluster does (s3:// "
+        "ones of an S3 server on loopback for the training code, file:// ones for Spark), so that "
+        f"code taking a location for a local path fails here too (also: {URI_LOCATIONS_ENV}=1)",
     )
     add_run_target_options(
         parser,
