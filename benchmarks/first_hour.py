@@ -25,6 +25,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from typing import Any
 
 from benchmarks.common import machine_facts, write_result
 
@@ -73,7 +74,9 @@ def main(argv: list[str] | None = None) -> dict:
     steps = {
         "venv": _timed([sys.executable, "-m", "venv", str(venv)], team, env),
         "install": _timed(
-            [str(venv / "bin" / "pip"), "install", "-q", f"kfstack[local-torch] @ {wheel.as_uri()}"], team, env
+            [str(venv / "bin" / "pip"), "install", "-q", f"kfstack[local-torch] @ {wheel.as_uri()}"],
+            team,
+            env,
         ),
     }
     packages = subprocess.run(
@@ -82,7 +85,7 @@ def main(argv: list[str] | None = None) -> dict:
     installed = {"packages": len(packages), "megabytes": _size_mib(_site_packages(venv))}
     steps["init"] = _timed([str(venv / "bin" / "kfstack"), "init", "churn"], team, env)
     steps["make_run"] = _timed(["make", "run"], team / "churn", env)
-    result = {
+    result: dict[str, Any] = {
         "benchmark": "first_hour",
         "machine": machine_facts(),
         "commands_typed": 4,

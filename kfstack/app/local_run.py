@@ -448,6 +448,7 @@ def run_pipeline_locally(
         summary.error = f"{crash} (see {run.log(KFP_LOG)})"
     with _sigint_ignored():
         summary.write_json(run.summary)
+    run.release()  # the run has ended: `kfstack clean` may remove it
     return summary
 
 

@@ -585,6 +585,9 @@ def test_embedded_a_notification_starts_a_local_run_directory(tmp_path, monkeypa
     assert running.outcome == SKIPPED and "still running" in running.reason
     (unknown,) = receiver.handle(parsed(drift_alert(service="other-model")))
     assert unknown.outcome == REFUSED and "no --retrain other-model=PIPELINE" in unknown.reason
+    # The receiver handed the run's lock to the run's process: a clean meanwhile leaves the run.
+    removed, skipped = run_directory.clean_runs(str(root))
+    assert removed == [] and [(left.path, left.reason[:7]) for left in skipped] == [(run_dir, "running")]
 
     summary_path = os.path.join(run_dir, "summary.json")
     wait_for(summary_path, 120)
@@ -599,6 +602,14 @@ def test_embedded_a_notification_starts_a_local_run_directory(tmp_path, monkeypa
     (again,) = receiver.handle(parsed(alert))
     assert again.outcome == SKIPPED and again.reason.startswith("duplicate")
     assert [run.path for run in list_runs(str(root))] == [run_dir]
+    # Cleaned away once it ended: the alert's record outlives it, and the firing is still known.
+    deadline = time.monotonic() + 30
+    while run_directory.RunDirectory(run_dir).in_use():  # its process writes the summary, then exits
+        assert time.monotonic() < deadline
+        time.sleep(0.2)
+    assert run_directory.clean_runs(str(root)) == ([run_directory.RunDirectory(run_dir)], [])
+    (after_clean,) = receiver.handle(parsed(alert))
+    assert after_clean.outcome == SKIPPED and after_clean.reason.startswith("duplicate"), after_clean.reason
 
 
 @pytest.mark.slow

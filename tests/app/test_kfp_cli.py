@@ -44,9 +44,12 @@ def main(capsys: pytest.CaptureFixture[str], argv: list[str]) -> tuple[int, str,
 
 
 def one_error_line(err: str, command: str) -> str:
-    """stderr is exactly one line, ``kfstack <command>: ...``, no traceback (notes printed before
-    it aside: the examples' note that kfstack's launcher image cannot import them); returns it."""
-    lines = [line for line in err.splitlines() if line.strip() and not line.startswith("note: ")]
+    """stderr is exactly one line, ``kfstack <command>: ...``, no traceback (notes and warnings
+    printed before it aside: the examples' note that kfstack's launcher image cannot import them,
+    ``--token``'s); returns it."""
+    lines = [
+        line for line in err.splitlines() if line.strip() and not line.startswith(("note: ", "warning: "))
+    ]
     assert len(lines) == 1, lines
     assert lines[0].startswith(f"kfstack {command}: "), lines[0]
     return lines[0]
@@ -730,12 +733,38 @@ def test_wrong_token_is_one_line_401(capsys, monkeypatch, tmp_path):
             code, _, err = main(capsys, ["run", PIPELINE, *token, *host(server)])
             assert code == 2
             line = one_error_line(err, "run")
-            assert "refused the credentials (401" in line and "--token" in line
+            assert "refused the credentials (401" in line and "--token-file FILE" in line
         assert server.runs == {}
-        code, _out, err = main(capsys, ["run", PIPELINE, "--token", "s3cret", *host(server)])
-        assert code == 0, err
-        assert {r.authorization for r in server.requests[-3:]} == {"Bearer s3cret"}
-        assert len(server.runs) == 1
+        # The token from a file, from the environment, and (warned of) on the command line.
+        token_file = tmp_path / "token"
+        token_file.write_text("s3cret\n")
+        monkeypatch.setenv("KFSTACK_KFP_TOKEN", "s3cret")
+        for token in (["--token-file", str(token_file)], [], ["--token", "s3cret"]):
+            code, _out, err = main(capsys, ["run", PIPELINE, *token, *host(server)])
+            assert code == 0, err
+            assert {r.authorization for r in server.requests[-3:]} == {"Bearer s3cret"}
+            assert ("warning: --token shows the token in the process list" in err) == (
+                token[:1] == ["--token"]
+            )
+        assert len(server.runs) == 3
+
+
+def test_a_token_file_that_cannot_be_read_is_named_before_any_request(capsys, monkeypatch, tmp_path):
+    monkeypatch.setattr(kfp.Client, "_LOCAL_KFP_CONTEXT", str(tmp_path / "context.json"))
+    (tmp_path / "empty").write_text("  \n")
+    with FakeKfpServer(token="s3cret") as server:
+        for path, needle in (
+            (tmp_path / "absent", "No such file"),
+            (tmp_path / "empty", "the file is empty"),
+        ):
+            code, _, err = main(capsys, ["run", PIPELINE, "--token-file", str(path), *host(server)])
+            assert code == 2
+            assert f"--token-file {path}: {needle}" in one_error_line(err, "run")
+        code, _, err = main(
+            capsys, ["run", PIPELINE, "--token", "a", "--token-file", str(path), *host(server)]
+        )
+        assert code == 2 and "--token and --token-file: give one" in one_error_line(err, "run")
+        assert server.requests == []
 
 
 def test_login_page_instead_of_the_api_is_one_line(capsys, monkeypatch, tmp_path):

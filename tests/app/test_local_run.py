@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 import types
 
@@ -18,7 +19,7 @@ import psutil
 import pytest
 
 from kfstack import progress
-from kfstack.app import local_run, run_directory
+from kfstack.app import cli, local_run, run_directory
 from kfstack.app.console import DONE, RunConsole
 from kfstack.app.summary import RunSummary, collect_outputs, data_counts
 from kfstack.errors import UsageError
@@ -135,10 +136,81 @@ def test_run_directory_layout_and_clean(tmp_path):
     os.utime(os.path.join(first.path, run_directory.MARKER), (1, 1))
     (root / "registry").mkdir()
     assert run_directory.list_runs(str(root)) == [first, second]
-    assert run_directory.clean_runs(str(root), keep=1) == [first]
-    assert sorted(os.listdir(root)) == sorted(["registry", os.path.basename(second.path)])
+    for run in (first, second):
+        run.release()  # both ended
+    assert run_directory.clean_runs(str(root), keep=1) == ([first], [])
+    assert sorted(os.listdir(root)) == sorted(
+        ["registry", run_directory.ROOT_LOCK, os.path.basename(second.path)]
+    )
     with pytest.raises(UsageError, match="--keep -2"):
         run_directory.clean_runs(str(root), keep=-2)
+
+
+def _hold_lock(path: str) -> subprocess.Popen:
+    """Another process holding ``path``'s lock, as a running run's process does."""
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import fcntl, os, sys, time\n"
+         f"fd = os.open({path!r}, os.O_RDWR)\nfcntl.flock(fd, fcntl.LOCK_EX)\n"
+         "print('held', flush=True)\ntime.sleep(120)"],
+        stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+    return holder
+
+
+def test_clean_leaves_a_running_run_unless_forced(tmp_path, capsys):
+    root = tmp_path / "runs"
+    running = run_directory.RunDirectory.create(str(root), "p", clock=1_000_000)
+    ended = run_directory.RunDirectory.create(str(root), "p", clock=1_000_100)
+    ended.release()
+    assert running.in_use() and not ended.in_use()  # this process still runs `running`
+    running.release()
+    holder = _hold_lock(os.path.join(running.path, run_directory.LOCK))
+    try:
+        assert running.in_use()
+        assert cli.main(["clean", "--pipeline-root", str(root)]) == 0
+        out = capsys.readouterr().out
+        assert f"removed {ended.path}" in out
+        assert f"skipped {running.path}: running (a process holds its lock); --force removes it" in out
+        assert os.path.isdir(running.path) and not os.path.exists(ended.path)
+        with pytest.raises(UsageError, match="the run is running"):
+            run_directory.RunDirectory.reopen(running.path)  # nor is it resumed twice
+        assert cli.main(["clean", "--pipeline-root", str(root), "--force"]) == 0
+        assert f"removed {running.path}" in capsys.readouterr().out and not os.path.exists(running.path)
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_a_run_that_starts_while_clean_works_waits_for_it(tmp_path):
+    root = tmp_path / "runs"
+    root.mkdir()
+    made: list[run_directory.RunDirectory] = []
+    with run_directory._root_locked(str(root), exclusive=True):  # a clean at work
+        maker = threading.Thread(
+            target=lambda: made.append(run_directory.RunDirectory.create(str(root), "p"))
+        )
+        maker.start()
+        maker.join(timeout=1.0)
+        assert maker.is_alive() and made == [] and os.listdir(root) == [run_directory.ROOT_LOCK]
+    maker.join(timeout=10)
+    (run,) = made
+    assert run.in_use()  # made locked: no clean sees it unlocked before it runs
+    run.release()
+
+
+def test_clean_never_follows_a_symbolic_link(tmp_path, capsys):
+    elsewhere = run_directory.RunDirectory.create(str(tmp_path / "elsewhere"), "p")
+    elsewhere.release()
+    root = tmp_path / "runs"
+    root.mkdir()
+    link = root / "p-linked"
+    link.symlink_to(elsewhere.path)
+    assert cli.main(["clean", "--pipeline-root", str(root)]) == 0
+    out = capsys.readouterr().out
+    assert f"skipped {link}: a symbolic link to {elsewhere.path}: not followed" in out
+    assert cli.main(["clean", "--pipeline-root", str(root), "--force"]) == 0
+    assert not os.path.lexists(link) and os.path.isfile(os.path.join(elsewhere.path, run_directory.MARKER))
 
 
 def test_run_directory_in_an_unwritable_place_is_bad_input(tmp_path):

@@ -14,6 +14,10 @@ receiver. The model's runs are the run directories of that pipeline whose ``serv
 argument is the model's (every run of it when the pipeline has no ``serving_name``): one
 without ``summary.json`` is running -- until ``--stale-after`` from its start, as a stuck run on
 a cluster (a run killed with the machine never writes one); ``.kfstack-run``'s time is its start.
+
+Which alert started which run is also kept beside the runs, in ``alert-runs.jsonl``
+(:class:`AlertLedger`), which ``kfstack clean`` never removes: a firing whose run was cleaned
+away still finds it, and starts no second one.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import datetime
+import json
 import os
 import subprocess
 import sys
@@ -53,6 +58,46 @@ class RetrainingRecord:
     arguments: Mapping[str, Any]
 
 
+class AlertLedger:
+    """``<pipeline root>/alert-runs.jsonl``: a line per run an alert started (its model,
+    pipeline, trigger, run directory and start), appended, never rewritten."""
+
+    def __init__(self, pipeline_root: str) -> None:
+        self.path = os.path.join(pipeline_root, run_directory.ALERT_LEDGER)
+
+    def record(self, service: str, pipeline: str, trigger: str, run: str) -> None:
+        started = datetime.datetime.now(datetime.UTC).isoformat()
+        line = {"service": service, "pipeline": pipeline, "trigger": trigger, "run": run, "started": started}
+        with open(self.path, "a", encoding="utf-8") as f:
+            f.write(json.dumps(line) + "\n")
+
+    def runs(self, service: str, pipeline: str) -> list[PastRun]:
+        """The runs recorded for the model's pipeline, as ended runs (a line that is not a
+        record, e.g. one cut short by a crash, is passed over)."""
+        try:
+            with open(self.path, encoding="utf-8") as f:
+                lines = f.read().splitlines()
+        except FileNotFoundError:
+            return []
+        found = []
+        for text in lines:
+            try:
+                entry = json.loads(text)
+                started = datetime.datetime.fromisoformat(entry["started"])
+            except (ValueError, KeyError, TypeError):
+                continue
+            if isinstance(entry, dict) and (entry.get("service"), entry.get("pipeline")) == (
+                service,
+                pipeline,
+            ):
+                found.append(
+                    PastRun(
+                        id=str(entry["run"]), created_at=started, running=False, trigger=str(entry["trigger"])
+                    )
+                )
+        return found
+
+
 @dataclasses.dataclass
 class LocalSchedule:
     service: str
@@ -61,6 +106,10 @@ class LocalSchedule:
     force: bool
     children: list[subprocess.Popen]
     local_arguments: Callable[[str, dict[str, Any]], dict[str, Any]]
+
+    @property
+    def ledger(self) -> AlertLedger:
+        return AlertLedger(self.pipeline_root)
 
     @property
     def description(self) -> str:
@@ -87,6 +136,11 @@ class LocalSchedule:
                     trigger=str(arguments.get(TRIGGER_PARAMETER) or ""),
                 )
             )
+        # Runs an alert started whose directories were cleaned away.
+        present = {run.id for run in found}
+        found += [
+            run for run in self.ledger.runs(self.service, self.record.pipeline) if run.id not in present
+        ]
         return found
 
     def start(self, trigger: str) -> str:
@@ -106,18 +160,27 @@ class LocalSchedule:
         except BadInputError as err:
             raise Refusal(f"pipeline {self.record.pipeline} refuses the run's arguments: {err}") from None
         run = run_directory.RunDirectory.create(self.pipeline_root, self.record.pipeline, arguments=arguments)
-        with open(os.path.join(run.logs, LAUNCH_LOG), "w", encoding="utf-8") as console:
-            command = [sys.executable, "-m", "kfstack.app.cli", "run", "--local", "--resume", run.path]
-            command += ["--pipeline-root", self.pipeline_root]
-            self.children.append(
-                subprocess.Popen(
-                    command,
-                    stdin=subprocess.DEVNULL,
-                    stdout=console,
-                    stderr=subprocess.STDOUT,
-                    start_new_session=True,  # not stopped with the receiver
+        self.ledger.record(self.service, self.record.pipeline, trigger, run.path)
+        # The run's lock goes to its process with the descriptor that holds it, so that a
+        # `kfstack clean` never finds the run unlocked between its creation and its start.
+        lock = run.lock_descriptor()
+        try:
+            with open(os.path.join(run.logs, LAUNCH_LOG), "w", encoding="utf-8") as console:
+                command = [sys.executable, "-m", "kfstack.app.cli", "run", "--local", "--resume", run.path]
+                command += ["--pipeline-root", self.pipeline_root]
+                self.children.append(
+                    subprocess.Popen(
+                        command,
+                        stdin=subprocess.DEVNULL,
+                        stdout=console,
+                        stderr=subprocess.STDOUT,
+                        start_new_session=True,  # not stopped with the receiver
+                        pass_fds=(lock,),
+                        env={**os.environ, run_directory.LOCK_FD_ENV: str(lock)},
+                    )
                 )
-            )
+        finally:
+            run.release()
         return run.path
 
 

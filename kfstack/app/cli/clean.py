@@ -1,5 +1,5 @@
 """``kfstack clean``: removes the directories of earlier embedded runs, nothing else under the
-pipeline root (:mod:`kfstack.app.run_directory`)."""
+pipeline root, and none in use (:mod:`kfstack.app.run_directory`)."""
 
 from __future__ import annotations
 
@@ -17,13 +17,26 @@ def add_parser(subparsers: Subparsers) -> None:
     parser.add_argument("--pipeline-root", default=DEFAULT_PIPELINE_ROOT, help="where the runs are")
     parser.add_argument("--keep", type=int, default=0, metavar="N", help="keep the newest N runs")
     parser.add_argument("--dry-run", action="store_true", help="only list what would be removed")
+    parser.add_argument(
+        "--force",
+        action="store_true",
+        help="also remove runs still running (their processes go on without their directory) and "
+        "the symbolic links to run directories (never what they point to)",
+    )
     parser.set_defaults(func=handle)
 
 
 def handle(args: argparse.Namespace) -> int:
-    removed = run_directory.clean_runs(args.pipeline_root, keep=args.keep, dry_run=args.dry_run)
+    removed, skipped = run_directory.clean_runs(
+        args.pipeline_root, keep=args.keep, dry_run=args.dry_run, force=args.force
+    )
     verb = "would remove" if args.dry_run else "removed"
     for run in removed:
         print(f"{verb} {run.path}")
-    print(f"{verb} {len(removed)} run(s) under {args.pipeline_root}")
+    for left in skipped:
+        print(f"skipped {left.path}: {left.reason}")
+    print(
+        f"{verb} {len(removed)} run(s) under {args.pipeline_root}"
+        + (f"; skipped {len(skipped)}" if skipped else "")
+    )
     return EXIT_OK

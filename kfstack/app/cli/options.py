@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from kfstack.errors import UsageError
@@ -51,12 +52,53 @@ def kfp_server_options() -> argparse.ArgumentParser:
         "--namespace",
         help="your namespace on a multi-user KFP (pipelines, experiments, runs and schedules go there)",
     )
-    connection.add_argument("--token", help="a bearer token the API server (or its proxy) accepts")
+    connection.add_argument(
+        "--token-file",
+        metavar="FILE",
+        help=f"file holding a bearer token the API server (or its proxy) accepts; also: ${KFP_TOKEN_ENV} "
+        "holding the token itself",
+    )
+    connection.add_argument(
+        "--token",
+        help="the token itself: it lands in the process list and the shell's history, so this warns; "
+        "prefer --token-file or $" + KFP_TOKEN_ENV,
+    )
     return server
 
 
+# The KFP API token where a process list and a shell's history do not show it.
+KFP_TOKEN_ENV = "KFSTACK_KFP_TOKEN"
 # The flags of :func:`kfp_server_options` (flag -> attribute, for :func:`flags_given`).
-KFP_SERVER_FLAGS = {"--host": "host", "--namespace": "namespace", "--token": "token"}
+KFP_SERVER_FLAGS = {
+    "--host": "host",
+    "--namespace": "namespace",
+    "--token": "token",
+    "--token-file": "token_file",
+}
+
+
+def kfp_token(args: argparse.Namespace) -> str | None:
+    """The KFP API token the flags of :func:`kfp_server_options` give: ``--token`` (with a
+    warning on stderr), else ``--token-file``'s, else ``$KFSTACK_KFP_TOKEN``, else None
+    (``kfp.Client`` finds its own).
+
+    Raises:
+        UsageError: Both flags given; a token file that cannot be read or is empty.
+    """
+    from kfstack.app.alert_receiver.tokens import read_token
+
+    if args.token and args.token_file:
+        raise UsageError("--token and --token-file: give one")
+    if args.token:
+        print(
+            f"warning: --token shows the token in the process list and the shell's history; use "
+            f"--token-file FILE or ${KFP_TOKEN_ENV}",
+            file=sys.stderr,
+        )
+        return str(args.token)
+    if args.token_file:
+        return read_token(args.token_file, "--token-file")
+    return os.environ.get(KFP_TOKEN_ENV, "").strip() or None
 
 
 def add_compiled_version_options(parser: argparse.ArgumentParser, version_help: str) -> None:

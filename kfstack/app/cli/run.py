@@ -23,6 +23,7 @@ from kfstack.app.cli.options import (
     add_run_target_options,
     flags_given,
     kfp_server_options,
+    kfp_token,
     resolve_run_target,
     run_service_account,
     writable_dir,
@@ -191,7 +192,7 @@ def _run_on_cluster(args: argparse.Namespace) -> int:
     service_account = run_service_account(args)
     if args.summary_json:
         writable_dir(os.path.dirname(os.path.abspath(args.summary_json)))
-    with connection.connect(args.host, args.namespace, args.token) as client:
+    with connection.connect(args.host, args.namespace, kfp_token(args)) as client:
         ref, experiment, experiment_id = resolve_run_target(client, args.name, args)
         started = datetime.datetime.now(datetime.UTC).strftime("%Y%m%d-%H%M%S")
         display_name = f"{args.name} {ref.version} {started}"

@@ -14,6 +14,7 @@ from kfstack.app.cli.options import (
     add_run_target_options,
     flags_given,
     kfp_server_options,
+    kfp_token,
     resolve_run_target,
     run_service_account,
 )
@@ -72,7 +73,7 @@ def handle(args: argparse.Namespace) -> int:
         extra = flags_given(args, {"PIPELINE": "pipeline", **_SCHEDULE_CREATE_ONLY})
         if extra:
             raise UsageError(f"--delete NAME takes no {', '.join(extra)}")
-        with connection.connect(args.host, args.namespace, args.token) as client:
+        with connection.connect(args.host, args.namespace, kfp_token(args)) as client:
             for recurring_run_id in recurring_runs.delete_schedules(client, args.delete):
                 print(f"deleted schedule {args.delete} ({recurring_run_id})")
         return EXIT_OK
@@ -88,7 +89,7 @@ def handle(args: argparse.Namespace) -> int:
             f"(seconds first): {cron.expression!r}",
             file=sys.stderr,
         )
-    with connection.connect(args.host, args.namespace, args.token) as client:
+    with connection.connect(args.host, args.namespace, kfp_token(args)) as client:
         ref, experiment, experiment_id = resolve_run_target(client, args.pipeline, args)
         pinned = args.version_name is not None
         recurring_run_id, replaced = recurring_runs.create_schedule(
@@ -113,7 +114,7 @@ def _list_schedules(args: argparse.Namespace) -> int:
     extra = flags_given(args, _SCHEDULE_CREATE_ONLY)
     if extra:
         raise UsageError(f"--list takes no {', '.join(extra)}")
-    with connection.connect(args.host, args.namespace, args.token) as client:
+    with connection.connect(args.host, args.namespace, kfp_token(args)) as client:
         pipeline_id = None
         if args.pipeline:
             pipeline_id = pipelines.require_pipeline(client, args.pipeline)

@@ -14,7 +14,7 @@ from kfstack import pipeline_spec
 from kfstack.app import cron as cron_module
 from kfstack.app.cli.compile_ import compile_pipelines, stamped_version
 from kfstack.app.cli.exit_codes import EXIT_OK
-from kfstack.app.cli.options import Subparsers, add_compiled_version_options, kfp_server_options
+from kfstack.app.cli.options import Subparsers, add_compiled_version_options, kfp_server_options, kfp_token
 from kfstack.errors import InvalidParameterError, UsageError
 from kfstack.pipelines import environments, load_pipeline, pipeline_names, rendering, run_form
 from kfstack.settings import SETTINGS_OVERRIDES
@@ -55,7 +55,7 @@ def handle(args: argparse.Namespace) -> int:
                 f"commit first, or pass --pipeline-version",
                 file=sys.stderr,
             )
-        with connection.connect(args.host, args.namespace, args.token) as client:
+        with connection.connect(args.host, args.namespace, kfp_token(args)) as client:
             for name, path in zip(names, paths, strict=True):
                 done = pipelines.upload(client, name, path, uploaded_as)
                 ref = done.ref

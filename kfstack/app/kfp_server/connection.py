@@ -180,8 +180,9 @@ def _api_error(err: Any, host: str) -> KfstackError:
     answer = f"{status} {err.reason or ''}".strip() + (f": {message}" if message else "")
     if status in (401, 403):
         return KfpAuthError(
-            f"the KFP API server at {host} refused the credentials ({answer}); pass --token TOKEN "
-            f"(a bearer token it accepts) and, on a multi-user KFP, --namespace your namespace"
+            f"the KFP API server at {host} refused the credentials ({answer}); pass a bearer token it "
+            f"accepts (--token-file FILE, or $KFSTACK_KFP_TOKEN) and, on a multi-user KFP, --namespace "
+            f"your namespace"
         )
     return KfpRequestError(f"the KFP API server at {host} answered {answer}")
 
