@@ -40,6 +40,7 @@ def command(
         f"--model_name={name}",
         f"--model_dir={model_dir}",
         f"--http_port={port}",
+        "--bind_address=127.0.0.1",  # this machine's clients only (kfstack serve --address widens it)
         "--enable_grpc=false",
         f"--model_format={model_format}",
         *([f"--custom_predictor={custom_predictor}"] if custom_predictor else []),
@@ -50,7 +51,7 @@ def command(
 def parser() -> argparse.ArgumentParser:
     import kserve
 
-    from kfstack.serving.model_server import add_live_drift_arguments
+    from kfstack.serving.model_server import add_live_drift_arguments, add_server_arguments
 
     p = argparse.ArgumentParser(
         prog="python -m kfstack.serving.format_server",
@@ -63,6 +64,7 @@ def parser() -> argparse.ArgumentParser:
         "--custom_predictor", default="", help="custom: the team's kserve.Model, package.module:Class"
     )
     add_live_drift_arguments(p)
+    add_server_arguments(p)
     return p
 
 
@@ -99,7 +101,15 @@ def main(argv: list[str] | None = None) -> int:
     except (FileNotFoundError, ValueError) as err:
         logger.error("cannot serve %s: %s", args.model_dir, err)
         return 2
-    serve(model, args.http_port, args.grpc_port, enable_grpc=False)
+    serve(
+        model,
+        args.http_port,
+        args.grpc_port,
+        args.max_body_bytes,
+        bind_address=args.bind_address,
+        body_read_seconds=args.body_read_seconds,
+        enable_grpc=False,
+    )
     return 0
 
 

@@ -10,8 +10,16 @@ KServe's format runtimes (:mod:`kfstack.serving.standard_formats`) -- run on KSe
   is read as the JSON it is (a binary request carries ``inference-header-content-length`` and
   is left alone).
 - **A 400 for every malformed request**: FastAPI's 422 for a body that is not a V2 inference
-  request becomes a 400 naming the first place that is wrong, as every other bad request gets.
-- **Bounded bodies**: a ``Content-Length`` above ``max_body_bytes`` is refused with a 413 unread.
+  request becomes a 400 naming the first place that is wrong, as every other bad request gets,
+  and Starlette's own refusals (a body it cannot parse) carry their reason as ``error`` too.
+- **Bounded bodies, whatever the framing**: the body is read here, before the app sees it,
+  counting what arrives: a ``Content-Length`` above ``max_body_bytes`` is refused with a 413
+  unread, and a chunked body (which has no length) with a 413 the moment its count passes the
+  limit, so that no request makes the process hold more than the limit. Either answer closes
+  the connection.
+- **A deadline on the body**: a body not whole ``body_read_seconds`` after the headers gets a
+  408 and its connection closed, so that a client that sends headers and then nothing (or a
+  trickle) holds neither the in-flight gauge below nor a slot for longer.
 - **Requests counted by outcome** on ``/metrics``: ``kfstack_predictor_requests_total{model_name,
   protocol, outcome}`` with ``outcome`` ``ok`` (2xx), ``bad_request`` (4xx), ``error`` (5xx).
 - **The queue**: ``kfstack_predictor_requests_in_flight{model_name, protocol}``, the requests
@@ -58,6 +66,7 @@ from fastapi.responses import JSONResponse
 from prometheus_client import REGISTRY, Counter, Gauge, Histogram
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from kfstack.errors import InvalidParameterError
 from kfstack.monitoring import live_drift
@@ -70,6 +79,12 @@ IGNORED_FEATURES_ATTRIBUTE = "drift_ignored_features"
 
 # 10,000 records of ~25 fields is about 4 MiB of JSON; four times that is refused unread.
 DEFAULT_MAX_BODY_BYTES = 16 * 2**20
+# The limit's 16 MiB in 30 s is about 4.5 Mbit/s, far below what a client inside a cluster sends;
+# a slower client is stalled or hostile.
+DEFAULT_BODY_READ_SECONDS = 30.0
+# Where a server listens unless told otherwise: KServe's 0.0.0.0, which a pod needs; the
+# embedded platform's servers and ``kfstack serve`` pass 127.0.0.1 (:data:`LOOPBACK`).
+ALL_INTERFACES, LOOPBACK = "0.0.0.0", "127.0.0.1"
 OK, BAD_REQUEST, ERROR = "ok", "bad_request", "error"
 UNKNOWN_MODEL = "unknown"
 # KServe's header for a binary V2 body (the JSON part's length); its absence means plain JSON.
@@ -107,13 +122,52 @@ def _with_json_content_type(scope: dict) -> dict:
     return {**scope, "headers": [*headers, (b"content-type", b"application/json")]}
 
 
+class _BodyTooLarge(Exception):
+    pass
+
+
+class _ClientGone(Exception):
+    pass
+
+
+async def _read_body(receive: Any, limit: int) -> bytes:
+    """The request's whole body, counted as it arrives.
+
+    Raises:
+        _BodyTooLarge: It passed ``limit`` bytes (the rest is not read).
+        _ClientGone: The client disconnected first.
+    """
+    body = bytearray()
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            raise _ClientGone
+        body += message.get("body", b"")
+        if len(body) > limit:
+            raise _BodyTooLarge
+        if not message.get("more_body", False):
+            return bytes(body)
+
+
+def _closing(status: int, error: str) -> JSONResponse:
+    """An answer after which the server closes the connection (the body was not read whole)."""
+    return JSONResponse(status_code=status, content={"error": error}, headers={"Connection": "close"})
+
+
 class RequestAccounting:
     """ASGI middleware around the predict and infer routes (see the module docstring)."""
 
-    def __init__(self, app: Any, model_name: str, max_body_bytes: int) -> None:
+    def __init__(
+        self,
+        app: Any,
+        model_name: str,
+        max_body_bytes: int,
+        body_read_seconds: float = DEFAULT_BODY_READ_SECONDS,
+    ) -> None:
         self.app = app
         self.model_name = model_name
         self.max_body_bytes = max_body_bytes
+        self.body_read_seconds = body_read_seconds
 
     async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
         match = (
@@ -136,18 +190,37 @@ class RequestAccounting:
             await self._answer(scope, receive, send, model, match["protocol"])
 
     async def _answer(self, scope: dict, receive: Any, send: Any, model: str, protocol: str) -> None:
-        """The request's answer, counted by outcome: a 413 for a body over the limit (unread),
-        else the app's."""
+        """The request's answer, counted by outcome: a 413 for a body over the limit, a 408 for
+        one not whole within the deadline, else the app's with the body read here."""
         outcome = ERROR
         length = dict(scope.get("headers") or []).get(b"content-length", b"0")
+        refusal = None
         if length.isdigit() and int(length) > self.max_body_bytes:
-            response = JSONResponse(
-                status_code=413,
-                content={"error": f"body: {int(length)} bytes, more than the {self.max_body_bytes} allowed"},
-            )
-            await response(scope, receive, send)
+            refusal = _closing(413, f"body: {int(length)} bytes, more than the {self.max_body_bytes} allowed")
+        else:
+            try:
+                body = await asyncio.wait_for(
+                    _read_body(receive, self.max_body_bytes), self.body_read_seconds
+                )
+            except _BodyTooLarge:
+                refusal = _closing(413, f"body: more than the {self.max_body_bytes} bytes allowed")
+            except TimeoutError:
+                refusal = _closing(408, f"body: not received whole within {self.body_read_seconds:g} s")
+            except _ClientGone:
+                return  # nobody to answer
+        if refusal is not None:
+            await refusal(scope, receive, send)
             REQUESTS.labels(model, protocol, BAD_REQUEST).inc()
             return
+        replayed = False
+
+        async def replay() -> dict:
+            """The body read above, then what the connection says (a disconnect)."""
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return dict(await receive())
 
         async def send_and_note(message: dict) -> None:
             nonlocal outcome
@@ -157,7 +230,7 @@ class RequestAccounting:
             await send(message)
 
         try:
-            await self.app(scope, receive, send_and_note)
+            await self.app(scope, replay, send_and_note)
         finally:
             REQUESTS.labels(model, protocol, outcome).inc()
 
@@ -179,6 +252,13 @@ async def _request_validation_error(_request: Any, exc: Exception) -> JSONRespon
     return JSONResponse(status_code=400, content={"error": f"{where}: {message}"})
 
 
+async def _http_error(_request: Any, exc: Exception) -> JSONResponse:
+    """Starlette's own refusals (a body it cannot parse, e.g. JSON nested past the parser's
+    depth; an unknown route) in the ``{"error": ...}`` shape of every other refusal."""
+    assert isinstance(exc, StarletteHTTPException)
+    return JSONResponse(status_code=exc.status_code, content={"error": f"{exc.detail}"}, headers=exc.headers)
+
+
 def check_one_worker(workers: int) -> None:
     """Refuses KServe's multi-process server (module docstring, "One process per pod").
 
@@ -194,11 +274,43 @@ def check_one_worker(workers: int) -> None:
 
 
 def install_request_hooks(
-    app: FastAPI, model_name: str, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    app: FastAPI,
+    model_name: str,
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+    body_read_seconds: float = DEFAULT_BODY_READ_SECONDS,
 ) -> None:
     """Adds the accounting middleware and the 400 for invalid V2 bodies to KServe's app."""
-    app.add_middleware(RequestAccounting, model_name=model_name, max_body_bytes=max_body_bytes)
+    app.add_middleware(
+        RequestAccounting,
+        model_name=model_name,
+        max_body_bytes=max_body_bytes,
+        body_read_seconds=body_read_seconds,
+    )
     app.add_exception_handler(RequestValidationError, _request_validation_error)
+    app.add_exception_handler(StarletteHTTPException, _http_error)
+
+
+def add_server_arguments(parser: argparse.ArgumentParser) -> None:
+    """kfstack's own flags of every model server, beside KServe's (``--http_port``...)."""
+    parser.add_argument(
+        "--bind_address",
+        default=ALL_INTERFACES,
+        help=f"the address the HTTP server listens on (default {ALL_INTERFACES}, as KServe's, which a "
+        f"pod needs; {LOOPBACK}: this machine alone, as the embedded platform's servers)",
+    )
+    parser.add_argument(
+        "--max_body_bytes",
+        type=int,
+        default=DEFAULT_MAX_BODY_BYTES,
+        help=f"a larger request body gets a 413, whatever its framing (default {DEFAULT_MAX_BODY_BYTES})",
+    )
+    parser.add_argument(
+        "--body_read_seconds",
+        type=float,
+        default=DEFAULT_BODY_READ_SECONDS,
+        help="a body not whole this many seconds after its headers gets a 408 "
+        f"(default {DEFAULT_BODY_READ_SECONDS:g})",
+    )
 
 
 def serve(
@@ -206,20 +318,45 @@ def serve(
     http_port: int,
     grpc_port: int,
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+    *,
+    bind_address: str = ALL_INTERFACES,
+    body_read_seconds: float = DEFAULT_BODY_READ_SECONDS,
     **server_options: Any,
 ) -> None:
     """Serves the loaded ``model`` on KServe's ``ModelServer`` until SIGTERM/SIGINT: kfstack's
     request hooks on, one process (see "One process per pod"; the server's flags went through
-    :func:`check_one_worker`), and, where an embedded run started it, stopping when the run's
-    owner is gone even if it could not stop the server. ``server_options``: more of
-    ``ModelServer``'s (``enable_grpc``...)."""
+    :func:`check_one_worker`), listening on ``bind_address``, and, where an embedded run
+    started it, stopping when the run's owner is gone even if it could not stop the server.
+    ``server_options``: more of ``ModelServer``'s (``enable_grpc``...)."""
     import kserve
 
     from kfstack.serving.local_services import exit_with_owner
 
-    install_request_hooks(kserve.model_server.app, model.name, max_body_bytes)
+    install_request_hooks(kserve.model_server.app, model.name, max_body_bytes, body_read_seconds)
     exit_with_owner()
-    kserve.ModelServer(http_port=http_port, grpc_port=grpc_port, workers=1, **server_options).start([model])
+    server = _bound_model_server(kserve.ModelServer, bind_address)
+    server(http_port=http_port, grpc_port=grpc_port, workers=1, **server_options).start([model])
+
+
+def _bound_model_server(model_server: type, bind_address: str) -> type:
+    """KServe's ``ModelServer`` listening on ``bind_address``.
+
+    KServe 0.21 fixes its REST server's address at 0.0.0.0: ``ModelServer.start`` builds the
+    server's uvicorn config with that host, then calls ``setup_event_loop`` before it serves.
+    This subclass sets the config's host in between, so the same app, routes and middleware
+    listen where they are told. (The gRPC server, which embedded servers leave off, keeps
+    KServe's address.)
+    """
+
+    class BoundModelServer(model_server):
+        def setup_event_loop(self) -> None:
+            rest = getattr(self, "_rest_server", None)
+            if rest is None:
+                raise RuntimeError("KServe's ModelServer built no REST server to bind")
+            rest.config.host = bind_address
+            super().setup_event_loop()
+
+    return BoundModelServer
 
 
 def call_predict(model: Any, payload: Any) -> Any:

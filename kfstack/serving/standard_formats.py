@@ -107,13 +107,50 @@ def triton_layout(model_dir: str, name: str, repository: str) -> str:
     return target
 
 
-def _matrix(instances: Any, width: int | None) -> Any:
-    """The request's rows as KServe's helper read them, checked to be a numeric matrix of the
-    model's width (a DataFrame from V2 ``content_type: pd`` passes through)."""
-    if hasattr(instances, "columns"):
-        return instances
+def _check_shapes(payload: Any) -> None:
+    """A V2 request's tensors: each shape a list of sizes (whole numbers, none negative) whose
+    product is the number of values its data holds, as the Open Inference Protocol has it
+    (numpy would read a negative size as "whatever fits").
+
+    Raises:
+        InvalidInput: The first tensor that is not so.
+    """
+    if not isinstance(payload, InferRequest):
+        return
+    for tensor in payload.inputs:
+        shape = tensor.shape
+        if not isinstance(shape, list) or not all(isinstance(d, int) and d >= 0 for d in shape):
+            raise InvalidInput(f"inputs[{tensor.name}]: shape {shape}: expected sizes, whole numbers >= 0")
+        data = tensor.data
+        if isinstance(data, list):
+            count = int(np.asarray(data, dtype=object).size) if data else 0
+            if count != int(np.prod(shape, dtype=np.float64)):
+                raise InvalidInput(f"inputs[{tensor.name}]: shape {shape} but {count} values in data")
+
+
+def _matrix(payload: Any, width: int | None) -> Any:
+    """The request's rows as KServe's helper reads them, checked to be a numeric matrix of the
+    model's width; a DataFrame (V2 ``content_type: pd``) is checked the same way and kept, so
+    that a model fitted on named columns gets them by name.
+
+    Raises:
+        InvalidInput: Whatever is wrong, named (KServe's helper's own errors on a malformed body
+            included: it raises KeyError, ValueError, TypeError... that its server answers 500).
+    """
+    _check_shapes(payload)
     try:
-        array = np.asarray(instances, dtype=np.float64)
+        instances = get_predict_input(payload)
+    except InvalidInput:
+        raise
+    except Exception as err:  # a malformed body, whatever the helper raised
+        raise InvalidInput(
+            f"the request is not V1 instances or V2 inputs of a matrix ({type(err).__name__}: {err})"
+        ) from None
+    try:
+        array = np.asarray(
+            instances.to_numpy(dtype=np.float64) if hasattr(instances, "columns") else instances,
+            dtype=np.float64,
+        )
     except (TypeError, ValueError) as err:
         raise InvalidInput(f"instances: not a matrix of numbers ({err})") from None
     if array.ndim != 2 or array.shape[0] == 0:
@@ -124,7 +161,13 @@ def _matrix(instances: Any, width: int | None) -> Any:
         raise InvalidInput(f"instances: rows of {array.shape[1]} values; the model takes {width}")
     if not np.isfinite(array).all():
         raise InvalidInput("instances: every value must be a finite number")
-    return array
+    return instances if hasattr(instances, "columns") else array
+
+
+def _refused_by_model(err: Exception) -> InvalidInput:
+    """A numeric matrix of the right width that the model itself refuses (a DataFrame whose
+    column names are not the ones it was fitted on): the request's fault, said as such."""
+    return InvalidInput(f"instances: the model refuses them: {err}")
 
 
 class _MatrixModel(kserve.Model):
@@ -178,12 +221,15 @@ class SklearnModel(_MatrixModel):
         return None if names is None else tuple(str(name) for name in names)
 
     def predict(self, payload: Any, headers: dict[str, str] | None = None) -> Any:
-        instances = _matrix(get_predict_input(payload), self.width)
+        instances = _matrix(payload, self.width)
         proba = os.environ.get(PREDICT_PROBA_ENV, "false").lower() == "true"
-        if proba and hasattr(self.model, "predict_proba"):
-            result = self.model.predict_proba(instances)
-        else:
-            result = self.model.predict(instances)
+        try:
+            if proba and hasattr(self.model, "predict_proba"):
+                result = self.model.predict_proba(instances)
+            else:
+                result = self.model.predict(instances)
+        except ValueError as err:
+            raise _refused_by_model(err) from None
         self.drift.observe(instances)
         return get_predict_response(payload, result, self.name)
 
@@ -219,8 +265,11 @@ class XGBoostModel(_MatrixModel):
     def predict(self, payload: Any, headers: dict[str, str] | None = None) -> Any:
         import xgboost
 
-        instances = _matrix(get_predict_input(payload), self.width)
-        result = self.booster.predict(xgboost.DMatrix(instances, nthread=self.nthread))
+        instances = _matrix(payload, self.width)
+        try:
+            result = self.booster.predict(xgboost.DMatrix(instances, nthread=self.nthread))
+        except (ValueError, xgboost.core.XGBoostError) as err:
+            raise _refused_by_model(err) from None
         self.drift.observe(instances)
         return get_predict_response(payload, result, self.name)
 
@@ -266,6 +315,8 @@ class TritonOnnxModel(kserve.Model):
     def _feed(self, request: Any) -> dict[str, np.ndarray]:
         expected = {spec["name"]: spec for spec in self.get_input_types()}
         given = {tensor.name: tensor for tensor in request.inputs}
+        if len(given) != len(request.inputs):
+            raise InvalidInput("inputs: an input given more than once")
         unknown = sorted(set(given) - set(expected))
         missing = sorted(set(expected) - set(given))
         if unknown or missing:
@@ -285,6 +336,9 @@ class TritonOnnxModel(kserve.Model):
                 array = tensor.as_numpy()
             except (TypeError, ValueError) as err:
                 raise InvalidInput(f"inputs[{name}]: {err}") from None
+            if array.dtype.kind == "f" and not np.isfinite(array).all():
+                # JSON has no NaN: a null became one (Triton refuses a null as a number).
+                raise InvalidInput(f"inputs[{name}]: every value must be a finite number")
             fixed = spec["shape"]
             if len(array.shape) != len(fixed) or any(
                 d not in (-1, a) for d, a in zip(fixed, array.shape, strict=True)
@@ -301,6 +355,7 @@ class TritonOnnxModel(kserve.Model):
                 "the onnx format is served as Triton serves it: Open Inference Protocol (V2) "
                 "only, POST /v2/models/<name>/infer"
             )
+        _check_shapes(payload)
         feed = self._feed(payload)
         names = [output.name for output in self.session.get_outputs()]
         results = self.session.run(names, feed)

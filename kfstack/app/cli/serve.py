@@ -18,7 +18,7 @@ def add_parser(subparsers: Subparsers) -> None:
     parser = subparsers.add_parser(
         "serve",
         help="serve a trained model directory as its KServe runtime would (V1/V2 HTTP, /metrics)",
-        epilog="KServe's server listens on every interface (0.0.0.0) of this machine.",
+        epilog="It listens on 127.0.0.1 (this machine alone) unless --address says otherwise.",
     )
     parser.add_argument("--model", required=True, metavar="DIR", help="a trained model directory")
     parser.add_argument(
@@ -31,6 +31,11 @@ def add_parser(subparsers: Subparsers) -> None:
         "--predictor", default="", metavar="MODULE:CLASS", help="custom: the kserve.Model class"
     )
     parser.add_argument("--port", type=int, default=8080, help="HTTP port (default 8080)")
+    parser.add_argument(
+        "--address",
+        default="127.0.0.1",
+        help="the address to listen on (default 127.0.0.1; 0.0.0.0: every interface, as in a pod)",
+    )
     parser.add_argument("--name", default="model", help="the model's name in the URLs (default model)")
     parser.set_defaults(func=handle)
 
@@ -69,10 +74,13 @@ def handle(args: argparse.Namespace) -> int:
         triton_layout(model_dir, args.name, served)
     print(
         f"kfstack serve: {model_dir} ({args.format}) as '{args.name}' on port {args.port} -- "
-        f"http://127.0.0.1:{args.port}/v2/models/{args.name} (and V1 .../v1/models/{args.name}:predict "
+        f"http://{args.address}:{args.port}/v2/models/{args.name} (and V1 .../v1/models/{args.name}:predict "
         f"but for onnx), /metrics; Ctrl-C stops it",
         file=sys.stderr,
         flush=True,
     )
-    os.execv(sys.executable, format_server.command(served, args.name, args.port, args.format, args.predictor))
+    argv = format_server.command(
+        served, args.name, args.port, args.format, args.predictor, f"--bind_address={args.address}"
+    )
+    os.execv(sys.executable, argv)
     return EXIT_FAILED  # not reached: execv replaced this process

@@ -32,6 +32,7 @@ def command(model_dir: str, name: str, port: int, *extra: str, module: str = MOD
         f"--model_name={name}",
         f"--model_dir={model_dir}",
         f"--http_port={port}",
+        "--bind_address=127.0.0.1",  # this machine's clients only
         "--enable_grpc=false",
         *extra,
     ]

@@ -48,11 +48,11 @@ from kserve.errors import InvalidInput
 from prometheus_client import Counter, Histogram
 
 from kfstack.api.serving import (
-    DEFAULT_MAX_BODY_BYTES,
     NO_LIVE_DRIFT,
     BadRecordError,
     Schema,
     add_live_drift_arguments,
+    add_server_arguments,
     attach_live_drift,
     check_one_worker,
     live_drift_settings,
@@ -172,7 +172,7 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--model_dir", required=True, help="model.onnx, feature_spec.json and the lookups")
     p.add_argument("--max_batch", type=int, default=DEFAULT_MAX_BATCH, help="records one request may carry")
-    p.add_argument("--max_body_bytes", type=int, default=DEFAULT_MAX_BODY_BYTES)
+    add_server_arguments(p)
     add_live_drift_arguments(p)
     return p
 
@@ -195,6 +195,8 @@ def main(argv: list[str] | None = None, model_class: type[FlightDelayModel] = Fl
         args.http_port,
         args.grpc_port,
         args.max_body_bytes,
+        bind_address=args.bind_address,
+        body_read_seconds=args.body_read_seconds,
         enable_grpc=args.enable_grpc,
         enable_latency_logging=args.enable_latency_logging,
     )
