@@ -12,6 +12,8 @@ KServe's format runtimes (:mod:`kfstack.serving.standard_formats`) -- run on KSe
 - **A 400 for every malformed request**: FastAPI's 422 for a body that is not a V2 inference
   request becomes a 400 naming the first place that is wrong, as every other bad request gets,
   and Starlette's own refusals (a body it cannot parse) carry their reason as ``error`` too.
+- **No payloads in the logs**: KServe logs a refused request's traceback, whose message may
+  quote the request; kfstack's servers log one line saying a request was refused.
 - **Bounded bodies, whatever the framing**: the body is read here, before the app sees it,
   counting what arrives: a ``Content-Length`` above ``max_body_bytes`` is refused with a 413
   unread, and a chunked body (which has no length) with a 413 the moment its count passes the
@@ -259,6 +261,21 @@ async def _http_error(_request: Any, exc: Exception) -> JSONResponse:
     return JSONResponse(status_code=exc.status_code, content={"error": f"{exc.detail}"}, headers=exc.headers)
 
 
+class _NoPayloadInLogs(logging.Filter):
+    """KServe logs every refused request at ERROR with its traceback, whose message may quote the
+    request (``could not convert string to float: '<a value>'``): a hostile client could fill the
+    log, and write what it likes into it. A refusal is logged as one line that says only that."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        from kserve.errors import InvalidInput
+
+        if record.exc_info and isinstance(record.exc_info[1], InvalidInput):
+            record.msg, record.args = "request refused (400): malformed input", ()
+            record.exc_info, record.exc_text = None, None
+            record.levelno, record.levelname = logging.INFO, "INFO"
+        return True
+
+
 def check_one_worker(workers: int) -> None:
     """Refuses KServe's multi-process server (module docstring, "One process per pod").
 
@@ -288,6 +305,9 @@ def install_request_hooks(
     )
     app.add_exception_handler(RequestValidationError, _request_validation_error)
     app.add_exception_handler(StarletteHTTPException, _http_error)
+    kserve_log = logging.getLogger("kserve")
+    if not any(isinstance(f, _NoPayloadInLogs) for f in kserve_log.filters):
+        kserve_log.addFilter(_NoPayloadInLogs())
 
 
 def add_server_arguments(parser: argparse.ArgumentParser) -> None:

@@ -229,3 +229,16 @@ def test_an_embedded_server_listens_on_loopback_alone(servers, key):
     connections = psutil.Process(server.service.pid).connections(kind="inet")  # psutil 5: KServe caps it
     listening = [c.laddr for c in connections if c.status == psutil.CONN_LISTEN]
     assert listening and all(address.ip == "127.0.0.1" for address in listening), listening
+
+
+def test_a_refused_request_leaves_no_payload_in_the_log(servers):
+    server = servers["sklearn"][0]
+    marker = "hostile-payload-7f3a"
+    response = httpx.post(
+        f"{server.url}/v1/models/{server.name}:predict", json={"instances": [[marker] * 64]}, timeout=30
+    )
+    assert response.status_code == 400 and marker in response.json()["error"]  # the client is told
+    with open(server.service.log_path, encoding="utf-8", errors="replace") as log:
+        text = log.read()
+    assert "request refused (400): malformed input" in text
+    assert marker not in text and "Traceback" not in text
