@@ -193,3 +193,55 @@ def test_the_default_request_timeout_is_ten_seconds(tmp_path, fake_kfp):
         assert server.request_timeout_s == 10.0
     finally:
         server.server_close()
+
+
+def test_deeply_nested_json_is_a_400_not_a_dropped_connection(endpoint):
+    nested = b"[" * 100_000 + b"]" * 100_000
+    answer, _ = exchange(endpoint, head(str(len(nested))), nested)
+    assert status_of(answer) == 400 and b"nested too deeply" in answer
+
+
+def _deliver_all(address: tuple[str, int], bodies: list[bytes], concurrency: int) -> list[Any]:
+    """Posts every body, ``concurrency`` at a time, each on its own connection; each result is
+    the answer's status and JSON, or the exception a reset connection raised."""
+    import concurrent.futures
+    import urllib.error
+
+    host, port = address
+
+    def post(body: bytes) -> Any:
+        request = urllib.request.Request(
+            f"http://{host}:{port}/alerts",
+            data=body,
+            method="POST",
+            headers={"Content-Type": "application/json", "Authorization": f"Bearer {TOKEN}"},
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=30) as answer:
+                return answer.status, json.loads(answer.read())
+        except urllib.error.HTTPError as err:
+            return err.code, None
+        except OSError as err:  # a reset or refused connection
+            return err
+
+    with concurrent.futures.ThreadPoolExecutor(concurrency) as pool:
+        return list(pool.map(post, bodies))
+
+
+def test_a_burst_of_notifications_is_answered_whole(endpoint, fake_kfp):
+    """200 notifications, 50 at a time, for 10 models against a healthy KFP API: no connection
+    reset, no 5xx, and exactly one run per model, as the decisions say."""
+    models = [f"model-{i}" for i in range(10)]
+    for model in models:
+        add_schedule(fake_kfp, f"{model}-nightly", serving_name=model)
+    bodies = [
+        json.dumps(notification(drift_alert(service=models[i % 10], fingerprint=f"{i:016x}"))).encode()
+        for i in range(200)
+    ]
+    results = _deliver_all(endpoint, bodies, concurrency=50)
+    resets = [r for r in results if isinstance(r, Exception)]
+    assert resets == [] and all(status == 200 for status, _ in results), results[:3]
+    decisions = [d for _, answer in results for d in answer["decisions"]]
+    started = [d for d in decisions if d["decision"] == STARTED]
+    assert len(decisions) == 200 and len(started) == 10 == len(fake_kfp.runs)
+    assert sorted(d["inference_service"] for d in started) == models

@@ -76,6 +76,9 @@ def parse_notification(body: bytes) -> Notification:
         data = json.loads(body)
     except (ValueError, UnicodeDecodeError) as err:
         raise MalformedNotification(f"the body is not JSON: {err}") from None
+    except RecursionError:
+        # A webhook message nests four levels deep; the parser's stack gives out near 1,000.
+        raise MalformedNotification("the body is not a webhook message: JSON nested too deeply") from None
     if not isinstance(data, dict):
         raise MalformedNotification("the body is not a JSON object")
     if data.get("version") != WEBHOOK_VERSION:

@@ -12,9 +12,9 @@ retries a 5xx and drops a 4xx):
   the body is read, and the connection closed; 411 without ``Content-Length`` (Alertmanager, a Go
   ``net/http`` client posting a buffered body, always sends one); 400 for a ``Content-Length``
   that is not a non-negative decimal integer, or a body that is not a webhook notification,
-  naming what is wrong; 413 for a body over 1 MiB; 408 when the body does not arrive within the
-  request timeout. Nothing is started in any of these cases, and no body is read that was not
-  announced and allowed;
+  naming what is wrong (JSON nested past the parser's depth included); 413 for a body over
+  1 MiB; 408 when the body does not arrive within the request timeout. Nothing is started in
+  any of these cases, and no body is read that was not announced and allowed;
 - 503 when the platform failed (the KFP API unreachable): Alertmanager sends it again, and the
   alerts decided before the failure are then duplicates.
 
@@ -59,6 +59,10 @@ class AlertReceiverServer(ThreadingHTTPServer):
     """
 
     daemon_threads = True
+    # The listen backlog (socketserver's default is 5): Alertmanager sends a group's notifications
+    # at once and retries them together, and a connection beyond the backlog is reset. 1024 is
+    # Go's and nginx's usual figure; the kernel caps it at net.core.somaxconn.
+    request_queue_size = 1024
 
     def __init__(
         self,
