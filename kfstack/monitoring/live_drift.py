@@ -35,6 +35,14 @@ its "other" bin here, where the batch check gives each new value a bin of its ow
 then needs no memory for values it cannot foresee; a new category still shows, as a rise of
 "other" (and strongly where the reference lists every value it saw, its "other" share 0).
 
+**No client steers it alone.** One request adds at most ``request_rows`` rows to the window
+(default 1% of it: 20 of 2,000), a uniform random sample of a larger one, drawn by the server
+where a client cannot foresee it. A single large request of unusual inputs then moves the
+window by 1% at most; to hold it above an alert's line a client must keep sending a large share
+of the server's requests, which is traffic an operator sees (``kfstack_predictor_requests_total``),
+not one body. The window stays a sample of requests more than of rows: a model whose ordinary
+clients send large batches watches a sample of each.
+
 The drift thresholds' ``ignored_features`` are measured (each keeps its own PSI) but left out of
 :attr:`LiveDriftReport.max_psi`, the figure an alert compares, as the batch decision leaves them
 out.
@@ -94,6 +102,8 @@ class LiveDriftSettings(Settings):
 
     mode: str = setting(AUTO, choices=MODES)
     window_rows: int = setting(DEFAULT_WINDOW_ROWS, ge=1)
+    # 0: 1% of the window (module docstring, "No client steers it alone").
+    request_rows: int = setting(0, ge=0)
     max_psi: float = setting(DriftThresholds.max_psi, gt=0.0)
     ignored_features: tuple[str, ...] = ()
 
@@ -243,6 +253,10 @@ class LiveDrift:
             (rows by position); None: batches come by name only.
         pending_rows: Observed rows that may wait to be binned (see the module docstring);
             the window's size where that is smaller; 1 bins every batch as it comes.
+        request_rows: The most rows one batch adds (a random sample of a larger one); 0: 1% of
+            the window, at least 1.
+        seed: The sampling's seed (None: the operating system's entropy, which a client cannot
+            guess; a test fixes it).
 
     Raises:
         InvalidParameterError: ``window_rows`` or ``pending_rows`` below 1; an ignored feature or
@@ -256,13 +270,22 @@ class LiveDrift:
         thresholds: DriftThresholds | None = None,
         columns: Sequence[str] | None = None,
         pending_rows: int = DEFAULT_PENDING_ROWS,
+        request_rows: int = 0,
+        seed: int | None = None,
     ) -> None:
         if window_rows < 1:
             raise InvalidParameterError(f"live_drift_window_rows: {window_rows}; at least 1 row")
         if pending_rows < 1:
             raise InvalidParameterError(f"pending_rows: {pending_rows}; at least 1 row")
+        if request_rows < 0:
+            raise InvalidParameterError(
+                f"live_drift_request_rows: {request_rows}; 0 (1% of the window) or more"
+            )
         self.reference = reference
         self.window_rows = window_rows
+        self.request_rows = request_rows or max(1, window_rows // 100)
+        self._sampler = np.random.default_rng(seed)
+        self._sampled_rows = 0
         self.thresholds = thresholds or DriftThresholds()
         unknown = sorted(set(self.thresholds.ignored_features) - set(reference.names))
         if unknown:
@@ -423,6 +446,7 @@ class LiveDrift:
             InvalidParameterError: A matrix where no ``columns`` were given (the server's
                 wiring, not the request: known at once).
         """
+        batch = self._capped(batch)
         if type(batch) is dict:
             entry = self._dict_entry(batch)
         elif isinstance(batch, np.ndarray):
@@ -438,6 +462,36 @@ class LiveDrift:
             full = self._pending_count >= self.pending_rows
         if full:
             self._bin_pending()
+
+    @property
+    def sampled_rows(self) -> int:
+        """Rows left out of the window because their request carried more than
+        ``request_rows``."""
+        return self._sampled_rows
+
+    def _capped(self, batch: Any) -> Any:
+        """``batch``, or a uniform random sample of ``request_rows`` of its rows when it has more;
+        a batch whose rows cannot be told apart (malformed: binning says why) as it is."""
+        if isinstance(batch, np.ndarray):
+            count = len(batch) if batch.ndim > 1 else 1
+        else:
+            count = self._count_rows(batch)
+        if count <= self.request_rows:
+            return batch
+        with self._lock:
+            keep = np.sort(self._sampler.choice(count, self.request_rows, replace=False))
+            self._sampled_rows += count - self.request_rows
+        if isinstance(batch, np.ndarray):
+            return batch[keep]
+        if hasattr(batch, "iloc"):
+            return batch.iloc[keep]
+        try:
+            columns = {name: batch[name] for name in self._window_names}
+            if any(len(values) != count for values in columns.values()):
+                return batch
+        except (KeyError, TypeError):
+            return batch
+        return {name: [values[i] for i in keep] for name, values in columns.items()}
 
     def _dict_entry(self, batch: dict) -> tuple[str, Any, int]:
         """A dict batch's pending entry: its rows as tuples of the profiled values (the batch

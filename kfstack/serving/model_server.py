@@ -460,6 +460,13 @@ def add_live_drift_arguments(parser: argparse.ArgumentParser) -> None:
         help="rows the live-drift window holds (the PSI is exported once it is full)",
     )
     parser.add_argument(
+        "--live_drift_request_rows",
+        type=int,
+        default=defaults.request_rows,
+        help="the most rows one request adds to the window, a random sample of a larger one, so "
+        "that no single client steers it (default 0: 1%% of the window)",
+    )
+    parser.add_argument(
         "--live_drift_max_psi",
         type=float,
         default=defaults.max_psi,
@@ -485,6 +492,7 @@ def live_drift_settings(args: argparse.Namespace, model: Any) -> LiveDriftSettin
     return LiveDriftSettings(
         mode=args.live_drift,
         window_rows=args.live_drift_window_rows,
+        request_rows=args.live_drift_request_rows,
         max_psi=args.live_drift_max_psi,
         ignored_features=(
             tuple(getattr(model, IGNORED_FEATURES_ATTRIBUTE, ()))
@@ -533,7 +541,11 @@ def attach_live_drift(
                     f"the profile list them in order (its {live_drift.FEATURE_ORDER_KEY!r})"
                 )
         monitor = LiveDrift(
-            reference, settings.window_rows, settings.thresholds, columns if by_position else None
+            reference,
+            settings.window_rows,
+            settings.thresholds,
+            columns if by_position else None,
+            request_rows=settings.request_rows,
         )
     except InvalidParameterError as err:
         if settings.mode == live_drift.ON:

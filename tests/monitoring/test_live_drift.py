@@ -34,6 +34,10 @@ CATEGORICAL = ("carrier",)
 CARRIERS = ("AA", "B6", "DL", "UA", "WN")
 
 
+# A request's rows all enter the window: the tests of the binning itself.
+NO_CAP = 10**9
+
+
 def rows(seed: int, n: int, shift: float = 0.0, carriers: tuple[str, ...] = CARRIERS) -> dict[str, list]:
     """``n`` rows of two numeric features (some missing) and a categorical one (some None)."""
     rng = np.random.default_rng(seed)
@@ -55,6 +59,8 @@ def reference_profile(tmp_path) -> dict:
 
 
 def window_of(reference_profile, size, **kwargs) -> LiveDrift:
+    # The binning's own tests: every row of a batch enters (the per-request cap has its own test).
+    kwargs.setdefault("request_rows", NO_CAP)
     return LiveDrift(Reference(reference_profile), size, **kwargs)
 
 
@@ -123,9 +129,9 @@ def test_a_matrix_by_position_bins_as_the_same_rows_by_name(reference_profile):
     columns = ("carrier_code", "delay", "distance")  # another order, and a column not profiled
     matrix = np.column_stack([np.zeros(500), batch["delay"], batch["distance"]])
     no_carrier = {k: v for k, v in reference_profile.items() if k != "categorical"}
-    by_position = LiveDrift(Reference(no_carrier), 500, columns=columns)
+    by_position = LiveDrift(Reference(no_carrier), 500, columns=columns, request_rows=500)
     by_position.observe(matrix)
-    by_name = LiveDrift(Reference(no_carrier), 500)
+    by_name = LiveDrift(Reference(no_carrier), 500, request_rows=500)
     by_name.observe(batch)
     assert by_position.counts() == by_name.counts()
     with pytest.raises(InvalidParameterError, match="carrier are not among the model's columns"):
@@ -182,7 +188,7 @@ def test_uneven_edges_are_searched_and_missing_values_are_binned_first():
             }
         }
     }
-    window = LiveDrift(Reference(profile), 8)
+    window = LiveDrift(Reference(profile), 8, request_rows=8)
     window.observe({"x": [-5.0, 0.5, 1.0, 9.9, 10.0, 1e9, None, math.inf]})
     # The batch profile counts the infinities as missing (profile_dataset keeps finite values).
     assert window.counts()["x"] == [2, 2, 2, 2]
@@ -267,7 +273,7 @@ def test_a_single_row_is_binned_as_in_a_batch():
     values = [-1e300, -1.0, 0.0, 2.5, 4.999, 7.5, 10.0, 1e300, None, math.nan, math.inf, -math.inf, True, 3]
     codes = ["AA", 1.0, 1, None, "ZZ", 2.5, "1", "AA", None, "x", 1.0, "AA", "1", 1]
     rows = {"even": values, "uneven": values[::-1], "code": codes}
-    batch, single = LiveDrift(Reference(profile), 100), LiveDrift(Reference(profile), 100)
+    batch, single = (LiveDrift(Reference(profile), 100, request_rows=100) for _ in range(2))
     batch.observe(rows)
     for i in range(len(values)):
         single.observe({name: [column[i]] for name, column in rows.items()})
@@ -318,7 +324,8 @@ def test_deferred_binning_gives_the_window_of_binning_each_batch_as_it_comes(ref
     size = 97
     reference = Reference(reference_profile)
     immediate, every_16, default = (
-        LiveDrift(reference, size, columns=MATRIX_COLUMNS, pending_rows=pending) for pending in (1, 16, 512)
+        LiveDrift(reference, size, columns=MATRIX_COLUMNS, pending_rows=pending, request_rows=NO_CAP)
+        for pending in (1, 16, 512)
     )
     assert default.pending_rows == size
     rng = np.random.default_rng(seed)
@@ -447,7 +454,9 @@ def test_matrices_of_different_dtypes_are_binned_apart():
         "feature_order": ["x", "code"],
     }
     reference = Reference(profile)
-    deferred, immediate = (LiveDrift(reference, 10, columns=("x", "code"), pending_rows=n) for n in (10, 1))
+    deferred, immediate = (
+        LiveDrift(reference, 10, columns=("x", "code"), pending_rows=n, request_rows=10) for n in (10, 1)
+    )
     for batch in (np.array([[0.5, 1.0]]), np.array([[True, True]]), np.array([[1.5, 1.0]])):
         deferred.observe(batch)
         immediate.observe(batch)
@@ -484,3 +493,19 @@ def test_rows_binned_by_two_threads_at_once_enter_in_the_order_observed(referenc
     expected = window_of(reference_profile, 2)
     expected.observe({name: second[name] + third[name] for name in second})
     assert window.counts() == expected.counts()
+
+
+def test_one_request_adds_at_most_its_share_of_the_window(reference_profile):
+    """A client's one large request of unusual inputs moves the window by ``request_rows`` rows,
+    a random sample of its own (1% of the window by default); without the cap it would take the
+    whole window over."""
+    capped = LiveDrift(Reference(reference_profile), 2000, seed=1)
+    uncapped = window_of(reference_profile, 2000)
+    assert capped.request_rows == 20
+    for window in (capped, uncapped):
+        for seed in range(1, 101):  # ordinary traffic fills the window, 20 rows a request
+            window.observe(rows(seed, 20))
+        assert window.report().max_psi < 0.2
+        window.observe(rows(500, 2000, shift=2))  # one hostile request of 2,000 shifted rows
+    assert capped.sampled_rows == 1980 and capped.rows == 2000
+    assert capped.report().max_psi < 0.2 < uncapped.report().max_psi

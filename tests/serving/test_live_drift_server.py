@@ -72,6 +72,7 @@ def digits_server(digits_dir, tmp_path_factory):
         str(tmp_path_factory.mktemp("digits-drift-server")),
         "--model_format=sklearn",
         f"--live_drift_window_rows={WINDOW}",
+        f"--live_drift_request_rows={WINDOW}",  # every row a test sends enters the window
         "--live_drift=on",
         name="digits",
         module=FORMAT_SERVER,
@@ -107,7 +108,7 @@ def test_the_stand_in_exports_the_window_once_full_and_never_a_refused_row(digit
     # The values the window computes from the same rows in the same order.
     reference = read_reference(digits_dir)
     assert reference is not None
-    window = LiveDrift(reference, WINDOW, columns=PIXELS)
+    window = LiveDrift(reference, WINDOW, columns=PIXELS, request_rows=WINDOW)
     window.observe(held_out[:60])
     window.observe(held_out[60:110])
     report = window.report()
@@ -166,7 +167,8 @@ def read_profile_without_order(model_dir: str) -> dict:
 
 def test_the_flights_predictor_watches_the_features_its_scorer_builds(trained, raw_records, tmp_path):
     window = 120
-    server = Predictor(trained["model"], str(tmp_path), f"--live_drift_window_rows={window}")
+    every_row = f"--live_drift_request_rows={window}"  # each request's rows all enter the window
+    server = Predictor(trained["model"], str(tmp_path), f"--live_drift_window_rows={window}", every_row)
     try:
         # A small request (its lists handed over) and a large one (its numeric features as the
         # arrays converted for the model): the same window as the lists of both, in-process.
@@ -184,7 +186,9 @@ def test_the_flights_predictor_watches_the_features_its_scorer_builds(trained, r
         # The same rows through the scorer's feature path, in-process.
         reference = read_reference(trained["model"])
         assert reference is not None and set(psi) == set(reference.names)
-        expected = LiveDrift(reference, window, DriftThresholds(ignored_features=CALENDAR_FEATURES))
+        expected = LiveDrift(
+            reference, window, DriftThresholds(ignored_features=CALENDAR_FEATURES), request_rows=window
+        )
         scorer = FlightScorer(trained["model"])
         for batch in (first, second):
             expected.observe(scorer.raw_columns(REQUEST_SCHEMA.from_v1({"instances": batch})))
