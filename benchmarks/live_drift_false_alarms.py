@@ -194,7 +194,8 @@ def run(
             shifted_columns = feature_columns(features, shifted)
             drifted[str(share)] = {}
             for size in WINDOWS:
-                window = LiveDrift(reference, size, thresholds)
+                # A window of drifted traffic from many clients: every row enters (no request's cap).
+                window = LiveDrift(reference, size, thresholds, request_rows=size)
                 window.observe({name: values[:size].tolist() for name, values in shifted_columns.items()})
                 report = window.report()
                 assert report is not None

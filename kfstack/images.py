@@ -8,7 +8,9 @@ it compiles (``kfstack compile``), so the compiled YAML pins images it can pull.
 """
 
 import os
+import re
 
+from kfstack.errors import InvalidParameterError
 from kfstack.version import __version__
 
 DEFAULT_REGISTRY = "ghcr.io/kfstack"
@@ -29,6 +31,34 @@ def image_for(role: str, registry: str | None = None) -> str:
         raise ValueError(f"unknown image role {role!r}; expected one of {ROLES}")
     registry = (registry or os.environ.get("KFSTACK_IMAGE_REGISTRY") or DEFAULT_REGISTRY).rstrip("/")
     return f"{registry}/kfstack-{role}:{__version__}"
+
+
+# An image reference as the OCI distribution spec and Docker's reference grammar write it:
+# [registry[:port]/]path[:tag][@digest], lowercase path components.
+_COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
+_REFERENCE = re.compile(
+    rf"^(?:[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?)*"
+    rf"(?::[0-9]+)?/)?{_COMPONENT}(?:/{_COMPONENT})*(?::[\w][\w.-]{{0,127}})?"
+    rf"(?:@[a-z0-9]+(?:[+._-][a-z0-9]+)*:[a-fA-F0-9]{{32,}})?$"
+)
+
+
+def check_image(image: str, name: str) -> str:
+    """``image`` when it is an image reference (empty: kfstack's own, left to the caller).
+
+    Raises:
+        InvalidParameterError: Not a reference (a space, a backtick, upper case in the path...),
+            naming the parameter ``name``.
+    """
+    head, _, last = image.split("@", 1)[0].rpartition("/")
+    repository = f"{head}/{last.split(':', 1)[0]}" if head else last.split(":", 1)[0]
+    # The reference grammar caps a repository name at 255 characters.
+    if image and (len(repository) > 255 or len(image) > 4096 or not _REFERENCE.match(image)):
+        raise InvalidParameterError(
+            f"{name}={image!r} is not an image reference ([registry[:port]/]path[:tag][@digest], "
+            f"a lowercase path)"
+        )
+    return image
 
 
 # Where the Spark image puts the driver wrapper of a team's own PySpark application (the spark

@@ -66,7 +66,7 @@ import sys
 from typing import Any
 
 from kfstack.errors import DeploymentFailedError, InvalidParameterError
-from kfstack.kubernetes import autoscaling
+from kfstack.kubernetes import autoscaling, naming
 from kfstack.kubernetes.naming import DNS_SUBDOMAIN
 from kfstack.kubernetes.node_pools import NodePoolProfile
 from kfstack.kubernetes.pods import to_dict
@@ -214,6 +214,10 @@ class ServingRequest(Settings):
                 f"letters, digits and '-', starting with a letter) of at most {longest} "
                 f"characters in {mode}={self.mode} (KServe derives longer names from it)"
             )
+        if self.concrete("service_account") and self.service_account:
+            problem = naming.check_object_name(self.service_account, "a service account")
+            if problem:
+                problems.append(f"{self.argument('service_account')}={problem}")
         if self.max_replicas < self.min_replicas:
             problems.append(
                 f"{self.argument('min_replicas')}={self.min_replicas} must be <= "

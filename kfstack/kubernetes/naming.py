@@ -111,6 +111,18 @@ def batch_pod_labels(istio_mesh: bool) -> dict[str, str]:
     return labels
 
 
+def check_object_name(name: str, what: str) -> str | None:
+    """Why ``name`` cannot name ``what`` (a Secret, a service account, a runtime: objects whose
+    names are DNS-1123 subdomains), or None when it can. Checked where a value enters, so that a
+    name with a backtick or a space never reaches a rendered object."""
+    if DNS_SUBDOMAIN.match(name):
+        return None
+    return (
+        f"{name!r} is not {what}'s name (parts of lowercase letters, digits and '-' joined by '.', "
+        f"each starting and ending with a letter or digit, at most 253 characters)"
+    )
+
+
 def check_namespace_name(name: str) -> str | None:
     """Why ``name`` cannot name a namespace, or None when it can (a DNS-1123 label)."""
     if DNS_LABEL.match(name):

@@ -56,6 +56,16 @@ class Placement(Settings):
                 problems.append(
                     f"{self.argument('launch_namespace')}={problem}; empty: the task pod's own namespace"
                 )
+        for field, what in (
+            ("object_store_secret", "a Secret"),
+            ("image_pull_secret", "a Secret"),
+            ("service_account", "a service account"),
+        ):
+            value = getattr(self, field)
+            if value and isinstance(value, str) and not isinstance(value, Placeholder):
+                problem = naming.check_object_name(value, what)
+                if problem:
+                    problems.append(f"{self.argument(field)}={problem}")
         if isinstance(self.node_pool, Placeholder):
             return problems
         known = node_pools.load_profiles()
@@ -92,9 +102,13 @@ class TrainingPlacement(Placement):
 
     def check(self) -> list[str]:
         problems = super().check()
+        runtime = self.argument("trainer_runtime")
         if not self.trainer_runtime:
-            runtime = self.argument("trainer_runtime")
             problems.append(f"{runtime}: name the ClusterTrainingRuntime TrainJobs run on")
+        elif not isinstance(self.trainer_runtime, Placeholder):
+            problem = naming.check_object_name(self.trainer_runtime, "a ClusterTrainingRuntime")
+            if problem:
+                problems.append(f"{runtime}={problem}")
         return problems
 
 

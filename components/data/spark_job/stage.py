@@ -48,7 +48,7 @@ from kfstack.kubernetes.spark_application import (
     build_spark_application,
 )
 from kfstack.platforms import KUBERNETES, LOCAL, PLATFORM_ARGUMENT, StageResult, Variant
-from kfstack.settings import Settings, setting
+from kfstack.settings import Placeholder, Settings, setting
 from kfstack.spark.driver import REPORT_UPLOAD_URI_ENV
 from kfstack.spark.local import LocalSparkJob, run_local_job
 from kfstack.uris import embedded_location, fsspec_uri, spark_uri
@@ -74,6 +74,15 @@ class SparkJobOptions(Settings):
     input_uri: str = ""
     image: str = ""
     local_cores: int = setting(0, ge=0)
+
+    def check(self) -> list[str]:
+        if isinstance(self.image, Placeholder):
+            return []
+        try:
+            images.check_image(self.image, self.argument("image"))
+        except InvalidParameterError as err:
+            return [str(err)]
+        return []
 
 
 # The component's argument names of the options, where they differ (a pipeline's other images

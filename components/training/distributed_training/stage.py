@@ -232,7 +232,8 @@ class DistributedTrainingStage:
             hyperparameters=hyperparameters,
             topology=topology,
             model_format=contracts.check_model_format(arguments.get("model_format", contracts.CUSTOM)),
-            image=arguments.get("trainer_image") or images.image_for(IMAGE_ROLES[topology.framework]),
+            image=images.check_image(arguments.get("trainer_image") or "", "trainer_image")
+            or images.image_for(IMAGE_ROLES[topology.framework]),
             env_secrets=contracts.check_secret_names(_list(arguments, "env_secrets"), "env_secrets"),
             data_uri=arguments["data"],
             model_uri=arguments[MODEL_OUTPUT],

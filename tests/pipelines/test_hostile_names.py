@@ -1,0 +1,73 @@
+"""Every name that ends up in a Kubernetes object, given a hostile value, is refused where it
+enters -- a run's parameters, or its ``settings_overrides`` in the run's first task -- naming
+the parameter, before anything is rendered or started; none reaches a rendered object."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from kfstack.errors import InvalidParameterError
+from kfstack.pipelines import check_in_fresh_interpreter, rendering
+
+PIPELINE = "digits-training"
+NAME_PARAMETERS = (
+    "object_store_secret",
+    "image_pull_secret",
+    "spark_service_account",
+    "serving_service_account",
+    "trainer_runtime",
+    "launch_namespace",
+    "gpu_pool",
+    "serving_pool",
+    "spark_image",
+    "trainer_image",
+)
+HOSTILE = (
+    "team`store",
+    "team store",
+    "$(touch /tmp/x)",
+    "Team-Store",
+    "../secret",
+    "a;b",
+    "x" * 300,
+    "secret\nname",
+)
+
+
+def test_no_hostile_name_reaches_a_rendered_object():
+    reached = []
+    for parameter in NAME_PARAMETERS:
+        for value in HOSTILE:
+            if parameter.endswith("_image") and value == "Team-Store":
+                continue  # an image's registry host may be upper case; its path may not (below)
+            try:
+                rendering.render(PIPELINE, {parameter: value}, run_id="r-1")
+            except InvalidParameterError as err:
+                assert parameter in str(err), (parameter, value, str(err))
+            else:
+                reached.append((parameter, value))
+    assert reached == []
+
+
+def test_a_hostile_name_among_the_runs_overrides_fails_the_runs_check():
+    """The run's validate task applies its ``settings_overrides`` and renders: the same checks."""
+    with pytest.raises(InvalidParameterError, match="image_pull_secret='team`store' is not a Secret's name"):
+        check_in_fresh_interpreter(PIPELINE, {}, "r-1", {"image_pull_secret": "team`store"})
+
+
+@pytest.mark.parametrize(
+    "image",
+    ["registry.example.com:5000/team/spark:1.2.3", "ghcr.io/team/trainer@sha256:" + "a" * 64, "spark"],
+)
+def test_an_image_reference_is_taken(image):
+    (spark, *_) = rendering.render(PIPELINE, {"spark_image": image}, run_id="r-1")
+    assert image in json.dumps(spark.objects)
+
+
+def test_an_image_path_in_upper_case_is_refused():
+    with pytest.raises(
+        InvalidParameterError, match=r"spark_image='ghcr\.io/Team/spark:1' is not an image reference"
+    ):
+        rendering.render(PIPELINE, {"spark_image": "ghcr.io/Team/spark:1"}, run_id="r-1")
