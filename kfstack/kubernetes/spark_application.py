@@ -268,6 +268,9 @@ def build_spark_application(request: SparkApplicationRequest) -> dict:
             executor=SparkV1beta2ExecutorSpec(
                 **_role(request, sizes.executor_cores, sizes.executor_memory),
                 instances=_integer(sizes.executor_instances),
+                # Said, not left to Spark's fallback: the admission policy admits a driver's pod
+                # only when it runs as the driver's own account (manifests/cluster/spark-driver-policy).
+                service_account=request.service_account,
             ),
         ),
     )

@@ -32,6 +32,7 @@ BUILDS = {
     "cluster": "manifests/cluster",
     "trainer-v2": "manifests/cluster/trainer-v2",
     "katib": "manifests/cluster/katib",
+    "spark-driver-policy": "manifests/cluster/spark-driver-policy",
     "flights-predictor": "examples/manifests/flights-predictor",
     "dev": "manifests/overlays/dev",
     "prod": "manifests/overlays/prod",
@@ -42,6 +43,7 @@ CUSTOM_KINDS = {
     "cluster": {"ResourceFlavor": 3},
     "trainer-v2": {"ClusterTrainingRuntime": 1},
     "katib": {},
+    "spark-driver-policy": {},
     "flights-predictor": {"ClusterServingRuntime": 1},
     "dev": {"ClusterQueue": 3, "LocalQueue": 3},
     # prod's namespace is in the Kubeflow platform's Istio mesh: the canary analysis's policy.
@@ -57,6 +59,8 @@ CORE_MODELS = {
     "ClusterRoleBinding": "V1ClusterRoleBinding",
     "PriorityClass": "V1PriorityClass",
     "NetworkPolicy": "V1NetworkPolicy",
+    "ValidatingAdmissionPolicy": "V1ValidatingAdmissionPolicy",
+    "ValidatingAdmissionPolicyBinding": "V1ValidatingAdmissionPolicyBinding",
 }
 # The account each overlay binds the launcher Role to: (namespace, name).
 RUNS_ACCOUNT = {"dev": ("kubeflow", "pipeline-runner"), "prod": ("ml-prod", "kfstack-runner")}

@@ -1,7 +1,8 @@
 """The SparkApplication as the kubeflow-spark-api 2.4.0 models build it.
 
 ``fixtures/spark_application/<case>.json`` holds, per case below, the object the builder wrote
-when it still assembled the dict by hand; the models must write the same data. Every field the
+when it still assembled the dict by hand (and, since the driver's admission policy, the executors'
+own ``serviceAccount``, the driver's); the models must write the same data. Every field the
 job sets must also survive a round trip through the models (they drop a key they do not know
 without a word) and exist in the spark-operator 2.5.2 CRD, the release the cluster runs.
 """
