@@ -71,3 +71,16 @@ def test_an_image_path_in_upper_case_is_refused():
         InvalidParameterError, match=r"spark_image='ghcr\.io/Team/spark:1' is not an image reference"
     ):
         rendering.render(PIPELINE, {"spark_image": "ghcr.io/Team/spark:1"}, run_id="r-1")
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ({"hidden_units": -5}, "hidden_units=-5 must be >= 1"),
+        ({"dropout": 1.5}, "dropout=1.5 must be < 1.0"),
+        ({"activation": "sigmoid"}, "activation='sigmoid' is not one of relu, tanh"),
+    ],
+)
+def test_a_hyperparameter_out_of_its_declared_range_is_refused_before_the_data_step(value, message):
+    with pytest.raises(InvalidParameterError, match=message):
+        rendering.render(PIPELINE, value, run_id="r-1")

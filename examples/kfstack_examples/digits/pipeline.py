@@ -39,9 +39,25 @@ DIGITS = TrainingPipeline(
         metrics=METRICS,
         framework="tensorflow",
         hyperparameters=[
-            Hyperparameter("hidden_units", 64, "The MLP's hidden layer width (tuning's when ``tune``)."),
-            Hyperparameter("dropout", 0.1, "Dropout after the hidden layer (0-1; tuning's when ``tune``)."),
-            Hyperparameter("activation", "relu", "``relu`` or ``tanh`` (tuning's when ``tune``)."),
+            # Ranges checked before the run's first step: a bad value never waits for the Spark job.
+            Hyperparameter(
+                "hidden_units",
+                64,
+                "The MLP's hidden layer width (tuning's when ``tune``).",
+                {"ge": 1, "le": 4096},
+            ),
+            Hyperparameter(
+                "dropout",
+                0.1,
+                "Dropout after the hidden layer (0-1; tuning's when ``tune``).",
+                {"ge": 0.0, "lt": 1.0},
+            ),
+            Hyperparameter(
+                "activation",
+                "relu",
+                "``relu`` or ``tanh`` (tuning's when ``tune``).",
+                {"choices": ("relu", "tanh")},
+            ),
             Hyperparameter("epochs", 10, "Epochs of the final training.", {"ge": 1}),
         ],
     ),
