@@ -242,3 +242,43 @@ def test_a_refused_request_leaves_no_payload_in_the_log(servers):
         text = log.read()
     assert "request refused (400): malformed input" in text
     assert marker not in text and "Traceback" not in text
+
+
+@pytest.mark.slow
+def test_a_200_mib_chunked_body_grows_a_server_by_at_most_its_limit_and_32_mib(tmp_path):
+    """At the default limit (16 MiB): the body is counted as it arrives and refused once past it,
+    so the server's resident memory grows by the limit and the server's own overhead at most."""
+    model_dir = tmp_path / "sklearn"
+    standard_models.sklearn_digits(str(model_dir))
+    server = Predictor(
+        str(model_dir), str(tmp_path / "run"), "--model_format=sklearn", name="digits", module=FORMAT_SERVER
+    )
+    try:
+        path = f"{server.url}/v2/models/digits/infer"
+        warm = httpx.post(path, json={"inputs": []}, timeout=30)  # the first request's own allocations
+        assert warm.status_code == 400
+        before = _rss(server)
+        peak = before
+        sent = 0
+
+        def chunks():
+            nonlocal sent, peak
+            for _ in range(200):
+                sent += 2**20
+                peak = max(peak, _rss(server))
+                yield b" " * 2**20
+
+        try:
+            response = httpx.post(
+                path, content=chunks(), headers={"content-type": "application/json"}, timeout=60
+            )
+            assert response.status_code == 413
+        except (httpx.RemoteProtocolError, httpx.WriteError):
+            pass  # answered and closed while the client still sent
+        peak = max(peak, _rss(server))
+        growth_mib = (peak - before) / 2**20
+        print(f"sent {sent / 2**20:.0f} MiB; server RSS {before / 2**20:.0f} -> peak {peak / 2**20:.0f} MiB")
+        assert growth_mib <= 16 + 32, growth_mib
+        assert server.healthy()
+    finally:
+        server.stop()
