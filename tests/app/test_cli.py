@@ -608,7 +608,8 @@ def test_clean_removes_runs_and_nothing_else(capsys, tmp_path):
     assert f"removed {old}" in out and not old.exists() and new.exists()
     assert cli.main(["clean", "--pipeline-root", str(root)]) == 0
     assert not new.exists()
-    assert sorted(p.name for p in root.iterdir()) == ["registry", "summary.json"]
+    # The root's lock (which orders a clean and a starting run) stays with the user's files.
+    assert sorted(p.name for p in root.iterdir()) == [".kfstack-root.lock", "registry", "summary.json"]
     assert (registry / "model.onnx").read_text() == "kept on purpose"
 
 

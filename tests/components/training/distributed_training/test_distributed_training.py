@@ -345,6 +345,7 @@ def test_code_arguments_are_checked_before_anything_starts(team_code, tmp_path, 
     assert "$KFSTACK_DATA_DIR is not a location" in str(refused.value)
 
 
+@pytest.mark.slow  # the positive path (two ranks through the S3 server) runs by default
 def test_with_uri_locations_code_that_opens_its_input_as_a_path_fails_here_as_on_a_cluster(
     team_code, tmp_path, dataset, monkeypatch
 ):

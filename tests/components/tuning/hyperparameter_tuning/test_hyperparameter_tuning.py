@@ -156,6 +156,7 @@ def test_grid_tuning_of_a_team_function_finds_its_best(team_code, tmp_path, data
     assert "depth" in result.documents["tuning_report"]
 
 
+@pytest.mark.slow  # the training step's S3 test runs in the default suite
 def test_with_uri_locations_every_trial_reads_and_checkpoints_through_the_object_store(
     team_code, tmp_path, dataset, monkeypatch
 ):
