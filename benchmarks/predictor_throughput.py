@@ -85,8 +85,10 @@ class Server:
         local_services.stop_service(self.run_dir, self.service.name)
 
 
-def load(port: int, body: bytes, requests: int, concurrency: int) -> dict:
-    """``requests`` POSTs of ``body`` from ``concurrency`` threads; throughput and latencies."""
+def load(port: int, body: bytes, requests: int, concurrency: int, path: str = "") -> dict:
+    """``requests`` POSTs of ``body`` to ``path`` (default: the predictor's V1 predict) from
+    ``concurrency`` threads; throughput and latencies."""
+    path = path or f"/v1/models/{MODEL_NAME}:predict"
 
     def worker(count: int) -> list[float]:
         connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
@@ -95,7 +97,7 @@ def load(port: int, body: bytes, requests: int, concurrency: int) -> dict:
             started = time.perf_counter()
             connection.request(
                 "POST",
-                f"/v1/models/{MODEL_NAME}:predict",
+                path,
                 body=body,
                 headers={"content-type": "application/json"},
             )
