@@ -270,44 +270,51 @@ def clean_runs(
         raise UsageError(f"--keep {keep}: expected a count >= 0")
     if not os.path.isdir(pipeline_root):
         return [], []
+    try:
+        with _root_locked(pipeline_root, exclusive=True):
+            return _clean_locked(pipeline_root, keep, dry_run, force)
+    except OSError as err:
+        raise UsageError(f"cannot clean {pipeline_root}: {err.strerror or err} ({err.filename})") from None
+
+
+def _clean_locked(
+    pipeline_root: str, keep: int, dry_run: bool, force: bool
+) -> tuple[list[RunDirectory], list[Skipped]]:
+    """:func:`clean_runs`' work, under the root's exclusive lock."""
     removed: list[RunDirectory] = []
     skipped: list[Skipped] = []
-    with _root_locked(pipeline_root, exclusive=True):
-        for name in sorted(os.listdir(pipeline_root)):
-            path = os.path.join(pipeline_root, name)
-            if os.path.islink(path) and os.path.isfile(os.path.join(path, MARKER)):
-                if force:
-                    if not dry_run:
-                        os.unlink(path)
-                    skipped.append(
-                        Skipped(
-                            path,
-                            f"a symbolic link to {os.path.realpath(path)}: the link removed, "
-                            "not what it points to",
-                        )
-                    )
-                else:
-                    skipped.append(
-                        Skipped(
-                            path,
-                            f"a symbolic link to {os.path.realpath(path)}: not followed "
-                            "(--force removes the link alone)",
-                        )
-                    )
-        runs = list_runs(pipeline_root)
-        for run in runs[: len(runs) - keep] if keep else runs:
-            if run.in_use() and not force:
+    for name in sorted(os.listdir(pipeline_root)):
+        path = os.path.join(pipeline_root, name)
+        if os.path.islink(path) and os.path.isfile(os.path.join(path, MARKER)):
+            if force:
+                if not dry_run:
+                    os.unlink(path)
+                what = "the link would be removed" if dry_run else "the link removed"
                 skipped.append(
-                    Skipped(run.path, "running (a process holds its lock); --force removes it anyway")
+                    Skipped(
+                        path, f"a symbolic link to {os.path.realpath(path)}: {what}, not what it points to"
+                    )
+                )
+            else:
+                skipped.append(
+                    Skipped(
+                        path,
+                        f"a symbolic link to {os.path.realpath(path)}: not followed "
+                        "(--force removes the link alone)",
+                    )
+                )
+    runs = list_runs(pipeline_root)
+    for run in runs[: len(runs) - keep] if keep else runs:
+        if run.in_use() and not force:
+            skipped.append(Skipped(run.path, "running (a process holds its lock); --force removes it anyway"))
+            continue
+        if not dry_run:
+            try:
+                shutil.rmtree(run.path)
+            except OSError as err:
+                skipped.append(
+                    Skipped(run.path, f"cannot be removed: {err.strerror or err} ({err.filename})")
                 )
                 continue
-            if not dry_run:
-                try:
-                    shutil.rmtree(run.path)
-                except OSError as err:
-                    skipped.append(
-                        Skipped(run.path, f"cannot be removed: {err.strerror or err} ({err.filename})")
-                    )
-                    continue
-            removed.append(run)
+        removed.append(run)
     return removed, skipped
