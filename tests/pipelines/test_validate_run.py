@@ -86,6 +86,7 @@ def test_a_cluster_run_without_a_cluster_fails_before_anything_is_submitted(
         )
 
 
+@pytest.mark.slow  # test_run_form.py's fresh-interpreter check runs the same round trip by default
 def test_in_a_fresh_interpreter_the_checks_own_error_comes_back(team_pipeline):
     with pytest.raises(InvalidParameterError, match=r"spark_driver_memory='2gb': expected Spark memory"):
         check_in_fresh_interpreter(

@@ -138,7 +138,10 @@ def test_sigterm_to_the_launcher_stops_every_replica(tmp_path):
     assert not (tmp_path / "attempt-2").exists()  # a cancel is not a failure to retry
 
 
-@pytest.mark.parametrize(("training_api", "role"), [("v1", "worker-0"), ("trainer-v2", "node-1")])
+@pytest.mark.parametrize(
+    ("training_api", "role"),
+    [("v1", "worker-0"), pytest.param("trainer-v2", "node-1", marks=pytest.mark.slow)],
+)
 def test_a_rank_that_cannot_read_its_shard_fails_the_ddp_group(tmp_path, training_api, role):
     """A real trainer failure: rank 1's shard is corrupt; rank 0 waits in a collective. Under
     either contract: the PyTorchJob's processes, or the TrainJob's torchrun nodes."""
