@@ -12,6 +12,7 @@ from kfstack.serving.model_server import (
     check_one_worker,
     live_drift_settings,
     serve,
+    server_options,
 )
 from kfstack.serving.records import FLOAT, INT, STRING, BadRecordError, Field, Kind, Schema
 
@@ -31,4 +32,5 @@ __all__ = [
     "check_one_worker",
     "live_drift_settings",
     "serve",
+    "server_options",
 ]

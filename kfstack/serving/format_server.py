@@ -72,7 +72,13 @@ def main(argv: list[str] | None = None) -> int:
     """Loads the model and serves it until SIGTERM/SIGINT; 2 when the directory holds no model
     of the format."""
     from kfstack.monitoring.live_drift import OFF, ON
-    from kfstack.serving.model_server import attach_live_drift, check_one_worker, live_drift_settings, serve
+    from kfstack.serving.model_server import (
+        attach_live_drift,
+        check_one_worker,
+        live_drift_settings,
+        serve,
+        server_options,
+    )
     from kfstack.serving.served_models import build_model
 
     args = parser().parse_args(argv)
@@ -101,15 +107,7 @@ def main(argv: list[str] | None = None) -> int:
     except (FileNotFoundError, ValueError) as err:
         logger.error("cannot serve %s: %s", args.model_dir, err)
         return 2
-    serve(
-        model,
-        args.http_port,
-        args.grpc_port,
-        args.max_body_bytes,
-        bind_address=args.bind_address,
-        body_read_seconds=args.body_read_seconds,
-        enable_grpc=False,
-    )
+    serve(model, args.http_port, args.grpc_port, **server_options(args), enable_grpc=False)
     return 0
 
 

@@ -333,6 +333,16 @@ def add_server_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def server_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The arguments of :func:`serve` that :func:`add_server_arguments`' flags give, by name:
+    ``serve(model, args.http_port, args.grpc_port, **server_options(args))``."""
+    return {
+        "max_body_bytes": args.max_body_bytes,
+        "bind_address": args.bind_address,
+        "body_read_seconds": args.body_read_seconds,
+    }
+
+
 def serve(
     model: Any,
     http_port: int,

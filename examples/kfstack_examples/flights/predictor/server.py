@@ -57,6 +57,7 @@ from kfstack.api.serving import (
     check_one_worker,
     live_drift_settings,
     serve,
+    server_options,
 )
 from kfstack_examples.flights.features import CALENDAR_FEATURES
 from kfstack_examples.flights.scoring import (
@@ -194,9 +195,7 @@ def main(argv: list[str] | None = None, model_class: type[FlightDelayModel] = Fl
         model,
         args.http_port,
         args.grpc_port,
-        args.max_body_bytes,
-        bind_address=args.bind_address,
-        body_read_seconds=args.body_read_seconds,
+        **server_options(args),
         enable_grpc=args.enable_grpc,
         enable_latency_logging=args.enable_latency_logging,
     )
