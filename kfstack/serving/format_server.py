@@ -29,10 +29,18 @@ MODULE = "kfstack.serving.format_server"
 
 
 def command(
-    model_dir: str, name: str, port: int, model_format: str, custom_predictor: str = "", *extra: str
+    model_dir: str,
+    name: str,
+    port: int,
+    model_format: str,
+    custom_predictor: str = "",
+    *extra: str,
+    bind_address: str = "127.0.0.1",
 ) -> list[str]:
     """The server's command line on this machine (the embedded platform's servers, ``kfstack
-    serve``): gRPC off, every client here speaks HTTP; ``extra``: more of KServe's flags."""
+    serve``): gRPC off, every client here speaks HTTP; listening on ``bind_address`` (this
+    machine's clients only, unless ``kfstack serve --address`` widens it); ``extra``: more of
+    KServe's flags."""
     return [
         sys.executable,
         "-m",
@@ -40,7 +48,7 @@ def command(
         f"--model_name={name}",
         f"--model_dir={model_dir}",
         f"--http_port={port}",
-        "--bind_address=127.0.0.1",  # this machine's clients only (kfstack serve --address widens it)
+        f"--bind_address={bind_address}",
         "--enable_grpc=false",
         f"--model_format={model_format}",
         *([f"--custom_predictor={custom_predictor}"] if custom_predictor else []),

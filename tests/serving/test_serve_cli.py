@@ -34,6 +34,22 @@ def test_a_custom_model_needs_its_predictor_class(tmp_path, capsys):
     assert "no.such" in capsys.readouterr().err
 
 
+def test_the_server_listens_on_loopback_unless_address_says_otherwise(tmp_path, monkeypatch):
+    from tests.serving import standard_models
+
+    standard_models.sklearn_digits(str(tmp_path))
+    started: list[list[str]] = []
+
+    def execv(_path: str, argv: list[str]) -> None:
+        started.append(argv)  # stands in for the server replacing this process
+
+    monkeypatch.setattr("os.execv", execv)
+    for flags, address in (([], "127.0.0.1"), (["--address", "0.0.0.0"], "0.0.0.0")):
+        main(["serve", "--model", str(tmp_path), "--format", "sklearn", *flags])
+        binds = [arg for arg in started[-1] if arg.startswith("--bind_address")]
+        assert binds == [f"--bind_address={address}"]
+
+
 @pytest.mark.parametrize("bad", [["--format", "pickle"], []])
 def test_the_format_is_one_of_the_contracts(tmp_path, bad):
     assert main(["serve", "--model", str(tmp_path), *bad]) == EXIT_BAD_INPUT

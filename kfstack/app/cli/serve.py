@@ -80,7 +80,7 @@ def handle(args: argparse.Namespace) -> int:
         flush=True,
     )
     argv = format_server.command(
-        served, args.name, args.port, args.format, args.predictor, f"--bind_address={args.address}"
+        served, args.name, args.port, args.format, args.predictor, bind_address=args.address
     )
     os.execv(sys.executable, argv)
     return EXIT_FAILED  # not reached: execv replaced this process
