@@ -27,6 +27,7 @@ inject_drift`) on the held-out rows at several shares, each window's max PSI.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import tempfile
@@ -38,7 +39,7 @@ import numpy as np
 
 from benchmarks.common import machine_facts, write_result
 from kfstack.monitoring.drift import DriftThresholds
-from kfstack.monitoring.live_drift import LiveDrift, read_reference
+from kfstack.monitoring.live_drift import LiveDrift, Reference, read_reference
 
 WINDOWS = (500, 1000, 2000, 5000)
 DRIFT_SHARES = (0.05, 0.1, 0.25, 0.5)
@@ -75,6 +76,28 @@ def feature_columns(features_uri: str, records: Sequence[dict[str, Any]]) -> dic
         records, keyed(PLANE_LOOKUP_FILE, "tailnum"), keyed(AIRPORT_LOOKUP_FILE, "faa")
     )
     return {name: np.asarray(values, dtype=object) for name, values in columns.items()}
+
+
+@dataclasses.dataclass(frozen=True)
+class HeldOutTraffic:
+    """What the live-drift benchmarks replay: the feature job's output, its training profile as
+    the window's reference, the held-out flights as requests, and their features."""
+
+    features: str
+    reference: Reference
+    records: list[dict[str, Any]]
+    columns: dict[str, np.ndarray]
+
+
+def held_out_traffic(features_uri: str | None, tmp: str) -> HeldOutTraffic:
+    """The traffic of ``features_uri`` (default: the feature job, run first into ``tmp``)."""
+    from benchmarks.ddp_scaling import build_features
+
+    features = features_uri or build_features(tmp)
+    reference = read_reference(features)
+    assert reference is not None, f"no profile.json in {features}"
+    records = held_out_records(features)
+    return HeldOutTraffic(features, reference, records, feature_columns(features, records))
 
 
 def drifted_records(records: list[dict[str, Any]], share: float, seed: int = 7) -> list[dict[str, Any]]:
@@ -147,7 +170,6 @@ def run(
     scrape_seconds: float,
     for_minutes: float,
 ) -> dict[str, Any]:
-    from benchmarks.ddp_scaling import build_features
     from kfstack_examples.flights.features import CALENDAR_FEATURES
 
     scrape_rows = round(rows_per_second * scrape_seconds)
@@ -155,11 +177,13 @@ def run(
     thresholds = DriftThresholds(ignored_features=CALENDAR_FEATURES)
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="kfstack-live-drift-") as tmp:
-        features = features_uri or build_features(tmp)
-        reference = read_reference(features)
-        assert reference is not None, f"no profile.json in {features}"
-        records = held_out_records(features)
-        columns = feature_columns(features, records)
+        traffic = held_out_traffic(features_uri, tmp)
+        features, reference, records, columns = (
+            traffic.features,
+            traffic.reference,
+            traffic.records,
+            traffic.columns,
+        )
         rows = len(records)
         rng = np.random.default_rng(0)
         chronological = np.lexsort(

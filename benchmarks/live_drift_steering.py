@@ -24,9 +24,9 @@ from typing import Any
 import numpy as np
 
 from benchmarks.common import machine_facts, write_result
-from benchmarks.live_drift_false_alarms import drifted_records, feature_columns, held_out_records
+from benchmarks.live_drift_false_alarms import drifted_records, feature_columns, held_out_traffic
 from kfstack.monitoring.drift import DriftThresholds
-from kfstack.monitoring.live_drift import LiveDrift, Reference, read_reference
+from kfstack.monitoring.live_drift import LiveDrift, Reference
 
 WINDOW = 2000
 BACKGROUND_ROWS_PER_SECOND = (0, 1, 10)
@@ -84,7 +84,6 @@ def fewest(holds: Any, high: int) -> int | None:
 
 
 def run(features_uri: str | None, for_minutes: float) -> dict[str, Any]:
-    from benchmarks.ddp_scaling import build_features
     from kfstack_examples.flights.features import CALENDAR_FEATURES
 
     thresholds = DriftThresholds(ignored_features=CALENDAR_FEATURES)
@@ -92,13 +91,10 @@ def run(features_uri: str | None, for_minutes: float) -> dict[str, Any]:
     started = time.perf_counter()
     figures: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="kfstack-steering-") as tmp:
-        features = features_uri or build_features(tmp)
-        reference = read_reference(features)
-        assert reference is not None, f"no profile.json in {features}"
-        records = held_out_records(features)
-        normal = feature_columns(features, records)
+        traffic = held_out_traffic(features_uri, tmp)
+        reference, records, normal = traffic.reference, traffic.records, traffic.columns
         sample = np.random.default_rng(1).permutation(len(records))[:WINDOW]
-        unusual = feature_columns(features, drifted_records([records[i] for i in sample], 1.0))
+        unusual = feature_columns(traffic.features, drifted_records([records[i] for i in sample], 1.0))
         cap = max(1, WINDOW // 100)
         for background in BACKGROUND_ROWS_PER_SECOND:
 
