@@ -355,7 +355,7 @@ def test_ctrl_c_stops_every_process_and_writes_a_cancelled_summary(tmp_path):
     alive = [p for p in started if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
     assert alive == []
     assert os.listdir(tmpdir) == []
-    (run_dir,) = root.iterdir()
+    (run_dir,) = run_dirs(root)
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["status"] == "CANCELLED"
     assert summary["stages"]["validate-run"]["status"] == "SUCCEEDED"

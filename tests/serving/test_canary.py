@@ -193,7 +193,10 @@ def test_a_ten_times_slower_canary_is_rolled_back(predictor, canary_of, labelled
     report = _analyse(predictor, canary_of("slow"), labelled_records)
     assert report.decision == ROLLBACK
     assert [c.name for c in report.checks if not c.passed] == ["p95 latency"]
-    assert report.canary.p95_ms > 5 * report.stable.p95_ms
+    # The medians show the fault's 30 ms sleep; a p95 of 20 requests is one request's outlier
+    # on a loaded machine (a stable p95 of 13 ms beside its p50 of 4 ms was seen).
+    assert report.canary.p50_ms >= 30
+    assert report.canary.p50_ms > 5 * report.stable.p50_ms
 
 
 def test_a_holdout_too_small_for_the_checks_is_said_beside_the_decision():
