@@ -15,8 +15,8 @@ from rich.progress import BarColumn, Progress, SpinnerColumn, TaskID, TextColumn
 
 from kfstack.progress import ProgressEvent
 
-RUNNING, DONE, FAILED, CANCELLED = "running", "done", "failed", "cancelled"
-_STYLE = {RUNNING: "cyan", DONE: "green", FAILED: "bold red", CANCELLED: "yellow"}
+RUNNING, DONE, FAILED, CANCELLED, CACHED = "running", "done", "failed", "cancelled", "cached"
+_STYLE = {RUNNING: "cyan", DONE: "green", FAILED: "bold red", CANCELLED: "yellow", CACHED: "green"}
 
 
 class RunConsole:
@@ -89,6 +89,15 @@ class RunConsole:
             self._progress.update(task, state=state, style=_STYLE[state], total=total, completed=completed)
             self._progress.stop_task(task)
         self._plain(f"{name:<20} {state:<9} {seconds:.1f} s")
+
+    def task_cached(self, name: str, origin: str) -> None:
+        """A task answered from the step cache: its outputs are those of the run ``origin``."""
+        activity = f"outputs of {origin}"
+        task = self._progress.add_task(
+            name, total=1, completed=1, state=CACHED, style=_STYLE[CACHED], activity=activity
+        )
+        self._progress.stop_task(task)
+        self._plain(f"{name:<20} {CACHED:<9} {activity}")
 
     def _plain(self, line: str) -> None:
         if not self.live:

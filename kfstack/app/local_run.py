@@ -43,12 +43,14 @@ from typing import Any, TextIO
 import psutil
 
 from kfstack import progress
+from kfstack.app import step_cache
 from kfstack.app.console import CANCELLED as SHOWN_CANCELLED
 from kfstack.app.console import DONE as SHOWN_DONE
 from kfstack.app.console import FAILED as SHOWN_FAILED
 from kfstack.app.console import RunConsole
 from kfstack.app.run_directory import KFP_LOG, RunDirectory
 from kfstack.app.summary import (
+    CACHED,
     CANCELLED,
     DRIFT_REPORT,
     FAILED,
@@ -86,6 +88,7 @@ class _TaskAttempt:
     status: str
     seconds: float
     outputs: dict[str, Any]
+    cached_from: str = ""
 
 
 class _OutputRouter:
@@ -131,8 +134,10 @@ def _stop_process_group(process: subprocess.Popen, grace_seconds: float = STOP_G
 class _TaskRunner:
     """Starts, routes, watches and, on Ctrl-C, stops the processes of a run's tasks."""
 
-    def __init__(self, run: RunDirectory, console: RunConsole, verbose: bool) -> None:
-        self.run, self.console, self.verbose = run, console, verbose
+    def __init__(
+        self, run: RunDirectory, console: RunConsole, verbose: bool, cache: step_cache.StepCache | None
+    ) -> None:
+        self.run, self.console, self.verbose, self.cache = run, console, verbose, cache
         self.pipeline_version = pipeline_version()
         # The run's creation time, as KFP writes it (RFC 3339, UTC).
         self.created = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -145,13 +150,19 @@ class _TaskRunner:
     @contextlib.contextmanager
     def installed(self) -> Iterator[None]:
         from kfp.local import subprocess_task_handler, task_dispatcher
+        from kfp.local.orchestrator import task_executor
 
+        execute_task = task_executor.execute_single_task
         run_task = task_dispatcher.run_single_task_implementation
         run_process = subprocess_task_handler.run_local_subprocess
+
+        def execute_task_watched(*args: Any, **kwargs: Any) -> Any:
+            return self._execute_task(execute_task, *args, **kwargs)
 
         def run_task_watched(*args: Any, **kwargs: Any) -> Any:
             return self._run_task(run_task, *args, **kwargs)
 
+        task_executor.execute_single_task = execute_task_watched
         task_dispatcher.run_single_task_implementation = run_task_watched
         subprocess_task_handler.run_local_subprocess = self._run_process
         poller = threading.Thread(target=self._poll_progress, name="progress", daemon=True)
@@ -159,10 +170,25 @@ class _TaskRunner:
         try:
             yield
         finally:
+            task_executor.execute_single_task = execute_task
             task_dispatcher.run_single_task_implementation = run_task
             subprocess_task_handler.run_local_subprocess = run_process
             self._stop_polling.set()
             poller.join()
+
+    def _execute_task(self, execute_task: Any, *args: Any, **kwargs: Any) -> Any:
+        """One task, run or answered from the step cache (then recorded here: kfp.local runs
+        nothing, so :meth:`_run_task` is not called)."""
+        if self.cache is None:
+            return execute_task(*args, **kwargs)
+        self.cache.take_hit()  # nothing left from this thread's earlier task
+        outputs, status = execute_task(*args, **kwargs)
+        origin = self.cache.take_hit()
+        if origin is not None:
+            name = _stage_name(kwargs["task_spec"].component_ref.name)
+            self.attempts.append(_TaskAttempt(name, CACHED, 0.0, dict(outputs), cached_from=origin))
+            self.console.task_cached(name, os.path.basename(origin))
+        return outputs, status
 
     def _run_task(self, run_task: Any, *args: Any, **kwargs: Any) -> Any:
         name = _task_name(kwargs)
@@ -260,9 +286,12 @@ class _TaskRunner:
 
 
 def _task_name(kwargs: dict[str, Any]) -> str:
-    # component_name is "comp-<component>"; strip the prefix for a readable stage name.
-    name = kwargs.get("component_name", "task")
-    return name[len("comp-") :] if name.startswith("comp-") else name
+    return _stage_name(kwargs.get("component_name", "task"))
+
+
+def _stage_name(component_name: str) -> str:
+    # A component's name in the spec is "comp-<component>"; the prefix stripped, a readable name.
+    return component_name.removeprefix("comp-")
 
 
 def tree_rss(processes: list[tuple[int, int, int, int]]) -> int:
@@ -379,6 +408,7 @@ def run_pipeline_locally(
     verbose: bool = False,
     console_stream: TextIO | None = None,
     resume: RunDirectory | None = None,
+    cache: bool = True,
 ) -> RunSummary:
     """Runs a registered pipeline with kfp.local on this machine, in a new run directory.
 
@@ -390,6 +420,8 @@ def run_pipeline_locally(
         console_stream: Where the live task lines go (default: this process's stderr).
         resume: An interrupted run's directory to run again in: steps that keep state there
             (the tuner's finished trials) pick up where it stopped.
+        cache: Answer a step from an earlier run under the same root that ran it with the same
+            inputs and code (:mod:`kfstack.app.step_cache`); False runs every step.
 
     Returns:
         The run's summary, also written to ``<run_dir>/summary.json``. A failed task or a
@@ -401,7 +433,7 @@ def run_pipeline_locally(
     """
     from kfp import local
 
-    from kfstack.pipelines import load_pipeline, rendering, run_form
+    from kfstack.pipelines import entry, load_pipeline, rendering, run_form
 
     pipeline_func = load_pipeline(pipeline_name)
     arguments = run_form.current_names(pipeline_func, arguments)
@@ -412,14 +444,21 @@ def run_pipeline_locally(
     version = run_form.version_function(pipeline_func, frame)
     run_arguments = run_form.run_arguments(pipeline_func, arguments, frame)
     run = resume or RunDirectory.create(pipeline_root, pipeline_name, arguments=dict(arguments))
+    cached = None
+    if cache:
+        cached = step_cache.StepCache(run, step_cache.code_digest(entry(pipeline_name).function))
     local.init(
         runner=local.SubprocessRunner(use_venv=False),
         pipeline_root=run.artifacts,
         raise_on_error=False,
+        enable_caching=cached is not None,
+        cache_root=cached.cache_root if cached else None,
     )
+    if cached is not None:
+        step_cache.install(cached)
     stream = console_stream or sys.stderr
     console = RunConsole(stream, live=False if verbose else None)
-    runner = _TaskRunner(run, console, verbose)
+    runner = _TaskRunner(run, console, verbose, cached)
     status, crash = SUCCEEDED, ""
     start = time.perf_counter()
     memory = PeakMemorySampler()
@@ -449,6 +488,8 @@ def run_pipeline_locally(
     with _sigint_ignored():
         summary.write_json(run.summary)
     run.release()  # the run has ended: `kfstack clean` may remove it
+    if cached is not None:
+        cached.release()  # and the runs whose outputs it reused
     return summary
 
 
@@ -465,7 +506,11 @@ def _summarise(
     for attempt in attempts:  # a task retried by kfp.local appears once per attempt
         seconds = stages[attempt.name].seconds if attempt.name in stages else 0.0
         stages[attempt.name] = StageRecord(
-            attempt.status, round(seconds + attempt.seconds, 2), run.log(attempt.name)
+            attempt.status,
+            round(seconds + attempt.seconds, 2),
+            # A cached step's log is the one of the run that computed its outputs.
+            RunDirectory(attempt.cached_from or run.path).log(attempt.name),
+            cached_from=attempt.cached_from,
         )
     # Every task's outputs, not only the pipeline's: outputs of tasks inside an ExitHandler
     # cannot be pipeline outputs (KFP compiler rule).
@@ -488,7 +533,7 @@ def _summarise(
         drift=report_entry(outputs, DRIFT_REPORT),
         gate=report_entry(outputs, GATE_REPORT),
     )
-    unfinished = [a for a in attempts if a.status != SUCCEEDED]
+    unfinished = [a for a in attempts if a.status not in (SUCCEEDED, CACHED)]
     if status == CANCELLED:
         during = f" during task {unfinished[-1].name}" if unfinished else ""
         summary.error = f"cancelled (Ctrl-C){during}; every process of the run was stopped"

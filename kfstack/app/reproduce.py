@@ -122,6 +122,7 @@ def reproduce(
         pipeline_root=pipeline_root,
         verbose=verbose,
         console_stream=console_stream,
+        cache=False,  # a reproduction computes every step again: reused outputs would prove nothing
     )
     if summary.status != SUCCEEDED or MODEL_OUTPUT not in summary.artifacts:
         raise RunFailedError(f"the reproduction run {summary.run_dir} did not finish: {summary.error}")

@@ -12,6 +12,7 @@ One directory per run under the pipeline root (``runs/`` by default)::
       artifacts/         kfp.local's pipeline root: <pipeline>-<time>/<task>/<output>
       tmp/               $TMPDIR of every task process; removed when the run ends
       state/             what a step keeps to resume (the embedded tuner's trial journal)
+      step-cache/        the cache entries of the steps this run computed (:mod:`kfstack.app.step_cache`)
 
 Beside the runs, ``registry/`` is the embedded platform's model registry (which model serves,
 and its history: :mod:`kfstack.serving.registry`), and ``alert-runs.jsonl`` the alert receiver's
@@ -19,7 +20,9 @@ record of which alert started which run: they outlive every run. They, and anyth
 the pipeline root without a marker (a user's file), are never touched by ``kfstack clean``.
 
 **In use is never removed.** A run's process holds an exclusive lock on its ``.kfstack-lock``
-from before its marker is written until it ends (the kernel drops it if the process dies), and
+from before its marker is written until it ends (the kernel drops it if the process dies); a
+running run that reuses an ended run's outputs (the step cache) holds a shared lock of the
+ended run's ``.kfstack-lock`` until it ends; and
 a run directory is created under a shared lock of the root's ``.kfstack-root.lock``, which
 ``kfstack clean`` holds exclusively while it works: a clean never sees a run half made, and a
 run that starts while a clean works waits for it. A process that starts a run in another process
@@ -46,6 +49,9 @@ ROOT_LOCK = ".kfstack-root.lock"
 # Set by a process that created a run directory and starts the run in a child: the number of the
 # inherited descriptor that holds the run's lock, which the child adopts (:meth:`RunDirectory.reopen`).
 LOCK_FD_ENV = "KFSTACK_RUN_LOCK_FD"
+# Why a run is in use (:meth:`RunDirectory.in_use`).
+RUNNING = "running (a process holds its lock)"
+REUSED = "a running run reuses its outputs (the step cache)"
 # The run locks this process holds: run directory -> the descriptor holding it.
 _HELD: dict[str, int] = {}
 # The marker's "started": the run's start in local time (also the directory name's suffix).
@@ -171,21 +177,24 @@ class RunDirectory:
         if fd is not None:
             os.close(fd)
 
-    def in_use(self) -> bool:
-        """Whether a process (this one included) holds the run's lock: the run is running."""
+    def in_use(self) -> str | None:
+        """Why the run is in use, or None: running (a process, this one included, holds its
+        lock), or its outputs reused by a running run (:func:`hold_for_reuse`)."""
         if self.path in _HELD:
-            return True
+            return RUNNING
         try:
             fd = os.open(os.path.join(self.path, LOCK), os.O_RDONLY | os.O_CLOEXEC)
         except FileNotFoundError:
-            return False  # made before runs were locked, or never started
+            return None  # made before runs were locked, or never started
         try:
-            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return True
+            for probe, held in ((fcntl.LOCK_SH, RUNNING), (fcntl.LOCK_EX, REUSED)):
+                try:
+                    fcntl.flock(fd, probe | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    return held
+            return None
         finally:
             os.close(fd)
-        return False
 
     def marker(self) -> dict[str, Any]:
         """The run's marker: its ``pipeline``, ``started`` (:data:`STARTED_FORMAT`) and
@@ -214,7 +223,10 @@ class RunDirectory:
         except (OSError, ValueError):
             raise UsageError(f"--resume {path}: not a run directory (no readable {MARKER})") from None
         if not (run._adopt_inherited_lock() or run._lock()):
-            raise UsageError(f"--resume {path}: the run is running (another process holds {LOCK})")
+            raise UsageError(
+                f"--resume {path}: in use: running, or a running run reuses its outputs (another "
+                f"process holds {LOCK})"
+            )
         os.makedirs(run.tmp, exist_ok=True)
         return run, marker["pipeline"], dict(marker.get("arguments") or {})
 
@@ -229,6 +241,28 @@ def _root_locked(pipeline_root: str, exclusive: bool) -> Iterator[None]:
         yield
     finally:
         os.close(fd)
+
+
+def hold_for_reuse(run: RunDirectory) -> int | None:
+    """A shared lock of an ended run's lock file, for a running run that reuses its outputs
+    (:mod:`kfstack.app.step_cache`): ``kfstack clean`` skips the run while the descriptor
+    returned is open. None when the run is running (its outputs may not be final) or gone.
+
+    Taken under the root's shared lock, so a clean at work either removed the run before (the
+    outputs are found missing) or sees the hold.
+    """
+    pipeline_root = os.path.dirname(run.path)
+    try:
+        with _root_locked(pipeline_root, exclusive=False):
+            fd = os.open(os.path.join(run.path, LOCK), os.O_RDONLY | os.O_CLOEXEC)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(fd)
+                return None
+    except OSError:
+        return None
+    return fd
 
 
 def list_runs(pipeline_root: str) -> list[RunDirectory]:
@@ -305,8 +339,9 @@ def _clean_locked(
                 )
     runs = list_runs(pipeline_root)
     for run in runs[: len(runs) - keep] if keep else runs:
-        if run.in_use() and not force:
-            skipped.append(Skipped(run.path, "running (a process holds its lock); --force removes it anyway"))
+        in_use = run.in_use()
+        if in_use and not force:
+            skipped.append(Skipped(run.path, f"{in_use}; --force removes it anyway"))
             continue
         if not dry_run:
             try:

@@ -16,6 +16,8 @@ from typing import Any
 from kfstack.training.metrics import UNDEFINED
 
 SUCCEEDED, FAILED, CANCELLED = "SUCCEEDED", "FAILED", "CANCELLED"
+# A stage answered from the step cache (kfstack.app.step_cache): it ran in an earlier run.
+CACHED = "CACHED"
 METRICS_SCHEMA = "system.Metrics"
 # Where a Spark job's counts show up among the metrics (the spark_job step's report output).
 DATA_REPORT = "report"
@@ -36,11 +38,13 @@ Number = int | float
 
 @dataclasses.dataclass
 class StageRecord:
-    """One task of the run: its outcome, seconds (all attempts) and its own log file."""
+    """One task of the run: its outcome (``CACHED`` when the step cache answered it), seconds
+    (all attempts), its own log file and, when cached, the run directory that computed it."""
 
     status: str
     seconds: float
     log: str
+    cached_from: str = ""
 
 
 @dataclasses.dataclass
@@ -108,6 +112,7 @@ class RunSummary:
             "stages:",
             *(
                 f"  {name:<28} {stage.status:<10} {stage.seconds:8.1f} s"
+                + (f"  (outputs of {os.path.basename(stage.cached_from)})" if stage.cached_from else "")
                 for name, stage in self.stages.items()
             ),
         ]

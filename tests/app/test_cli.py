@@ -60,9 +60,9 @@ def local_runs(monkeypatch):
     class Fake:
         result: object = None
 
-        def __call__(self, name, arguments, pipeline_root, verbose=False, resume=None):
+        def __call__(self, name, arguments, pipeline_root, verbose=False, resume=None, cache=True):
             calls.append((name, dict(arguments), pipeline_root))
-            self.resumed = resume
+            self.resumed, self.cache = resume, cache
             if isinstance(self.result, BaseException):
                 raise self.result
             return self.result
@@ -422,6 +422,20 @@ def test_run_local_success(capsys, tmp_path, local_runs):
     budget = {f"tuning_{field}": value for field, value in LOCAL_BUDGET.items()}
     assert arguments == {"sample_fraction": 0.01, "platform": "local", **budget}
     assert local_runs.result.written == [str(summary_json)]
+    assert local_runs.cache is True  # the step cache is on unless --no-cache
+
+
+def test_run_local_no_cache_turns_the_step_cache_off(capsys, tmp_path, local_runs):
+    local_runs.result = _summary("SUCCEEDED")
+    argv = ["run", "--local", FLIGHTS, "--pipeline-root", str(tmp_path / "runs"), "--no-cache", *CHEAP]
+    code = cli.main(argv)
+    assert code == 0, capsys.readouterr().err
+    assert local_runs.cache is False
+
+
+def test_no_cache_is_refused_for_a_cluster_run(capsys, tmp_path):
+    line = bad_input(capsys, ["run", FLIGHTS, "--no-cache"])
+    assert "--no-cache: only with --local" in line and "Nothing was submitted" in line
 
 
 def test_run_local_failed_run_exits_1(capsys, tmp_path, local_runs):

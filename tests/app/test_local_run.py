@@ -173,7 +173,7 @@ def test_clean_leaves_a_running_run_unless_forced(tmp_path, capsys):
         assert f"removed {ended.path}" in out
         assert f"skipped {running.path}: running (a process holds its lock); --force removes it" in out
         assert os.path.isdir(running.path) and not os.path.exists(ended.path)
-        with pytest.raises(UsageError, match="the run is running"):
+        with pytest.raises(UsageError, match="in use: running"):
             run_directory.RunDirectory.reopen(running.path)  # nor is it resumed twice
         assert cli.main(["clean", "--pipeline-root", str(root), "--force"]) == 0
         assert f"removed {running.path}" in capsys.readouterr().out and not os.path.exists(running.path)

@@ -42,7 +42,12 @@ LOCAL_CHECK_RUN_ID = "local-check"
 DEFAULT_POLL_SECONDS = 10.0
 
 # Flags of `run` that only mean something for one of its two platforms.
-_LOCAL_ONLY = {"--resume": "resume", "--pipeline-root": "pipeline_root", "--verbose": "verbose"}
+_LOCAL_ONLY = {
+    "--resume": "resume",
+    "--pipeline-root": "pipeline_root",
+    "--verbose": "verbose",
+    "--no-cache": "no_cache",
+}
 _CLUSTER_ONLY = {
     **RUN_TARGET_FLAGS,
     "--wait": "wait",
@@ -85,6 +90,13 @@ def add_parser(subparsers: Subparsers) -> None:
         "--verbose",
         action="store_true",
         help="--local: stream every task's output and kfp's own to the console",
+    )
+    parser.add_argument(
+        "--no-cache",
+        action="store_true",
+        help="--local: run every step, none answered from an earlier run under the root that ran "
+        "it with the same inputs and code (the step cache, on by default as KFP's is; a cluster "
+        "version's steps are cached as compiled)",
     )
     parser.add_argument(
         "--uri-locations",
@@ -159,6 +171,7 @@ def handle(args: argparse.Namespace) -> int:
         pipeline_root=writable_dir(args.pipeline_root),
         verbose=args.verbose,
         resume=resume,
+        cache=not args.no_cache,
     )
     if args.summary_json:
         summary.write_json(args.summary_json)

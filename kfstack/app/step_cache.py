@@ -1,0 +1,213 @@
+"""Steps not run again when nothing they depend on changed: KFP's cache, on the embedded platform.
+
+On a cluster, KFP answers a task from its cache when the same component ran before with the same
+inputs: the earlier outputs become the task's, and the UI shows the task as cached. kfp.local
+2.17 has the same mechanism (:class:`kfp.local.cache.LocalCache`, off by default): a task whose
+caching is on (kfstack turns it off where a result changes between runs with the same inputs:
+:func:`pipelines.wiring.uncached`) is keyed by its component, image, command, container
+environment and arguments, input artifacts by their URI and metadata, as a cluster keys them.
+
+This module makes that cache kfstack's, for what a cluster has and this machine lacks:
+
+- **The code is part of the key.** On a cluster a change of code is a new image; here the code
+  runs from this environment, so the key also holds a digest of kfstack's sources, of the
+  sources of the package the pipeline is registered from (the team's Spark application,
+  training code and predictor), and of every existing file a task's command or arguments name
+  (a Spark application given as a file). Editing any of them reruns the steps that use them.
+- **Entries live in the run that computed them**, in ``<run_dir>/step-cache/``, and a lookup
+  searches every run under the same pipeline root. ``kfstack clean`` removing a run removes
+  its entries with it: a later run computes those steps again.
+- **What is reused is held.** A run reusing an earlier run's outputs holds a shared lock of
+  that run's lock file until it ends (:func:`run_directory.hold_for_reuse`); ``kfstack clean``
+  skips a run so held. An earlier run still running is not reused from (its outputs may not be
+  final, and nothing could hold them once it ends).
+- **The summary says so**: the task's stage is ``CACHED``, with the run its outputs came from.
+
+``kfstack run --local --no-cache`` turns the cache off for one run: every step runs, and its
+entries are not written either.
+"""
+
+from __future__ import annotations
+
+import functools
+import glob
+import hashlib
+import importlib.util
+import json
+import os
+import sys
+import threading
+from collections.abc import Iterable
+from typing import Any
+
+from kfp.local import cache as kfp_cache
+
+from kfstack.app import run_directory
+from kfstack.app.run_directory import RunDirectory
+
+CACHE_DIR = "step-cache"
+# A string longer than this in a command or an argument is data, not a file's path.
+_PATH_MAX = 4096
+
+
+class StepCache(kfp_cache.LocalCache):
+    """kfp.local's cache with kfstack's key and places (see the module docstring).
+
+    kfp.local asks it ``compute_key``, ``get`` and ``put`` (kfp 2.17, pinned; the suite runs
+    real pipelines through it, so an upgrade that changes the interface fails loudly).
+    """
+
+    def __init__(self, run: RunDirectory, code_digest: str) -> None:
+        super().__init__(os.path.join(run.path, CACHE_DIR))
+        self._run = run
+        self._code_digest = code_digest
+        self._hit = threading.local()  # the earlier run a task's outputs came from, per thread
+        self._held: dict[str, int] = {}  # earlier run directory -> descriptor holding it
+        self._held_lock = threading.Lock()
+
+    def compute_key(
+        self,
+        component_name: str,
+        image: str,
+        full_command: list[str],
+        arguments: dict[str, Any],
+        env_vars: dict[str, str] | None = None,
+        custom_cache_key: str | None = None,
+    ) -> str:
+        kfp_key = super().compute_key(
+            component_name, image, full_command, arguments, env_vars, custom_cache_key
+        )
+        named = _named_files([*full_command, *_strings(arguments)])
+        key = hashlib.sha256(f"{kfp_key}\0{self._code_digest}\0{named}".encode())
+        return key.hexdigest()
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        """The outputs of the newest run whose step had this key and whose outputs still exist,
+        that run held for reuse; None when there is none."""
+        for entry in _entries(os.path.dirname(self._run.path), key):
+            origin = RunDirectory(os.path.dirname(os.path.dirname(entry)))
+            if origin.path != self._run.path and not self._hold(origin):
+                continue  # running, or being cleaned
+            try:
+                with open(entry, encoding="utf-8") as f:
+                    outputs: dict[str, Any] = self._deserialize_outputs(json.load(f))
+            except (OSError, ValueError, kfp_cache._MissingArtifactError):
+                continue  # written half, or an output removed by hand: the step runs
+            self._hit.origin = origin.path
+            return outputs
+        return None
+
+    def take_hit(self) -> str | None:
+        """The run whose outputs this thread's last lookup returned (then forgotten), or None."""
+        origin: str | None = getattr(self._hit, "origin", None)
+        self._hit.origin = None
+        return origin
+
+    def _hold(self, origin: RunDirectory) -> bool:
+        with self._held_lock:
+            if origin.path in self._held:
+                return True
+            fd = run_directory.hold_for_reuse(origin)
+            if fd is None:
+                return False
+            self._held[origin.path] = fd
+            return True
+
+    def release(self) -> None:
+        """Lets go of the earlier runs this run reused (it has ended)."""
+        with self._held_lock:
+            for fd in self._held.values():
+                os.close(fd)
+            self._held.clear()
+
+
+def install(cache: StepCache) -> None:
+    """Makes ``cache`` the one kfp.local consults, after ``kfp.local.init(enable_caching=True,
+    cache_root=cache.cache_root)`` (which resets kfp's: it makes a plain one on first use)."""
+    with kfp_cache._cache_singleton_lock:
+        kfp_cache._cache_singleton = cache
+        kfp_cache._cache_singleton_root = cache.cache_root
+
+
+def _entries(pipeline_root: str, key: str) -> list[str]:
+    """The cache entries with ``key`` under ``pipeline_root``'s runs, newest first."""
+    found = glob.glob(os.path.join(glob.escape(pipeline_root), "*", CACHE_DIR, f"{key}.json"))
+    return sorted(found, key=_mtime, reverse=True)
+
+
+def _mtime(path: str) -> float:
+    try:
+        return os.path.getmtime(path)
+    except OSError:
+        return 0.0
+
+
+def _strings(value: Any) -> Iterable[str]:
+    """Every string in an argument value (artifacts by their URI)."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _strings(item)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            yield from _strings(item)
+    elif hasattr(value, "uri"):
+        yield str(value.uri)
+
+
+def _named_files(strings: Iterable[str]) -> str:
+    """A digest of the existing regular files the strings name (``local://`` included)."""
+    digest = hashlib.sha256()
+    for text in sorted(set(strings)):
+        path = text.removeprefix("local://")
+        if not path or len(path) > _PATH_MAX or "\n" in path or not os.path.isfile(path):
+            continue
+        digest.update(path.encode())
+        digest.update(_file_digest(path).encode())
+    return digest.hexdigest()
+
+
+def _file_digest(path: str) -> str:
+    digest = hashlib.sha256()
+    try:
+        with open(path, "rb") as f:
+            for block in iter(functools.partial(f.read, 1 << 20), b""):
+                digest.update(block)
+    except OSError as err:
+        digest.update(f"unreadable: {err}".encode())
+    return digest.hexdigest()
+
+
+def code_digest(pipeline_function: str) -> str:
+    """A digest of the code a run's steps execute here: kfstack's sources, the sources of the
+    package ``pipeline_function`` (``module:function``) belongs to, and this interpreter."""
+    digest = hashlib.sha256(f"{sys.executable}\0{sys.version}".encode())
+    team = pipeline_function.split(":")[0].split(".")[0]
+    for package in sorted({"kfstack", team}):
+        for folder in _package_folders(package):
+            digest.update(_tree_digest(folder).encode())
+    return digest.hexdigest()
+
+
+def _package_folders(package: str) -> list[str]:
+    spec = importlib.util.find_spec(package)
+    if spec is None:
+        return []
+    if spec.submodule_search_locations:
+        return sorted(spec.submodule_search_locations)
+    return [spec.origin] if spec.origin else []  # a module of one file
+
+
+def _tree_digest(top: str) -> str:
+    """Names and contents of every file under ``top`` (compiled bytecode left out)."""
+    if os.path.isfile(top):
+        return _file_digest(top)
+    digest = hashlib.sha256()
+    for folder, subfolders, files in os.walk(top):
+        subfolders[:] = sorted(d for d in subfolders if d != "__pycache__")
+        for name in sorted(files):
+            path = os.path.join(folder, name)
+            digest.update(os.path.relpath(path, top).encode())
+            digest.update(_file_digest(path).encode())
+    return digest.hexdigest()
