@@ -69,6 +69,10 @@ MODEL_DIR_ENV = "KFSTACK_MODEL_DIR"
 CHECKPOINT_URI_ENV = "KFSTACK_CHECKPOINT_URI"
 REPORT_PATH_ENV = "KFSTACK_REPORT_PATH"
 LOCATION_ENV = (INPUT_URI_ENV, OUTPUT_URI_ENV, MODEL_DIR_ENV, CHECKPOINT_URI_ENV, REPORT_PATH_ENV)
+# Set in every replica of a tuning trial to the trial's name (Katib's ``${trialSpec.Name}``),
+# unset in the training step. A trial's result is its metric lines: its model is never served nor
+# kept, so code may skip exporting one (:func:`model_dir_problem` lets a trial leave none).
+TRIAL_ENV = "KFSTACK_TRIAL"
 # The training step's input as a folder on the replica's own disk (a copy of the dataset when its
 # location is an object store's): set where the training code's own arguments name it.
 INPUT_DIR_ENV = "KFSTACK_INPUT_DIR"
@@ -577,15 +581,22 @@ def model_files(names: Sequence[str], model_format: str) -> list[str]:
     return sorted(name for name in names if name.endswith(MODEL_FILE_SUFFIXES[model_format]))
 
 
-def model_dir_problem(model_dir: str, model_format: str) -> str | None:
-    """What ``model_dir`` lacks for ``model_format``, or None when it holds a model of it."""
+def tuning_trial(env: Mapping[str, str] | None = None) -> str:
+    """The name of the tuning trial this process trains in (:data:`TRIAL_ENV`), or ``""`` in the
+    training step: code may skip exporting a model that nothing keeps."""
+    return (os.environ if env is None else env).get(TRIAL_ENV, "")
+
+
+def model_dir_problem(model_dir: str, model_format: str, trial: bool = False) -> str | None:
+    """What ``model_dir`` lacks for ``model_format``, or None when it holds a model of it. A
+    tuning ``trial`` may leave it empty (:data:`TRIAL_ENV`); what it does leave is checked."""
     files = sorted(
         os.path.relpath(os.path.join(root, name), model_dir)
         for root, _, names in os.walk(model_dir)
         for name in names
     )
     if not files:
-        return "nothing was written to the model directory"
+        return None if trial else "nothing was written to the model directory"
     if model_format not in MODEL_FILE_SUFFIXES:
         return None  # custom: the team's own predictor knows its files
     suffixes = MODEL_FILE_SUFFIXES[model_format]

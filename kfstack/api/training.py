@@ -1,9 +1,10 @@
 """For a team's training code: what it declares (:class:`TrainingCode`, the hyperparameter kinds),
 the operators' environment read as one object (PyTorch's ranks, TensorFlow's task), atomic
 checkpoints on any URI, the shards a rank reads, metrics and Katib's metric lines, throughput, and
-the termination message a failed replica leaves. Imports numpy and pyarrow, no framework."""
+the termination message a failed replica leaves, and whether the code trains a tuning trial (whose
+model nothing keeps). Imports numpy and pyarrow, no framework."""
 
-from kfstack.contracts import BOOL, FLOAT, INT, STR, TrainingCode
+from kfstack.contracts import BOOL, FLOAT, INT, STR, TrainingCode, tuning_trial
 from kfstack.training.checkpoints import list_checkpoints, load_checkpoint, save_checkpoint, to_bytes
 from kfstack.training.env_contract import DistributedEnv
 from kfstack.training.metrics import accuracy, katib_line, log_loss, numeric_report, roc_auc
@@ -42,4 +43,5 @@ __all__ = [
     "termination_message_on_failure",
     "throughput",
     "to_bytes",
+    "tuning_trial",
 ]

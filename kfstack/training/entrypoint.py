@@ -248,7 +248,9 @@ def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None
             "report": report,
             "report_problem": report_problem,
             "training_seconds": seconds,
-            "model_problem": contracts.model_dir_problem(model_dir, model_format),
+            "model_problem": contracts.model_dir_problem(
+                model_dir, model_format, trial=bool(contracts.tuning_trial(env))
+            ),
             # The processes that trained, as torch saw them (an elastic job may run on fewer
             # than it asked for); absent for TensorFlow, whose job is its replica layout.
             "world_size": int(env["WORLD_SIZE"]) if env.get("WORLD_SIZE") else None,

@@ -81,6 +81,8 @@ def test_the_trials_run_the_real_trainer_with_katibs_substitution(tuned):
         assert (trial_dir / "logs" / "attempt-1" / "rank-0.log").is_file()
         assert (trial_dir / "logs" / "attempt-1" / "rank-1.log").is_file()
         assert entry["assignments"]["batch_size"] in ("64", "128")
+        # Told KFSTACK_TRIAL, the trainer exported no model: nothing keeps a trial's.
+        assert not list((trial_dir / "model").glob("*"))
     finished = [e["trial"] for e in entries if e["event"] == "finished"]
     for trial in finished:
         # The tuner read rank 0's Katib lines: one objective per epoch. A trial stopped early

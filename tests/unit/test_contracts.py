@@ -154,6 +154,14 @@ def test_model_directories_are_checked_against_their_format(tmp_path):
         contracts.check_model_format("pmml")
 
 
+def test_a_tuning_trial_may_leave_no_model_but_what_it_leaves_is_checked(tmp_path):
+    assert contracts.tuning_trial({}) == ""
+    assert contracts.tuning_trial({contracts.TRIAL_ENV: "trial-003"}) == "trial-003"
+    assert contracts.model_dir_problem(str(tmp_path), "onnx", trial=True) is None
+    (tmp_path / "model.pt").write_bytes(b"m")
+    assert "exactly one .onnx file" in contracts.model_dir_problem(str(tmp_path), "onnx", trial=True)
+
+
 def test_secrets_are_passed_by_name():
     assert contracts.check_secret_names(["team-db", "feature.store"], "env_secrets") == (
         "team-db",

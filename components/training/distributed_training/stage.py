@@ -94,6 +94,9 @@ class DistributedTrainingSettings:
         placement: Where the job's replicas run.
         run_id, run_dir: The pipeline run and, on the embedded platform, its directory: they
             name the model's version in its lineage record.
+        pipeline: The registered pipeline (the lineage record's).
+        trial: A tuning trial's name (Katib's reference in a trial template), told to the
+            replicas as ``KFSTACK_TRIAL``; empty in the training step.
         threads_per_worker: Local only: intra-op threads per replica; default: cores split evenly.
         on_group_started: Local only: a test's hook, see ``run_process_group``.
     """
@@ -111,6 +114,7 @@ class DistributedTrainingSettings:
     run_id: str = ""
     run_dir: str = ""
     pipeline: str = ""
+    trial: str = ""
     threads_per_worker: int | None = None
     on_group_started: Callable[..., None] | None = None
 
@@ -153,6 +157,7 @@ class DistributedTrainingSettings:
         return {
             **locations,
             **entrypoint.step_env(self.code, self.model_format, uri(self.model_uri), uri(self.result_uri)),
+            **({contracts.TRIAL_ENV: self.trial} if self.trial else {}),
         }
 
     def layout(self) -> dict[str, int]:

@@ -87,7 +87,8 @@ def hyperparameter_tuning(
         tuning_metrics: Best objective, trials run / succeeded / failed / early-stopped.
         tuning_report: Markdown: the best trial and a table of all trials.
         optimisation_plot: HTML: objective per trial and best so far.
-        tuning_trials: Each trial's model and logs, by trial name.
+        tuning_trials: Each trial's logs, and its model when its code writes one (a trial's code
+            is told ``KFSTACK_TRIAL`` and may skip it), by trial name.
         tuning_job: What ran the tuning: the Experiment's reference, or the local tuner.
         hyperparameter_types: As the training step: name -> ``int``, ``float``, ``str``, ``bool``.
         hyperparameters: The run's own values: the trials' for what is not tuned, and handed on

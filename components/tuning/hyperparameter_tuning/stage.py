@@ -69,7 +69,8 @@ class HyperparameterTuningSettings:
         tuning: The tuning spec, checked against the code's declaration.
         base: The run's own hyperparameters (handed on as they are when tuning is off).
         trial: The training step's settings for one trial, tuned values as Katib references.
-        trials_uri: Each trial's model and logs, under ``<trials_uri>/<trial name>/``.
+        trials_uri: Each trial's logs (and model, when its code writes one), under
+            ``<trials_uri>/<trial name>/``.
         state_dir: Local: the tuner's journal (resume).
         placement: Where the trials run and how long the Experiment may take.
     """
@@ -107,6 +108,7 @@ class HyperparameterTuningSettings:
             hyperparameters=self.code.typed(assigned),
             model_uri=join(trial_dir, "model"),
             logs_uri=join(trial_dir, "logs"),
+            trial=run.name,
         )
 
 
@@ -138,6 +140,8 @@ class HyperparameterTuningStage:
                 "training_logs": join(trial_dir, "logs"),
             }
         )
+        # The replicas know they train a trial (contracts.TRIAL_ENV): its model is not kept.
+        trial = dataclasses.replace(trial, trial=katib_parameter(TRIAL_NAME))
         run_dir = os.environ.get(RUN_DIR_ENV)
         state_dir = (
             os.path.join(run_dir, STATE_DIR, self.component) if run_dir else join(trials_uri, STATE_DIR)

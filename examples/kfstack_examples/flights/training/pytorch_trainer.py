@@ -56,6 +56,7 @@ from kfstack.api.training import (
     termination_message_on_failure,
     throughput,
     to_bytes,
+    tuning_trial,
 )
 from kfstack_examples.flights.feature_spec import FeatureSpec, copy_model_feature_files
 from kfstack_examples.flights.training.pytorch_model import (
@@ -312,9 +313,13 @@ def train(args: argparse.Namespace) -> dict[str, Any] | None:
             dist.barrier()  # nobody runs ahead of a checkpoint a restart would resume from
 
     result: dict[str, Any] | None = None
+    # A tuning trial's result is its metric lines: nothing keeps its model, so none is written.
+    keeps_model = not tuning_trial()
     if env.is_chief:
-        difference = export_onnx(classifier, validation_data, args.model_uri)
-        copy_model_feature_files(args.features_uri, args.model_uri)
+        difference = math.nan
+        if keeps_model:
+            difference = export_onnx(classifier, validation_data, args.model_uri)
+            copy_model_feature_files(args.features_uri, args.model_uri)
         last = history[-1] if history else {}
         result = {
             "val_auc": last.get("val_auc", math.nan),
@@ -329,8 +334,9 @@ def train(args: argparse.Namespace) -> dict[str, Any] | None:
             "history": history,
             "device": device.type,
         }
-        with fsspec.open(f"{args.model_uri.rstrip('/')}/{METRICS_FILE}", "w") as f:
-            json.dump(result, f, indent=2)
+        if keeps_model:
+            with fsspec.open(f"{args.model_uri.rstrip('/')}/{METRICS_FILE}", "w") as f:
+                json.dump(result, f, indent=2)
         # Run as a team's code by the generic training step: its numbers are the step's report.
         write_report(numeric_report(result))
     if env.is_distributed:

@@ -60,6 +60,7 @@ from kfstack.api.training import (
     termination_message_on_failure,
     throughput,
     to_bytes,
+    tuning_trial,
 )
 from kfstack_examples.flights.feature_spec import FeatureSpec, copy_model_feature_files
 from kfstack_examples.flights.training.architecture import ONNX_INPUTS, ModelConfig
@@ -205,8 +206,12 @@ class Trainer:
     # -- the end -------------------------------------------------------------------------------
 
     def finish(self) -> dict:
-        """Chief only: exports the model, writes ``training_metrics.json``; returns it."""
-        difference = export_onnx(self.classifier, self.config, self.spec, self.validation, self.args)
+        """Chief only: exports the model, writes ``training_metrics.json``; returns it. A tuning
+        trial's result is its metric lines: nothing keeps its model, so none is written."""
+        keeps_model = not tuning_trial()
+        difference = math.nan
+        if keeps_model:
+            difference = export_onnx(self.classifier, self.config, self.spec, self.validation, self.args)
         last = self.history[-1] if self.history else {}
         result = {
             "val_auc": last.get("val_auc", math.nan),
@@ -222,8 +227,9 @@ class Trainer:
             "history": self.history,
             "device": "gpu" if self.gpu else "cpu",
         }
-        with fsspec.open(f"{self.args.model_uri.rstrip('/')}/{METRICS_FILE}", "w") as f:
-            json.dump(result, f, indent=2)
+        if keeps_model:
+            with fsspec.open(f"{self.args.model_uri.rstrip('/')}/{METRICS_FILE}", "w") as f:
+                json.dump(result, f, indent=2)
         # Run as a team's code by the generic training step: its numbers are the step's report.
         write_report(numeric_report(result))
         return result

@@ -123,6 +123,8 @@ def test_the_experiments_trial_is_the_training_steps_job(team_code, tmp_path):
     assert (
         env["KFSTACK_MODEL_URI"] == "s3://bucket/run/tune/tuning_trials/${trialParameters.trial_name}/model"
     )
+    # The replicas know they train a trial, by the name Katib substitutes (its model is not kept).
+    assert env["KFSTACK_TRIAL"] == "${trialParameters.trial_name}"
     # Katib names the trial's job (the trial's name); its CRD wants one.
     validate_with_crds(
         tmp_path, [{**job, "metadata": {**job["metadata"], "name": "kfs-tune-trial-abcdefgh"}}]
