@@ -19,8 +19,11 @@ from kfstack.components.common.cleanup_run.component import cleanup_run
 from kfstack.kubernetes import node_pools
 from kfstack.kubernetes.naming import NAMESPACE_ENV, SERVICE_ACCOUNT_ENV, SIDECAR_INJECT_LABEL
 from kfstack.kubernetes.pods import OBJECT_STORE_KEYS
+from kfstack.pipelines import kfp_fixes
 from kfstack.pipelines.validate_run import validate_run
 from kfstack.settings import SETTINGS_OVERRIDES
+
+kfp_fixes.install()  # before any pipeline is defined with these steps
 
 RUN_ID = dsl.PIPELINE_JOB_ID_PLACEHOLDER
 TASK_NAME = dsl.PIPELINE_TASK_NAME_PLACEHOLDER
