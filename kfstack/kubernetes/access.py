@@ -26,14 +26,20 @@ from __future__ import annotations
 import dataclasses
 import logging
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-
-from kubernetes import client
-from kubernetes.client.rest import ApiException
+from typing import TYPE_CHECKING
 
 from kfstack.errors import LaunchNamespaceError
 from kfstack.kubernetes.launcher import Cluster
 from kfstack.kubernetes.node_pools import KUEUE_QUEUE_LABEL
 from kfstack.kubernetes.resources import EXPERIMENT, KINDS, TRIAL, Lifecycle, ResourceKind, kind_of
+from kfstack.kubernetes.sdk import lazy_module
+
+if TYPE_CHECKING:
+    from kubernetes import client
+    from kubernetes.client import rest
+else:
+    client = lazy_module("kubernetes.client")
+    rest = lazy_module("kubernetes.client.rest")
 
 logger = logging.getLogger(__name__)
 
@@ -186,7 +192,7 @@ def _shortfalls(stage: str, cluster: Cluster, objects: Sequence[dict]) -> list[s
     api = client.AuthorizationV1Api(cluster.api_client)
     try:
         missing = [p for p in permissions(kind_of(obj) for obj in objects) if not _allowed(api, p, namespace)]
-    except ApiException as err:
+    except rest.ApiException as err:
         logger.warning(
             "%s: the API server answered no access review (%s %s); the launch goes on unchecked",
             stage,
@@ -198,7 +204,7 @@ def _shortfalls(stage: str, cluster: Cluster, objects: Sequence[dict]) -> list[s
     for queue in queues(objects):
         try:
             custom.get_namespaced_custom_object(KUEUE_GROUP, KUEUE_VERSION, namespace, LOCAL_QUEUES, queue)
-        except ApiException as err:
+        except rest.ApiException as err:
             if err.status == 403:
                 missing.append(LOCAL_QUEUE_GET)
             elif err.status == 404:

@@ -40,9 +40,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
-from typing import Any
-
-from kubeflow_katib_api import models
+from typing import TYPE_CHECKING, Any
 
 from kfstack.errors import InvalidParameterError
 from kfstack.kubernetes.resources import (
@@ -53,10 +51,16 @@ from kfstack.kubernetes.resources import (
     ResourceKind,
     primary_replica_type,
 )
+from kfstack.kubernetes.sdk import lazy_module
 from kfstack.settings import katib_references, substitute_katib_parameters
 from kfstack.tuning import spec
 from kfstack.tuning.metric_lines import DEFAULT_FILTER
 from kfstack.tuning.spec import SearchParameter, TuningSettings
+
+if TYPE_CHECKING:
+    from kubeflow_katib_api import models
+else:
+    models = lazy_module("kubeflow_katib_api.models")
 
 # The trial parameter every trial template carries: the trial's own name (Katib's metadata
 # substitution), so that each trial writes its model and checkpoints under a path of its own.

@@ -38,9 +38,7 @@ import dataclasses
 import logging
 import time
 from collections.abc import Callable, Iterable
-
-from kubernetes import client, config
-from kubernetes.client.rest import ApiException
+from typing import TYPE_CHECKING
 
 from kfstack.cancellation import sigterm_raises
 from kfstack.errors import (
@@ -53,6 +51,15 @@ from kfstack.errors import (
 from kfstack.kubernetes import naming
 from kfstack.kubernetes.placement import Placement
 from kfstack.kubernetes.resources import KINDS, Lifecycle, Phase, ResourceKind, kind_of
+from kfstack.kubernetes.sdk import lazy_module
+
+if TYPE_CHECKING:
+    from kubernetes import client, config
+    from kubernetes.client import rest
+else:
+    client = lazy_module("kubernetes.client")
+    config = lazy_module("kubernetes.config")
+    rest = lazy_module("kubernetes.client.rest")
 
 logger = logging.getLogger(__name__)
 
@@ -107,7 +114,7 @@ class ResourceLauncher:
     def get(self, name: str) -> dict | None:
         try:
             return self.custom.get_namespaced_custom_object(name=name, **self._coordinates())
-        except ApiException as err:
+        except rest.ApiException as err:
             if err.status == 404:
                 return None
             raise
@@ -129,7 +136,7 @@ class ResourceLauncher:
                 **self._coordinates(),
             )
             return True
-        except ApiException as err:
+        except rest.ApiException as err:
             if err.status == 404:
                 return False
             raise
@@ -141,7 +148,7 @@ class ResourceLauncher:
             listed = self.custom.list_namespaced_custom_object(
                 label_selector=label_selector, **self._coordinates()
             )
-        except ApiException as err:
+        except rest.ApiException as err:
             if err.status == 404:
                 return []
             raise
@@ -167,7 +174,7 @@ class ResourceLauncher:
             else:
                 listed = self.core.list_namespaced_pod(self.namespace, label_selector=ref.selector)
                 missing = f"(no pod matches {ref.selector})"
-        except ApiException as err:
+        except rest.ApiException as err:
             return f"(the primary pod could not be listed: {err.status} {err.reason})"
         if not listed.items:
             return missing
@@ -182,7 +189,7 @@ class ResourceLauncher:
                 if log.strip()
                 else f"pod {name}: container {ref.container} wrote nothing to its log"
             )
-        except ApiException as err:
+        except rest.ApiException as err:
             report = f"(the log of pod {name} could not be read: {err.status} {err.reason})"
         message = termination_message(pod, ref.container)
         if message:
@@ -224,7 +231,7 @@ class ResourceLauncher:
             created = self.create(body)
             logger.info("created %s %s/%s", self.kind.kind, self.namespace, name)
             return created
-        except ApiException as err:
+        except rest.ApiException as err:
             if err.status != 409:
                 raise
             logger.info(
@@ -462,7 +469,7 @@ class Cluster:
                 auth_settings=["BearerToken"],
                 _return_http_data_only=True,
             )
-        except ApiException as err:
+        except rest.ApiException as err:
             if err.status == 404:
                 return False
             raise PlatformNotAvailableError(
@@ -541,7 +548,7 @@ def delete_run_resources(
             for obj in launcher.list(naming.run_selector(run_id)):
                 if not kind.phase(obj).finished and launcher.delete(obj["metadata"]["name"]):
                     deleted.append(f"{kind.kind}/{obj['metadata']['name']}")
-        except ApiException as err:
+        except rest.ApiException as err:
             problems.append(f"{kind.plural}.{kind.group}: {err.status} {err.reason}")
     if problems:
         raise ResourceFailedError(

@@ -19,13 +19,18 @@ Builders return official Kubernetes SDK models; :func:`to_dict` turns them into 
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Mapping
-from typing import Any
-
-from kubernetes import client
+from typing import TYPE_CHECKING, Any
 
 from kfstack.kubernetes.naming import batch_pod_labels
 from kfstack.kubernetes.node_pools import NodePoolProfile
+from kfstack.kubernetes.sdk import lazy_module
+
+if TYPE_CHECKING:
+    from kubernetes import client
+else:
+    client = lazy_module("kubernetes.client")
 
 NON_ROOT_UID = 1000
 SCRATCH_VOLUME = "scratch"
@@ -42,12 +47,15 @@ TERMINATION_GRACE_SECONDS = 30
 # CreateContainerConfigError.
 OBJECT_STORE_KEYS = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_ENDPOINT_URL", "AWS_DEFAULT_REGION")
 
-_serializer = client.ApiClient()
+
+@functools.cache
+def _serializer() -> client.ApiClient:
+    return client.ApiClient()
 
 
 def to_dict(model: Any) -> Any:
     """An SDK model (or a structure of them) as the camelCase dict a manifest holds."""
-    return _serializer.sanitize_for_serialization(model)
+    return _serializer().sanitize_for_serialization(model)
 
 
 @dataclasses.dataclass(frozen=True)

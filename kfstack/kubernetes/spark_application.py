@@ -29,29 +29,19 @@ Choices made here:
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
-
-from kubeflow_spark_api.models import (
-    IoK8sApiCoreV1EnvFromSource,
-    IoK8sApiCoreV1EnvVar,
-    IoK8sApiCoreV1PodSecurityContext,
-    IoK8sApiCoreV1SecurityContext,
-    IoK8sApiCoreV1Toleration,
-    IoK8sApiCoreV1Volume,
-    IoK8sApiCoreV1VolumeMount,
-    IoK8sApimachineryPkgApisMetaV1ObjectMeta,
-    SparkV1beta2DriverSpec,
-    SparkV1beta2ExecutorSpec,
-    SparkV1beta2RestartPolicy,
-    SparkV1beta2SparkApplication,
-    SparkV1beta2SparkApplicationSpec,
-)
+from typing import TYPE_CHECKING, Any
 
 from kfstack.errors import InvalidParameterError
 from kfstack.kubernetes import node_pools, pods
 from kfstack.kubernetes.node_pools import NodePoolProfile
 from kfstack.kubernetes.placement import Placement
+from kfstack.kubernetes.sdk import lazy_module
 from kfstack.settings import Placeholder, Settings, setting
+
+if TYPE_CHECKING:
+    from kubeflow_spark_api import models as spark
+else:
+    spark = lazy_module("kubeflow_spark_api.models")
 
 API_VERSION = "sparkoperator.k8s.io/v1beta2"
 KIND = "SparkApplication"
@@ -212,20 +202,21 @@ def _role(request: SparkApplicationRequest, cores: int, memory: str) -> dict[str
         "cores": _integer(cores),
         "memory": memory,
         "labels": pods.job_pod_labels(request.labels, request.istio_mesh),
-        "env": [_core(IoK8sApiCoreV1EnvVar, var) for var in pods.base_env(request.secrets, request.env)]
+        "env": [_core(spark.IoK8sApiCoreV1EnvVar, var) for var in pods.base_env(request.secrets, request.env)]
         or None,
         "env_from": [
-            _core(IoK8sApiCoreV1EnvFromSource, source) for source in request.secrets.env_from_sources() or []
+            _core(spark.IoK8sApiCoreV1EnvFromSource, source)
+            for source in request.secrets.env_from_sources() or []
         ]
         or None,
-        "volume_mounts": [_core(IoK8sApiCoreV1VolumeMount, mount) for mount in mounts] or None,
+        "volume_mounts": [_core(spark.IoK8sApiCoreV1VolumeMount, mount) for mount in mounts] or None,
         "security_context": _core(
-            IoK8sApiCoreV1SecurityContext, pods.container_security_context(read_only_root=False)
+            spark.IoK8sApiCoreV1SecurityContext, pods.container_security_context(read_only_root=False)
         ),
-        "pod_security_context": _core(IoK8sApiCoreV1PodSecurityContext, pods.pod_security_context()),
+        "pod_security_context": _core(spark.IoK8sApiCoreV1PodSecurityContext, pods.pod_security_context()),
         "node_selector": settings["nodeSelector"] or None,
         # The profile's tolerations are manifest dicts already (camelCase keys).
-        "tolerations": [IoK8sApiCoreV1Toleration.from_dict(t) for t in settings["tolerations"]] or None,
+        "tolerations": [spark.IoK8sApiCoreV1Toleration.from_dict(t) for t in settings["tolerations"]] or None,
         "priority_class_name": settings.get("priorityClassName"),
     }
 
@@ -240,13 +231,13 @@ def build_spark_application(request: SparkApplicationRequest) -> dict:
     volumes, _ = pods.scratch_volumes(request.profile)
     sizes = request.resources
     pull = request.secrets.image_pull_secrets()
-    app = SparkV1beta2SparkApplication(
+    app = spark.SparkV1beta2SparkApplication(
         api_version=API_VERSION,
         kind=KIND,
-        metadata=IoK8sApimachineryPkgApisMetaV1ObjectMeta(
+        metadata=spark.IoK8sApimachineryPkgApisMetaV1ObjectMeta(
             name=request.name, namespace=request.namespace, labels=dict(request.labels)
         ),
-        spec=SparkV1beta2SparkApplicationSpec(
+        spec=spark.SparkV1beta2SparkApplicationSpec(
             type="Python",
             python_version="3",
             mode="cluster",
@@ -258,14 +249,14 @@ def build_spark_application(request: SparkApplicationRequest) -> dict:
             spark_version=SPARK_VERSION,
             # Shuffle and spill files on the writable scratch volume.
             spark_conf={**request.spark_conf, "spark.local.dir": pods.SCRATCH_PATH},
-            restart_policy=SparkV1beta2RestartPolicy(type="Never"),
+            restart_policy=spark.SparkV1beta2RestartPolicy(type="Never"),
             time_to_live_seconds=request.time_to_live_seconds,
-            volumes=[_core(IoK8sApiCoreV1Volume, volume) for volume in volumes],
-            driver=SparkV1beta2DriverSpec(
+            volumes=[_core(spark.IoK8sApiCoreV1Volume, volume) for volume in volumes],
+            driver=spark.SparkV1beta2DriverSpec(
                 **_role(request, sizes.driver_cores, sizes.driver_memory),
                 service_account=request.service_account,
             ),
-            executor=SparkV1beta2ExecutorSpec(
+            executor=spark.SparkV1beta2ExecutorSpec(
                 **_role(request, sizes.executor_cores, sizes.executor_memory),
                 instances=_integer(sizes.executor_instances),
                 # Said, not left to Spark's fallback: the admission policy admits a driver's pod

@@ -35,15 +35,21 @@ Choices made here:
 
 from __future__ import annotations
 
-from kubeflow_trainer_api import models
+from typing import TYPE_CHECKING
 
 from kfstack.errors import InvalidParameterError
 from kfstack.kubernetes import pods
 from kfstack.kubernetes.resources import TRAINJOB as TRAINJOB_KIND
 from kfstack.kubernetes.resources import TRAINJOB_NODE as NODE
+from kfstack.kubernetes.sdk import lazy_module
 from kfstack.kubernetes.training_apis import DEFAULT_TRAINER_RUNTIME
 from kfstack.kubernetes.training_jobs import TrainingJobRequest, validate_request
 from kfstack.settings import Placeholder
+
+if TYPE_CHECKING:
+    from kubeflow_trainer_api import models
+else:
+    models = lazy_module("kubeflow_trainer_api.models")
 
 CLUSTER_TRAINING_RUNTIME = "ClusterTrainingRuntime"
 # Who owns kfstack's entry in spec.runtimePatches (each patch names its manager).

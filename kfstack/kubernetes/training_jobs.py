@@ -25,15 +25,20 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from typing import Any
-
-from kubeflow.training import models
-from kubeflow.training.constants import constants as training
+from typing import TYPE_CHECKING, Any
 
 from kfstack.errors import InvalidParameterError
 from kfstack.kubernetes import pods
 from kfstack.kubernetes.node_pools import NodePoolProfile
+from kfstack.kubernetes.sdk import lazy_module
 from kfstack.training.settings import MWMS, PARAMETER_SERVER
+
+if TYPE_CHECKING:
+    from kubeflow.training import models
+    from kubeflow.training.constants import constants as training
+else:
+    models = lazy_module("kubeflow.training.models")
+    training = lazy_module("kubeflow.training.constants.constants")
 
 PYTORCHJOB = "PyTorchJob"
 TFJOB = "TFJob"
