@@ -200,11 +200,12 @@ def _package_folders(package: str) -> list[str]:
 
 
 def _tree_digest(top: str) -> str:
-    """Names and contents of every file under ``top`` (compiled bytecode left out)."""
+    """Names and contents of every file under ``top`` (compiled bytecode left out), through
+    linked folders too (kfstack's own ``components/`` and ``pipelines/`` are links in a checkout)."""
     if os.path.isfile(top):
         return _file_digest(top)
     digest = hashlib.sha256()
-    for folder, subfolders, files in os.walk(top):
+    for folder, subfolders, files in os.walk(top, followlinks=True):
         subfolders[:] = sorted(d for d in subfolders if d != "__pycache__")
         for name in sorted(files):
             path = os.path.join(folder, name)

@@ -129,4 +129,13 @@ def test_the_code_digest_follows_the_packages_files(tmp_path, monkeypatch):
     (package / "__pycache__" / "train.cpython-311.pyc").write_bytes(b"compiled")
     assert step_cache.code_digest("teamcode.pipeline:PIPELINE") == before  # bytecode is not code
     (package / "train.py").write_text("EPOCHS = 2\n")
-    assert step_cache.code_digest("teamcode.pipeline:PIPELINE") != before
+    changed = step_cache.code_digest("teamcode.pipeline:PIPELINE")
+    assert changed != before
+    # A folder of the package that is a link (as kfstack's components/ is in a checkout).
+    (tmp_path / "jobs").mkdir()
+    (tmp_path / "jobs" / "prepare.py").write_text("ROWS = 1\n")
+    (package / "jobs").symlink_to(tmp_path / "jobs")
+    linked = step_cache.code_digest("teamcode.pipeline:PIPELINE")
+    assert linked != changed
+    (tmp_path / "jobs" / "prepare.py").write_text("ROWS = 2\n")
+    assert step_cache.code_digest("teamcode.pipeline:PIPELINE") != linked
