@@ -491,7 +491,14 @@ class LiveDrift:
                 return batch
         except (KeyError, TypeError):
             return batch
-        return {name: [values[i] for i in keep] for name, values in columns.items()}
+        # An array column is sampled in C and comes back as Python numbers (indexing it value by
+        # value with numpy integers made this ten times the cost of the rest of observe());
+        # any other column by plain integers.
+        positions = keep.tolist()
+        return {
+            name: values[keep].tolist() if isinstance(values, np.ndarray) else [values[i] for i in positions]
+            for name, values in columns.items()
+        }
 
     def _dict_entry(self, batch: dict) -> tuple[str, Any, int]:
         """A dict batch's pending entry: its rows as tuples of the profiled values (the batch

@@ -59,6 +59,7 @@ import asyncio
 import inspect
 import logging
 import re
+import time
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -117,10 +118,10 @@ _INFER_PATH = re.compile(r"^/(?P<protocol>v2)/models/(?P<model>[^/]+)(/versions/
 def _with_json_content_type(scope: dict) -> dict:
     """A V2 infer request's scope with ``Content-Type: application/json`` when it carries neither
     that header nor the binary one (Triton's HTTP client in JSON mode sends none)."""
-    headers = list(scope.get("headers") or [])
-    names = {name.lower() for name, _ in headers}
-    if b"content-type" in names or BINARY_HEADER in names:
-        return scope
+    headers = scope.get("headers") or []
+    for name, _ in headers:
+        if name.lower() in (b"content-type", BINARY_HEADER):
+            return scope
     return {**scope, "headers": [*headers, (b"content-type", b"application/json")]}
 
 
@@ -139,21 +140,56 @@ async def _read_body(receive: Any, limit: int) -> bytes:
         _BodyTooLarge: It passed ``limit`` bytes (the rest is not read).
         _ClientGone: The client disconnected first.
     """
-    body = bytearray()
+    message = await receive()
+    if message["type"] == "http.disconnect":
+        raise _ClientGone
+    body: bytes = message.get("body", b"")
+    if len(body) > limit:
+        raise _BodyTooLarge
+    if not message.get("more_body", False):
+        return body  # most bodies come whole in one message: no copy
+    # Chunks joined once at the end, not a buffer grown and copied again at every one.
+    chunks, size = [body], len(body)
     while True:
         message = await receive()
         if message["type"] == "http.disconnect":
             raise _ClientGone
-        body += message.get("body", b"")
-        if len(body) > limit:
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
             raise _BodyTooLarge
+        chunks.append(chunk)
         if not message.get("more_body", False):
-            return bytes(body)
+            return b"".join(chunks)
 
 
 def _closing(status: int, error: str) -> JSONResponse:
     """An answer after which the server closes the connection (the body was not read whole)."""
     return JSONResponse(status_code=status, content={"error": error}, headers={"Connection": "close"})
+
+
+def _outcome(status: int) -> str:
+    return OK if status < 400 else BAD_REQUEST if status < 500 else ERROR
+
+
+class _Series:
+    """One (model, protocol)'s labelled metrics, resolved once: ``labels()`` costs more than the
+    update it leads to, and every request would pay it four times. An outcome's counter is made
+    on its first request, so /metrics shows no series of an outcome that never happened."""
+
+    __slots__ = ("_labels", "_outcomes", "in_flight", "seconds")
+
+    def __init__(self, model: str, protocol: str) -> None:
+        self._labels = (model, protocol)
+        self.in_flight = IN_FLIGHT.labels(model, protocol)
+        self.seconds = REQUEST_SECONDS.labels(model, protocol)
+        self._outcomes: dict[str, Any] = {}
+
+    def count(self, outcome: str) -> None:
+        counter = self._outcomes.get(outcome)
+        if counter is None:
+            counter = self._outcomes[outcome] = REQUESTS.labels(*self._labels, outcome)
+        counter.inc()
 
 
 class RequestAccounting:
@@ -170,6 +206,8 @@ class RequestAccounting:
         self.model_name = model_name
         self.max_body_bytes = max_body_bytes
         self.body_read_seconds = body_read_seconds
+        # At most four: the served model's name or "unknown", by protocol.
+        self._series: dict[tuple[str, str], _Series] = {}
 
     async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
         match = (
@@ -180,22 +218,30 @@ class RequestAccounting:
         if match is None:
             await self.app(scope, receive, send)
             return
-        if match["protocol"] == "v2" and scope.get("method") == "POST":
+        protocol = match["protocol"]
+        if protocol == "v2" and scope.get("method") == "POST":
             scope = _with_json_content_type(scope)
         # Only the served model's name becomes a label value: a fuzzed path must not mint series.
         model = self.model_name if match["model"] == self.model_name else UNKNOWN_MODEL
+        series = self._series.get((model, protocol))
+        if series is None:
+            series = self._series[(model, protocol)] = _Series(model, protocol)
         # Queued from here: the headers are in, the body is not read yet.
-        with (
-            IN_FLIGHT.labels(model, match["protocol"]).track_inprogress(),
-            REQUEST_SECONDS.labels(model, match["protocol"]).time(),
-        ):
-            await self._answer(scope, receive, send, model, match["protocol"])
+        series.in_flight.inc()
+        started = time.perf_counter()
+        try:
+            await self._answer(scope, receive, send, series)
+        finally:
+            series.seconds.observe(time.perf_counter() - started)
+            series.in_flight.dec()
 
-    async def _answer(self, scope: dict, receive: Any, send: Any, model: str, protocol: str) -> None:
+    async def _answer(self, scope: dict, receive: Any, send: Any, series: _Series) -> None:
         """The request's answer, counted by outcome: a 413 for a body over the limit, a 408 for
         one not whole within the deadline, else the app's with the body read here."""
-        outcome = ERROR
-        length = dict(scope.get("headers") or []).get(b"content-length", b"0")
+        length = b"0"
+        for name, value in scope.get("headers") or ():
+            if name == b"content-length":
+                length = value  # the last one, as a dict of the headers would keep
         refusal = None
         if length.isdigit() and int(length) > self.max_body_bytes:
             refusal = _closing(413, f"body: {int(length)} bytes, more than the {self.max_body_bytes} allowed")
@@ -212,29 +258,39 @@ class RequestAccounting:
                 return  # nobody to answer
         if refusal is not None:
             await refusal(scope, receive, send)
-            REQUESTS.labels(model, protocol, BAD_REQUEST).inc()
+            series.count(BAD_REQUEST)
             return
-        replayed = False
+        replay = _Replay(body, receive)
+        try:
+            await self.app(scope, replay.receive, replay.send_to(send))
+        finally:
+            series.count(replay.outcome)
 
-        async def replay() -> dict:
-            """The body read above, then what the connection says (a disconnect)."""
-            nonlocal replayed
-            if not replayed:
-                replayed = True
-                return {"type": "http.request", "body": body, "more_body": False}
-            return dict(await receive())
 
-        async def send_and_note(message: dict) -> None:
-            nonlocal outcome
+class _Replay:
+    """The app's side of one request whose body was read here: ``receive`` hands it the body,
+    then what the connection says (a disconnect); ``send_to`` notes the answer's outcome."""
+
+    __slots__ = ("_body", "_receive", "outcome")
+
+    def __init__(self, body: bytes, receive: Any) -> None:
+        self._body: bytes | None = body
+        self._receive = receive
+        self.outcome = ERROR  # no answer started: the app failed
+
+    async def receive(self) -> dict:
+        body, self._body = self._body, None
+        if body is not None:
+            return {"type": "http.request", "body": body, "more_body": False}
+        return dict(await self._receive())
+
+    def send_to(self, send: Any) -> Any:
+        async def noting(message: dict) -> None:
             if message["type"] == "http.response.start":
-                status = message["status"]
-                outcome = OK if status < 400 else BAD_REQUEST if status < 500 else ERROR
+                self.outcome = _outcome(message["status"])
             await send(message)
 
-        try:
-            await self.app(scope, replay, send_and_note)
-        finally:
-            REQUESTS.labels(model, protocol, outcome).inc()
+        return noting
 
 
 async def _request_validation_error(_request: Any, exc: Exception) -> JSONResponse:
@@ -267,9 +323,11 @@ class _NoPayloadInLogs(logging.Filter):
     log, and write what it likes into it. A refusal is logged as one line that says only that."""
 
     def filter(self, record: logging.LogRecord) -> bool:
+        if not record.exc_info:  # every record passes here: the common case costs no import
+            return True
         from kserve.errors import InvalidInput
 
-        if record.exc_info and isinstance(record.exc_info[1], InvalidInput):
+        if isinstance(record.exc_info[1], InvalidInput):
             record.msg, record.args = "request refused (400): malformed input", ()
             record.exc_info, record.exc_text = None, None
             record.levelno, record.levelname = logging.INFO, "INFO"

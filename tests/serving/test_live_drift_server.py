@@ -203,6 +203,27 @@ def test_the_flights_predictor_watches_the_features_its_scorer_builds(trained, r
         server.stop()
 
 
+def test_a_capped_window_samples_a_large_requests_arrays_as_it_would_their_lists(trained, raw_records):
+    """Above the per-request cap, the numeric features a large request hands over as arrays (the
+    flights predictor's, converted for the model) are sampled into the window as the same rows'
+    lists would be: the same rows, binned alike."""
+    reference = read_reference(trained["model"])
+    assert reference is not None
+    scorer = FlightScorer(trained["model"])
+    columns = scorer.raw_columns(REQUEST_SCHEMA.from_v1({"instances": raw_records[:100]}))
+    raw_numeric = scorer.spec.raw_numeric(columns)
+    arrays = {**columns, **{f.name: raw_numeric[:, j] for j, f in enumerate(scorer.spec.numeric)}}
+    assert isinstance(arrays[scorer.spec.numeric[0].name], np.ndarray)
+    as_arrays, as_lists = (LiveDrift(reference, 40, request_rows=20, seed=7) for _ in range(2))
+    for _ in range(2):
+        as_arrays.observe(arrays)
+        as_lists.observe(columns)
+    assert as_arrays.sampled_rows == as_lists.sampled_rows == 160
+    assert as_arrays.rows == as_lists.rows == 40
+    assert as_arrays.counts() == as_lists.counts()
+    assert as_arrays.dropped_rows == as_lists.dropped_rows == 0
+
+
 def test_without_the_flag_a_models_own_ignored_features_apply():
     import argparse
 

@@ -229,3 +229,40 @@ def test_a_server_refuses_kserves_worker_processes(tmp_path):
     )
     assert done.returncode == 2, done.stderr[-2000:]
     assert "--workers=2: kfstack's metrics and live drift are one process's" in done.stderr
+
+
+def test_a_body_in_chunks_reaches_the_app_whole_and_one_over_the_limit_is_refused_unread():
+    import asyncio
+
+    from kfstack.serving.model_server import RequestAccounting
+
+    chunks = [b'{"instances": ', b"[[1, 2", b"]]}"]
+    seen: list[dict] = []
+    sent: list[dict] = []
+
+    async def app(scope, receive, send):
+        seen.append(await receive())
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"{}"})
+
+    async def request(limit: int) -> None:
+        messages = iter(
+            {"type": "http.request", "body": chunk, "more_body": i < len(chunks) - 1}
+            for i, chunk in enumerate(chunks)
+        )
+
+        async def receive():
+            return next(messages)
+
+        async def send(message):
+            sent.append(message)
+
+        scope = {"type": "http", "method": "POST", "path": "/v1/models/m:predict", "headers": []}
+        await RequestAccounting(app, "m", limit)(scope, receive, send)
+
+    asyncio.run(request(100))
+    assert seen == [{"type": "http.request", "body": b'{"instances": [[1, 2]]}', "more_body": False}]
+    assert sent[0]["status"] == 200
+    sent.clear()
+    asyncio.run(request(20))  # the count passes 20 bytes at the second chunk
+    assert len(seen) == 1 and sent[0]["status"] == 413
