@@ -8,6 +8,7 @@ it mirrors a local checkpoint folder to with fsspec: TensorFlow opens no object 
 tensorflow-io), prints ``epoch=N val_accuracy=...
 val_loss=...`` (Katib's StdOut format) every epoch, and on the chief (worker 0) exports the
 trained network to ``$KFSTACK_MODEL_DIR/model.onnx``: the ``onnx`` format, which Triton serves.
+In a tuning trial (``$KFSTACK_TRIAL`` set) it exports nothing: nothing keeps a trial's model.
 """
 
 from __future__ import annotations
@@ -166,7 +167,7 @@ def train(
         report(epoch + 1)
     if first >= epochs:
         report(first)  # resumed after the last epoch: its figures once more, for the step
-    if _is_chief():
+    if _is_chief() and not os.environ.get("KFSTACK_TRIAL"):  # a tuning trial: nothing keeps its model
         # A plain copy outside the strategy: exporting reads no mirrored variable collectively.
         plain = _network(hidden_units, dropout, activation)
         plain.set_weights([np.asarray(w) for w in model.get_weights()])
