@@ -22,7 +22,8 @@ What B replays is read from A's run directory, never guessed:
   --checkpoint-uri ... --epochs ... --batch-size ... --learning-rate ... --seed ...``);
   TensorFlow: W processes of the team's function (:mod:`benchmarks.by_hand.digits_worker`), each
   with the ``TF_CONFIG`` the TFJob operator sets. Each rank gets ``OMP_NUM_THREADS`` = cores / W,
-  as kfstack's replicas do. (kfstack's local PyTorch job replays a TrainJob: one torchrun per
+  as kfstack's replicas do, and a trial's ranks get ``KFSTACK_TRIAL``, as kfstack's do (the
+  trainers then export no model on either side). (kfstack's local PyTorch job replays a TrainJob: one torchrun per
   node, W agents of one process each, running its entrypoint wrapper; by hand one torchrun agent
   starts the W ranks of the trainer itself.)
 - **Final training**: the same, with the hyperparameters recorded on kfstack's model artifact.
@@ -334,7 +335,12 @@ def watch(primary: subprocess.Popen, others: list[subprocess.Popen], log_path: s
 
 
 def torchrun_flights(
-    hyperparameters: Mapping[str, Any], features: str, out: str, workers: int, stop_after: int | None
+    hyperparameters: Mapping[str, Any],
+    features: str,
+    out: str,
+    workers: int,
+    stop_after: int | None,
+    trial: str = "",
 ) -> TrainerRun:
     """``torchrun --nproc_per_node=W`` of the flights PyTorch trainer with its own CLI."""
     model, checkpoints = os.path.join(out, "model"), os.path.join(out, "checkpoints")
@@ -351,7 +357,7 @@ def torchrun_flights(
     command += ["--learning-rate", repr(float(hyperparameters["learning_rate"]))]
     command += ["--seed", str(hyperparameters["seed"])]
     os.makedirs(os.path.join(out, "tmp"), exist_ok=True)
-    env = {**rank_env(out), "OMP_NUM_THREADS": str(threads_per_rank(workers))}
+    env = {**rank_env(out), "OMP_NUM_THREADS": str(threads_per_rank(workers)), **trial_env(trial)}
     started = time.perf_counter()
     process = subprocess.Popen(
         command,
@@ -367,7 +373,12 @@ def torchrun_flights(
 
 
 def tf_workers_digits(
-    hyperparameters: Mapping[str, Any], features: str, out: str, workers: int, stop_after: int | None
+    hyperparameters: Mapping[str, Any],
+    features: str,
+    out: str,
+    workers: int,
+    stop_after: int | None,
+    trial: str = "",
 ) -> TrainerRun:
     """W plain processes of the team's Keras function, each with the TFJob operator's TF_CONFIG
     (MultiWorkerMirroredStrategy workers); worker 0's output is read."""
@@ -387,6 +398,7 @@ def tf_workers_digits(
             "KFSTACK_INPUT_URI": features,
             "KFSTACK_MODEL_DIR": model,
             "KFSTACK_CHECKPOINT_URI": os.path.join(out, "checkpoints"),
+            **trial_env(trial),
         }
         if workers > 1:
             env["TF_CONFIG"] = json.dumps(
@@ -418,6 +430,12 @@ def tf_workers_digits(
         for log in logs:
             log.close()
     return TrainerRun(time.perf_counter() - started, lines, os.path.join(out, "model-0"), stopped, command)
+
+
+def trial_env(trial: str) -> dict[str, str]:
+    """A trial's replicas are told they train a trial, as kfstack's are (``KFSTACK_TRIAL``): the
+    trainers then skip the model export nothing keeps, on both sides alike."""
+    return {"KFSTACK_TRIAL": trial} if trial else {}
 
 
 def trainer_for(framework: str):
@@ -454,6 +472,7 @@ def trials_by_hand(run: KfstackRun, features: str, out: str) -> tuple[float, lis
             os.path.join(out, trial["name"]),
             workers,
             len(trial["history"]) if cut else None,
+            trial=trial["name"],
         )
         epochs = sum(result.epoch_seconds)
         return {
