@@ -16,9 +16,13 @@ This module adds what a person watching a run needs and kfp.local does not give:
   ``$TMPDIR``, removed when the run ends, whatever the outcome;
 - the peak memory of the whole process tree (Spark's JVM and the trainer ranks included).
 
-kfp.local offers no hook for any of this, so two of its functions are wrapped while a run
-lasts: ``task_dispatcher.run_single_task_implementation`` (one call per task) and
-``subprocess_task_handler.run_local_subprocess`` (starts a task's process). Both are internals
+It also answers a step from an earlier run that ran it with the same inputs and code, as KFP's
+cache does on a cluster (:mod:`kfstack.app.step_cache`), and says so in the console and summary.
+
+kfp.local offers no hook for any of this, so three of its functions are wrapped while a run
+lasts: ``task_executor.execute_single_task`` (a task, run or answered from the cache),
+``task_dispatcher.run_single_task_implementation`` (a task that runs) and
+``subprocess_task_handler.run_local_subprocess`` (starts a task's process). All are internals
 of kfp 2.17.0, which is pinned; the test suite runs real pipelines through them, so a kfp
 upgrade that moves them fails loudly.
 """
