@@ -23,9 +23,9 @@ What B replays is read from A's run directory, never guessed:
   TensorFlow: W processes of the team's function (:mod:`benchmarks.by_hand.digits_worker`), each
   with the ``TF_CONFIG`` the TFJob operator sets. Each rank gets ``OMP_NUM_THREADS`` = cores / W,
   as kfstack's replicas do, and a trial's ranks get ``KFSTACK_TRIAL``, as kfstack's do (the
-  trainers then export no model on either side). (kfstack's local PyTorch job replays a TrainJob: one torchrun per
-  node, W agents of one process each, running its entrypoint wrapper; by hand one torchrun agent
-  starts the W ranks of the trainer itself.)
+  trainers then export no model on either side). (kfstack's local PyTorch job replays a
+  TrainJob: one torchrun per node, W agents of one process each, running its entrypoint wrapper;
+  by hand one torchrun agent starts the W ranks of the trainer itself.)
 - **Final training**: the same, with the hyperparameters recorded on kfstack's model artifact.
 - **Evaluation**: the evaluation step's executor input (split, label, task, threshold, predictor)
   -> a plain script (:mod:`benchmarks.by_hand.evaluate`) scoring the same split of B's own Spark
