@@ -86,12 +86,15 @@ class StepCache(kfp_cache.LocalCache):
         that run held for reuse; None when there is none."""
         for entry in _entries(os.path.dirname(self._run.path), key):
             origin = RunDirectory(os.path.dirname(os.path.dirname(entry)))
+            held_before = origin.path in self._held
             if origin.path != self._run.path and not self._hold(origin):
                 continue  # running, or being cleaned
             try:
                 with open(entry, encoding="utf-8") as f:
                     outputs: dict[str, Any] = self._deserialize_outputs(json.load(f))
             except (OSError, ValueError, kfp_cache._MissingArtifactError):
+                if not held_before:
+                    self._let_go(origin)  # nothing of it is reused: clean may remove it
                 continue  # written half, or an output removed by hand: the step runs
             self._hit.origin = origin.path
             return outputs
@@ -112,6 +115,12 @@ class StepCache(kfp_cache.LocalCache):
                 return False
             self._held[origin.path] = fd
             return True
+
+    def _let_go(self, origin: RunDirectory) -> None:
+        with self._held_lock:
+            fd = self._held.pop(origin.path, None)
+        if fd is not None:
+            os.close(fd)
 
     def release(self) -> None:
         """Lets go of the earlier runs this run reused (it has ended)."""

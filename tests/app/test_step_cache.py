@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import os
 import pathlib
+import shutil
 
 import pytest
 
@@ -104,6 +105,22 @@ def test_clean_keeps_a_run_whose_outputs_a_running_run_reuses_and_then_forgets_i
     # Its entries went with it: the next run computes every step again.
     again = run(root, counts)
     assert statuses(again) == dict.fromkeys(("produce", "consume", "announce"), SUCCEEDED)
+
+
+def test_a_run_whose_outputs_are_gone_is_neither_reused_nor_held(tmp_path, counts):
+    root = tmp_path / "runs"
+    first = run(root, counts)
+    entries = pathlib.Path(first.run_dir, step_cache.CACHE_DIR)
+    [produced] = [e for e in entries.iterdir() if "__kfp_artifact__" in e.read_text()]
+    for folder in pathlib.Path(first.run_dir, "artifacts").iterdir():
+        shutil.rmtree(folder)  # the outputs removed by hand; the entries stay
+    reusing_run = run_directory.RunDirectory.create(str(root), "reusing")
+    reusing = step_cache.StepCache(reusing_run, "code")
+    assert reusing.get(produced.name.removesuffix(".json")) is None
+    # Still running, the reusing run holds nothing of the run it could not reuse.
+    assert run_directory.RunDirectory(first.run_dir).in_use() is None
+    reusing.release()
+    reusing_run.release()
 
 
 def test_a_running_run_is_not_reused_from(tmp_path):
