@@ -36,16 +36,21 @@ import importlib.util
 import json
 import os
 import sys
+import tempfile
 import threading
 from collections.abc import Iterable
 from typing import Any
 
+from kfp import dsl
+from kfp.dsl import executor
 from kfp.local import cache as kfp_cache
 
 from kfstack.app import run_directory
 from kfstack.app.run_directory import RunDirectory
 
 CACHE_DIR = "step-cache"
+# An entry: the outputs as kfp's cache serialises them, and the artifacts that were on disk.
+_OUTPUTS, _FILES = "outputs", "files"
 # A string longer than this in a command or an argument is data, not a file's path.
 _PATH_MAX = 4096
 
@@ -81,21 +86,42 @@ class StepCache(kfp_cache.LocalCache):
         key = hashlib.sha256(f"{kfp_key}\0{self._code_digest}\0{named}".encode())
         return key.hexdigest()
 
+    def put(self, key: str, outputs: dict[str, Any]) -> None:
+        """Records the step's outputs and which of its artifacts were files or folders.
+
+        kfp's own entry counts an artifact whose URI does not exist as removed, a miss; but a
+        Metrics or reference artifact is metadata and never has a file, so a step with one would
+        never be answered. The entry lists what existed; a lookup requires exactly that.
+        """
+        entry = {
+            _OUTPUTS: self._serialize_outputs(outputs),
+            _FILES: sorted(uri for uri in _artifact_uris(outputs) if os.path.exists(uri)),
+        }
+        fd, partial = tempfile.mkstemp(prefix=".partial-", suffix=".json", dir=self.cache_root)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(entry, f)
+        os.replace(partial, self._entry_path(key))  # whole or not at all
+
     def get(self, key: str) -> dict[str, Any] | None:
-        """The outputs of the newest run whose step had this key and whose outputs still exist,
+        """The outputs of the newest run whose step had this key and whose files still exist,
         that run held for reuse; None when there is none."""
-        for entry in _entries(os.path.dirname(self._run.path), key):
-            origin = RunDirectory(os.path.dirname(os.path.dirname(entry)))
+        for path in _entries(os.path.dirname(self._run.path), key):
+            origin = RunDirectory(os.path.dirname(os.path.dirname(path)))
             held_before = origin.path in self._held
             if origin.path != self._run.path and not self._hold(origin):
                 continue  # running, or being cleaned
+            outputs = None
             try:
-                with open(entry, encoding="utf-8") as f:
-                    outputs: dict[str, Any] = self._deserialize_outputs(json.load(f))
-            except (OSError, ValueError, kfp_cache._MissingArtifactError):
+                with open(path, encoding="utf-8") as f:
+                    entry = json.load(f)
+                if all(os.path.exists(uri) for uri in entry[_FILES]):
+                    outputs = {name: _restored(value) for name, value in entry[_OUTPUTS].items()}
+            except (OSError, ValueError, KeyError, TypeError):
+                pass  # unreadable: half written, or of another form
+            if outputs is None:  # ... or an output was removed by hand: the step runs
                 if not held_before:
                     self._let_go(origin)  # nothing of it is reused: clean may remove it
-                continue  # written half, or an output removed by hand: the step runs
+                continue
             self._hit.origin = origin.path
             return outputs
         return None
@@ -128,6 +154,30 @@ class StepCache(kfp_cache.LocalCache):
             for fd in self._held.values():
                 os.close(fd)
             self._held.clear()
+
+
+def _artifact_uris(outputs: dict[str, Any]) -> Iterable[str]:
+    for value in outputs.values():
+        for artifact in value if isinstance(value, list) else [value]:
+            if isinstance(artifact, dsl.Artifact) and artifact.uri:
+                yield artifact.uri
+
+
+def _restored(value: Any) -> Any:
+    """An output as kfp.local hands it on, from its entry (as kfp's own cache restores it, the
+    existence of its files checked by the caller)."""
+    if isinstance(value, dict) and value.get(kfp_cache._ARTIFACT_LIST_MARKER):
+        return [_restored(artifact) for artifact in value.get("artifacts", [])]
+    if not (isinstance(value, dict) and value.get(kfp_cache._ARTIFACT_MARKER)):
+        return value
+    return executor.create_artifact_instance(
+        {
+            "name": value.get("name", ""),
+            "uri": value.get("uri", ""),
+            "metadata": value.get("metadata") or {},
+            "type": {"schemaTitle": value.get("schema_title", "system.Artifact")},
+        }
+    )
 
 
 def install(cache: StepCache) -> None:

@@ -58,7 +58,10 @@ def test_a_second_run_reuses_the_steps_whose_inputs_did_not_change(tmp_path, cou
     assert f"(outputs of {os.path.basename(first.run_dir)})" in second.render()
 
     third = run(root, counts, scale=2.0)
+    # consume's Metrics output has no file, and that is no reason to run it again.
+    assert "figures" not in second.artifacts  # the summary lists the outputs that are on disk
     assert statuses(third) == {"produce": CACHED, "consume": CACHED, "announce": SUCCEEDED}
+    assert third.metrics["figures.size"] == 3
     assert third.stages["consume"].cached_from == second.run_dir
     assert executed(counts).count("consume") == 2
 
@@ -111,7 +114,7 @@ def test_a_run_whose_outputs_are_gone_is_neither_reused_nor_held(tmp_path, count
     root = tmp_path / "runs"
     first = run(root, counts)
     entries = pathlib.Path(first.run_dir, step_cache.CACHE_DIR)
-    [produced] = [e for e in entries.iterdir() if "__kfp_artifact__" in e.read_text()]
+    [produced] = [e for e in entries.iterdir() if '"data"' in e.read_text()]
     for folder in pathlib.Path(first.run_dir, "artifacts").iterdir():
         shutil.rmtree(folder)  # the outputs removed by hand; the entries stay
     reusing_run = run_directory.RunDirectory.create(str(root), "reusing")
