@@ -1,4 +1,5 @@
-"""What every benchmark records beside its figures: the machine, the date, where results go."""
+"""What every benchmark records beside its figures (the machine, the date, where results go), and
+the pieces several benchmarks run: an embedded run as a user starts it, one training layout."""
 
 from __future__ import annotations
 
@@ -6,6 +7,11 @@ import datetime
 import json
 import os
 import platform
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Mapping
 
 import psutil
 
@@ -20,6 +26,45 @@ def machine_facts() -> dict:
         "python": platform.python_version(),
         "date": datetime.date.today().isoformat(),
     }
+
+
+def run_locally(
+    pipeline: str, parameters: Mapping[str, str], pipeline_root: str, *flags: str, log_path: str = ""
+) -> tuple[float, dict]:
+    """``kfstack run --local PIPELINE --pipeline-root ROOT [FLAGS] --param k=v ...`` as a user
+    starts it: its wall from outside (start to exit) and its summary. Its output goes to
+    ``log_path`` when given.
+
+    Raises:
+        SystemExit: The run failed (the message ends with its output's tail).
+    """
+    command = [sys.executable, "-m", "kfstack.app.cli", "run", "--local", pipeline]
+    command += ["--pipeline-root", pipeline_root, *flags]
+    for name, value in parameters.items():
+        command += ["--param", f"{name}={value}"]
+    handle, summary_path = tempfile.mkstemp(prefix="kfstack-summary-", suffix=".json")
+    os.close(handle)
+    try:
+        with open(log_path or os.devnull, "w", encoding="utf-8") as log:
+            started = time.perf_counter()
+            done = subprocess.run(
+                [*command, "--summary-json", summary_path],
+                stdout=log if log_path else subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+            )
+            wall = time.perf_counter() - started
+        if done.returncode != 0:
+            if log_path:
+                with open(log_path, encoding="utf-8", errors="replace") as f:
+                    output = f.read()
+            else:
+                output = done.stdout
+            raise SystemExit(f"{' '.join(command)} failed ({done.returncode}):\n{output[-4000:]}")
+        with open(summary_path, encoding="utf-8") as f:
+            return wall, json.load(f)
+    finally:
+        os.remove(summary_path)
 
 
 def write_result(result: dict) -> str:

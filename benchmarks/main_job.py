@@ -17,11 +17,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
-import sys
 import tempfile
 
-from benchmarks.common import machine_facts, write_result
+from benchmarks.common import machine_facts, run_locally, write_result
 
 WALL_GOAL_SECONDS = 180.0
 MEMORY_GOAL_BYTES = 6 * 2**30
@@ -30,26 +28,8 @@ MEMORY_GOAL_BYTES = 6 * 2**30
 def run(params: list[str], tmp: str, pipeline: str = "flights-training") -> dict:
     """One run of ``pipeline`` into ``<tmp>/runs`` (shared by the runs of one benchmark: its
     model registry)."""
-    summary_path = os.path.join(tmp, "summary.json")
-    cmd = [
-        sys.executable,
-        "-m",
-        "kfstack.app.cli",
-        "run",
-        "--local",
-        pipeline,
-        "--pipeline-root",
-        os.path.join(tmp, "runs"),
-        "--summary-json",
-        summary_path,
-    ]
-    for p in params:
-        cmd += ["--param", p]
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    if proc.returncode != 0:
-        raise SystemExit(f"{pipeline} failed:\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}")
-    with open(summary_path, encoding="utf-8") as f:
-        summary = json.load(f)
+    parameters = dict(p.split("=", 1) for p in params)
+    _, summary = run_locally(pipeline, parameters, os.path.join(tmp, "runs"))
     return {
         "benchmark": "main_job",
         "command": f"kfstack run --local {pipeline} " + " ".join(f"--param {p}" for p in params),

@@ -73,7 +73,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from benchmarks.common import machine_facts, write_result
+from benchmarks.common import machine_facts, run_locally, write_result
 
 BY_HAND = os.path.join(os.path.dirname(os.path.abspath(__file__)), "by_hand")
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -162,20 +162,7 @@ def journal(run_dir: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
 
 
 def run_kfstack(pipeline: str, params: Mapping[str, str], root: str, log_path: str) -> KfstackRun:
-    summary_path = os.path.join(os.path.dirname(log_path), f"{os.path.basename(log_path)}.summary.json")
-    command = [sys.executable, "-m", "kfstack.app.cli", "run", "--local", pipeline, "--no-cache"]
-    command += ["--pipeline-root", root, "--summary-json", summary_path]
-    for name, value in params.items():
-        command += ["--param", f"{name}={value}"]
-    with open(log_path, "w", encoding="utf-8") as log:
-        started = time.perf_counter()
-        code = subprocess.run(command, stdout=log, stderr=subprocess.STDOUT, cwd=REPO).returncode
-        wall = time.perf_counter() - started
-    if code != 0:
-        with open(log_path, encoding="utf-8") as f:
-            raise SystemExit(f"{' '.join(command)} failed ({code}):\n{f.read()[-4000:]}")
-    with open(summary_path, encoding="utf-8") as f:
-        summary = json.load(f)
+    wall, summary = run_locally(pipeline, params, root, "--no-cache", log_path=log_path)
     run_dir = summary["run_dir"]
     spec, trials = journal(run_dir)
     return KfstackRun(

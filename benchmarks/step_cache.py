@@ -15,16 +15,11 @@ tuning_early_stopping=none deploy=false``, then ``learning_rate`` 0.003 -> 0.004
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import shutil
 import statistics
-import subprocess
-import sys
 import tempfile
-import time
 
-from benchmarks.common import machine_facts, write_result
+from benchmarks.common import machine_facts, run_locally, write_result
 
 PIPELINE = "flights-training"
 SMALL = {
@@ -38,18 +33,8 @@ FIRST_RATE, SECOND_RATE = "0.003", "0.004"
 
 
 def _run(root: str, parameters: dict[str, str]) -> dict:
-    """One ``kfstack run --local``: its wall from outside, and its summary's stages."""
-    command = [sys.executable, "-m", "kfstack.app.cli", "run", "--local", PIPELINE, "--pipeline-root", root]
-    for name, value in parameters.items():
-        command += ["--param", f"{name}={value}"]
-    summary_path = os.path.join(root, "last-summary.json")
-    started = time.perf_counter()
-    done = subprocess.run([*command, "--summary-json", summary_path], capture_output=True, text=True)
-    wall = time.perf_counter() - started
-    if done.returncode != 0:
-        raise SystemExit(f"{' '.join(command)} failed:\n{done.stderr[-3000:]}")
-    with open(summary_path, encoding="utf-8") as f:
-        summary = json.load(f)
+    """One ``kfstack run --local``, the cache on: its wall from outside, and its stages."""
+    wall, summary = run_locally(PIPELINE, parameters, root)
     return {
         "wall_seconds": round(wall, 2),
         "stages": {name: [stage["status"], stage["seconds"]] for name, stage in summary["stages"].items()},
