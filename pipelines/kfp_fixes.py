@@ -5,8 +5,8 @@ Every resource setter of a task (``set_cpu_limit``, ``set_memory_request``, ...)
 ``inspect.stack()``: that builds a frame record for every frame on the stack, finding each
 frame's module among all those loaded and reading its source file. A kfstack pipeline sets pod
 resources on every step (:func:`kfstack.kubernetes.node_pools.apply_to_task`), 24 calls per
-definition, and defining flights-training took 2.5 s instead of 1.6 s on a 2-core machine. Every
-command that loads a pipeline pays it, and so does a run's parameter check.
+definition: defining the example training pipeline took 2.5 s instead of 1.6 s on a 2-core
+machine. Every command that loads a pipeline pays it, and so does a run's parameter check.
 
 :func:`install` replaces the method with one that makes the same check and raises the same
 message, naming the caller from its frame alone. kfp is pinned; the suite checks the message
