@@ -1,17 +1,35 @@
 # Two commands for a fresh machine (README): `make run` and `make test`.
+#
+# Python 3.11, 3.12 or 3.13: PYTHON names the interpreter (default python3). Each Python has its
+# own venv and its own lock (constraints/py<X.Y>.txt: exact versions of everything installed,
+# `make lock` writes them), so `make run`, `make test` and the images install the same packages
+# every time. The ranges the library itself declares are proven by `make test-newest` and
+# `make test-floors` (docs/testing.md "What runs where").
 PYTHON ?= python3
-VENV ?= .venv
+# An interpreter of Python $(1) that runs: on PATH, else pyenv's (pyenv installs versions it does
+# not put on PATH; its shim on PATH fails for a version not selected, hence the trial run).
+find_python = $(firstword $(shell for p in python$(1) $$(pyenv root 2>/dev/null)/versions/$(1).*/bin/python$(1); do \
+  "$$p" -c '' 2>/dev/null && echo "$$p"; done))
+PY := $(shell $(PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+VENV ?= $(if $(filter 3.11,$(PY)),.venv,.venv-py$(PY))
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+LOCK := constraints/py$(PY).txt
+# What the repository's own venv holds: both frameworks where torch has a CPU build on the package
+# index (CPython 3.11; elsewhere every torch is the CUDA build, gigabytes of GPU libraries), else
+# TensorFlow only; the CPU distributions of ONNX Runtime, TensorFlow and XGBoost; the Model
+# Registry client (its step's tests run the real client).
+FRAMEWORKS := $(if $(filter 3.11,$(PY)),local,local-tf)
+EXTRAS ?= dev,$(FRAMEWORKS),registry,tensorflow-cpu,onnxruntime,xgboost-cpu
 
-.PHONY: setup run run-digits test test-crds test-slow lint compile bench images clean
+.PHONY: setup run run-digits test test-crds test-slow test-newest test-floors lock lock-one lint compile bench images clean
 
-# Re-installs when pyproject.toml, setup.py or the examples' pyproject.toml change. kfstack and
-# its examples (examples/, a package of their own, as a team's pipelines are) install together.
-$(STAMP): pyproject.toml setup.py examples/pyproject.toml
+# Re-installs when the project's metadata or the lock change. kfstack and its examples
+# (examples/, a package of their own, as a team's pipelines are) install together.
+$(STAMP): pyproject.toml setup.py examples/pyproject.toml $(LOCK)
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e ".[dev]" -e examples
+	$(BIN)/pip install --quiet -c $(LOCK) -e ".[$(EXTRAS)]" -e examples
 	# The Spark driver's class archive: local sessions start faster with it, and run without
 	# it should recording fail (the module says why), hence the leading '-'.
 	-$(BIN)/python -m kfstack_examples.flights.features_job.class_archive
@@ -52,6 +70,57 @@ lint: $(STAMP)
 test-slow: $(STAMP)
 	$(BIN)/python -m pytest -m slow
 
+# The ranges, proven on a named subset of the default suite (COMPAT_TESTS; docs/testing.md):
+# test-newest installs the newest releases the ranges admit (no lock) on the newest Python;
+# test-floors every requirement at its floor (constraints/floors.py) on the oldest. Each in a
+# venv of its own, made anew every time.
+NEWEST_PYTHON ?= $(call find_python,3.13)
+FLOORS_PYTHON ?= $(call find_python,3.11)
+COMPAT_TESTS ?= tests/unit tests/api tests/kubernetes tests/pipelines/test_compile.py \
+  tests/app/test_local_run.py tests/app/test_step_cache.py tests/serving/test_standard_formats.py \
+  tests/spark_jobs tests/training
+test-newest:
+	@test -n "$(NEWEST_PYTHON)" || { echo "make test-newest: no Python 3.13 on PATH or under pyenv; set NEWEST_PYTHON" >&2; exit 1; }
+	rm -rf .venv-newest && $(NEWEST_PYTHON) -m venv .venv-newest
+	.venv-newest/bin/pip install --quiet --upgrade pip
+	.venv-newest/bin/pip install --quiet --upgrade --upgrade-strategy eager \
+	  -e ".[test,local-tf,registry,tensorflow-cpu,onnxruntime,xgboost-cpu]" -e examples
+	.venv-newest/bin/pip list --format=freeze | grep -i -E '^(kfp|kserve|pyspark|tensorflow|torch|onnxruntime|optuna|scikit-learn)=='
+	.venv-newest/bin/python -m pytest $(COMPAT_TESTS)
+test-floors:
+	@test -n "$(FLOORS_PYTHON)" || { echo "make test-floors: no Python 3.11 on PATH or under pyenv; set FLOORS_PYTHON" >&2; exit 1; }
+	rm -rf .venv-floors && $(FLOORS_PYTHON) -m venv .venv-floors
+	.venv-floors/bin/pip install --quiet --upgrade pip
+	$(FLOORS_PYTHON) constraints/floors.py local,registry,tensorflow-cpu,onnxruntime,xgboost-cpu > .venv-floors/floors.txt
+	.venv-floors/bin/pip install --quiet -c .venv-floors/floors.txt \
+	  -e ".[test,local,registry,tensorflow-cpu,onnxruntime,xgboost-cpu]" -e examples
+	.venv-floors/bin/pip list --format=freeze | grep -i -E '^(kfp|kserve|pyspark|tensorflow|torch|onnxruntime|optuna|scikit-learn)=='
+	.venv-floors/bin/python -m pytest $(COMPAT_TESTS)
+
+# The locks: for each Python found, a fresh venv with the newest releases the ranges admit, frozen
+# (package versions only: no paths, no URLs). Run it to take newer releases, review the diff of
+# constraints/, commit it. LOCK_PYTHONS names the interpreters (default: 3.11, 3.12 and 3.13).
+# Where the lock takes torch, it takes the CPU build of 2.13.0 first (pip finds it on this project's
+# machines; elsewhere add --extra-index-url https://download.pytorch.org/whl/cpu): the range
+# admits newer releases, which the package index serves only as CUDA builds.
+LOCK_PYTHONS ?= $(foreach v,3.11 3.12 3.13,$(call find_python,$(v)))
+TORCH_CPU ?= torch==2.13.0
+lock:
+	for python in $(LOCK_PYTHONS); do $(MAKE) --no-print-directory lock-one PYTHON=$$python || exit 1; done
+lock-one:
+	rm -rf .venv-lock && $(PYTHON) -m venv .venv-lock
+	.venv-lock/bin/pip install --quiet --upgrade pip
+	$(if $(filter local,$(FRAMEWORKS)),.venv-lock/bin/pip install --quiet $(TORCH_CPU))
+	.venv-lock/bin/pip install --quiet -e ".[$(EXTRAS)]" -e examples
+	# Versions without a local label (torch's +cpu): an image takes the build its index serves.
+	# The tf-trainer image installs TensorFlow's GPU distribution at the tested release.
+	{ echo "# The lock for Python $(PY): kfstack[$(EXTRAS)] and its examples (make lock; docs/installing.md)."; \
+	  .venv-lock/bin/pip freeze --exclude-editable | grep -v -i -E '^kfstack' | sed -E 's/\+[A-Za-z0-9.]+$$//'; \
+	  echo "# The GPU distribution of the same TensorFlow release, for the tf-trainer image (images/Dockerfile)."; \
+	  .venv-lock/bin/pip freeze | sed -n -E 's/^tensorflow[-_]cpu==/tensorflow==/p'; } > $(LOCK).new
+	mv $(LOCK).new $(LOCK) && rm -rf .venv-lock
+	@! grep -n -E ' @ |file:' $(LOCK) || { echo "make lock: $(LOCK) names a location, not a version" >&2; exit 1; }
+
 compile: $(STAMP)
 	$(BIN)/kfstack compile
 
@@ -82,5 +151,5 @@ images:
 # Old embedded runs go through `kfstack clean`: it removes run directories only, never what
 # else lives under runs/ (kept on purpose by later stages).
 clean:
-	rm -rf dist build
+	rm -rf dist build .venv-newest .venv-floors
 	if [ -x $(BIN)/kfstack ]; then $(BIN)/kfstack clean; fi

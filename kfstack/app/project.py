@@ -21,6 +21,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from kfstack import distributions
 from kfstack.errors import UsageError
 from kfstack.version import __version__
 
@@ -34,12 +35,14 @@ FRAMEWORKS = {
         "job_kind": "PyTorchJob or TrainJob",
         "trainer_role": "torch-trainer",
         "local_extra": "local-torch",
+        "tensorflow_extra_note": "",
     },
     "tensorflow": {
         "framework_title": "TensorFlow",
         "job_kind": "TFJob",
         "trainer_role": "tf-trainer",
         "local_extra": "local-tf",
+        "tensorflow_extra_note": ", `tensorflow-cpu` or `tensorflow`",
     },
 }
 # What differs between the tasks in the project's code: its label, the model's outputs, loss,
@@ -151,6 +154,7 @@ class Project:
             "kfstack_requirement": self.kfstack_requirement,
             "kfstack_source_kind": self.kfstack_source_kind,
             **FRAMEWORKS[self.framework],
+            "embedded_extras": embedded_extras(self.framework),
             **TASKS[self.task],
             **self._serving_values(),
         }
@@ -188,6 +192,15 @@ class Project:
             ),
             "served_by": SERVINGS[self.serving],
         }
+
+
+def embedded_extras(framework: str) -> str:
+    """The extras of kfstack a project's embedded platform installs: its framework's, the ONNX
+    Runtime (every project exports ONNX) and, for TensorFlow, TensorFlow itself -- each in the
+    distribution this environment has, else the CPU one (:func:`kfstack.distributions.extra_for`),
+    so that installing the project never puts a second distribution beside a team's."""
+    modules = ["onnxruntime"] + (["tensorflow"] if framework == "tensorflow" else [])
+    return ",".join([FRAMEWORKS[framework]["local_extra"], *map(distributions.extra_for, modules)])
 
 
 def kfstack_source(given: str | None, extra: str = "local") -> tuple[str, str]:
@@ -254,7 +267,7 @@ def plan(
         raise UsageError(f"--task {task}: one of {', '.join(TASKS)}")
     if serving not in SERVINGS:
         raise UsageError(f"--serving {serving}: one of {', '.join(SERVINGS)}")
-    requirement, kind = kfstack_source(source, FRAMEWORKS[framework]["local_extra"])
+    requirement, kind = kfstack_source(source, embedded_extras(framework))
     return Project(target, name, framework, task, requirement, kind, serving)
 
 
@@ -332,11 +345,12 @@ def current_venv() -> str | None:
 
 
 def prerequisite_notes() -> list[str]:
-    """What this machine lacks for a project's first run: Python 3.11 and Java 17 (Spark's)."""
+    """What this machine lacks for a project's first run: a supported Python and Java 17 (Spark's)."""
     notes = []
-    if sys.version_info[:2] != (3, 11):
+    if not (3, 11) <= sys.version_info[:2] <= (3, 13):
         notes.append(
-            f"kfstack is built and tested on Python 3.11; this is {sys.version_info[0]}.{sys.version_info[1]}"
+            f"kfstack is built and tested on Python 3.11 to 3.13; this is "
+            f"{sys.version_info[0]}.{sys.version_info[1]}"
         )
     java = shutil.which("java")
     if java is None:

@@ -46,7 +46,7 @@ from kserve import InferOutput, InferRequest, InferResponse
 from kserve.errors import InvalidInput
 from kserve.utils.utils import get_predict_input, get_predict_response
 
-from kfstack import contracts
+from kfstack import contracts, distributions
 from kfstack.errors import InvalidParameterError
 from kfstack.monitoring.live_drift import NO_LIVE_DRIFT
 
@@ -246,7 +246,7 @@ class XGBoostModel(_MatrixModel):
         self.booster: Any = None
 
     def load(self) -> bool:
-        import xgboost
+        xgboost = distributions.require("xgboost", "the xgboost model server")
 
         with open(single_model_file(self.model_dir, contracts.XGBOOST), "rb") as f:
             self.booster = xgboost.Booster(params={"nthread": self.nthread}, model_file=bytearray(f.read()))
@@ -283,7 +283,7 @@ class TritonOnnxModel(kserve.Model):
         self.session: Any = None
 
     def load(self) -> bool:
-        import onnxruntime
+        onnxruntime = distributions.require("onnxruntime", "the onnx model server")
 
         path = os.path.join(self.repository, self.name, TRITON_VERSION, TRITON_MODEL_FILE)
         if not os.path.isfile(path):

@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from kfstack import distributions
 from kfstack.app import cli, project
 from kfstack.version import __version__
 from tests.conftest import REPO_ROOT
@@ -73,8 +74,11 @@ def test_a_new_project_is_complete_and_its_pipeline_compiles_and_renders(
         f"{name}-training": f"{package}:TRAINING"
     }
     # The checkout this kfstack runs from is where the project installs it from by default.
-    # With the embedded platform of its framework only (a PyTorch team installs no TensorFlow).
-    extra = project.FRAMEWORKS[framework]["local_extra"]
+    # With the embedded platform of its framework only (a PyTorch team installs no TensorFlow),
+    # and the distributions of ONNX Runtime (and TensorFlow) this environment has.
+    extra = project.embedded_extras(framework)
+    wanted = {"pytorch": "local-torch,onnxruntime", "tensorflow": "local-tf,onnxruntime,tensorflow-cpu"}
+    assert extra == wanted[framework]
     assert (directory / "requirements-kfstack.txt").read_text().splitlines()[-1] == (
         f"kfstack[{extra}] @ {REPO_ROOT.resolve().as_uri()}"
     )
@@ -144,6 +148,18 @@ def test_the_frameworks_extras_install_one_framework():
     torch, tf = extras["local-torch"][0], extras["local-tf"][0]
     assert "torch" in torch and ",tf," not in torch and "tf" in tf and "torch" not in tf
     assert {project.FRAMEWORKS[f]["local_extra"] for f in project.FRAMEWORKS} == {"local-torch", "local-tf"}
+
+
+def test_a_project_keeps_the_gpu_distributions_its_environment_has(monkeypatch):
+    """Made where onnxruntime-gpu and tensorflow are installed, a project names their extras, so
+    that installing it puts no CPU distribution beside them."""
+    monkeypatch.setattr(
+        distributions.importlib.metadata,
+        "packages_distributions",
+        lambda: {"onnxruntime": ["onnxruntime_gpu"], "tensorflow": ["tensorflow"]},
+    )
+    assert project.embedded_extras("tensorflow") == "local-tf,onnxruntime-gpu,tensorflow"
+    assert project.embedded_extras("pytorch") == "local-torch,onnxruntime-gpu"
 
 
 def test_init_says_early_what_the_machine_lacks(monkeypatch):

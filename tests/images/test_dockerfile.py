@@ -30,14 +30,19 @@ BASE_IMAGE_ARGS = {"PYTHON_IMAGE", "SPARK_IMAGE"}
 ROLE_EXTRAS = {
     # The launcher builds InferenceServices with the kserve SDK's models, and registers promoted
     # models with the Model Registry client.
-    "launcher": {"serve", "s3", "registry"},
+    # It evaluates and checks ONNX models: the onnxruntime distribution (CPU, as the task pods run).
+    "launcher": {"serve", "s3", "registry", "onnxruntime"},
     # No example's data: the examples' images add their package on top (examples/Dockerfile).
     "spark": {"spark", "s3"},
     "torch-trainer": {"torch", "s3"},
-    "tf-trainer": {"s3"},
-    "predictor": {"serve", "s3"},
+    # The tensorflow distribution (not tensorflow-cpu): the one with GPU support.
+    "tf-trainer": {"tensorflow", "s3"},
+    "predictor": {"serve", "s3", "onnxruntime"},
 }
-ROLE_EXTRA_REQUIREMENTS = {"tf-trainer": {"tensorflow", "tf2onnx"}}
+# Its and-cuda extra brings the CUDA libraries as wheels; the lock holds its release.
+ROLE_EXTRA_REQUIREMENTS = {"tf-trainer": {"tensorflow"}}
+# Where the wheel stage leaves the lock of its Python (constraints/py<X.Y>.txt).
+LOCK_IN_WHEELS = "/wheels/constraints.txt"
 # Which framework an extra or a requirement brings; a role may bring only its own.
 FRAMEWORK_OF = {
     "spark": "spark",
@@ -254,7 +259,13 @@ def role_install(dockerfile: Dockerfile, role: str) -> tuple[Instruction, str, s
         for args in pip_installs(inst):
             wheel = wheel_install(args)
             if wheel:
-                others = [a for a in args if not a.startswith("-") and wheel_install([a]) is None]
+                # Options dropped, with the value of the one that takes one (-c, the lock).
+                values = {args[i + 1] for i, a in enumerate(args[:-1]) if a in ("-c", "--constraint")}
+                others = [
+                    a
+                    for a in args
+                    if not a.startswith("-") and a not in values and wheel_install([a]) is None
+                ]
                 found.append((inst, wheel[0], wheel[1], others))
     assert len(found) == 1, f"{role}: {len(found)} installs of the kfstack wheel"
     return found[0]
@@ -334,9 +345,22 @@ def test_the_wheel_stage_builds_the_repository_wheel(dockerfile):
     ]
     assert {"pyproject.toml", "setup.py", "README.md", *folders} <= copied
     (run,) = [i for i in stage.instructions if i.keyword == "RUN"]
-    words = shlex.split(run.args)
+    build, _, keep_lock = run.args.partition(" && ")
+    words = shlex.split(build)
     assert words[:2] == ["pip", "wheel"] and "--no-deps" in words and words[-1] == "."
     assert words[words.index("--wheel-dir") + 1] == "/wheels"
+    # Beside the wheel, the lock of the image's Python, for the roles to install with.
+    assert "constraints" in copied
+    assert shlex.split(keep_lock)[0] == "cp" and shlex.split(keep_lock)[-1] == LOCK_IN_WHEELS
+    assert "constraints/py$(python -c" in keep_lock
+
+
+@pytest.mark.parametrize("role", images.ROLES)
+def test_every_role_installs_with_the_lock(dockerfile, role):
+    inst, _, _, _ = role_install(dockerfile, role)
+    (args,) = [a for a in pip_installs(inst) if wheel_install(a)]
+    assert args[args.index("-c") + 1] == LOCK_IN_WHEELS
+    assert (REPO_ROOT / "constraints" / "py3.11.txt").is_file()
 
 
 def test_the_runtime_base_has_the_user_the_venv_and_the_environment(dockerfile):
@@ -390,12 +414,14 @@ def test_each_role_installs_its_own_extras_and_no_other_framework(dockerfile, ex
     assert frameworks == ROLE_FRAMEWORK[role]
 
 
-def test_the_tf_trainer_installs_the_gpu_build_of_the_tf_extra(dockerfile, extras):
+def test_the_tf_trainer_installs_the_gpu_build_at_the_locks_release(dockerfile, extras):
+    """tensorflow[and-cuda], unversioned: the lock holds it at the release of the tensorflow-cpu
+    the tests run, and the tensorflow extra's range admits it."""
     _, _, _, others = role_install(dockerfile, "tf-trainer")
-    wanted = dict(REQUIREMENT_RE.match(r).group("name", "spec") for r in extras["tf"])
-    got = dict(REQUIREMENT_RE.match(o).group("name", "spec") for o in others)
-    assert got == {"tensorflow": wanted["tensorflow-cpu"], "tf2onnx": wanted["tf2onnx"]}
-    assert any(o.startswith("tensorflow[and-cuda]==") for o in others)
+    assert others == ["tensorflow[and-cuda]"]
+    lock = (REPO_ROOT / "constraints" / "py3.11.txt").read_text().splitlines()
+    (cpu,) = [line for line in lock if line.lower().replace("_", "-").startswith("tensorflow-cpu==")]
+    assert f"tensorflow=={cpu.split('==')[1]}" in lock
 
 
 @pytest.mark.parametrize("role", images.ROLES)

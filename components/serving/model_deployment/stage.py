@@ -27,7 +27,7 @@ from typing import Any
 
 import fsspec
 
-from kfstack import contracts
+from kfstack import contracts, distributions
 from kfstack.components import argument_names
 from kfstack.errors import InvalidParameterError
 from kfstack.evaluation.task_metrics import check_task
@@ -257,7 +257,7 @@ def prepare_serving(settings: ModelDeploymentSettings) -> ServingProtocol:
     """
     if settings.model_format != contracts.ONNX:
         return V1Predict()
-    import onnxruntime
+    onnxruntime = distributions.require("onnxruntime", "the canary analysis of an onnx model")
 
     try:
         laid_out = triton_layout(
