@@ -34,7 +34,7 @@ import textwrap
 from collections.abc import Iterator
 from typing import Any
 
-from kfp.dsl.base_component import BaseComponent
+from kfp.components import BaseComponent
 
 import kfstack.components
 from kfstack.kubernetes.inference_service import ServingRequest

@@ -15,15 +15,16 @@ from typing import Any
 
 from kfp import dsl, kubernetes
 
+from kfstack import kfp_adapter
 from kfstack.components.common.cleanup_run.component import cleanup_run
 from kfstack.kubernetes import node_pools
 from kfstack.kubernetes.naming import NAMESPACE_ENV, SERVICE_ACCOUNT_ENV, SIDECAR_INJECT_LABEL
 from kfstack.kubernetes.pods import OBJECT_STORE_KEYS
-from kfstack.pipelines import kfp_fixes
 from kfstack.pipelines.validate_run import validate_run
 from kfstack.settings import SETTINGS_OVERRIDES
 
-kfp_fixes.install()  # before any pipeline is defined with these steps
+# Before any pipeline is defined with these steps: kfp's resource setters' fixed cost, cut.
+kfp_adapter.cut_definition_cost()
 
 RUN_ID = dsl.PIPELINE_JOB_ID_PLACEHOLDER
 TASK_NAME = dsl.PIPELINE_TASK_NAME_PLACEHOLDER

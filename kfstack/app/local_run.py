@@ -19,12 +19,12 @@ This module adds what a person watching a run needs and kfp.local does not give:
 It also answers a step from an earlier run that ran it with the same inputs and code, as KFP's
 cache does on a cluster (:mod:`kfstack.app.step_cache`), and says so in the console and summary.
 
-kfp.local offers no hook for any of this, so three of its functions are wrapped while a run
-lasts: ``task_executor.execute_single_task`` (a task, run or answered from the cache),
-``task_dispatcher.run_single_task_implementation`` (a task that runs) and
-``subprocess_task_handler.run_local_subprocess`` (starts a task's process). All are internals
-of kfp 2.17.0, which is pinned; the test suite runs real pipelines through them, so a kfp
-upgrade that moves them fails loudly.
+kfp.local offers no hook for any of this: the hooks around its tasks are put in place through
+:mod:`kfstack.kfp_adapter`, the one module that touches kfp's internals, for the kfp releases it
+knows. On another release (or where what it relies on has changed) the adapter logs one line and
+the run proceeds as kfp.local runs it alone: every task's output in kfp's log, the environment
+the tasks need set for the whole run, the summary with the run's outcome and no stages; and the
+step cache stays off when it cannot be handed to kfp.local.
 """
 
 from __future__ import annotations
@@ -41,12 +41,12 @@ import sys
 import threading
 import time
 import traceback
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any, TextIO
 
 import psutil
 
-from kfstack import progress
+from kfstack import kfp_adapter, progress
 from kfstack.app import step_cache
 from kfstack.app.console import CANCELLED as SHOWN_CANCELLED
 from kfstack.app.console import DONE as SHOWN_DONE
@@ -79,11 +79,6 @@ PROGRESS_POLL_SECONDS = 0.3
 STOP_GRACE_SECONDS = 10.0
 # The last line of a Python traceback: "pkg.module.SomeError: message".
 _EXCEPTION_LINE = re.compile(r"^\s*([A-Za-z_][\w.]*(?:Error|Exception|Exit)):\s?(.*)$")
-# What kfp's executor logs in a task's process (its own logging format, kfp 2.17): not the
-# task's output, so it goes to kfp's log. "Got executor_input:" is followed by the whole
-# executor input as indented JSON, up to a closing brace in the first column.
-_KFP_EXECUTOR_PREFIX = "[KFP Executor "
-_EXECUTOR_INPUT_HEADER = "Got executor_input:"
 
 
 @dataclasses.dataclass
@@ -106,9 +101,9 @@ class _OutputRouter:
         if self._in_executor_input:
             self._kfp.write(line)
             self._in_executor_input = line.rstrip("\n") != "}"
-        elif line.startswith(_KFP_EXECUTOR_PREFIX):
+        elif line.startswith(kfp_adapter.EXECUTOR_LOG_PREFIX):
             self._kfp.write(line)
-            self._in_executor_input = line.rstrip().endswith(_EXECUTOR_INPUT_HEADER)
+            self._in_executor_input = line.rstrip().endswith(kfp_adapter.EXECUTOR_INPUT_HEADER)
         else:
             self._own.write(line)
             if self._echo is not None:  # kfp's lines reach the console through its own stream
@@ -152,66 +147,58 @@ class _TaskRunner:
         self._stop_polling = threading.Event()
 
     @contextlib.contextmanager
-    def installed(self) -> Iterator[None]:
-        from kfp.local import subprocess_task_handler, task_dispatcher
-        from kfp.local.orchestrator import task_executor
+    def installed(self) -> Iterator[bool]:
+        """kfstack's hooks around kfp.local's tasks while the block lasts; yields whether they are
+        in place. Without them, the tasks get the run's environment from this process's."""
+        with kfp_adapter.task_hooks(self) as hooked:
+            if not hooked:
+                with _environment(self.run_environment()):
+                    yield False
+                return
+            poller = threading.Thread(target=self._poll_progress, name="progress", daemon=True)
+            poller.start()
+            try:
+                yield True
+            finally:
+                self._stop_polling.set()
+                poller.join()
 
-        execute_task = task_executor.execute_single_task
-        run_task = task_dispatcher.run_single_task_implementation
-        run_process = subprocess_task_handler.run_local_subprocess
-
-        def execute_task_watched(*args: Any, **kwargs: Any) -> Any:
-            return self._execute_task(execute_task, *args, **kwargs)
-
-        def run_task_watched(*args: Any, **kwargs: Any) -> Any:
-            return self._run_task(run_task, *args, **kwargs)
-
-        task_executor.execute_single_task = execute_task_watched
-        task_dispatcher.run_single_task_implementation = run_task_watched
-        subprocess_task_handler.run_local_subprocess = self._run_process
-        poller = threading.Thread(target=self._poll_progress, name="progress", daemon=True)
-        poller.start()
-        try:
-            yield
-        finally:
-            task_executor.execute_single_task = execute_task
-            task_dispatcher.run_single_task_implementation = run_task
-            subprocess_task_handler.run_local_subprocess = run_process
-            self._stop_polling.set()
-            poller.join()
-
-    def _execute_task(self, execute_task: Any, *args: Any, **kwargs: Any) -> Any:
+    def execute_task(self, component: str, execute: Callable[[], kfp_adapter.TaskResult]) -> None:
         """One task, run or answered from the step cache (then recorded here: kfp.local runs
-        nothing, so :meth:`_run_task` is not called)."""
+        nothing, so :meth:`run_task` is not called)."""
         if self.cache is None:
-            return execute_task(*args, **kwargs)
+            execute()
+            return
         self.cache.take_hit()  # nothing left from this thread's earlier task
-        outputs, status = execute_task(*args, **kwargs)
+        result = execute()
         origin = self.cache.take_hit()
         if origin is not None:
-            name = _stage_name(kwargs["task_spec"].component_ref.name)
-            self.attempts.append(_TaskAttempt(name, CACHED, 0.0, dict(outputs), cached_from=origin))
+            name = _stage_name(component)
+            self.attempts.append(_TaskAttempt(name, CACHED, 0.0, result.outputs, cached_from=origin))
             self.console.task_cached(name, os.path.basename(origin))
-        return outputs, status
 
-    def _run_task(self, run_task: Any, *args: Any, **kwargs: Any) -> Any:
-        name = _task_name(kwargs)
-        if isinstance(kwargs.get("arguments"), dict):
-            kwargs["arguments"] = self._with_run_times(kwargs["arguments"])
+    def run_task(
+        self,
+        component: str,
+        arguments: dict[str, Any],
+        run: Callable[[dict[str, Any]], kfp_adapter.TaskResult],
+    ) -> None:
+        """A task that runs: its console line and progress, its time and outcome, with the
+        run-time placeholders filled in its arguments."""
+        name = _stage_name(component)
         self._task.name = name
         self.console.task_started(name)
         with self._lock:
             self._progress_offsets[name] = 0
         start = time.perf_counter()
         try:
-            outputs, status = run_task(*args, **kwargs)
+            result = run(self._with_run_times(arguments))
         except KeyboardInterrupt:
             self._finish(name, CANCELLED, time.perf_counter() - start, {})
             raise
         self._finish(
-            name, SUCCEEDED if status.name == "SUCCESS" else FAILED, time.perf_counter() - start, outputs
+            name, SUCCEEDED if result.succeeded else FAILED, time.perf_counter() - start, result.outputs
         )
-        return outputs, status
 
     def _with_run_times(self, arguments: dict[str, Any]) -> dict[str, Any]:
         """The task's arguments with the run-time placeholders a KFP backend fills in and
@@ -233,22 +220,28 @@ class _TaskRunner:
         shown = {SUCCEEDED: SHOWN_DONE, FAILED: SHOWN_FAILED, CANCELLED: SHOWN_CANCELLED}[status]
         self.console.task_finished(name, shown, seconds)
 
-    def _run_process(self, full_command: list[str], env_vars: dict[str, str] | None = None) -> int:
-        """Replaces kfp's ``run_local_subprocess``: same command and return code; the process
-        leads its own group (stoppable as a whole), writes its temp files under the run, and its
-        output goes to the log files."""
-        name = self._task.name
-        env = {
-            **os.environ,
-            **(env_vars or {}),
+    def run_environment(self) -> dict[str, str]:
+        """What every task process of the run is told, besides its own progress file."""
+        return {
             "TMPDIR": self.run.tmp,
-            progress.PROGRESS_FILE_ENV: self.run.progress_file(name),
             RUN_DIR_ENV: self.run.path,
             registry.REGISTRY_DIR_ENV: self.run.registry,
             # What a compiled pipeline stamps into its tasks on a cluster (kfstack compile).
             VERSION_ENV: self.pipeline_version,
             # Services a task starts (model servers) belong to this process: they stop with it.
             local_services.OWNER_PID_ENV: str(os.getpid()),
+        }
+
+    def run_process(self, full_command: list[str], env_vars: dict[str, str] | None = None) -> int:
+        """In place of kfp's: same command and return code; the process leads its own group
+        (stoppable as a whole), writes its temp files under the run, and its output goes to the
+        log files."""
+        name = self._task.name
+        env = {
+            **os.environ,
+            **(env_vars or {}),
+            **self.run_environment(),
+            progress.PROGRESS_FILE_ENV: self.run.progress_file(name),
         }
         with open(self.run.log(name), "a", encoding="utf-8", buffering=1) as own:
             router = _OutputRouter(own, sys.stdout, self.console if self.verbose else None)
@@ -287,10 +280,6 @@ class _TaskRunner:
             )
         for event in events:
             self.console.task_progress(name, event)
-
-
-def _task_name(kwargs: dict[str, Any]) -> str:
-    return _stage_name(kwargs.get("component_name", "task"))
 
 
 def _stage_name(component_name: str) -> str:
@@ -375,6 +364,22 @@ def _output_to(path: str, echo: TextIO | None) -> Iterator[None]:
 
 
 @contextlib.contextmanager
+def _environment(values: dict[str, str]) -> Iterator[None]:
+    """``values`` in this process's environment while the block lasts, which kfp.local's own
+    task processes inherit (the run's settings when kfstack does not start them itself)."""
+    saved = {name: os.environ.get(name) for name in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+@contextlib.contextmanager
 def _sigint_ignored() -> Iterator[None]:
     """A second Ctrl-C must not cut short the stopping and the summary of a cancelled run."""
     if threading.current_thread() is not threading.main_thread():
@@ -448,18 +453,26 @@ def run_pipeline_locally(
     version = run_form.version_function(pipeline_func, frame)
     run_arguments = run_form.run_arguments(pipeline_func, arguments, frame)
     run = resume or RunDirectory.create(pipeline_root, pipeline_name, arguments=dict(arguments))
+    # Either is False (and says what the run lacks) on a kfp release kfstack does not know.
+    hooked = kfp_adapter.task_hooks_usable()
     cached = None
-    if cache:
+    if cache and kfp_adapter.step_cache_usable():
         cached = step_cache.StepCache(run, step_cache.code_digest(entry(pipeline_name).function))
-    local.init(
-        runner=local.SubprocessRunner(use_venv=False),
-        pipeline_root=run.artifacts,
-        raise_on_error=False,
-        enable_caching=cached is not None,
-        cache_root=cached.cache_root if cached else None,
-    )
-    if cached is not None:
-        step_cache.install(cached)
+
+    def init(caching: bool) -> None:
+        local.init(
+            runner=local.SubprocessRunner(use_venv=False),
+            pipeline_root=run.artifacts,
+            # Without the hooks, kfp.local raising at the end is what tells a failed run.
+            raise_on_error=not hooked,
+            enable_caching=caching,
+            cache_root=cached.cache_root if caching and cached else None,
+        )
+
+    init(caching=cached is not None)
+    if cached is not None and not step_cache.install(cached):
+        cached = None
+        init(caching=False)  # kfp's own cache keys no code: off rather than stale
     stream = console_stream or sys.stderr
     console = RunConsole(stream, live=False if verbose else None)
     runner = _TaskRunner(run, console, verbose, cached)
@@ -474,6 +487,8 @@ def run_pipeline_locally(
         status = CANCELLED
     except Exception as err:  # kfp.local itself broke, not a task: still a summary, trace in kfp.log
         status, crash = FAILED, f"the embedded runner raised {type(err).__name__}: {err}"
+        if not hooked:  # kfp.local's own way of failing a run: its message names the task
+            crash = str(err)
         with open(run.log(KFP_LOG), "a", encoding="utf-8") as log:
             traceback.print_exc(file=log)
     finally:
@@ -486,7 +501,9 @@ def run_pipeline_locally(
                 run.remove_tmp()
     wall = time.perf_counter() - start
 
-    summary = _summarise(pipeline_name, status, runner.attempts, run, effective, wall, memory.peak_bytes)
+    summary = _summarise(
+        pipeline_name, status, runner.attempts, run, effective, wall, memory.peak_bytes, hooked=hooked
+    )
     if crash:
         summary.error = f"{crash} (see {run.log(KFP_LOG)})"
     with _sigint_ignored():
@@ -505,7 +522,10 @@ def _summarise(
     arguments: dict[str, Any],
     wall_seconds: float,
     peak_rss_bytes: int,
+    hooked: bool = True,
 ) -> RunSummary:
+    """The run's summary from its task attempts; ``hooked`` False: there are none to read (no
+    task hooks on this kfp), and ``status`` is the run's outcome as kfp.local gave it."""
     stages: dict[str, StageRecord] = {}
     for attempt in attempts:  # a task retried by kfp.local appears once per attempt
         seconds = stages[attempt.name].seconds if attempt.name in stages else 0.0
@@ -549,7 +569,7 @@ def _summarise(
             _exception_line(tail) or "no exception line in its log"
         )
         summary.failed_task_log_tail = tail
-    elif not attempts:
+    elif not attempts and hooked:
         summary.status = FAILED
         summary.error = "the pipeline ran no tasks"
     return summary

@@ -2,10 +2,13 @@
 
 On a cluster, KFP answers a task from its cache when the same component ran before with the same
 inputs: the earlier outputs become the task's, and the UI shows the task as cached. kfp.local
-2.17 has the same mechanism (:class:`kfp.local.cache.LocalCache`, off by default): a task whose
+2.17 has the same mechanism (``kfp.local.cache.LocalCache``, off by default): a task whose
 caching is on (kfstack turns it off where a result changes between runs with the same inputs:
 :func:`pipelines.wiring.uncached`) is keyed by its component, image, command, container
 environment and arguments, input artifacts by their URI and metadata, as a cluster keys them.
+kfp.local asks its cache ``compute_key``, ``get`` and ``put``; :class:`StepCache` answers the
+same calls, and :mod:`kfstack.kfp_adapter` hands it to kfp.local in place of kfp's own (there is
+no public way to), on the kfp releases it knows; on another the step cache is off.
 
 This module makes that cache kfstack's, for what a cluster has and this machine lacks:
 
@@ -42,30 +45,30 @@ from collections.abc import Iterable
 from typing import Any
 
 from kfp import dsl
-from kfp.dsl import executor
-from kfp.local import cache as kfp_cache
 
+from kfstack import kfp_adapter
 from kfstack.app import run_directory
 from kfstack.app.run_directory import RunDirectory
 
 CACHE_DIR = "step-cache"
-# An entry: the outputs as kfp's cache serialises them, and the artifacts that were on disk.
+# An entry: the outputs, and the artifacts that were on disk.
 _OUTPUTS, _FILES = "outputs", "files"
+# An artifact in an entry's outputs, and a list of them: the form kfp's own cache writes, kept
+# so that the entries of earlier kfstack releases (which wrote through kfp's) still read.
+_ARTIFACT, _ARTIFACT_LIST = "__kfp_artifact__", "__kfp_artifact_list__"
 # A string longer than this in a command or an argument is data, not a file's path.
 _PATH_MAX = 4096
 
 
-class StepCache(kfp_cache.LocalCache):
-    """kfp.local's cache with kfstack's key and places (see the module docstring).
-
-    kfp.local asks it ``compute_key``, ``get`` and ``put`` (kfp 2.17, pinned; the suite runs
-    real pipelines through it, so an upgrade that changes the interface fails loudly).
-    """
+class StepCache:
+    """kfp.local's cache with kfstack's key and places (see the module docstring): kfp.local asks
+    it ``compute_key``, ``get`` and ``put``, as it asks its own ``LocalCache``."""
 
     def __init__(self, run: RunDirectory, code_digest: str) -> None:
-        super().__init__(os.path.join(run.path, CACHE_DIR))
+        self.cache_root = os.path.join(run.path, CACHE_DIR)
         self._run = run
         self._code_digest = code_digest
+        self._kfp_cache: Any = None  # kfp's own, for its key; made at the first one
         self._hit = threading.local()  # the earlier run a task's outputs came from, per thread
         self._held: dict[str, int] = {}  # earlier run directory -> descriptor holding it
         self._held_lock = threading.Lock()
@@ -79,8 +82,15 @@ class StepCache(kfp_cache.LocalCache):
         env_vars: dict[str, str] | None = None,
         custom_cache_key: str | None = None,
     ) -> str:
-        kfp_key = super().compute_key(
-            component_name, image, full_command, arguments, env_vars, custom_cache_key
+        if self._kfp_cache is None:
+            self._kfp_cache = kfp_adapter.kfp_cache(self.cache_root)
+        kfp_key = self._kfp_cache.compute_key(
+            component_name=component_name,
+            image=image,
+            full_command=full_command,
+            arguments=arguments,
+            env_vars=env_vars,
+            custom_cache_key=custom_cache_key,
         )
         named = _named_files([*full_command, *_strings(arguments)])
         key = hashlib.sha256(f"{kfp_key}\0{self._code_digest}\0{named}".encode())
@@ -94,13 +104,14 @@ class StepCache(kfp_cache.LocalCache):
         never be answered. The entry lists what existed; a lookup requires exactly that.
         """
         entry = {
-            _OUTPUTS: self._serialize_outputs(outputs),
+            _OUTPUTS: {name: _serialised(value) for name, value in outputs.items()},
             _FILES: sorted(uri for uri in _artifact_uris(outputs) if os.path.exists(uri)),
         }
+        os.makedirs(self.cache_root, exist_ok=True)
         fd, partial = tempfile.mkstemp(prefix=".partial-", suffix=".json", dir=self.cache_root)
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             json.dump(entry, f)
-        os.replace(partial, self._entry_path(key))  # whole or not at all
+        os.replace(partial, os.path.join(self.cache_root, f"{key}.json"))  # whole or not at all
 
     def get(self, key: str) -> dict[str, Any] | None:
         """The outputs of the newest run whose step had this key and whose files still exist,
@@ -163,29 +174,43 @@ def _artifact_uris(outputs: dict[str, Any]) -> Iterable[str]:
                 yield artifact.uri
 
 
+def _serialised(value: Any) -> Any:
+    """An output as an entry keeps it: an artifact (or a list of them) by its fields, a parameter
+    as it is."""
+    if isinstance(value, dsl.Artifact):
+        return {
+            _ARTIFACT: True,
+            "schema_title": type(value).schema_title,
+            "schema_version": type(value).schema_version,
+            "name": value.name,
+            "uri": value.uri,
+            "metadata": value.metadata,
+        }
+    if isinstance(value, list) and value and isinstance(value[0], dsl.Artifact):
+        return {_ARTIFACT_LIST: True, "artifacts": [_serialised(artifact) for artifact in value]}
+    return value
+
+
 def _restored(value: Any) -> Any:
     """An output as kfp.local hands it on, from its entry (as kfp's own cache restores it, the
     existence of its files checked by the caller)."""
-    if isinstance(value, dict) and value.get(kfp_cache._ARTIFACT_LIST_MARKER):
+    if isinstance(value, dict) and value.get(_ARTIFACT_LIST):
         return [_restored(artifact) for artifact in value.get("artifacts", [])]
-    if not (isinstance(value, dict) and value.get(kfp_cache._ARTIFACT_MARKER)):
+    if not (isinstance(value, dict) and value.get(_ARTIFACT)):
         return value
-    return executor.create_artifact_instance(
-        {
-            "name": value.get("name", ""),
-            "uri": value.get("uri", ""),
-            "metadata": value.get("metadata") or {},
-            "type": {"schemaTitle": value.get("schema_title", "system.Artifact")},
-        }
+    return kfp_adapter.artifact(
+        value.get("schema_title", "system.Artifact"),
+        value.get("name", ""),
+        value.get("uri", ""),
+        value.get("metadata") or {},
     )
 
 
-def install(cache: StepCache) -> None:
+def install(cache: StepCache) -> bool:
     """Makes ``cache`` the one kfp.local consults, after ``kfp.local.init(enable_caching=True,
-    cache_root=cache.cache_root)`` (which resets kfp's: it makes a plain one on first use)."""
-    with kfp_cache._cache_singleton_lock:
-        kfp_cache._cache_singleton = cache
-        kfp_cache._cache_singleton_root = cache.cache_root
+    cache_root=cache.cache_root)``; False where this kfp does not allow it (then logged, and the
+    caller turns kfp's cache off)."""
+    return kfp_adapter.install_step_cache(cache)
 
 
 def _entries(pipeline_root: str, key: str) -> list[str]:
