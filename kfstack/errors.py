@@ -42,6 +42,20 @@ class LaunchNamespaceError(PlatformNotAvailableError):
     Nothing was submitted."""
 
 
+class ControllerReleaseError(PlatformNotAvailableError):
+    """The cluster's controller release does not know a field a step's object needs (its API
+    server refused it under strict field validation); the message names the field and the
+    release that has it. Nothing was created.
+
+    Attributes:
+        fields: The refused fields, as the API server named them (``spec.runtimePatches``).
+    """
+
+    def __init__(self, message: str, fields: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.fields = fields
+
+
 class KfpServerUnavailableError(PlatformNotAvailableError):
     """The KFP API server cannot be reached (connection refused or timed out, unknown host, a TLS
     failure); nothing was submitted."""

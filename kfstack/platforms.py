@@ -24,6 +24,11 @@ of Trainer v2 or a PyTorchJob of the v1 operator). :meth:`Stage.variants` lists 
 of preference, each with the API kinds it needs; on Kubernetes the first one the cluster serves
 runs (:func:`choose_variant`, by API discovery), on the embedded platform -- which has every
 contract -- the first, and ``kfstack render`` renders each with the condition it runs under.
+
+Within a variant, the controller's release decides the form of a body: before the first create
+a server-side dry run checks each body against the cluster's CRD, and an older release gets the
+older form of it where one exists (a TrainJob on Kubeflow Trainer v2.1), or a refusal naming the
+field and the release that has it (:mod:`kfstack.kubernetes.dry_run`).
 """
 
 from __future__ import annotations
@@ -34,7 +39,7 @@ from collections.abc import Mapping
 from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 
 from kfstack.errors import InvalidParameterError, PlatformNotAvailableError
-from kfstack.kubernetes import access
+from kfstack.kubernetes import access, dry_run
 from kfstack.kubernetes.launcher import Cluster, launch
 from kfstack.kubernetes.naming import RunContext
 from kfstack.kubernetes.placement import Placement
@@ -292,10 +297,13 @@ def run_stage(
         variant = choose_variant(stage.component, variants, cluster)
         # Before the first create: may this step's service account launch them there?
         access.review(stage.component, cluster, built[id(variant)])
+        # And does the cluster's controller release accept each whole (a dry run), or an
+        # older form of it? A feature it lacks is refused here, never half done.
+        objects = [dry_run.fitted(stage.component, cluster, body) for body in built[id(variant)]]
         if isinstance(stage, ServiceStage):
             result = stage.run_kubernetes(variant.settings, context, cluster)
         else:
-            result = _launch_and_collect(stage, variant.settings, built[id(variant)], cluster)
+            result = _launch_and_collect(stage, variant.settings, objects, cluster)
         result = dataclasses.replace(result, reference={"platform": KUBERNETES, **result.reference})
     else:
         # The embedded platform has every variant's contract: the preferred one runs.

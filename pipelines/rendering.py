@@ -31,7 +31,7 @@ from kfp import compiler
 from kfstack import errors, pipeline_spec, platforms
 from kfstack.components import component_identities, launching_stages
 from kfstack.errors import UsageError
-from kfstack.kubernetes import access
+from kfstack.kubernetes import access, dry_run
 from kfstack.kubernetes.launcher import Cluster
 from kfstack.kubernetes.naming import RunContext
 from kfstack.pipelines import load_pipeline, run_check, run_form
@@ -259,14 +259,17 @@ def check_run_parameters(pipeline: str, values: Mapping[str, Any], run_id: str) 
     """The validate-parameters task's check: render everything, then, when the run is to use a
     cluster, find it and check, before the first step starts, that it serves an API every
     launching step can run on (a cluster without Trainer v2 fails ``training_api=trainer-v2``
-    here, not after the Spark job) and that this task's service account may launch there what
-    every step would launch (:func:`_review_launches`).
+    here, not after the Spark job), that this task's service account may launch there what
+    every step would launch, and that the cluster's controller releases accept those objects
+    (a server-side dry run; :func:`_review_launches`).
 
     Raises:
         UsageError, InvalidParameterError: See :func:`render`.
         PlatformNotAvailableError: ``platform=kubernetes`` and no Kubernetes API is reachable, or
             it serves no variant of a launching step, or a launch namespace lacks a permission or
-            a LocalQueue (:class:`~kfstack.errors.LaunchNamespaceError`, naming every one).
+            a LocalQueue (:class:`~kfstack.errors.LaunchNamespaceError`, naming every one), or
+            a controller release lacks a field a step needs
+            (:class:`~kfstack.errors.ControllerReleaseError`, naming each field and release).
     """
     run_id = run_id or "validation"
     launching = _launching_variants(pipeline, values, run_id)  # compiled once, for both checks
@@ -314,7 +317,11 @@ def _review_launches(
         if reviewed:
             context = RunContext(run_id=run_id, task_name=task.task)
             objects.setdefault(key, []).extend(stage.build(variant.settings, context))
-    access.review_launches(pipeline, [(clusters[key], built) for key, built in objects.items()])
+    launches = [(clusters[key], built) for key, built in objects.items()]
+    access.review_launches(pipeline, launches)
+    # A field the cluster's controller release does not know fails the run here, before its
+    # first step (each step dry-runs its own again, and picks an older form where one fits).
+    dry_run.check_launches(pipeline, launches)
 
 
 def main(argv: list[str] | None = None) -> int:

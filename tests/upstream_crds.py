@@ -5,6 +5,15 @@ part of the repository: they are found in ``../shared`` beside the clone, or whe
 ``KFSTACK_SHARED_DIR`` points. With them, every object is validated against its kind's CRD as
 ``kubectl apply --validate=strict`` would.
 
+kfstack supports a range of releases per controller (:mod:`kfstack.kubernetes.controller_releases`),
+so :func:`validate_with_crds` validates every object twice: against the newest CRDs (``crds/``)
+and against the oldest supported release's (:data:`OLDEST_SUPPORTED`, from ``crds-older/``).
+Against the oldest, a kind with an older form (a TrainJob on Trainer v2.1) is validated in that
+form, and an object may fail only on fields that ``controller_releases.FIELDS`` says need a newer
+release (the features refused on such a cluster before anything is created); any other failure
+fails the test. Katib's and the ScheduledWorkflow's CRDs carry no schema: their SDK models stand
+in, at every release.
+
 A clone without them (a team's, as it is cloned) still checks what it renders: every object whose
 kind an installed SDK has a model for goes through that model and back, and must come back equal
 (a key the model does not know is lost on the way, a value of the wrong type is refused). The
@@ -44,14 +53,92 @@ def available() -> bool:
     return VALIDATOR.is_file()
 
 
-def run_validator(path: pathlib.Path | str, what: str) -> str:
+def run_validator(path: pathlib.Path | str, what: str, crds: pathlib.Path | None = None) -> str:
     """The validator's report on the YAML file ``path``, which must pass; without the CRDs the
-    test skips, saying that ``what`` (the check that did not run) was left out."""
-    if not available():
-        pytest.skip(f"{ABSENT}: {what} not run")
-    proc = subprocess.run([sys.executable, str(VALIDATOR), str(path)], capture_output=True, text=True)
+    test skips, saying that ``what`` (the check that did not run) was left out. ``crds``: a CRD
+    directory other than the newest (:func:`oldest_supported_crds`)."""
+    proc = _validate(path, what, crds)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return proc.stdout
+
+
+def _validate(path: pathlib.Path | str, what: str, crds: pathlib.Path | None) -> subprocess.CompletedProcess:
+    if not available():
+        pytest.skip(f"{ABSENT}: {what} not run")
+    where = ["--crds", str(crds)] if crds is not None else []
+    return subprocess.run([sys.executable, str(VALIDATOR), *where, str(path)], capture_output=True, text=True)
+
+
+# The oldest release kfstack supports of each controller whose CRDs carry a schema (Kubeflow
+# 1.11's), as folders of the shared CRDs: crds/<component> -> the folder holding that release.
+# spark-operator 2.4.0 has the same bytes as the newest (crds-older/SOURCES.md); Katib's and
+# KFP's ScheduledWorkflow CRDs carry no schema, so the newest stand for every release.
+OLDEST_SUPPORTED = {
+    "kserve": "crds-older/kserve/v0.15.2",
+    "training-operator": "crds-older/training-operator/v1.9.1",  # v1.9.2's bytes
+    "trainer-v2": "crds-older/trainer-v2/v2.1.0",
+}
+
+
+def oldest_supported_crds(tmp_path: pathlib.Path) -> pathlib.Path:
+    """A CRD directory of the oldest supported releases: links to the files of
+    :data:`OLDEST_SUPPORTED`, and to the newest CRDs of every other component (nothing is
+    copied). The validator reads one directory, so the releases are gathered in one."""
+    root = tmp_path / "oldest-supported-crds"
+    if root.is_dir():
+        return root
+    for component in sorted(p for p in (SHARED_DIR / "crds").iterdir() if p.is_dir()):
+        folder = SHARED_DIR / OLDEST_SUPPORTED.get(component.name, f"crds/{component.name}")
+        assert folder.is_dir(), f"{folder}: the release {OLDEST_SUPPORTED[component.name]} is not there"
+        target = root / component.name
+        target.mkdir(parents=True)
+        # Files, not the folder: the validator's recursive glob follows no linked folder.
+        for crd in sorted(folder.glob("*.yaml")):
+            (target / crd.name).symlink_to(crd)
+    return root
+
+
+def oldest_form(obj: dict) -> dict:
+    """``obj`` as the oldest supported release of its controller takes it: its older form where
+    kfstack has one (what the launch creates on such a cluster), else as it is."""
+    from kfstack.kubernetes import dry_run
+
+    for form in dry_run.OLDER_FORMS.get(kind_of(obj), ())[-1:]:
+        return form.convert(obj)
+    return obj
+
+
+def check_against_oldest(tmp_path: pathlib.Path, objects: list[dict]) -> list[str]:
+    """``objects`` (in :func:`oldest_form`) against the oldest supported releases' CRDs; returns
+    the fields refused, ``Kind/name: path``. Each must be one that ``controller_releases``
+    says needs a newer release than the oldest: anything else fails the test."""
+    from kfstack.kubernetes import controller_releases
+
+    path = tmp_path / "objects-oldest.yaml"
+    path.write_text(yaml.safe_dump_all([oldest_form(obj) for obj in objects], sort_keys=False))
+    proc = _validate(
+        path, "the CRD validation against the oldest supported releases", oldest_supported_crds(tmp_path)
+    )
+    assert proc.returncode in (0, 1), proc.stdout + proc.stderr
+    by_name = {f"{obj['kind']}/{obj['metadata'].get('name')}": obj for obj in objects}
+    refused, failed = [], set()
+    for line in proc.stdout.splitlines():
+        if not line.startswith("FAIL "):
+            continue
+        ident, _, rest = line.removeprefix("FAIL ").partition(" ")
+        document, _, rest = rest.partition(": ")
+        field, _, problem = rest.partition(": ")
+        failed.add(document)
+        obj = by_name[ident]
+        group, kind = kind_of(obj)
+        entry = controller_releases.field_release(group, kind, field)
+        assert problem == "unknown field" and entry is not None, (
+            f"{line}: not a field controller_releases.FIELDS says needs a newer release"
+        )
+        assert entry.release != controller_releases.CONTROLLERS[entry.controller].oldest, line
+        refused.append(f"{ident}: {field}")
+    assert proc.stdout.count("OK ") + len(failed) == len(objects), proc.stdout
+    return refused
 
 
 class _Response:
@@ -173,7 +260,8 @@ def round_trip_through_sdk_models(objects: Iterable[dict]) -> set[tuple[str, str
 
 
 def validate_with_crds(tmp_path: pathlib.Path, objects: list[dict]) -> None:
-    """``objects`` (custom resources) against the upstream CRDs, each validated; without them,
+    """``objects`` (custom resources) against the upstream CRDs of the newest releases, each
+    validated, and of the oldest supported ones (:func:`check_against_oldest`); without them,
     through the SDK models, skipping (saying why) only when a kind has none."""
     if not available():
         unmodelled = round_trip_through_sdk_models(objects)
@@ -185,3 +273,4 @@ def validate_with_crds(tmp_path: pathlib.Path, objects: list[dict]) -> None:
     path.write_text(yaml.safe_dump_all(objects, sort_keys=False))
     report = run_validator(path, "the CRD validation")
     assert report.count("OK ") == len(objects), report
+    check_against_oldest(tmp_path, objects)

@@ -28,27 +28,36 @@ effect of a wait).
 :func:`delete_run_resources` is the pipeline's exit-handler cleanup: it deletes whatever batch
 jobs a run left unfinished (a launcher pod killed before its SIGTERM handler ran).
 
+Every create and replace asks for strict field validation (:data:`STRICT`): a field the
+cluster's CRD does not know is refused whole, naming it and the controller release that has it
+(:class:`~kfstack.errors.ControllerReleaseError`), rather than pruned with a warning while the
+rest runs. :meth:`ResourceLauncher.dry_run` asks the same of a body without creating anything
+(:mod:`.dry_run` uses it before a step's first create).
+
 The Kubernetes API is reached through the official client; tests point it at a local fake API
 server (there is no cluster where they run).
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import json
 import logging
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING
 
 from kfstack.cancellation import sigterm_raises
 from kfstack.errors import (
     CancelledError,
+    ControllerReleaseError,
     InvalidParameterError,
     PlatformNotAvailableError,
     ResourceFailedError,
     ResourceTimeoutError,
 )
-from kfstack.kubernetes import naming
+from kfstack.kubernetes import controller_releases, naming
 from kfstack.kubernetes.placement import Placement
 from kfstack.kubernetes.resources import KINDS, Lifecycle, Phase, ResourceKind, kind_of
 from kfstack.kubernetes.sdk import lazy_module
@@ -64,6 +73,23 @@ else:
 logger = logging.getLogger(__name__)
 
 LOG_TAIL_LINES = 50
+# Every create and update asks for strict field validation: a field the cluster's CRD does not
+# know is refused, naming it, where the API server would otherwise prune it with a warning and
+# create the rest (a TrainJob without its node-pool placement, silently).
+STRICT = "Strict"
+
+
+def refused_fields(err: Exception) -> list[str]:
+    """The fields a strict field validation refused (a 400 whose Status message is a strict
+    decoding error); empty for any other error."""
+    if getattr(err, "status", None) != 400:
+        return []
+    body = getattr(err, "body", None) or ""
+    try:
+        message = str(json.loads(body).get("message", ""))
+    except (ValueError, AttributeError):
+        message = str(body)
+    return controller_releases.unknown_fields(message)
 
 
 def default_api_client() -> client.ApiClient:
@@ -120,12 +146,67 @@ class ResourceLauncher:
             raise
 
     def create(self, body: dict) -> dict:
-        return self.custom.create_namespaced_custom_object(body=body, **self._coordinates())
+        """Creates ``body``, refused whole if the cluster's CRD does not know one of its fields.
+
+        Raises:
+            ControllerReleaseError: The API server refused a field (strict field validation);
+                nothing was created.
+        """
+        with self._strict(body):
+            return self.custom.create_namespaced_custom_object(
+                body=body, field_validation=STRICT, **self._coordinates()
+            )
 
     def replace(self, body: dict) -> dict:
-        return self.custom.replace_namespaced_custom_object(
-            name=body["metadata"]["name"], body=body, **self._coordinates()
-        )
+        """Replaces the object ``body`` names, refused whole as :meth:`create` is.
+
+        Raises:
+            ControllerReleaseError: The API server refused a field; the object is unchanged.
+        """
+        with self._strict(body):
+            return self.custom.replace_namespaced_custom_object(
+                name=body["metadata"]["name"], body=body, field_validation=STRICT, **self._coordinates()
+            )
+
+    def dry_run(self, body: dict) -> None:
+        """Asks the API server to create ``body`` without storing it (``dryRun=All``): the same
+        schema, strict field validation and admission webhooks as a create, nothing created.
+
+        The probe is named by the server (``generateName``), so that an object of that name
+        already there (one a retried step adopts) does not answer 409 in place of the check.
+
+        Raises:
+            ControllerReleaseError: A field the cluster's CRD does not know.
+            kubernetes.client.rest.ApiException: Any other refusal.
+        """
+        metadata = {key: value for key, value in body["metadata"].items() if key != "name"}
+        metadata["generateName"] = f"{body['metadata'].get('name') or 'kfstack'}-"
+        # A rendered body may not know its namespace yet; the launch sets it so.
+        metadata["namespace"] = self.namespace
+        probe = {**body, "metadata": metadata}
+        with self._strict(body):
+            self.custom.create_namespaced_custom_object(
+                body=probe, field_validation=STRICT, dry_run="All", **self._coordinates()
+            )
+
+    @contextlib.contextmanager
+    def _strict(self, body: dict) -> Iterator[None]:
+        """A strict-validation refusal as a :class:`ControllerReleaseError` naming each field
+        and the controller release that has it (:mod:`.controller_releases`)."""
+        try:
+            yield
+        except rest.ApiException as err:
+            fields = refused_fields(err)
+            if not fields:
+                raise
+            name = body["metadata"].get("name") or body["metadata"].get("generateName", "")
+            raise ControllerReleaseError(
+                f"the cluster's {self.kind.api_version} {self.kind.kind} API refused {self.kind.kind} "
+                f"{self.namespace}/{name}: "
+                + controller_releases.explain(self.kind.group, self.kind.kind, fields)
+                + ". Nothing was created or changed.",
+                tuple(fields),
+            ) from err
 
     def delete(self, name: str) -> bool:
         """Deletes ``name`` and its pods (background propagation); False if it was not there."""

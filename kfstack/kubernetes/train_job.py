@@ -28,6 +28,15 @@ Choices made here:
   ``priorityClassName`` and how often a failed job restarts (the JobSet's
   ``failurePolicy.maxRestarts``). ``manifests/cluster/trainer-v2/`` ships a runtime that sets
   the restarts (``kfstack-torch-distributed``; manifests/README.md).
+- Trainer v2.1 (what Kubeflow 1.11 and 26.03 install) has neither ``runtimePatches`` nor
+  ``activeDeadlineSeconds``: it places pods through ``podTemplateOverrides``.
+  :func:`for_trainer_v2_1` turns the body into that form, which the launch creates where the
+  cluster's API server refuses ``runtimePatches`` (:mod:`.dry_run`). What v2.1 lets a TrainJob
+  set of its pods is narrower: node selector, tolerations, image-pull Secrets, volumes, labels,
+  and per container env and mounts. The pods' security contexts and termination grace period are
+  then the business of the runtime the TrainJob names, and the job's time is bounded by its
+  launcher alone, which deletes it past ``timeout_seconds`` (and the run's exit handler, should
+  the launcher die first).
 - Elastic training stays a PyTorchJob feature (its ``elasticPolicy``); TensorFlow stays on TFJob
   (Trainer v2 has no TensorFlow runtime): :mod:`.training_apis` refuses both before anything is
   built.
@@ -171,3 +180,63 @@ def build_trainjob(request: TrainingJobRequest, runtime: str = DEFAULT_TRAINER_R
         ),
     )
     return job.to_dict()
+
+
+# What Trainer v2.1's ``spec.podTemplateOverrides[].spec`` and its containers take (the v2.1.0
+# TrainJob CRD); everything else of kfstack's pod patch is the runtime's business there.
+V2_1_POD_FIELDS = (
+    "nodeSelector",
+    "tolerations",
+    "imagePullSecrets",
+    "volumes",
+    "affinity",
+    "serviceAccountName",
+    "schedulingGates",
+    "containers",
+)
+V2_1_CONTAINER_FIELDS = ("name", "env", "volumeMounts")
+# What the v2.1 form cannot carry, said where it is chosen.
+V2_1_LEAVES_OUT = (
+    "no deadline on the TrainJob (the launcher deletes it past timeout_seconds), and the pods' "
+    "security contexts and termination grace period are the runtime's"
+)
+
+
+def for_trainer_v2_1(job: dict) -> dict:
+    """``job`` (a :func:`build_trainjob` body) as Kubeflow Trainer v2.1 takes it.
+
+    v2.1 has no ``spec.runtimePatches`` and no ``spec.activeDeadlineSeconds``: kfstack's pod patch
+    becomes one ``podTemplateOverrides`` entry for the ``node`` replicated job, keeping the
+    fields v2.1 accepts there (:data:`V2_1_POD_FIELDS`); ``trainer.resourcesPerNode`` already
+    sizes the pods. A pure function: a test validates its output against Trainer v2.1.0's CRD.
+    """
+    spec = {
+        key: value
+        for key, value in job["spec"].items()
+        if key not in ("runtimePatches", "activeDeadlineSeconds")
+    }
+    overrides = []
+    for patch in job["spec"].get("runtimePatches") or []:
+        replicated = (((patch.get("trainingRuntimeSpec") or {}).get("template") or {}).get("spec") or {}).get(
+            "replicatedJobs"
+        ) or []
+        for replicated_job in replicated:
+            pod = (((replicated_job.get("template") or {}).get("spec") or {}).get("template")) or {}
+            pod_spec = {
+                key: value for key, value in (pod.get("spec") or {}).items() if key in V2_1_POD_FIELDS
+            }
+            if "containers" in pod_spec:
+                pod_spec["containers"] = [
+                    {key: value for key, value in container.items() if key in V2_1_CONTAINER_FIELDS}
+                    for container in pod_spec["containers"]
+                ]
+            override: dict = {"targetJobs": [{"name": replicated_job["name"]}]}
+            labels = (pod.get("metadata") or {}).get("labels")
+            if labels:
+                override["metadata"] = {"labels": labels}
+            if pod_spec:
+                override["spec"] = pod_spec
+            overrides.append(override)
+    if overrides:
+        spec["podTemplateOverrides"] = overrides
+    return {**job, "spec": spec}

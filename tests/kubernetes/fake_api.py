@@ -6,6 +6,12 @@ by name, with the containers' statuses), pod log, and ``SelfSubjectAccessReview`
 HTTP, so the tests exercise the client, its serialisation and our error handling exactly as
 against a cluster. It is not a cluster: no controller runs; a test scripts the ``status`` an
 object shows on successive reads, and which access reviews are denied.
+
+Where a test gives a kind a schema (:meth:`FakeKubernetesApi.serve_schema`: the fields an older
+CRD knows, written by the test), creates and replaces treat unknown fields as the API server
+does: ``fieldValidation=Strict`` refuses them (400, ``strict decoding error: unknown field
+"spec.x"``), otherwise they are pruned and the rest is stored (with a warning). ``dryRun=All``
+validates and stores nothing; ``metadata.generateName`` is honoured.
 """
 
 from __future__ import annotations
@@ -49,6 +55,52 @@ def _matches(labels: dict, selector: str | None) -> bool:
     return True
 
 
+def _unknown_fields(obj, schema: dict | None, path: str = "") -> list[str]:
+    """The fields of ``obj`` that ``schema`` does not know, as the API server names them
+    (``spec.a``, ``spec.list[0].b``); none without a schema."""
+    if schema is None or schema.get("x-kubernetes-preserve-unknown-fields"):
+        return []
+    known = schema.get("properties")
+    if not path:  # the root: every object has these
+        known = {
+            **(known or {}),
+            "apiVersion": {},
+            "kind": {},
+            "metadata": {"x-kubernetes-preserve-unknown-fields": True},
+        }
+    unknown = []
+    if isinstance(obj, dict) and known is not None:
+        for key, value in obj.items():
+            where = f"{path}.{key}" if path else key
+            if key not in known:
+                unknown.append(where)
+            else:
+                unknown.extend(_unknown_fields(value, known[key], where))
+    elif isinstance(obj, list) and "items" in schema:
+        for i, item in enumerate(obj):
+            unknown.extend(_unknown_fields(item, schema["items"], f"{path}[{i}]"))
+    return unknown
+
+
+def _pruned(obj, schema: dict | None, root: bool = True):
+    """``obj`` without the fields ``schema`` does not know (what the API server stores)."""
+    if schema is None or schema.get("x-kubernetes-preserve-unknown-fields"):
+        return obj
+    known = schema.get("properties")
+    if root:
+        known = {
+            **(known or {}),
+            "apiVersion": {},
+            "kind": {},
+            "metadata": {"x-kubernetes-preserve-unknown-fields": True},
+        }
+    if isinstance(obj, dict) and known is not None:
+        return {key: _pruned(value, known[key], False) for key, value in obj.items() if key in known}
+    if isinstance(obj, list) and "items" in schema:
+        return [_pruned(item, schema["items"], False) for item in obj]
+    return obj
+
+
 class FakeKubernetesApi:
     """In-memory objects behind a loopback HTTP server (use as a context manager).
 
@@ -59,7 +111,7 @@ class FakeKubernetesApi:
         pods: Pods the list endpoint returns (``{"name", "namespace", "labels",
             "container_statuses"}``).
         logs: ``(namespace, pod name)`` -> the pod's log text.
-        requests: ``(method, path)`` of every request, in order.
+        requests: ``(method, path)`` of every request but a dry run, in order.
         on_read: Called with the object name on every read of a custom object but a LocalQueue
             (e.g. to send this process SIGTERM mid-run).
         conflict_on_create: The next create first stores the body (as a concurrent creator
@@ -73,6 +125,14 @@ class FakeKubernetesApi:
             not allowed (``group`` empty for the core group, ``subresource`` empty for none);
             every other one is allowed.
         reviews: The ``resourceAttributes`` of every access review, in order.
+        schemas: Resource plural -> the structural schema its CRD has (``properties``,
+            ``items``, ``x-kubernetes-preserve-unknown-fields``); a kind without one keeps
+            every field.
+        dry_runs: ``(path, body)`` of every dry-run create or replace, in order (not in
+            ``requests``: a dry run creates nothing).
+        field_validation: The ``fieldValidation`` of every create and replace (dry runs too),
+            in order; empty where none was asked for.
+        pruned: ``path: field`` of every unknown field pruned from a stored object.
     """
 
     def __init__(self) -> None:
@@ -87,6 +147,10 @@ class FakeKubernetesApi:
         self.forbidden: set[str] = set()
         self.denied: set[tuple[str, str, str, str, str]] = set()
         self.reviews: list[dict] = []
+        self.schemas: dict[str, dict] = {}
+        self.dry_runs: list[tuple[str, dict]] = []
+        self.field_validation: list[str] = []
+        self.pruned: list[str] = []
         self._versions = itertools.count(1)
         self._lock = threading.Lock()
         self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
@@ -127,6 +191,11 @@ class FakeKubernetesApi:
         self.served = {}
         for kind in kinds:
             self.served.setdefault(kind.api_version, set()).add(kind.plural)
+
+    def serve_schema(self, plural: str, schema: dict) -> None:
+        """``plural``'s CRD has ``schema`` (its ``openAPIV3Schema``, as small as a test needs:
+        ``apiVersion``, ``kind`` and ``metadata`` are always known)."""
+        self.schemas[plural] = schema
 
     def add_pod(
         self,
@@ -221,9 +290,13 @@ class FakeKubernetesApi:
             def _route(self, method: str) -> None:
                 parsed = urllib.parse.urlparse(self.path)
                 query = urllib.parse.parse_qs(parsed.query)
-                fake.requests.append((method, parsed.path))
                 length = int(self.headers.get("Content-Length") or 0)
                 body = json.loads(self.rfile.read(length)) if length else None
+                dry_run = query.get("dryRun", [""])[0] == "All"
+                if dry_run:
+                    fake.dry_runs.append((parsed.path, copy.deepcopy(body)))
+                else:
+                    fake.requests.append((method, parsed.path))
                 if m := _PODS.match(parsed.path):
                     return self._pods(method, m, query)
                 if parsed.path == ACCESS_REVIEWS and method == "POST":
@@ -255,6 +328,30 @@ class FakeKubernetesApi:
                     return self._reply(
                         200, {"apiVersion": f"{m['group']}/{m['version']}", "kind": "List", "items": items}
                     )
+                if method in ("POST", "PUT"):
+                    fake.field_validation.append(query.get("fieldValidation", [""])[0])
+                    unknown = _unknown_fields(body, fake.schemas.get(m["plural"]))
+                    if unknown and query.get("fieldValidation", [""])[0] == "Strict":
+                        # apimachinery's strict decoding error, as a 400 BadRequest Status.
+                        fields = ", ".join(f'unknown field "{field}"' for field in unknown)
+                        kind = body.get("kind", "")
+                        return self._status(
+                            400,
+                            "BadRequest",
+                            f'{kind} in version "{m["version"]}" cannot be handled as a {kind}: '
+                            f"strict decoding error: {fields}",
+                        )
+                    if unknown:
+                        body = _pruned(body, fake.schemas[m["plural"]])
+                        if not dry_run:
+                            fake.pruned.extend(f"{m['plural']}: {field}" for field in unknown)
+                if dry_run and method == "POST":
+                    created = copy.deepcopy(body)
+                    if not created["metadata"].get("name"):
+                        created["metadata"]["name"] = created["metadata"].get("generateName", "") + "x7k2p"
+                    return self._reply(201, created)
+                if dry_run:
+                    return self._reply(200, copy.deepcopy(body))
                 if m["name"] is None and method == "POST":
                     return self._create(key_prefix, body)
                 key = (*key_prefix, m["name"])
@@ -278,6 +375,8 @@ class FakeKubernetesApi:
                 return self._status(405, "MethodNotAllowed", method)
 
             def _create(self, key_prefix, body) -> None:
+                if not body["metadata"].get("name"):
+                    body["metadata"]["name"] = body["metadata"].get("generateName", "") + uuid.uuid4().hex[:5]
                 name = body["metadata"]["name"]
                 key = (*key_prefix, name)
                 with fake._lock:

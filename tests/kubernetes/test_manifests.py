@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from kfstack import images
-from kfstack.kubernetes import inference_service, node_pools, resources
+from kfstack.kubernetes import inference_service, node_pools, pods, resources
 from kfstack.kubernetes.resources import TRAINJOB_NODE
 from kfstack.kubernetes.training_jobs import TrainingJobRequest
 from kfstack_examples.flights import predictor
@@ -282,6 +282,16 @@ def test_trainer_runtime_restarts_the_whole_group_as_often_as_the_other_platform
     assert pod["restartPolicy"] == "Never"
     # One runtime serves every pool, and the pools' PriorityClasses differ (see the YAML).
     assert "priorityClassName" not in pod
+
+
+def test_trainer_runtime_restricts_its_pods_as_kfstacks_trainjobs_do():
+    """On Trainer v2.1 a TrainJob cannot set its pods' security contexts: the runtime does."""
+    (node,) = _trainer_runtime()["spec"]["template"]["spec"]["replicatedJobs"]
+    pod = node["template"]["spec"]["template"]["spec"]
+    assert pod["securityContext"] == pods.to_dict(pods.pod_security_context())
+    assert pod["terminationGracePeriodSeconds"] == pods.TERMINATION_GRACE_SECONDS
+    (container,) = pod["containers"]
+    assert container["securityContext"] == pods.to_dict(pods.container_security_context())
 
 
 def test_trainer_runtime_keeps_finished_pods_as_long_as_the_v1_jobs():
