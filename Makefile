@@ -21,6 +21,9 @@ LOCK := constraints/py$(PY).txt
 # Registry client (its step's tests run the real client).
 FRAMEWORKS := $(if $(filter 3.11,$(PY)),local,local-tf)
 EXTRAS ?= dev,$(FRAMEWORKS),registry,tensorflow-cpu,onnxruntime,xgboost-cpu
+# The frameworks whose tests must run, not skip, where the venv installs them (tests/frameworks.py).
+comma := ,
+export KFSTACK_REQUIRE_FRAMEWORKS ?= $(if $(filter local,$(FRAMEWORKS)),torch$(comma))tensorflow
 
 .PHONY: setup run run-digits test test-crds test-slow test-newest test-floors lock lock-one lint compile bench images clean
 
@@ -86,7 +89,7 @@ test-newest:
 	.venv-newest/bin/pip install --quiet --upgrade --upgrade-strategy eager \
 	  -e ".[test,local-tf,registry,tensorflow-cpu,onnxruntime,xgboost-cpu]" -e examples
 	.venv-newest/bin/pip list --format=freeze | grep -i -E '^(kfp|kserve|pyspark|tensorflow|torch|onnxruntime|optuna|scikit-learn)=='
-	.venv-newest/bin/python -m pytest $(COMPAT_TESTS)
+	KFSTACK_REQUIRE_FRAMEWORKS=tensorflow .venv-newest/bin/python -m pytest $(COMPAT_TESTS)
 test-floors:
 	@test -n "$(FLOORS_PYTHON)" || { echo "make test-floors: no Python 3.11 on PATH or under pyenv; set FLOORS_PYTHON" >&2; exit 1; }
 	rm -rf .venv-floors && $(FLOORS_PYTHON) -m venv .venv-floors
@@ -95,7 +98,7 @@ test-floors:
 	.venv-floors/bin/pip install --quiet -c .venv-floors/floors.txt \
 	  -e ".[test,local,registry,tensorflow-cpu,onnxruntime,xgboost-cpu]" -e examples
 	.venv-floors/bin/pip list --format=freeze | grep -i -E '^(kfp|kserve|pyspark|tensorflow|torch|onnxruntime|optuna|scikit-learn)=='
-	.venv-floors/bin/python -m pytest $(COMPAT_TESTS)
+	KFSTACK_REQUIRE_FRAMEWORKS=torch,tensorflow .venv-floors/bin/python -m pytest $(COMPAT_TESTS)
 
 # The locks: for each Python found, a fresh venv with the newest releases the ranges admit, frozen
 # (package versions only: no paths, no URLs). Run it to take newer releases, review the diff of
