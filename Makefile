@@ -1,23 +1,26 @@
 # Two commands for a fresh machine (README): `make run` and `make test`.
 #
-# Python 3.11, 3.12 or 3.13: PYTHON names the interpreter (default python3). Each Python has its
-# own venv and its own lock (constraints/py<X.Y>.txt: exact versions of everything installed,
-# `make lock` writes them), so `make run`, `make test` and the images install the same packages
-# every time. The ranges the library itself declares are proven by `make test-newest` and
+# Python 3.11, 3.12 or 3.13: PYTHON names the interpreter (default python3), or its version
+# (PYTHON=3.13: on PATH, else pyenv's). Each Python has its own venv and its own lock
+# (constraints/py<X.Y>.txt: exact versions of everything installed, `make lock` writes them), so
+# `make run`, `make test` and the images install the same packages every time. The ranges the library itself declares are proven by `make test-newest` and
 # `make test-floors` (docs/testing.md "What runs where").
 PYTHON ?= python3
 # An interpreter of Python $(1) that runs: on PATH, else pyenv's (pyenv installs versions it does
 # not put on PATH; its shim on PATH fails for a version not selected, hence the trial run).
 find_python = $(firstword $(shell for p in python$(1) $$(pyenv root 2>/dev/null)/versions/$(1).*/bin/python$(1); do \
   "$$p" -c '' 2>/dev/null && echo "$$p"; done))
+# PYTHON=3.13 (a bare version) names that Python wherever it is found.
+override PYTHON := $(if $(filter 3.%,$(PYTHON)),$(call find_python,$(PYTHON)),$(PYTHON))
 PY := $(shell $(PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])')
 VENV ?= $(if $(filter 3.11,$(PY)),.venv,.venv-py$(PY))
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 LOCK := constraints/py$(PY).txt
-# What the repository's own venv holds: both frameworks where torch has a CPU build on the package
-# index (CPython 3.11; elsewhere every torch is the CUDA build, gigabytes of GPU libraries), else
-# TensorFlow only; the CPU distributions of ONNX Runtime, TensorFlow and XGBoost; the Model
+# What the repository's own venv holds: both frameworks on Python 3.11, TensorFlow only on 3.12 and
+# 3.13. PyPI's Linux torch wheels are CUDA builds (gigabytes of GPU libraries); a CPU build comes
+# from PyTorch's own index, which CI cannot reach, and CI's machines carry one for CPython 3.11
+# only (docs/testing.md "What runs where"); the CPU distributions of ONNX Runtime, TensorFlow and XGBoost; the Model
 # Registry client (its step's tests run the real client).
 FRAMEWORKS := $(if $(filter 3.11,$(PY)),local,local-tf)
 EXTRAS ?= dev,$(FRAMEWORKS),registry,tensorflow-cpu,onnxruntime,xgboost-cpu
@@ -88,7 +91,7 @@ test-newest:
 	.venv-newest/bin/pip install --quiet --upgrade pip
 	.venv-newest/bin/pip install --quiet --upgrade --upgrade-strategy eager \
 	  -e ".[test,local-tf,registry,tensorflow-cpu,onnxruntime,xgboost-cpu]" -e examples
-	.venv-newest/bin/pip list --format=freeze | grep -i -E '^(kfp|kserve|pyspark|tensorflow|torch|onnxruntime|optuna|scikit-learn)=='
+	.venv-newest/bin/pip list --format=freeze | grep -i -E '^(kfp|kserve|pyspark|tensorflow([-_]cpu)?|torch|onnxruntime|optuna|scikit[-_]learn|xgboost([-_]cpu)?)=='
 	KFSTACK_REQUIRE_FRAMEWORKS=tensorflow .venv-newest/bin/python -m pytest $(COMPAT_TESTS)
 test-floors:
 	@test -n "$(FLOORS_PYTHON)" || { echo "make test-floors: no Python 3.11 on PATH or under pyenv; set FLOORS_PYTHON" >&2; exit 1; }
@@ -97,15 +100,15 @@ test-floors:
 	$(FLOORS_PYTHON) constraints/floors.py local,registry,tensorflow-cpu,onnxruntime,xgboost-cpu > .venv-floors/floors.txt
 	.venv-floors/bin/pip install --quiet -c .venv-floors/floors.txt \
 	  -e ".[test,local,registry,tensorflow-cpu,onnxruntime,xgboost-cpu]" -e examples
-	.venv-floors/bin/pip list --format=freeze | grep -i -E '^(kfp|kserve|pyspark|tensorflow|torch|onnxruntime|optuna|scikit-learn)=='
+	.venv-floors/bin/pip list --format=freeze | grep -i -E '^(kfp|kserve|pyspark|tensorflow([-_]cpu)?|torch|onnxruntime|optuna|scikit[-_]learn|xgboost([-_]cpu)?)=='
 	KFSTACK_REQUIRE_FRAMEWORKS=torch,tensorflow .venv-floors/bin/python -m pytest $(COMPAT_TESTS)
 
 # The locks: for each Python found, a fresh venv with the newest releases the ranges admit, frozen
 # (package versions only: no paths, no URLs). Run it to take newer releases, review the diff of
 # constraints/, commit it. LOCK_PYTHONS names the interpreters (default: 3.11, 3.12 and 3.13).
-# Where the lock takes torch, it takes the CPU build of 2.13.0 first (pip finds it on this project's
-# machines; elsewhere add --extra-index-url https://download.pytorch.org/whl/cpu): the range
-# admits newer releases, which the package index serves only as CUDA builds.
+# Where the lock takes torch, it takes the CPU build of 2.13.0 first (CI's machines carry it, where
+# pip finds it; elsewhere add --extra-index-url https://download.pytorch.org/whl/cpu): the range
+# admits newer releases, and PyPI serves only CUDA builds of them.
 LOCK_PYTHONS ?= $(foreach v,3.11 3.12 3.13,$(call find_python,$(v)))
 TORCH_CPU ?= torch==2.13.0
 lock:

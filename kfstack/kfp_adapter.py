@@ -93,11 +93,12 @@ _SUBPROCESS_HANDLER = "kfp.local.subprocess_task_handler"
 _LOCAL_CACHE = "kfp.local.cache"
 _PIPELINE_TASK = "kfp.dsl.pipeline_task"
 _EXECUTOR = "kfp.dsl.executor"
-# The functions wrapped or replaced, with the parameters kfstack reads, passes or takes.
-_HOOKED: tuple[tuple[str, str, tuple[str, ...]], ...] = (
-    (_TASK_EXECUTOR, "execute_single_task", ("task_spec",)),
-    (_TASK_DISPATCHER, "run_single_task_implementation", ("component_name", "arguments")),
-    (_SUBPROCESS_HANDLER, "run_local_subprocess", ("full_command", "env_vars")),
+# The functions wrapped or replaced, with the parameters kfstack reads, passes or takes, and
+# whether those must be all of them (the replaced one: its stand-in takes exactly these).
+_HOOKED: tuple[tuple[str, str, tuple[str, ...], bool], ...] = (
+    (_TASK_EXECUTOR, "execute_single_task", ("task_spec",), False),
+    (_TASK_DISPATCHER, "run_single_task_implementation", ("component_name", "arguments"), False),
+    (_SUBPROCESS_HANDLER, "run_local_subprocess", ("full_command", "env_vars"), True),
 )
 # kfp.local.cache's names the step cache is handed over with (and taken back by, when refused).
 _CACHE_NAMES = (
@@ -134,9 +135,13 @@ def _release_problem() -> str | None:
     return f"kfp {release} is not a release kfstack knows (checked against {checked}, or a later {lines}.x)"
 
 
-def _function_problem(module_name: str, qualified_name: str, parameters: tuple[str, ...]) -> str | None:
+def _function_problem(
+    module_name: str, qualified_name: str, parameters: tuple[str, ...], exact: bool = False
+) -> str | None:
     """What is wrong with ``module_name``'s ``qualified_name`` (a function, or a class's method
-    as ``Class.method``) for a call with ``parameters``; None: nothing."""
+    as ``Class.method``) for a call with ``parameters``; None: nothing. ``exact``: a function
+    kfstack replaces, whose replacement takes exactly these parameters, so it must have no
+    other (kfp would pass it one the replacement does not take)."""
     try:
         found: Any = importlib.import_module(module_name)
     except ImportError:
@@ -152,6 +157,9 @@ def _function_problem(module_name: str, qualified_name: str, parameters: tuple[s
     missing = [parameter for parameter in parameters if parameter not in known]
     if missing:
         return f"kfp {kfp_release()}'s {module_name}.{qualified_name} has no parameter {', '.join(missing)}"
+    others = [parameter for parameter in known if parameter not in parameters]
+    if exact and others:
+        return f"kfp {kfp_release()}'s {module_name}.{qualified_name} takes {', '.join(others)} too"
     return None
 
 
@@ -221,7 +229,15 @@ def task_hooks_usable() -> bool:
 
 
 def _result(returned: Any) -> TaskResult:
-    outputs, status = returned
+    """kfp's ``(outputs, status)`` as a :class:`TaskResult`. A release that returns another shape
+    fails the run here, naming it, rather than have kfstack guess a task's outcome."""
+    try:
+        outputs, status = returned
+    except (TypeError, ValueError) as err:
+        raise RuntimeError(
+            f"kfp {kfp_release()} returned a task result kfstack does not know "
+            f"({type(returned).__name__}, not (outputs, status))"
+        ) from err
     return TaskResult(dict(outputs or {}), getattr(status, "name", None) == "SUCCESS")
 
 

@@ -22,18 +22,22 @@ A Katib Experiment's CRD has no field schema, and Katib creates its trials' jobs
 validation: its trial template's job is dry-run as an object of its own kind, and replaced by
 that kind's older form where needed.
 
-Any other refusal of a dry run (a webhook that does not support dry runs, a permission) is
-logged and the launch goes on: the create itself, with strict validation, is the second line.
+A dry run the server cannot answer (a webhook that does not support dry runs, a permission, the
+server or a webhook failing) is logged and the launch goes on: the create itself, with strict
+validation, is the second line. Any other refusal (an invalid value, a webhook's denial) fails
+the step before anything is created, with the server's words: its create would be refused the
+same way. An older form is chosen only where the server accepts it outright.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
 import logging
 from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from kfstack.errors import ControllerReleaseError
+from kfstack.errors import ControllerReleaseError, PlatformNotAvailableError
 from kfstack.kubernetes import controller_releases, train_job
 from kfstack.kubernetes.launcher import Cluster
 from kfstack.kubernetes.resources import EXPERIMENT, KINDS, kind_of
@@ -76,32 +80,76 @@ OLDER_FORMS: dict[tuple[str, str], tuple[OlderForm, ...]] = {
 }
 
 
-def _refused(cluster: Cluster, body: dict) -> ControllerReleaseError | None:
-    """The strict refusal of a dry run of ``body``, if any; other refusals are logged."""
+# Statuses of a dry run the server could not answer: a permission or a missing API (403, 404),
+# too many requests, the server or a webhook failing (5xx).
+_UNANSWERED_STATUSES = {403, 404, 429}
+# An admission webhook that does not declare sideEffects None refuses every dry run so.
+_NO_DRY_RUN = "does not support dry run"
+
+
+def _unanswered(err: Any) -> bool:
+    return err.status in _UNANSWERED_STATUSES or err.status >= 500 or _NO_DRY_RUN in str(err.body or "")
+
+
+@dataclasses.dataclass(frozen=True)
+class _DryRun:
+    """What a dry run of one body told: answered or not, and the strict refusal if any."""
+
+    answered: bool
+    refusal: ControllerReleaseError | None = None
+
+    @property
+    def accepted(self) -> bool:
+        return self.answered and self.refusal is None
+
+
+def _dry_run(cluster: Cluster, body: dict, what: str, only_fields: bool = False) -> _DryRun:
+    """A dry run of ``body``: accepted, refused for fields its controller release lacks, or not
+    answered.
+
+    Raises:
+        PlatformNotAvailableError: The server refused ``body`` for another reason (an invalid
+            value, a webhook's denial), unless ``only_fields`` (a Katib trial template, whose
+            values are Katib's placeholders until a trial fills them in); nothing was created.
+    """
     kind = kind_of(body)
     try:
         cluster.launcher(kind).dry_run(body)
     except ControllerReleaseError as err:
-        return err
+        return _DryRun(answered=True, refusal=err)
     except rest.ApiException as err:
-        logger.warning(
-            "dry run of %s %s not answered (%s %s); its create will be validated instead",
-            kind.kind,
-            body["metadata"].get("name", ""),
-            err.status,
-            err.reason,
-        )
-    return None
+        if only_fields or _unanswered(err):
+            logger.warning(
+                "dry run of %s not answered (%s %s); its create will be validated instead",
+                what,
+                err.status,
+                err.reason,
+            )
+            return _DryRun(answered=False)
+        raise PlatformNotAvailableError(
+            f"the cluster refuses {what} in a dry run: {err.status} {err.reason}: "
+            f"{_server_message(err)}. Nothing was created."
+        ) from err
+    return _DryRun(answered=True)
 
 
-def _fitted_object(stage: str, cluster: Cluster, body: dict, what: str) -> dict:
-    refusal = _refused(cluster, body)
+def _server_message(err: Any) -> str:
+    """The message of a Kubernetes Status body, else the body as it came."""
+    try:
+        return str(json.loads(err.body).get("message") or err.body)
+    except (TypeError, ValueError, AttributeError):
+        return str(err.body)
+
+
+def _fitted_object(stage: str, cluster: Cluster, body: dict, what: str, trial: bool = False) -> dict:
+    refusal = _dry_run(cluster, body, what, only_fields=trial).refusal
     if refusal is None:
         return body
     kind = kind_of(body)
     for form in OLDER_FORMS.get((kind.group, kind.kind), ()):
         older = form.convert(body)
-        if _refused(cluster, older) is None:
+        # Only a form the server accepts outright: an unanswered dry run is no evidence.
+        if _dry_run(cluster, older, what, only_fields=trial).accepted:
             logger.warning(
                 "%s: the cluster's %s does not know %s (%s); creating %s in the %s form: %s",
                 stage,
@@ -131,7 +179,7 @@ def fitted(stage: str, cluster: Cluster, body: dict) -> dict:
         trial = template["trialSpec"]
         if trial.get("kind") in KINDS:
             fitted_trial = _fitted_object(
-                stage, cluster, _named(trial, name), f"the trial job of {kind.kind} {name}"
+                stage, cluster, _named(trial, name), f"the trial job of {kind.kind} {name}", trial=True
             )
             if fitted_trial["spec"] != trial["spec"]:
                 trial = {**trial, "spec": fitted_trial["spec"]}

@@ -179,7 +179,9 @@ class ResourceLauncher:
             ControllerReleaseError: A field the cluster's CRD does not know.
             kubernetes.client.rest.ApiException: Any other refusal.
         """
-        metadata = {key: value for key, value in body["metadata"].items() if key != "name"}
+        # What a server sets on a stored object would make the create of a probe invalid.
+        server_set = {"name", "resourceVersion", "uid", "creationTimestamp", "managedFields", "generation"}
+        metadata = {key: value for key, value in body["metadata"].items() if key not in server_set}
         metadata["generateName"] = f"{body['metadata'].get('name') or 'kfstack'}-"
         # A rendered body may not know its namespace yet; the launch sets it so.
         metadata["namespace"] = self.namespace

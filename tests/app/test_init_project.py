@@ -27,6 +27,7 @@ from kfstack import distributions
 from kfstack.app import cli, project
 from kfstack.version import __version__
 from tests.conftest import REPO_ROOT
+from tests.frameworks import needs_torch
 from tests.installed import install_metadata
 from tests.upstream_crds import validate_with_crds
 
@@ -251,9 +252,9 @@ def _venv_from_wheel(tmp_path: Path) -> Path:
 @pytest.mark.parametrize(
     ("framework", "task", "serving"),
     [
-        ("pytorch", "binary", "standard"),
+        pytest.param("pytorch", "binary", "standard", marks=needs_torch),
         ("tensorflow", "multiclass", "custom"),
-        ("pytorch", "regression", "standard"),
+        pytest.param("pytorch", "regression", "standard", marks=needs_torch),
     ],
 )
 def test_a_project_made_from_the_wheel_passes_its_own_tests(tmp_path, framework, task, serving):

@@ -34,9 +34,10 @@ ROLE_EXTRAS = {
     "launcher": {"serve", "s3", "registry", "onnxruntime"},
     # No example's data: the examples' images add their package on top (examples/Dockerfile).
     "spark": {"spark", "s3"},
-    "torch-trainer": {"torch", "s3"},
+    # Both trainers check the exported ONNX model against the trained one on rank 0.
+    "torch-trainer": {"torch", "s3", "onnxruntime"},
     # The tensorflow distribution (not tensorflow-cpu): the one with GPU support.
-    "tf-trainer": {"tensorflow", "s3"},
+    "tf-trainer": {"tensorflow", "s3", "onnxruntime"},
     "predictor": {"serve", "s3", "onnxruntime"},
 }
 # Its and-cuda extra brings the CUDA libraries as wheels; the lock holds its release.

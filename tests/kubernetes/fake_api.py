@@ -133,6 +133,8 @@ class FakeKubernetesApi:
         field_validation: The ``fieldValidation`` of every create and replace (dry runs too),
             in order; empty where none was asked for.
         pruned: ``path: field`` of every unknown field pruned from a stored object.
+        dry_run_refusals: plural -> ``(status, reason, message)`` answered to every dry run of
+            that kind that passes the schema check (an admission webhook's refusal, say).
     """
 
     def __init__(self) -> None:
@@ -151,6 +153,7 @@ class FakeKubernetesApi:
         self.dry_runs: list[tuple[str, dict]] = []
         self.field_validation: list[str] = []
         self.pruned: list[str] = []
+        self.dry_run_refusals: dict[str, tuple[int, str, str]] = {}
         self._versions = itertools.count(1)
         self._lock = threading.Lock()
         self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
@@ -345,6 +348,8 @@ class FakeKubernetesApi:
                         body = _pruned(body, fake.schemas[m["plural"]])
                         if not dry_run:
                             fake.pruned.extend(f"{m['plural']}: {field}" for field in unknown)
+                if dry_run and m["plural"] in fake.dry_run_refusals:
+                    return self._status(*fake.dry_run_refusals[m["plural"]])
                 if dry_run and method == "POST":
                     created = copy.deepcopy(body)
                     if not created["metadata"].get("name"):

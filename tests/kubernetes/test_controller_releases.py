@@ -17,7 +17,7 @@ import re
 import pytest
 from kubernetes import client
 
-from kfstack.errors import ControllerReleaseError
+from kfstack.errors import ControllerReleaseError, PlatformNotAvailableError
 from kfstack.kubernetes import controller_releases, dry_run, launcher, naming, node_pools, resources
 from kfstack.kubernetes import inference_service as isvc
 from kfstack.kubernetes.katib_experiment import build_experiment
@@ -254,6 +254,43 @@ def test_a_dry_run_the_server_does_not_answer_leaves_the_check_to_the_create(fak
     with caplog.at_level(logging.WARNING, logger="kfstack.kubernetes.dry_run"):
         assert dry_run.fitted("distributed-training", cluster_of(fake_api), body) is body
     assert "its create will be validated instead" in caplog.text
+
+
+def test_a_webhook_without_dry_run_support_leaves_the_check_to_the_create(fake_api, caplog):
+    fake_api.dry_run_refusals["trainjobs"] = (
+        400,
+        "BadRequest",
+        'admission webhook "validate.trainjob.example" does not support dry run',
+    )
+    body = build_trainjob(training_request())
+    with caplog.at_level(logging.WARNING, logger="kfstack.kubernetes.dry_run"):
+        assert dry_run.fitted("distributed-training", cluster_of(fake_api), body) is body
+    assert "not answered (400 Bad Request)" in caplog.text
+
+
+def test_any_other_refusal_of_a_dry_run_fails_the_step_with_the_servers_words(fake_api):
+    """An invalid value or a webhook's denial: the create would be refused the same way, after
+    the steps before it had run."""
+    fake_api.dry_run_refusals["trainjobs"] = (
+        422,
+        "Unprocessable Entity",
+        'TrainJob.trainer.kubeflow.org "x" is invalid: spec.trainer.numNodes: Invalid value: 0',
+    )
+    with pytest.raises(PlatformNotAvailableError) as refused:
+        dry_run.fitted("distributed-training", cluster_of(fake_api), build_trainjob(training_request()))
+    assert "refuses TrainJob" in str(refused.value)
+    assert "spec.trainer.numNodes: Invalid value: 0. Nothing was created." in str(refused.value)
+    assert fake_api.objects == {}
+
+
+def test_an_older_form_is_chosen_only_where_the_server_accepts_it(fake_api):
+    """The v2.3 form refused for its fields, the v2.1 form's dry run not answered: no evidence
+    that the cluster takes it, so the refusal stands."""
+    fake_api.serve_schema("trainjobs", TRAINER_V2_1)
+    fake_api.dry_run_refusals["trainjobs"] = (503, "Service Unavailable", "webhook unreachable")
+    with pytest.raises(ControllerReleaseError, match=r"spec\.runtimePatches"):
+        dry_run.fitted("distributed-training", cluster_of(fake_api), build_trainjob(training_request()))
+    assert fake_api.objects == {}
 
 
 def test_docs_table_states_the_supported_releases_and_what_each_feature_needs():

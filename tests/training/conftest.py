@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import time
 
@@ -20,6 +21,14 @@ from kfstack_examples.flights.feature_spec import (
     FeatureSpec,
     NumericFeature,
 )
+
+# A Katib metric line's name=value pairs, as Katib's StdOut collector reads them.
+KATIB_METRIC = re.compile(r"([\w|-]+)\s*=\s*([+-]?\d*(\.\d+)?([Ee][+-]?\d+)?)")
+
+
+def katib_metrics(log_text: str) -> list[dict[str, float]]:
+    lines = [line for line in log_text.splitlines() if line.startswith("epoch=")]
+    return [{m.group(1): float(m.group(2)) for m in KATIB_METRIC.finditer(line)} for line in lines]
 
 
 def make_feature_dir(root, rows: int = 4000, shards: int = 2, seed: int = 0) -> str:

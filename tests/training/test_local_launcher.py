@@ -15,8 +15,7 @@ from kfstack.errors import CancelledError, TrainingFailedError
 from kfstack.training.process_group import TRACK_SECONDS, ReplicaProcess, run_process_group
 from kfstack_examples.flights.pipelines.steps import train_locally
 from kfstack_examples.flights.training.settings import TrainingSettings
-from tests.training.conftest import kill_after_first_checkpoint, make_feature_dir
-from tests.training.test_trainer import katib_metrics
+from tests.training.conftest import katib_metrics, kill_after_first_checkpoint, make_feature_dir
 
 SLEEPER = [sys.executable, "-c", "import time; print('waiting', flush=True); time.sleep(120)"]
 FAILER = [sys.executable, "-c", "import sys; print('loading shards'); print('boom: disk full'); sys.exit(3)"]

@@ -13,8 +13,7 @@ from kfstack.training import shards
 from kfstack_examples.flights.feature_spec import FeatureSpec
 from kfstack_examples.flights.pipelines.steps import train_locally
 from kfstack_examples.flights.training.settings import TrainingSettings
-from tests.training.conftest import kill_after_first_checkpoint, make_feature_dir
-from tests.training.test_trainer import katib_metrics
+from tests.training.conftest import katib_metrics, kill_after_first_checkpoint, make_feature_dir
 
 
 def run(tmp_path, features, topology="mwms", on_group_started=None, **overrides):

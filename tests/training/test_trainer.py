@@ -1,9 +1,14 @@
 """The trainer as PyTorchJob pods run it: real processes, gloo DDP, real ONNX export."""
 
+# The skip that names torch where it is missing comes before the imports that need it.
+# ruff: noqa: E402
+from tests.frameworks import require
+
+require("torch")
+
 import io
 import json
 import os
-import re
 import subprocess
 import sys
 
@@ -29,15 +34,7 @@ from kfstack_examples.flights.training.pytorch_model import (
     ModelConfig,
 )
 from kfstack_examples.flights.training.settings import TrainingSettings
-
-# Katib v0.19 StdOut metrics collector (docs/architecture.md#katib).
-KATIB_METRIC = re.compile(r"([\w|-]+)\s*=\s*([+-]?\d*(\.\d+)?([Ee][+-]?\d+)?)")
-
-
-def katib_metrics(log_text: str) -> list[dict[str, float]]:
-    lines = [line for line in log_text.splitlines() if line.startswith("epoch=")]
-    return [{m.group(1): float(m.group(2)) for m in KATIB_METRIC.finditer(line)} for line in lines]
-
+from tests.training.conftest import katib_metrics
 
 # An epoch of two_rank_run: each rank runs 2000 // 64 steps of 64 rows (global batch 128).
 EPOCH_SAMPLES = (2000 // 64) * 128

@@ -336,6 +336,23 @@ def test_where_a_hooked_function_lost_a_parameter_the_run_goes_on_without_hooks(
     assert task_dispatcher.run_single_task_implementation is run_single_task_implementation
 
 
+def test_where_the_replaced_function_takes_a_new_parameter_the_run_goes_on_without_hooks(
+    tmp_path, monkeypatch, fresh_reports, caplog
+):
+    """kfstack's stand-in for run_local_subprocess takes exactly kfp's two parameters: a kfp that
+    passes a third would break every task, so the hooks stay out."""
+    kfps = subprocess_task_handler.run_local_subprocess
+
+    def run_local_subprocess(full_command, env_vars=None, cwd=None):
+        return kfps(full_command, env_vars)
+
+    monkeypatch.setattr(subprocess_task_handler, "run_local_subprocess", run_local_subprocess)
+    summary, _ = _run(tmp_path)
+    assert summary.status == SUCCEEDED and summary.stages == {}
+    [line] = lost(caplog, kfp_adapter.TASK_HOOKS)
+    assert "run_local_subprocess takes cwd too" in line
+
+
 def test_where_kfps_cache_singleton_is_gone_every_step_runs(tmp_path, monkeypatch, fresh_reports, caplog):
     counts = tmp_path / "counts"
     counts.mkdir()
