@@ -84,7 +84,8 @@ CONTROLLERS: dict[str, Controller] = {
         "2.15.0",
         "2.17.0",
         (("kubeflow.org", "ScheduledWorkflow"),),
-        "nothing to learn: kfstack creates runs and schedules through the KFP API, not objects",
+        "nothing to learn: kfstack creates runs and schedules through the KFP API, not objects "
+        "(the pipeline spec is what SDK 2.17 compiles; no 2.15 or 2.16 server runs in the tests)",
     ),
     "trainer": Controller(
         "Kubeflow Trainer",

@@ -197,8 +197,10 @@ V2_1_POD_FIELDS = (
 V2_1_CONTAINER_FIELDS = ("name", "env", "volumeMounts")
 # What the v2.1 form cannot carry, said where it is chosen.
 V2_1_LEAVES_OUT = (
-    "no deadline on the TrainJob (the launcher deletes it past timeout_seconds), and the pods' "
-    "security contexts and termination grace period are the runtime's"
+    "no deadline on the TrainJob (a step's launcher deletes it past timeout_seconds; a Katib "
+    "trial's is bounded only by the Experiment's), and the pods' security contexts and termination "
+    "grace period are the runtime's (kfstack-torch-distributed sets kfstack's restricted ones; "
+    "Kubeflow's torch-distributed sets none)"
 )
 
 

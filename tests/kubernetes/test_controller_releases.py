@@ -181,7 +181,8 @@ def test_on_trainer_v2_1_a_trainjob_is_created_in_its_v2_1_form_and_says_so(fake
         in line
     )
     assert "in the Kubeflow Trainer v2.1.0 form" in line
-    assert "no deadline on the TrainJob (the launcher deletes it past timeout_seconds)" in line
+    assert "no deadline on the TrainJob (a step's launcher deletes it past timeout_seconds" in line
+    assert "Kubeflow's torch-distributed sets none" in line
     # The dry runs stored nothing; the real create stores the v2.1 form whole, nothing pruned.
     assert fake_api.objects == {} and len(fake_api.dry_runs) == 2
     fake_api.statuses[body["metadata"]["name"]] = [COMPLETE]
@@ -299,7 +300,9 @@ def test_docs_table_states_the_supported_releases_and_what_each_feature_needs():
         row = f"| {controller.name} | {controller.oldest} | {controller.newest} |"
         assert row in text, row
     for entry in controller_releases.FIELDS:
-        assert f"`{entry.path}`" in text and entry.release in text, entry
+        # The feature's row names the release it needs.
+        rows = [line for line in text.splitlines() if line.startswith("|") and f"`{entry.path}`" in line]
+        assert rows and all(entry.release in row for row in rows), entry
 
 
 # -- the run's first task ---------------------------------------------------------------------
