@@ -9,6 +9,8 @@ import zipfile
 
 import pytest
 
+from tests.frameworks import REQUIRED, installed
+
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 
@@ -47,6 +49,10 @@ def real_flights(shipped_data_dir):
 
 # Rows of the shipped flights the small real run reads.
 TRAINED_SAMPLE_ROWS = 4000
+# The framework the small real run trains with: PyTorch, else TensorFlow where torch is not
+# installed (Python 3.12 and 3.13: tests/frameworks.py), so that what serves and evaluates its
+# model is tested on every Python.
+TRAINED_FRAMEWORK = "pytorch" if installed("torch") or "torch" in REQUIRED else "tensorflow"
 
 
 @pytest.fixture(scope="session")
@@ -71,7 +77,7 @@ def trained(tmp_path_factory, spark, shipped_data_dir, real_flights) -> dict[str
     )
     model = str(root / "model")
     train_locally(
-        TrainingSettings(epochs=2, workers=1, batch_size=256, max_restarts=0),
+        TrainingSettings(epochs=2, workers=1, batch_size=256, max_restarts=0, framework=TRAINED_FRAMEWORK),
         features_uri=features,
         model_uri=model,
         logs_uri=str(root / "logs"),

@@ -15,6 +15,7 @@ from kfstack.errors import CancelledError, TrainingFailedError
 from kfstack.training.process_group import TRACK_SECONDS, ReplicaProcess, run_process_group
 from kfstack_examples.flights.pipelines.steps import train_locally
 from kfstack_examples.flights.training.settings import TrainingSettings
+from tests.frameworks import needs_torch
 from tests.training.conftest import katib_metrics, kill_after_first_checkpoint, make_feature_dir
 
 SLEEPER = [sys.executable, "-c", "import time; print('waiting', flush=True); time.sleep(120)"]
@@ -141,6 +142,7 @@ def test_sigterm_to_the_launcher_stops_every_replica(tmp_path):
     ("training_api", "role"),
     [("v1", "worker-0"), pytest.param("trainer-v2", "node-1", marks=pytest.mark.slow)],
 )
+@needs_torch  # the flights PyTorch trainer
 def test_a_rank_that_cannot_read_its_shard_fails_the_ddp_group(tmp_path, training_api, role):
     """A real trainer failure: rank 1's shard is corrupt; rank 0 waits in a collective. Under
     either contract: the PyTorchJob's processes, or the TrainJob's torchrun nodes."""

@@ -141,6 +141,10 @@ def local_spark_session(shuffle_partitions: int = 4, java_options: str | None = 
     """
     if java_options is None:
         java_options = class_archive.java_options()
+    # Python workers run on this interpreter, not PATH's python3: PySpark refuses a worker of
+    # another minor version (a venv of Python 3.13 on a machine whose python3 is 3.11). An
+    # in-process session's SparkContext reads the worker's interpreter from PYSPARK_PYTHON only.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = SparkSession.builder.master("local[*]").appName("kfstack-flights-features")
     for key, value in {**SPARK_CONF, **LOCAL_SQL_CONF}.items():
         builder = builder.config(key, value)
@@ -152,10 +156,6 @@ def local_spark_session(shuffle_partitions: int = 4, java_options: str | None = 
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.shuffle.partitions", str(shuffle_partitions))
         .config("spark.sql.session.timeZone", "UTC")
-        # Python workers run on this interpreter, not PATH's python3: PySpark refuses a worker of
-        # another minor version (a venv of Python 3.13 on a machine whose python3 is 3.11).
-        .config("spark.pyspark.python", sys.executable)
-        .config("spark.pyspark.driver.python", sys.executable)
         # Scratch files (spark-*, blockmgr-*) go where Python's do ($TMPDIR): a watched run
         # points that into its own temp folder and removes it whatever the outcome.
         .config("spark.local.dir", tempfile.gettempdir())

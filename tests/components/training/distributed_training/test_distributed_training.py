@@ -16,6 +16,7 @@ from kfstack.components.training.distributed_training.stage import STAGE
 from kfstack.errors import InvalidParameterError, TrainingFailedError
 from kfstack.kubernetes.naming import RunContext
 from kfstack.training import entrypoint
+from tests.frameworks import needs_torch
 from tests.kfp_local import run_pipeline
 from tests.upstream_crds import validate_with_crds
 
@@ -141,7 +142,7 @@ def test_the_entrypoint_runs_a_module_and_leaves_the_result(team_code, tmp_path,
         ({"hyperparameters": {"depth": "seven"}}, "depth='seven' is not of type int"),
         ({"hyperparameters": {"depth": 7, "mode": "$(reboot)"}}, "unquoted into a shell command"),
         ({"training_code": "plain_team_module:fit"}, "failed to import"),  # argparse exits
-        ({"training_code": "tiny_torch_team:fit"}, "has no function 'fit'"),
+        pytest.param({"training_code": "tiny_torch_team:fit"}, "has no function 'fit'", marks=needs_torch),
         ({"training_code": "json.team_trainer"}, "no module named 'json.team_trainer'"),
         ({"training_code": "no_team_package_installed"}, "no module named 'no_team_package_installed' here"),
         ({"model_format": "pmml"}, "model_format='pmml'"),
@@ -223,6 +224,7 @@ def test_every_job_runs_the_team_code_through_the_entrypoint(team_code, tmp_path
 # --- local runs -------------------------------------------------------------------------------
 
 
+@needs_torch
 def test_a_torch_function_trains_in_ddp_under_a_trainjob_env(team_code, tmp_path, dataset):
     result = run_locally(arguments(tmp_path, dataset, TORCH_TEAM, workers=2, training_api="trainer-v2"))
     metrics = result.metrics["training_metrics"]
@@ -236,6 +238,7 @@ def test_a_torch_function_trains_in_ddp_under_a_trainjob_env(team_code, tmp_path
     assert "world=2" in logs  # the second node really joined the group
 
 
+@needs_torch
 @pytest.mark.parametrize(
     ("mode", "message"),
     [
@@ -252,6 +255,7 @@ def test_a_broken_contract_fails_the_step_saying_what_is_missing(team_code, tmp_
         run_locally(arguments(tmp_path, dataset, team, workers=1))
 
 
+@needs_torch
 def test_a_metric_never_printed_is_named(team_code, tmp_path, dataset):
     team = {**PLAIN_TEAM, "metric_names": ["score", "val_auc"]}
     with pytest.raises(contracts.ContractError, match=r"never printed val_auc=<value>"):
@@ -301,6 +305,7 @@ EXISTING_TEAM = {
 }
 
 
+@needs_torch
 def test_a_function_that_takes_its_locations_as_arguments_runs_as_it_is(team_code, tmp_path):
     """``train(data_dir, model_dir)`` with plain file calls: the step gives it the input as a
     folder on the replica's disk and its model directory, a space in a path kept whole."""
@@ -368,6 +373,7 @@ def test_with_uri_locations_code_that_opens_its_input_as_a_path_fails_here_as_on
     assert model["data_dir"] != dataset and model["data_dir"].endswith("/input")
 
 
+@needs_torch
 def test_with_uri_locations_code_written_for_an_object_store_runs_and_its_checkpoints_come_back(
     team_code, tmp_path, dataset, monkeypatch
 ):

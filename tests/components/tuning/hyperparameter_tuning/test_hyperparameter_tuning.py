@@ -12,6 +12,7 @@ import pytest
 from kfstack.components.tuning.hyperparameter_tuning.stage import BEST, STAGE
 from kfstack.errors import InvalidParameterError, TuningFailedError
 from kfstack.kubernetes.naming import RunContext
+from tests.frameworks import needs_torch
 from tests.kfp_local import logged as logged_metrics
 from tests.kfp_local import run_pipeline, task_outputs
 from tests.upstream_crds import validate_with_crds
@@ -185,6 +186,7 @@ def test_with_uri_locations_every_trial_reads_and_checkpoints_through_the_object
         assert json.loads(path.read_text())["input"] == f"s3://kfstack-embedded{dataset}"
 
 
+@needs_torch  # its trials run under torchrun (framework pytorch)
 def test_a_trial_that_never_prints_the_objective_is_named(team_code, tmp_path, dataset):
     team = {**TEAM, "metric_names": ["score", "val_auc"]}
     settings = STAGE.settings(
@@ -213,6 +215,7 @@ def test_tuning_off_hands_the_runs_values_on_typed(team_code, tmp_path, dataset)
 
 
 # kfp.local warns that the component's image is not plain Python; this process has its packages.
+@needs_torch  # its trials run under torchrun (framework pytorch)
 @pytest.mark.filterwarnings("ignore:You may be attemping to run a task:RuntimeWarning")
 def test_the_component_runs_under_kfp_local(team_code, tmp_path, dataset):
     from kfp import dsl
