@@ -428,7 +428,8 @@ _PUBLIC_MODULES = {
 
 def _sources():
     seen = set()
-    for top in ("kfstack", "components", "pipelines"):
+    # The examples and benchmarks too: they are built on kfstack as a team's code would be.
+    for top in ("kfstack", "components", "pipelines", "spark_jobs", "examples", "benchmarks"):
         for folder, _, files in os.walk(ROOT / top):  # links (kfstack/components, ...) not followed
             for name in files:
                 path = pathlib.Path(folder, name)
