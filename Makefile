@@ -82,7 +82,7 @@ test-slow: $(STAMP)
 # venv of its own, made anew every time.
 NEWEST_PYTHON ?= $(call find_python,3.13)
 FLOORS_PYTHON ?= $(call find_python,3.11)
-COMPAT_TESTS ?= tests/unit tests/api tests/kubernetes tests/pipelines/test_compile.py \
+COMPAT_TESTS ?= tests/unit tests/kubernetes tests/pipelines/test_compile.py \
   tests/app/test_local_run.py tests/app/test_step_cache.py tests/serving/test_standard_formats.py \
   tests/spark_jobs tests/training
 test-newest:
