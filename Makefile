@@ -6,10 +6,11 @@
 # `make run`, `make test` and the images install the same packages every time. The ranges the library itself declares are proven by `make test-newest` and
 # `make test-floors` (docs/testing.md "What runs where").
 PYTHON ?= python3
-# An interpreter of Python $(1) that runs: on PATH, else pyenv's (pyenv installs versions it does
-# not put on PATH; its shim on PATH fails for a version not selected, hence the trial run).
-find_python = $(firstword $(shell for p in python$(1) $$(pyenv root 2>/dev/null)/versions/$(1).*/bin/python$(1); do \
-  "$$p" -c '' 2>/dev/null && echo "$$p"; done))
+# An interpreter of Python $(1) that runs: on PATH, else pyenv's, wherever pyenv is (pyenv installs
+# versions it does not put on PATH; its shim on PATH fails for a version not selected, hence the
+# trial run; a non-interactive shell may have no pyenv on PATH, hence its usual root too).
+find_python = $(firstword $(shell for p in python$(1) $$(pyenv root 2>/dev/null)/versions/$(1).*/bin/python$(1) \
+  $${PYENV_ROOT:-$$HOME/.pyenv}/versions/$(1).*/bin/python$(1); do "$$p" -c '' 2>/dev/null && echo "$$p"; done))
 # PYTHON=3.13 (a bare version) names that Python wherever it is found.
 override PYTHON := $(if $(filter 3.%,$(PYTHON)),$(call find_python,$(PYTHON)),$(PYTHON))
 PY := $(shell $(PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])')
