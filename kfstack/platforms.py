@@ -300,6 +300,8 @@ def run_stage(
         # And does the cluster's controller release accept each whole (a dry run), or an
         # older form of it? A feature it lacks is refused here, never half done.
         objects = [dry_run.fitted(stage.component, cluster, body) for body in built[id(variant)]]
+        # A service stage applies what the cluster already runs calls for (run_kubernetes): for it
+        # the dry run is the check alone (no service kind has an older form).
         if isinstance(stage, ServiceStage):
             result = stage.run_kubernetes(variant.settings, context, cluster)
         else:

@@ -32,14 +32,13 @@ same way. An older form is chosen only where the server accepts it outright.
 from __future__ import annotations
 
 import dataclasses
-import json
 import logging
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from kfstack.errors import ControllerReleaseError, PlatformNotAvailableError
 from kfstack.kubernetes import controller_releases, train_job
-from kfstack.kubernetes.launcher import Cluster
+from kfstack.kubernetes.launcher import Cluster, status_message
 from kfstack.kubernetes.resources import EXPERIMENT, KINDS, kind_of
 from kfstack.kubernetes.sdk import lazy_module
 
@@ -128,17 +127,9 @@ def _dry_run(cluster: Cluster, body: dict, what: str, only_fields: bool = False)
             return _DryRun(answered=False)
         raise PlatformNotAvailableError(
             f"the cluster refuses {what} in a dry run: {err.status} {err.reason}: "
-            f"{_server_message(err)}. Nothing was created."
+            f"{status_message(err)}. Nothing was created."
         ) from err
     return _DryRun(answered=True)
-
-
-def _server_message(err: Any) -> str:
-    """The message of a Kubernetes Status body, else the body as it came."""
-    try:
-        return str(json.loads(err.body).get("message") or err.body)
-    except (TypeError, ValueError, AttributeError):
-        return str(err.body)
 
 
 def _fitted_object(stage: str, cluster: Cluster, body: dict, what: str, trial: bool = False) -> dict:

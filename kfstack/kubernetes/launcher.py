@@ -79,17 +79,21 @@ LOG_TAIL_LINES = 50
 STRICT = "Strict"
 
 
+def status_message(err: Exception) -> str:
+    """The message of the Kubernetes Status an API error carries, else its body as it came."""
+    body = getattr(err, "body", None) or ""
+    try:
+        return str(json.loads(body).get("message") or body)
+    except (TypeError, ValueError, AttributeError):
+        return str(body)
+
+
 def refused_fields(err: Exception) -> list[str]:
     """The fields a strict field validation refused (a 400 whose Status message is a strict
     decoding error); empty for any other error."""
     if getattr(err, "status", None) != 400:
         return []
-    body = getattr(err, "body", None) or ""
-    try:
-        message = str(json.loads(body).get("message", ""))
-    except (ValueError, AttributeError):
-        message = str(body)
-    return controller_releases.unknown_fields(message)
+    return controller_releases.unknown_fields(status_message(err))
 
 
 def default_api_client() -> client.ApiClient:
