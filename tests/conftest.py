@@ -9,7 +9,8 @@ import zipfile
 
 import pytest
 
-from tests.frameworks import REQUIRED, installed
+from kfstack.distributions import installed
+from tests.frameworks import REQUIRED
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
 

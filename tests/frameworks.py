@@ -9,10 +9,11 @@ fails the test instead of skipping it.
 
 from __future__ import annotations
 
-import importlib.util
 import os
 
 import pytest
+
+from kfstack.distributions import installed
 
 REQUIRED = {name for name in os.environ.get("KFSTACK_REQUIRE_FRAMEWORKS", "").split(",") if name}
 WHY = {
@@ -20,10 +21,6 @@ WHY = {
     "Python 3.11 alone",
     "tensorflow": "install kfstack[tensorflow-cpu] (or [tensorflow])",
 }
-
-
-def installed(module: str) -> bool:
-    return importlib.util.find_spec(module) is not None
 
 
 def _reason(module: str) -> str:
