@@ -131,6 +131,9 @@ class Project:
     task: str
     kfstack_requirement: str
     kfstack_source_kind: str
+    # The extras kfstack is installed with (:func:`embedded_extras`), found once: the requirement
+    # line and the project's dev extra must name the same.
+    extras: str
     serving: str = DEFAULT_SERVING
 
     @property
@@ -154,7 +157,7 @@ class Project:
             "kfstack_requirement": self.kfstack_requirement,
             "kfstack_source_kind": self.kfstack_source_kind,
             **FRAMEWORKS[self.framework],
-            "embedded_extras": embedded_extras(self.framework),
+            "embedded_extras": self.extras,
             **TASKS[self.task],
             **self._serving_values(),
         }
@@ -267,8 +270,9 @@ def plan(
         raise UsageError(f"--task {task}: one of {', '.join(TASKS)}")
     if serving not in SERVINGS:
         raise UsageError(f"--serving {serving}: one of {', '.join(SERVINGS)}")
-    requirement, kind = kfstack_source(source, embedded_extras(framework))
-    return Project(target, name, framework, task, requirement, kind, serving)
+    extras = embedded_extras(framework)
+    requirement, kind = kfstack_source(source, extras)
+    return Project(target, name, framework, task, requirement, kind, extras, serving)
 
 
 def _destination(project: Project, template: Path) -> Path | None:
