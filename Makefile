@@ -3,8 +3,9 @@
 # Python 3.11, 3.12 or 3.13: PYTHON names the interpreter (default python3), or its version
 # (PYTHON=3.13: on PATH, else pyenv's). Each Python has its own venv and its own lock
 # (constraints/py<X.Y>.txt: exact versions of everything installed, `make lock` writes them), so
-# `make run`, `make test` and the images install the same packages every time. The ranges the library itself declares are proven by `make test-newest` and
-# `make test-floors` (docs/testing.md "What runs where").
+# `make run`, `make test` and the images install the same packages every time. The ranges the
+# library itself declares are proven by `make test-newest` and `make test-floors` (docs/testing.md
+# "What runs where").
 PYTHON ?= python3
 # An interpreter of Python $(1) that runs: on PATH, else pyenv's, wherever pyenv is (pyenv installs
 # versions it does not put on PATH; its shim on PATH fails for a version not selected, hence the
@@ -21,13 +22,20 @@ LOCK := constraints/py$(PY).txt
 # What the repository's own venv holds: both frameworks on Python 3.11, TensorFlow only on 3.12 and
 # 3.13. PyPI's Linux torch wheels are CUDA builds (gigabytes of GPU libraries); a CPU build comes
 # from PyTorch's own index, which CI cannot reach, and CI's machines carry one for CPython 3.11
-# only (docs/testing.md "What runs where"); the CPU distributions of ONNX Runtime, TensorFlow and XGBoost; the Model
-# Registry client (its step's tests run the real client).
+# only (docs/testing.md "What runs where"). Every venv adds the CPU distributions of ONNX Runtime,
+# TensorFlow and XGBoost and the Model Registry client (its step's tests run the real client).
 FRAMEWORKS := $(if $(filter 3.11,$(PY)),local,local-tf)
-EXTRAS ?= dev,$(FRAMEWORKS),registry,tensorflow-cpu,onnxruntime,xgboost-cpu
-# The frameworks whose tests must run, not skip, where the venv installs them (tests/frameworks.py).
+COMMON_EXTRAS := registry,tensorflow-cpu,onnxruntime,xgboost-cpu
+EXTRAS ?= dev,$(FRAMEWORKS),$(COMMON_EXTRAS)
+# The frameworks whose tests must run, not skip, where a venv of $(1) (local or local-tf) installs
+# them (tests/frameworks.py).
 comma := ,
-export KFSTACK_REQUIRE_FRAMEWORKS ?= $(if $(filter local,$(FRAMEWORKS)),torch$(comma))tensorflow
+required_frameworks = $(if $(filter local,$(1)),torch$(comma))tensorflow
+export KFSTACK_REQUIRE_FRAMEWORKS ?= $(call required_frameworks,$(FRAMEWORKS))
+# The releases a venv's run was tested with, printed before its tests.
+SHOW_RELEASES = $(1)/bin/pip list --format=freeze \
+  | grep -i -E '^(kfp|kserve|pyspark|tensorflow([-_]cpu)?|torch|onnxruntime|optuna|scikit[-_]learn|xgboost([-_]cpu)?)=='
+
 
 .PHONY: setup run run-digits test test-crds test-slow test-newest test-floors lock lock-one lint compile bench images clean
 
@@ -91,18 +99,18 @@ test-newest:
 	rm -rf .venv-newest && $(NEWEST_PYTHON) -m venv .venv-newest
 	.venv-newest/bin/pip install --quiet --upgrade pip
 	.venv-newest/bin/pip install --quiet --upgrade --upgrade-strategy eager \
-	  -e ".[test,local-tf,registry,tensorflow-cpu,onnxruntime,xgboost-cpu]" -e examples
-	.venv-newest/bin/pip list --format=freeze | grep -i -E '^(kfp|kserve|pyspark|tensorflow([-_]cpu)?|torch|onnxruntime|optuna|scikit[-_]learn|xgboost([-_]cpu)?)=='
-	KFSTACK_REQUIRE_FRAMEWORKS=tensorflow .venv-newest/bin/python -m pytest $(COMPAT_TESTS)
+	  -e ".[test,local-tf,$(COMMON_EXTRAS)]" -e examples
+	$(call SHOW_RELEASES,.venv-newest)
+	KFSTACK_REQUIRE_FRAMEWORKS=$(call required_frameworks,local-tf) .venv-newest/bin/python -m pytest $(COMPAT_TESTS)
 test-floors:
 	@test -n "$(FLOORS_PYTHON)" || { echo "make test-floors: no Python 3.11 on PATH or under pyenv; set FLOORS_PYTHON" >&2; exit 1; }
 	rm -rf .venv-floors && $(FLOORS_PYTHON) -m venv .venv-floors
 	.venv-floors/bin/pip install --quiet --upgrade pip
-	$(FLOORS_PYTHON) constraints/floors.py local,registry,tensorflow-cpu,onnxruntime,xgboost-cpu > .venv-floors/floors.txt
+	$(FLOORS_PYTHON) constraints/floors.py local,$(COMMON_EXTRAS) > .venv-floors/floors.txt
 	.venv-floors/bin/pip install --quiet -c .venv-floors/floors.txt \
-	  -e ".[test,local,registry,tensorflow-cpu,onnxruntime,xgboost-cpu]" -e examples
-	.venv-floors/bin/pip list --format=freeze | grep -i -E '^(kfp|kserve|pyspark|tensorflow([-_]cpu)?|torch|onnxruntime|optuna|scikit[-_]learn|xgboost([-_]cpu)?)=='
-	KFSTACK_REQUIRE_FRAMEWORKS=torch,tensorflow .venv-floors/bin/python -m pytest $(COMPAT_TESTS)
+	  -e ".[test,local,$(COMMON_EXTRAS)]" -e examples
+	$(call SHOW_RELEASES,.venv-floors)
+	KFSTACK_REQUIRE_FRAMEWORKS=$(call required_frameworks,local) .venv-floors/bin/python -m pytest $(COMPAT_TESTS)
 
 # The locks: for each Python found, a fresh venv with the newest releases the ranges admit, frozen
 # (package versions only: no paths, no URLs). Run it to take newer releases, review the diff of
