@@ -103,9 +103,8 @@ def oldest_form(obj: dict) -> dict:
     kfstack has one (what the launch creates on such a cluster), else as it is."""
     from kfstack.kubernetes import dry_run
 
-    for form in dry_run.OLDER_FORMS.get(kind_of(obj), ())[-1:]:
-        return form.convert(obj)
-    return obj
+    forms = dry_run.OLDER_FORMS.get(kind_of(obj), ())  # newest first: the last is the oldest's
+    return forms[-1].convert(obj) if forms else obj
 
 
 def check_against_oldest(tmp_path: pathlib.Path, objects: list[dict]) -> list[str]:
