@@ -30,9 +30,10 @@ become the pods' environment on a cluster; on the embedded platform the processe
 launching process's environment. Never a value in a parameter.
 
 **Training code**: ``package.module`` (run as ``python -m``) or ``package.module:function`` (called
-with the hyperparameters as keyword arguments converted to its declared types). The pipeline
-declares the hyperparameters (name and type) and the metric names the code prints as data,
-:class:`TrainingCode`, readable without importing the code.
+with the hyperparameters as keyword arguments converted to its declared types, or, when its first
+parameter is named ``argv``, with them as a command line). The pipeline declares the
+hyperparameters (name and type), the metric names the code prints and how its options are spelled
+as data, :class:`TrainingCode`, readable without importing the code.
 
 **Models**: a directory plus a declared format (:data:`MODEL_FORMATS`);
 :func:`model_dir_problem` says what a format's directory must hold.
@@ -228,6 +229,12 @@ class SparkApplicationCode:
 
 # --- training code ----------------------------------------------------------------------------
 
+# How an option is spelled on training code's argv (:attr:`TrainingCode.option_style`): a
+# hyperparameter ``learning_rate`` as ``--learning_rate=`` or, as argparse code usually names
+# its options, ``--learning-rate=``.
+UNDERSCORES, DASHES = "underscores", "dashes"
+OPTION_STYLES = (UNDERSCORES, DASHES)
+
 
 def module_problem(module: str, required: bool = False) -> str | None:
     """Why ``module`` cannot be imported here, or None: found, or not ``required`` here and its
@@ -261,6 +268,17 @@ class TrainingCode:
             function's keyword arguments, a module's ``--name=value``), typically where things
             are: ``{"data_dir": "$KFSTACK_INPUT_DIR", "model_dir": "$KFSTACK_MODEL_DIR"}``. Each
             ``$KFSTACK_...`` location is replaced in the replica (:func:`expand_locations`).
+        option_style: How an option is spelled on the code's argv (:data:`OPTION_STYLES`):
+            ``underscores`` writes hyperparameter ``learning_rate`` as ``--learning_rate=``,
+            ``dashes`` as ``--learning-rate=`` (argparse's usual spelling). It spells what
+            kfstack writes on argv: the hyperparameters of a module and of a function that
+            takes ``argv``, and a module's own arguments; a function's keyword arguments are
+            Python names and keep theirs. Declared names stay as they are either way.
+
+    A function whose first parameter is named ``argv`` takes its hyperparameters as a command
+    line: the training entrypoint sees that in the function's own signature and calls it as
+    ``function([--name=value, ...], **arguments)``, as a ``main(argv=None, *, data_dir,
+    model_dir)`` written around argparse expects.
     """
 
     entry: str
@@ -268,6 +286,7 @@ class TrainingCode:
     metrics: tuple[str, ...] = ()
     metric_ranges: Mapping[str, tuple[float, float]] = dataclasses.field(default_factory=dict)
     arguments: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    option_style: str = UNDERSCORES
 
     def __post_init__(self) -> None:
         module, colon, function = self.entry.partition(":") if isinstance(self.entry, str) else ("", "", "")
@@ -298,9 +317,28 @@ class TrainingCode:
         both = sorted(set(self.arguments) & set(self.hyperparameters))
         if both:
             raise InvalidParameterError(f"code_arguments: {', '.join(both)} is a hyperparameter already")
+        if self.option_style not in OPTION_STYLES:
+            raise InvalidParameterError(
+                f"option_style={self.option_style!r}: expected {' or '.join(OPTION_STYLES)} (how "
+                f"hyperparameter learning_rate is written on argv: --learning_rate= or --learning-rate=)"
+            )
+        self._check_spellings()
         object.__setattr__(self, "metrics", tuple(self.metrics))
         object.__setattr__(self, "hyperparameters", dict(self.hyperparameters))
         object.__setattr__(self, "arguments", dict(self.arguments))
+
+    def _check_spellings(self) -> None:
+        """Raises when two names would be one option on argv (``a_b`` and ``a-b`` both written
+        ``--a-b=`` in the dash style), which the code could not tell apart."""
+        names = [*self.hyperparameters, *([] if self.function else self.arguments)]
+        spelled: dict[str, str] = {}
+        for name in names:
+            other = spelled.setdefault(self.option(name), name)
+            if other != name:
+                raise InvalidParameterError(
+                    f"option_style={self.option_style!r}: {other} and {name} are both written "
+                    f"--{self.option(name)}= on argv; rename one"
+                )
 
     @property
     def module(self) -> str:
@@ -360,15 +398,28 @@ class TrainingCode:
             )
         return render_value(name, self.hyperparameters[name], value)
 
+    def option(self, name: str) -> str:
+        """Hyperparameter (or a module's argument) ``name`` as an option on argv, without the
+        leading ``--``: as declared, or with dashes for underscores in the dash style."""
+        return name.replace("_", "-") if self.option_style == DASHES else name
+
     def argv(self, values: Mapping[str, Any]) -> list[str]:
-        """``--name=value`` for each of ``values``, in the declared order; a
-        :class:`~kfstack.settings.Placeholder` (a Katib trial parameter) goes in as it is."""
+        """``--name=value`` for each of ``values``, in the declared order, spelled as
+        :attr:`option_style` says; a :class:`~kfstack.settings.Placeholder` (a Katib trial
+        parameter) goes in as it is."""
         self._check_declared(values)
         rendered = {
             name: value if isinstance(value, Placeholder) else self.render(name, value)
             for name, value in values.items()
         }
-        return [f"--{name}={rendered[name]}" for name in self.hyperparameters if name in rendered]
+        return [
+            f"--{self.option(name)}={rendered[name]}" for name in self.hyperparameters if name in rendered
+        ]
+
+    def arguments_argv(self, located: Mapping[str, str]) -> list[str]:
+        """A module's own arguments (:meth:`located`) as ``--name=value``, spelled as
+        :attr:`option_style` says; they follow the hyperparameters on its argv."""
+        return [f"--{self.option(name)}={value}" for name, value in located.items()]
 
     def typed(self, values: Mapping[str, Any]) -> dict[str, Any]:
         """``values`` each as its declared type (kfp.local hands an int inside a dict over as
@@ -407,16 +458,21 @@ class TrainingCode:
         return any(INPUT_DIR_ENV in location_references(text) for text in self.arguments.values())
 
     def parse_argv(self, argv: Sequence[str]) -> dict[str, Any]:
-        """``--name=value`` arguments back to typed values (the entrypoint's edge).
+        """``--name=value`` arguments back to typed values (the entrypoint's edge). An option is
+        read in either spelling :meth:`argv` writes (``--learning_rate=`` or
+        ``--learning-rate=``), whatever :attr:`option_style` is: the declared name first, then
+        the dashed spelling of one.
 
         Raises:
             InvalidParameterError: An argument not of that form, undeclared, or mistyped.
         """
+        dashed = {name.replace("_", "-"): name for name in self.hyperparameters}
         values: dict[str, Any] = {}
         for arg in argv:
-            name, sep, raw = arg[2:].partition("=") if arg.startswith("--") else ("", "", "")
+            option, sep, raw = arg[2:].partition("=") if arg.startswith("--") else ("", "", "")
             if not sep:
                 raise InvalidParameterError(f"training argument {arg!r}: expected --name=value")
+            name = option if option in self.hyperparameters else dashed.get(option, option)
             self.render(name, raw)  # declared and well typed
             values[name] = convert(name, self.hyperparameters[name], raw)
         return values

@@ -30,7 +30,7 @@ import math
 import re
 import types
 import typing
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, ClassVar, TypeVar
 
 from kfstack.errors import InvalidParameterError
@@ -259,7 +259,8 @@ class Settings:
 
 # The one input through which a run changes a setting compiled into its pipeline version: a JSON
 # object, setting name -> value (docs/pipelines.md#the-run-form). KFP's DSL cannot index a dict
-# parameter, so every component that takes a setting also takes the whole object and applies it.
+# parameter: every component that takes a setting also takes such an object and applies it, the
+# part of the run's that it reads (:func:`overrides_read`), which the run's first task hands it.
 SETTINGS_OVERRIDES = "settings_overrides"
 
 
@@ -274,10 +275,18 @@ def with_overrides(arguments: Mapping[str, Any]) -> dict[str, Any]:
     """
     overrides = arguments.get(SETTINGS_OVERRIDES) or {}
     merged = {name: value for name, value in arguments.items() if name != SETTINGS_OVERRIDES}
-    for name, value in overrides.items():
-        if name in merged:
-            merged[name] = same_kind(value, merged[name])
+    for name, value in overrides_read(overrides, merged).items():
+        merged[name] = same_kind(value, merged[name])
     return merged
+
+
+def overrides_read(overrides: Mapping[str, Any], arguments: Iterable[str]) -> dict[str, Any]:
+    """Those of ``overrides`` a component whose arguments are named ``arguments`` applies
+    (:func:`with_overrides`): the ones naming one of them, as they were given. The one rule of
+    what a step reads: the run's validate-parameters task hands each step this part alone
+    (:mod:`kfstack.pipelines.validate_run`), so a step's cache key moves with its own settings."""
+    names = set(arguments)
+    return {name: value for name, value in overrides.items() if name in names}
 
 
 def same_kind(value: Any, like: Any) -> Any:

@@ -28,6 +28,10 @@ from kfstack.team_code import owner, resolve, shadowing_problem
 
 # A KFP task imports kfp in its runtime mode: the executor only, no compiler.
 KFP_RUNTIME_ENV = "_KFP_RUNTIME"
+# Pipeline name -> ``module:function``, for the pipelines this process loaded by ``module:function``
+# (JSON): an embedded run's tasks inherit it, so that its first task finds by its name a pipeline
+# no package registers (a page being tried before its package declares it).
+LOADED_ENV = "KFSTACK_PIPELINES_LOADED"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -98,6 +102,9 @@ def entry(name: str) -> PipelineEntry:
     if ":" in name:
         return PipelineEntry(function=name)
     points = _declared().get(name)
+    loaded = json.loads(os.environ.get(LOADED_ENV, "{}"))
+    if not points and name in loaded:
+        return PipelineEntry(function=loaded[name])
     if not points:
         raise UsageError(f"unknown pipeline {name!r}; known: {', '.join(pipeline_names())}")
     if len(points) > 1:
@@ -141,11 +148,16 @@ def load_pipeline(name: str) -> Any:
     function = entry(name).function
     _refuse_shadowing(name, function)
     try:
-        return resolve(function)
+        loaded = resolve(function)
     except Exception as err:  # a team's module failed to import, whatever the way
         raise UsageError(
             f"pipeline {name!r}: {function} cannot be loaded: {type(err).__name__}: {err}"
         ) from None
+    pipeline_name = getattr(loaded, "name", None)
+    if ":" in name and isinstance(pipeline_name, str):
+        known = json.loads(os.environ.get(LOADED_ENV, "{}"))
+        os.environ[LOADED_ENV] = json.dumps({**known, pipeline_name: function})
+    return loaded
 
 
 def run_check(name: str) -> Callable[[Mapping[str, Any]], None]:

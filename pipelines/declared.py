@@ -21,8 +21,10 @@ from __future__ import annotations
 
 import builtins
 import dataclasses
+import functools
 import json
 import string
+import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -38,9 +40,11 @@ from kfstack.components.serving.production_model.component import production_mod
 from kfstack.components.serving.register_model.component import register_model
 from kfstack.components.training.distributed_training.component import distributed_training
 from kfstack.components.tuning.hyperparameter_tuning.component import hyperparameter_tuning
+from kfstack.contracts import OPTION_STYLES, UNDERSCORES
 from kfstack.errors import InvalidParameterError
 from kfstack.monitoring.gate import PASS
-from kfstack.pipelines.parameters import CATALOG, PER_RUN, Parameter, ParameterSet
+from kfstack.pipelines import code_signature
+from kfstack.pipelines.parameters import CATALOG, FROM_CODE, PER_RUN, Parameter, ParameterSet
 from kfstack.pipelines.wiring import (
     FRAME_PARAMETERS,
     RUN_ID,
@@ -52,9 +56,14 @@ from kfstack.pipelines.wiring import (
     run_overrides,
     uncached,
 )
+from kfstack.settings import bound_problems
 
-# A hyperparameter's declared kind (kfstack.contracts: int, float, str, bool) as a parameter type.
+# A hyperparameter's declared kind (kfstack.contracts: int, float, str, bool) as a parameter type,
+# and back.
 _TYPES: dict[str, builtins.type] = {"int": int, "float": float, "str": str, "bool": bool}
+_KINDS = {type_: kind for kind, type_ in _TYPES.items()}
+# The hyperparameter a run's framework reaches the code as, when the declaration leaves it to the run.
+FRAMEWORK = "framework"
 # How a run form words the canary's quality check for each task (the check itself:
 # kfstack.serving.canary.judge): the metric and its direction, and for an RMSE, on the label's
 # scale, a share of the stable's rather than a difference.
@@ -104,8 +113,9 @@ class SparkApplication:
 
 @dataclasses.dataclass(frozen=True)
 class Hyperparameter:
-    """A hyperparameter a person sets per run (and tuning may choose): a pipeline parameter of the
-    type the training code declares for it.
+    """Deprecated since 0.1: a :class:`~kfstack.pipelines.parameters.Parameter` in
+    :attr:`Training.hyperparameters` (``Parameter("dropout", ge=0.0, lt=1.0)`` where the
+    function's signature types it). Taken with a ``DeprecationWarning`` until 0.2.
 
     Attributes:
         name: As the training code declares it.
@@ -119,73 +129,266 @@ class Hyperparameter:
     description: str
     bounds: Mapping[str, Any] = dataclasses.field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        warnings.warn(
+            "kfstack.api.pipeline.Hyperparameter is deprecated: declare a hyperparameter as a "
+            "Parameter (its type and default from the training function's signature); removed in 0.2",
+            DeprecationWarning,
+            stacklevel=3,
+        )
+
 
 @dataclasses.dataclass(frozen=True)
 class Training:
-    """The training step: a team's training code, as it declares itself.
+    """The training step: a team's training code and its hyperparameters, each declared once.
+
+    Where a hyperparameter's name, type, default and description are written depends on the
+    code's shape (docs/pipelines.md, "Where a hyperparameter is declared"):
+
+    - ``package.module:function`` taking typed keyword arguments (``def train(dropout: float =
+      0.1, *, data_dir)``): in the function's signature (and its docstring's ``Args``). Every
+      hyperparameter of the signature is a per-run field of the run form; ``hyperparameters``
+      adds only what a signature cannot say, by name: ranges and the tuning range
+      (``Parameter("dropout", ge=0.0, lt=1.0, search=(0.0, 0.4))``).
+    - ``package.module:function`` taking ``argv`` first (``def main(argv=None, *, data_dir)``),
+      or ``package.module`` run as ``python -m``: the code parses its own options, which kfstack
+      cannot read, so ``hyperparameters`` declares each whole (``Parameter("dropout", float,
+      0.1, "Dropout.", ge=0.0, lt=1.0, search=(0.0, 0.4))``), and kfstack writes them on argv
+      as ``--name=value`` (``option_style="dashes"``: ``--learning-rate=``).
 
     Attributes:
-        code: ``package.module:function`` (called with the hyperparameters as keyword
-            arguments) or ``package.module`` (run as ``python -m`` with ``--name=value``).
-        declared: Every hyperparameter the code takes -> its kind (``int``, ``float``, ``str``,
-            ``bool``), as the code declares them.
+        code: ``package.module:function`` or ``package.module``.
         metrics: The metrics the code prints as ``name=value`` lines.
-        hyperparameters: Those a person sets per run, each a parameter of the pipeline (a
-            :class:`Hyperparameter`, or a :class:`~kfstack.pipelines.parameters.Parameter` such as
-            :func:`~kfstack.pipelines.parameters.from_setting` makes); the code takes its own
-            defaults for the rest.
+        hyperparameters: :class:`~kfstack.pipelines.parameters.Parameter`\\ s, as above.
         framework: ``pytorch`` or ``tensorflow``; None: the run's ``framework`` parameter, which
-            the code also receives when it declares a hyperparameter of that name.
+            the code also receives as its ``framework`` hyperparameter.
         model_format: What the code writes: ``onnx``, ``sklearn``, ``xgboost``, ``lightgbm`` or
             ``custom``.
         arguments: The code's own arguments on every run, name -> text, typically where things
-            are (``{"data_dir": "$KFSTACK_INPUT_DIR", "model_dir": "$KFSTACK_MODEL_DIR"}``).
+            are (``{"data_dir": "$KFSTACK_INPUT_DIR", "model_dir": "$KFSTACK_MODEL_DIR"}``): a
+            function's keyword arguments (every parameter of its signature without a default
+            must be one), a module's ``--name=value``.
+        option_style: How hyperparameters are spelled on argv: ``underscores``
+            (``--learning_rate``) or ``dashes`` (``--learning-rate``).
         task_name: The step's name in the Kubeflow UI.
+        declared: Deprecated since 0.1 (the signature or ``hyperparameters`` declare the types):
+            every hyperparameter -> its kind, as the code declared them in a dictionary.
     """
 
     code: str
-    declared: Mapping[str, str]
-    metrics: Sequence[str]
-    hyperparameters: Sequence[Hyperparameter | Parameter]
+    metrics: Sequence[str] = ()
+    hyperparameters: Sequence[Parameter | Hyperparameter] = ()
     framework: str | None = "pytorch"
     model_format: str = "onnx"
     arguments: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    option_style: str = UNDERSCORES
     task_name: str = "training"
+    declared: Mapping[str, str] | None = None
+
+    def __post_init__(self) -> None:
+        if self.declared is not None:
+            warnings.warn(
+                "Training(declared=...) is deprecated: the training function's signature, or the "
+                "Parameters of Training(hyperparameters=...), declare the types; removed in 0.2",
+                DeprecationWarning,
+                stacklevel=3,
+            )
+        if self.option_style not in OPTION_STYLES:
+            raise InvalidParameterError(
+                f"training code {self.code}: option_style={self.option_style!r} is not one of "
+                f"{', '.join(OPTION_STYLES)}"
+            )
+
+    @functools.cached_property
+    def signature(self) -> code_signature.CodeSignature | None:
+        """The function's signature as kfstack reads it; None for a module run as ``python -m``."""
+        return code_signature.read(self.code) if ":" in self.code else None
+
+    @functools.cached_property
+    def resolved(self) -> tuple[Parameter, ...]:
+        """Every hyperparameter the code takes, each a whole per-run parameter: the signature's
+        completed by the page's ranges, or the page's own (argv code, a module, ``declared``).
+
+        Raises:
+            InvalidParameterError: A hyperparameter written twice, unknown to the signature, or
+                incomplete; a location the ``arguments`` do not give.
+        """
+        page = [self._as_parameter(h) for h in self.hyperparameters]
+        names = [p.name for p in page]
+        twice = sorted({name for name in names if names.count(name) > 1})
+        if twice:
+            raise InvalidParameterError(
+                f"training code {self.code}: hyperparameters given twice: {', '.join(twice)}"
+            )
+        signature = self.signature if self.declared is None else None
+        if signature is None or signature.takes_argv:
+            incomplete = [p.name for p in page if not p.complete]
+            if incomplete:
+                raise InvalidParameterError(
+                    f"training code {self.code} takes its hyperparameters on argv, where kfstack cannot "
+                    f"read their types: give {', '.join(incomplete)} a type and a default"
+                )
+            if signature is not None:
+                self._check_locations(signature)
+            return self._within_range(page)
+        self._check_locations(signature)
+        by_name = {p.name: p for p in page}
+        taken = {h.name for h in signature.hyperparameters}
+        unknown = sorted(set(by_name) - taken)
+        if unknown:
+            raise InvalidParameterError(
+                f"training code {self.code}: {', '.join(unknown)} not in its signature "
+                f"(hyperparameters there: {', '.join(sorted(taken)) or 'none'})"
+            )
+        repeated = sorted(p.name for p in page if p.type is not None or p.default is not None)
+        if repeated:
+            raise InvalidParameterError(
+                f"training code {self.code}: the signature declares the type and default of "
+                f"{', '.join(repeated)}; write only their ranges here"
+            )
+        resolved = []
+        for found in signature.hyperparameters:
+            if self.framework is None and found.name == FRAMEWORK:
+                continue  # the run's framework parameter (given())
+            written = by_name.get(found.name, Parameter(found.name))
+            bounds = {**({"choices": found.choices} if found.choices else {}), **written.bounds}
+            resolved.append(
+                written.but(
+                    type=found.type,
+                    default=found.default,
+                    description=written.description or found.description or f"{found.name} of {self.code}.",
+                    bounds=bounds,
+                )
+            )
+        return self._within_range(resolved)
+
+    def _within_range(self, hyperparameters: Sequence[Parameter]) -> tuple[Parameter, ...]:
+        """``hyperparameters``, each default inside its own range."""
+        problems = [
+            problem for p in hyperparameters for problem in bound_problems(p.name, p.default, p.bounds)
+        ]
+        if problems:
+            raise InvalidParameterError(
+                f"training code {self.code}: a default outside its range: {'; '.join(problems)}"
+            )
+        return tuple(hyperparameters)
+
+    def _as_parameter(self, hyperparameter: Parameter | Hyperparameter) -> Parameter:
+        if isinstance(hyperparameter, Parameter):
+            return hyperparameter
+        # The deprecated form: its type from ``declared``.
+        kind = (self.declared or {}).get(hyperparameter.name)
+        return Parameter(
+            hyperparameter.name,
+            _TYPES.get(kind or "", FROM_CODE),
+            hyperparameter.default,
+            hyperparameter.description,
+            PER_RUN,
+            hyperparameter.bounds,
+        )
+
+    def _check_locations(self, signature: code_signature.CodeSignature) -> None:
+        missing = [name for name in signature.locations if name not in self.arguments]
+        if missing:
+            raise InvalidParameterError(
+                f"training code {self.code} needs {', '.join(missing)}, which Training(arguments=...) "
+                'does not give (e.g. {"data_dir": "$KFSTACK_INPUT_DIR"})'
+            )
+
+    def declared_types(self) -> dict[str, str]:
+        """Every hyperparameter the code takes -> its kind (``int``, ``float``, ``str``, ``bool``):
+        the training and tuning steps' ``hyperparameter_types``."""
+        if self.declared is not None:
+            return dict(self.declared)
+        types = {p.name: _KINDS[p.type] for p in self.resolved if p.type is not None}
+        if self.framework is None:
+            types[FRAMEWORK] = "str"
+        return types
 
     def parameters(self) -> list[Parameter]:
         """The hyperparameters as pipeline parameters, per run."""
-        return [
-            h
-            if isinstance(h, Parameter)
-            else Parameter(h.name, _TYPES[self.declared[h.name]], h.default, h.description, PER_RUN, h.bounds)
-            for h in self.hyperparameters
-        ]
+        return list(self.resolved)
 
     def given(self) -> list[str]:
         """The pipeline parameters the code receives as hyperparameters."""
-        names = [h.name for h in self.hyperparameters]
-        if self.framework is None and "framework" in self.declared:
-            names.append("framework")
+        names = [p.name for p in self.resolved]
+        if self.framework is None and FRAMEWORK in self.declared_types():
+            names.append(FRAMEWORK)
         return names
 
 
 @dataclasses.dataclass(frozen=True)
 class Tuning:
-    """Tuning before the final training, with Katib's semantics. Its search space, objective and
-    direction are the defaults of the ``tuning_*`` settings of the same name.
+    """Tuning before the final training, with Katib's semantics. It searches the hyperparameters
+    given a ``search`` range (:class:`~kfstack.pipelines.parameters.Parameter`); the search
+    space, objective and direction are the defaults of the ``tuning_*`` settings of the same name.
 
     Attributes:
-        search_space: Hyperparameter -> its space (``{"type": "int", "min": 8, "max": 64}``,
-            ``double``, ``categorical`` with ``values``).
         objective: The metric that decides, one of the training code's metrics.
         direction: ``maximize`` or ``minimize``.
         task_name: The step's name in the Kubeflow UI.
+        search_space: Deprecated since 0.1 (a hyperparameter's ``search`` says it beside its
+            range): hyperparameter -> its space (``{"type": "int", "min": 8, "max": 64}``).
     """
 
-    search_space: Mapping[str, Mapping[str, Any]]
     objective: str
     direction: str = "maximize"
     task_name: str = "tuning"
+    search_space: Mapping[str, Mapping[str, Any]] | None = None
+
+    def __post_init__(self) -> None:
+        if self.search_space is not None:
+            warnings.warn(
+                "Tuning(search_space=...) is deprecated: give each tuned hyperparameter its "
+                "Parameter(search=...); removed in 0.2",
+                DeprecationWarning,
+                stacklevel=3,
+            )
+
+
+def search_entry(parameter: Parameter) -> dict[str, Any]:
+    """A hyperparameter's ``search`` as an entry of the tuning search space (Katib's words:
+    :mod:`kfstack.tuning.spec`), checked against its own range.
+
+    Raises:
+        InvalidParameterError: A search not of a form below, or outside the parameter's range.
+    """
+    search, name, bounds = parameter.search, parameter.name, parameter.bounds
+    numeric = parameter.type in (int, float)
+    if search is True:
+        # The whole of its range: its choices, a bool's two values, a number's closed bounds.
+        if bounds.get("choices"):
+            search = list(bounds["choices"])
+        elif parameter.type is bool:
+            search = [True, False]
+        elif numeric and "ge" in bounds and "le" in bounds:
+            search = (bounds["ge"], bounds["le"])
+        else:
+            raise InvalidParameterError(
+                f"hyperparameter {name}: search=True needs choices or both ge and le; give (low, high)"
+            )
+    if isinstance(search, Mapping):
+        entry = dict(search)
+    elif isinstance(search, tuple) and numeric and len(search) == 2:
+        entry = {"min": search[0], "max": search[1]}
+    elif isinstance(search, (list, tuple)) and search:
+        entry = {"values": list(search)}
+    else:
+        raise InvalidParameterError(
+            f"hyperparameter {name}: search={search!r} is not (low, high), [value, ...] or a mapping"
+        )
+    if "values" in entry:
+        entry = {"type": "discrete" if numeric else "categorical", **entry}
+        bounded = [bound_problems(name, value, bounds) for value in entry["values"]]
+    else:
+        entry = {"type": "int" if parameter.type is int else "double", **entry}
+        bounded = [bound_problems(name, entry.get(end), bounds) for end in ("min", "max")]
+    problems = [problem for found in bounded for problem in found]
+    if problems:
+        raise InvalidParameterError(
+            f"hyperparameter {name}: its search leaves its range: {'; '.join(problems)}"
+        )
+    return entry
 
 
 @dataclasses.dataclass(frozen=True)
@@ -320,20 +523,13 @@ class TrainingPipeline:
 
     def __post_init__(self) -> None:
         problems = []
-        undeclared = [h.name for h in self.training.hyperparameters if h.name not in self.training.declared]
-        if undeclared:
-            problems.append(f"hyperparameters not declared by {self.training.code}: {', '.join(undeclared)}")
-        mistyped = [
-            h.name
-            for h in self.training.hyperparameters
-            if isinstance(h, Parameter)
-            and h.name in self.training.declared
-            and h.type is not _TYPES[self.training.declared[h.name]]
-        ]
-        if mistyped:
-            problems.append(
-                f"hyperparameters not of the type {self.training.code} declares: {', '.join(mistyped)}"
-            )
+        try:
+            self.training.resolved  # noqa: B018 (read here: a page that contradicts its code fails on import)
+            search_space = self.search_space()
+        except InvalidParameterError as err:
+            raise InvalidParameterError(f"pipeline {self.name}: {err}") from None
+        if self.tuning and not search_space:
+            problems.append("tuning searches no hyperparameter: give one a Parameter(search=...)")
         catalog = set(self.catalog_names())
         unknown = sorted({*self.defaults, *self.descriptions} - catalog)
         if unknown:
@@ -363,17 +559,27 @@ class TrainingPipeline:
         """The arguments of the training and tuning steps the declaration fixes."""
         fixed = {
             "training_code": self.training.code,
-            "hyperparameter_types": dict(self.training.declared),
+            "hyperparameter_types": self.training.declared_types(),
             "metric_names": list(self.training.metrics),
             "model_format": self.training.model_format,
             "code_arguments": dict(self.training.arguments),
+            "option_style": self.training.option_style,
         }
         if self.training.framework is not None:
             fixed["framework"] = self.training.framework
         return fixed
 
     def _own_names(self) -> set[str]:
-        return {h.name for h in self.training.hyperparameters} | {p.name for p in self.parameters}
+        return {h.name for h in self.training.resolved} | {p.name for p in self.parameters}
+
+    def search_space(self) -> dict[str, dict[str, Any]]:
+        """What tuning searches: each hyperparameter's ``search`` (or the deprecated
+        ``Tuning.search_space``); empty without tuning."""
+        if self.tuning is None:
+            return {}
+        if self.tuning.search_space is not None:
+            return {name: dict(entry) for name, entry in self.tuning.search_space.items()}
+        return {p.name: search_entry(p) for p in self.training.resolved if p.search is not None}
 
     def _labelled(self) -> dict[str, Any]:
         return {"label_column": self.evaluation.label, "task": self.evaluation.task}
@@ -431,7 +637,7 @@ class TrainingPipeline:
         catalog's it takes, with its defaults and wording."""
         defaults = dict(self.defaults)
         if self.tuning:
-            defaults.setdefault("tuning_search_space", json.dumps(dict(self.tuning.search_space)))
+            defaults.setdefault("tuning_search_space", json.dumps(self.search_space()))
             defaults.setdefault("tuning_objective", self.tuning.objective)
             defaults.setdefault("tuning_direction", self.tuning.direction)
         changes: dict[str, dict[str, Any]] = {}
@@ -472,7 +678,7 @@ class TrainingPipeline:
     def _wire(self, values: Mapping[str, Any]) -> None:
         # The steps' inputs never take a hyperparameter by name: it is the code's (a trainer's
         # batch_size), not a step's setting of the same name (the evaluation's rows per request).
-        hyperparameters = {h.name for h in self.training.hyperparameters}
+        hyperparameters = {h.name for h in self.training.resolved}
         steps = {name: value for name, value in values.items() if name not in hyperparameters}
         with guarded(self.name, values) as checked:
             if self.retraining is None:
@@ -532,7 +738,7 @@ class TrainingPipeline:
             **self._scoring(),
             **({"class_names": list(self.evaluation.class_names)} if self.evaluation.class_names else {}),
             **settings,
-            **run_overrides(values),
+            **run_overrides(values, model_evaluation),
         )
         return training, on_cluster(evaluation, values, self.evaluation.task_name)
 

@@ -285,7 +285,8 @@ def pipeline_defaults(environment: Environment, pipelines: Sequence[str]) -> dic
     for name in pipelines:
         defaults = environment.defaults_for(name, types[name])
         try:
-            render(name, defaults, run_id=CHECK_RUN_ID)
+            # A version is for a cluster: a path of this machine or a mismatched runtime is refused.
+            render(name, defaults, run_id=CHECK_RUN_ID, for_a_cluster=True)
         except (UsageError, InvalidParameterError) as err:
             raise type(err)(f"{environment.path}: {name}: {err}") from None
         found[name] = defaults

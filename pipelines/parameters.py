@@ -19,7 +19,7 @@ import builtins
 import dataclasses
 import inspect
 import typing
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from kfstack.components.argument_names import argument
@@ -51,38 +51,92 @@ GROUPS = (
 SCALARS: tuple[type, ...] = (bool, int, float, str)
 
 
+# A parameter's type or default left to the training code's signature (:class:`Parameter`).
+FROM_CODE: Any = None
+_RANGE_KEYS = ("ge", "gt", "le", "lt")
+
+
 @dataclasses.dataclass(frozen=True)
 class Parameter:
-    """One pipeline parameter.
+    """One pipeline parameter: its name, type, default, description, who sets it and its range,
+    and for a hyperparameter the range tuning searches. Written once, in one place.
+
+    A hyperparameter of training code whose function signature types it (``dropout: float =
+    0.1``) leaves its type, default and description to the code: ``Parameter("dropout", ge=0.0,
+    lt=1.0, search=(0.0, 0.4))`` says only what the signature cannot, its ranges
+    (:class:`~kfstack.pipelines.declared.Training`). A parameter a settings class reads
+    (``owner``) takes its type, default and range from that class's field.
 
     Attributes:
         name: The parameter's (and the component argument's) name.
-        type: ``bool``, ``int``, ``float`` or ``str``.
-        default: Its value when a run does not set it (an environment file may set another).
-        description: What KFP shows for it; one line, plain.
+        type: ``bool``, ``int``, ``float`` or ``str``; None: the training code's signature's
+            (or ``owner``'s field's).
+        default: Its value when a run does not set it (an environment file may set another);
+            None: the signature's (or ``owner``'s field's).
+        description: What KFP shows for it; one line, plain. Empty: the training function's
+            docstring's ``Args`` line for it.
         group: :data:`PER_RUN` (a person sets it when triggering a run) or the group of
             environment settings it belongs to (:data:`GROUPS`).
-        bounds: Its range (``ge``, ``gt``, ``le``, ``lt``, ``choices``).
-        owner: The settings class whose field it is (:func:`from_setting`), which checks the
-            range when the run's stages build their settings; None: :meth:`ParameterSet.problems`
-            checks it before a run.
+        bounds: Its range as a mapping (``ge``, ``gt``, ``le``, ``lt``, ``choices``); the
+            keyword arguments of the same names write it more plainly.
+        owner: The settings class whose field it is, which checks the range when the run's
+            stages build their settings; None: :meth:`ParameterSet.problems` checks it before a run.
+        field: ``owner``'s field it reads, when not ``name``.
+        ge, gt, le, lt: Its bounds (``ge=1``: at least 1).
+        choices: The values it may take.
+        search: A hyperparameter's tuning range: ``(low, high)``; ``[value, ...]`` (the values
+            tried); True (all its ``choices``, a bool's two values, or ``ge`` to ``le``); or a
+            mapping in Katib's feasible-space words (``{"min": 0.0003, "max": 0.03, "scale":
+            "log"}``, ``step``). None: tuning leaves it at its value.
     """
 
     name: str
-    type: type
-    default: Any
-    description: str
-    group: str
+    # None (FROM_CODE) only while a hyperparameter waits for its signature: a ParameterSet holds none.
+    type: builtins.type = FROM_CODE
+    default: Any = FROM_CODE
+    description: str = ""
+    group: str = PER_RUN
     bounds: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     owner: builtins.type | None = None  # (`type` here is the field above)
+    field: str = dataclasses.field(default="", kw_only=True)
+    ge: float | None = dataclasses.field(default=None, kw_only=True)
+    gt: float | None = dataclasses.field(default=None, kw_only=True)
+    le: float | None = dataclasses.field(default=None, kw_only=True)
+    lt: float | None = dataclasses.field(default=None, kw_only=True)
+    choices: Sequence[Any] = dataclasses.field(default=(), kw_only=True)
+    search: Any = dataclasses.field(default=None, kw_only=True)
 
     def __post_init__(self) -> None:
-        if self.type not in SCALARS and self.name != SETTINGS_OVERRIDES:
-            raise TypeError(f"parameter {self.name}: a pipeline parameter is bool, int, float or str")
+        if self.type is not None and not isinstance(self.type, builtins.type):
+            raise TypeError(
+                f"parameter {self.name}: type {self.type!r} is not a type (a description: description=...)"
+            )
+        bounds = dict(self.bounds)
+        for key in _RANGE_KEYS:
+            if getattr(self, key) is not None:
+                bounds[key] = getattr(self, key)
+        if self.choices:
+            bounds["choices"] = tuple(self.choices)
+        if self.owner is not None and (self.type is None or self.default is None):
+            # The field's type, default and range: written once, in the settings class.
+            type_, default, field_bounds = setting_field(self.owner, self.field or self.name)
+            object.__setattr__(self, "type", self.type or type_)
+            object.__setattr__(self, "default", default if self.default is None else self.default)
+            bounds = {**field_bounds, **bounds}
+        object.__setattr__(self, "bounds", bounds)
         if self.group not in GROUPS:
             raise ValueError(f"parameter {self.name}: group {self.group!r} is not one of {', '.join(GROUPS)}")
+        if self.type is None or self.default is None:
+            return  # completed from the training code's signature (Training), or refused there
+        if self.type not in SCALARS and self.name != SETTINGS_OVERRIDES:
+            raise TypeError(f"parameter {self.name}: a pipeline parameter is bool, int, float or str")
         if not isinstance(self.default, self.type) and not (self.type is float and type(self.default) is int):
             raise TypeError(f"parameter {self.name}: default {self.default!r} is not {self.type.__name__}")
+
+    @property
+    def complete(self) -> bool:
+        """Whether its type and default are known (not left to the training code)."""
+        return self.type is not None and self.default is not None
 
     @property
     def per_run(self) -> bool:
@@ -102,24 +156,30 @@ class Parameter:
         return ", ".join(parts)
 
 
-def from_setting(owner: type, field: str, description: str, group: str, name: str | None = None) -> Parameter:
-    """The parameter a settings class's ``field`` is read from: its type, default and range are
-    the field's (``owner`` is a dataclass: a ``Settings`` subclass or a plain one). ``name``
-    defaults to the name the components give the field's argument (``gpu_pool`` for
-    ``TrainingPlacement.node_pool``)."""
+def setting_field(owner: type, field: str) -> tuple[type, Any, dict[str, Any]]:
+    """A settings class's ``field`` as a parameter reads it: its type, default and range
+    (``owner`` is a dataclass: a ``Settings`` subclass or a plain one).
+
+    Raises:
+        ValueError: ``owner`` has no such field, or it has no default.
+    """
     fields = {f.name: f for f in dataclasses.fields(owner)}
+    if field not in fields:
+        raise ValueError(f"{owner.__name__} has no field {field}")
     declared = fields[field]
     if declared.default is dataclasses.MISSING:
         raise ValueError(f"{owner.__name__}.{field} has no default for a pipeline parameter")
     bounds = {key: value for key, value in declared.metadata.items() if value is not None}
+    return typing.get_type_hints(owner)[field], declared.default, bounds
+
+
+def from_setting(owner: type, field: str, description: str, group: str, name: str | None = None) -> Parameter:
+    """The parameter a settings class's ``field`` is read from: its type, default and range are
+    the field's. ``name`` defaults to the name the components give the field's argument
+    (``gpu_pool`` for ``TrainingPlacement.node_pool``). The catalog's way of writing
+    ``Parameter(name, description=..., group=..., owner=owner, field=field)``."""
     return Parameter(
-        name=name or argument(owner, field),
-        type=typing.get_type_hints(owner)[field],
-        default=declared.default,
-        description=description,
-        group=group,
-        bounds=bounds,
-        owner=owner,
+        name or argument(owner, field), FROM_CODE, FROM_CODE, description, group, owner=owner, field=field
     )
 
 
@@ -132,6 +192,11 @@ class ParameterSet:
         self.renamed = dict(renamed or {})
         self._by_name: dict[str, Parameter] = {}
         for parameter in parameters:
+            if not parameter.complete:
+                raise TypeError(
+                    f"parameter {parameter.name}: no type or default (only a hyperparameter of a training "
+                    "function that types it in its signature may leave them to the code)"
+                )
             if parameter.name in self._by_name:
                 raise ValueError(f"parameter {parameter.name} is declared twice")
             self._by_name[parameter.name] = parameter

@@ -17,7 +17,9 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
+import importlib.util
 import json
+import logging
 import math
 import os
 import sys
@@ -31,11 +33,13 @@ from kfp import compiler
 from kfstack import errors, pipeline_spec, platforms
 from kfstack.components import component_identities, launching_stages
 from kfstack.errors import UsageError
-from kfstack.kubernetes import access, dry_run
+from kfstack.kubernetes import access, dry_run, serving_runtime
 from kfstack.kubernetes.launcher import Cluster
 from kfstack.kubernetes.naming import RunContext
-from kfstack.pipelines import load_pipeline, run_check, run_form
+from kfstack.pipelines import entry, load_pipeline, run_check, run_form
 from kfstack.settings import Placeholder
+
+logger = logging.getLogger(__name__)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -141,7 +145,13 @@ def _launching_variants(
 
 
 def render(
-    pipeline: str, values: Mapping[str, Any], run_id: str, components_packages: tuple[str, ...] = ()
+    pipeline: str,
+    values: Mapping[str, Any],
+    run_id: str,
+    components_packages: tuple[str, ...] = (),
+    *,
+    for_a_cluster: bool = False,
+    warnings: list[str] | None = None,
 ) -> list[RenderedTask]:
     """The Kubernetes objects a ``platform=kubernetes`` run of ``pipeline`` would create.
 
@@ -155,12 +165,157 @@ def render(
         run_id: Stands in for the KFP run id (names and labels).
         components_packages: Packages to search for launching stages besides kfstack's own
             and those installed packages declare (:func:`kfstack.components.launching_stages`).
+        for_a_cluster: The objects are for a cluster (``kfstack render``, a cluster run or
+            schedule), not the checks of an embedded run: a value that is a path of this
+            machine is refused (:func:`refuse_machine_paths`), and the ServingRuntime the
+            project ships is checked against the pipeline (:func:`check_shipped_runtimes`).
+        warnings: Where given, what works but should change (``for_a_cluster``: a shipped
+            runtime's) is appended to it; else it is logged.
 
     Raises:
-        UsageError: Unknown pipeline or parameter, or a mistyped value.
-        InvalidParameterError: A value a stage or the pipeline's rules refuse (nothing rendered).
+        UsageError: Unknown pipeline or parameter, or a mistyped value; ``for_a_cluster``: a
+            value that is a path of this machine.
+        InvalidParameterError: A value a stage or the pipeline's rules refuse (nothing rendered);
+            ``for_a_cluster``: a shipped ServingRuntime that does not serve the pipeline's
+            predictor, naming the file's value and the pipeline's.
     """
-    return _build_all(_launching_variants(pipeline, values, run_id, components_packages), run_id)
+    launching = _launching_variants(pipeline, values, run_id, components_packages)
+    if for_a_cluster:
+        refuse_machine_paths(pipeline, run_parameters(pipeline, values), launching)
+        for warning in check_shipped_runtimes(pipeline, launching):
+            if warnings is None:
+                logger.warning("%s", warning)
+            else:
+                warnings.append(warning)
+    return _build_all(launching, run_id)
+
+
+def check_shipped_runtimes(
+    pipeline: str, launching: list[tuple[pipeline_spec.LaunchingTask, Any, list[platforms.Variant[Any]]]]
+) -> list[str]:
+    """The ServingRuntime the pipeline's project ships (``manifests/`` of the project its
+    predictor's package is developed in) against what the pipeline declares of its own server:
+    the class, the format, the package, the image (:mod:`kfstack.kubernetes.serving_runtime`).
+    A project installed from a wheel ships no manifests here: nothing to check (the run's first
+    task checks the cluster's). Returns what works but should change.
+
+    Raises:
+        InvalidParameterError: Naming the step, the file's value and the pipeline's.
+    """
+    warnings = []
+    for task, stage, variants in launching:
+        declare = getattr(stage, "declared_runtime", None)  # a stage that deploys a team's server
+        declared = declare(variants[0].settings) if declare else None
+        if declared is None:
+            continue
+        project = project_root(declared.model_class.partition(":")[0])
+        if project is None:
+            continue
+        try:
+            found = serving_runtime.check_shipped(project, declared)
+        except errors.InvalidParameterError as err:
+            raise errors.InvalidParameterError(f"{pipeline}: {task.task}: {err}") from None
+        warnings += [f"{pipeline}: {task.task}: {warning}" for warning in found]
+    return warnings
+
+
+def machine_path(value: str, roots: list[str]) -> str:
+    """The path of this machine ``value`` names, or empty: an absolute path (as it is, a
+    ``file://`` URI, or the value of a ``--flag=PATH`` argument) that exists here and lies inside
+    one of ``roots`` (not a root itself: a pod has a ``/tmp`` of its own)."""
+    candidate = value.partition("=")[2] if value.startswith("-") else value
+    if candidate.startswith("file://"):
+        candidate = candidate.removeprefix("file://")
+    if not (os.path.isabs(candidate) and os.path.exists(candidate)):
+        return ""
+    real = os.path.realpath(candidate)
+    for root in roots:
+        if root and real != root and real.startswith(root.rstrip(os.sep) + os.sep):
+            return candidate
+    return ""
+
+
+def machine_roots(pipeline_module: str = "") -> list[str]:
+    """Where a path names a file of this machine alone: the working directory, the project the
+    pipeline's module lives in, the home directory and the temporary directory (resolved)."""
+    roots = [os.getcwd(), os.path.expanduser("~"), tempfile.gettempdir()]
+    project = project_root(pipeline_module) if pipeline_module else None
+    if project:
+        roots.append(project)
+    return sorted({os.path.realpath(root) for root in roots if root and root != os.sep})
+
+
+def refuse_machine_paths(
+    pipeline: str,
+    parameters: Mapping[str, Any],
+    launching: list[tuple[pipeline_spec.LaunchingTask, Any, list[platforms.Variant[Any]]]],
+) -> None:
+    """Refuses a render for a cluster that would carry a path of this machine
+    (:func:`machine_path`): a default computed from ``__file__``, or a ``--param`` naming a local
+    file, reaches a SparkApplication's or a job's arguments as it is, and the pod, which has none
+    of this machine's files, fails there, or reads something else. Each parameter is named;
+    a step's own argument that no parameter gives (a path the pipeline writes into its data
+    arguments) is named as the step's.
+
+    Raises:
+        UsageError: Naming every such parameter (and step argument) and its value.
+    """
+    roots = machine_roots(_pipeline_module(pipeline))
+    found: dict[str, str] = {}
+    for name, value in parameters.items():
+        for item in _strings(value):
+            path = machine_path(item, roots)
+            if path:
+                found.setdefault(name, path)
+    given = set(found.values())
+    for task, _, _ in launching:
+        for name, value in task.arguments.items():
+            for item in _strings(value):
+                path = machine_path(item, roots)
+                if path and path not in given:
+                    found.setdefault(f"{task.task}'s {name}", path)
+                    given.add(path)
+    if found:
+        named = "; ".join(f"{name}={path!r}" for name, path in found.items())
+        raise UsageError(
+            f"{pipeline}: a path of this machine would reach the cluster, where no pod has it: {named}. "
+            "Give a location the cluster reads (s3://..., gs://..., a path in the image) with "
+            "--param NAME=VALUE, or a default that is no path of this machine (one computed from "
+            "__file__ is a path of the machine that renders)"
+        )
+
+
+def _strings(value: Any) -> list[str]:
+    """The strings in a parameter's or argument's value (a list's items, a dict's values)."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, Mapping):
+        return [item for inner in value.values() for item in _strings(inner)]
+    if isinstance(value, (list, tuple)):
+        return [item for inner in value for item in _strings(inner)]
+    return []
+
+
+def _pipeline_module(pipeline: str) -> str:
+    """The module of ``pipeline``'s registered ``module:function`` (its project is found from it)."""
+    return entry(pipeline).function.partition(":")[0]
+
+
+def project_root(module: str) -> str | None:
+    """The folder of the project ``module`` is developed in: the folder holding its top-level
+    package (or module) when that folder has a ``pyproject.toml`` (a checkout, an editable
+    install); None for a package installed into a site folder, or a module not found."""
+    try:
+        spec = importlib.util.find_spec(module.partition(".")[0])
+    except (ImportError, ValueError):
+        return None
+    if spec is None:
+        return None
+    if spec.submodule_search_locations:  # a package: the folder above its own
+        folders = [os.path.dirname(os.path.abspath(p)) for p in spec.submodule_search_locations]
+    else:  # a top-level module: its file's folder
+        folders = [os.path.dirname(os.path.abspath(spec.origin))] if spec.origin else []
+    return next((f for f in folders if os.path.isfile(os.path.join(f, "pyproject.toml"))), None)
 
 
 def _build_all(
@@ -288,7 +443,9 @@ def _review_launches(
     """On the cluster: the variant of each launching step the cluster serves, then one access
     review of what they all would create, grouped by launch namespace, so that a missing
     permission or LocalQueue fails the run before its first step
-    (:func:`kfstack.kubernetes.access.review_launches`; each step reviews its own again).
+    (:func:`kfstack.kubernetes.access.review_launches`; each step reviews its own again), a dry
+    run of each object, and each step's own check of what the cluster already has
+    (``check_cluster``: the deployment's ServingRuntime).
 
     A step under a condition only the run decides may not run at all: a cluster that serves
     none of its variants does not fail the run here, and it is left out of the review. Where
@@ -300,6 +457,7 @@ def _review_launches(
     """
     clusters: dict[str, Cluster] = {}
     objects: dict[str, list[dict]] = {}
+    checks: list[tuple[Any, Any, Cluster]] = []
     for task, stage, variants in launching:
         # Every variant of a step shares its placement's launch namespace (empty: the pod's own).
         namespace = variants[0].settings.placement.launch_namespace
@@ -317,11 +475,18 @@ def _review_launches(
         if reviewed:
             context = RunContext(run_id=run_id, task_name=task.task)
             objects.setdefault(key, []).extend(stage.build(variant.settings, context))
+            checks.append((stage, variant.settings, clusters[key]))
     launches = [(clusters[key], built) for key, built in objects.items()]
     access.review_launches(pipeline, launches)
     # A field the cluster's controller release does not know fails the run here, before its
     # first step (each step dry-runs its own again, and picks an older form where one fits).
     dry_run.check_launches(pipeline, launches)
+    # Then what a step relies on that the cluster already has (the deployment: the team's
+    # ServingRuntime serves the pipeline's class and format), as the step checks it again.
+    for stage, settings, cluster in checks:
+        check_cluster = getattr(stage, "check_cluster", None)
+        if check_cluster is not None:
+            check_cluster(settings, cluster)
 
 
 def main(argv: list[str] | None = None) -> int:

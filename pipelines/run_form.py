@@ -5,9 +5,10 @@ environment's; the pipeline's defaults without): its run form in the Kubeflow UI
 pipeline's per-run parameters and one more field, ``settings_overrides``, a JSON object through
 which a person changes any other setting for one run (``{"gpu_pool": "a100"}``). Every component
 that takes a setting also takes that object and applies the overrides of its own arguments
-(:func:`kfstack.settings.with_overrides`): KFP's DSL cannot index a dict parameter, so the object
-travels whole. The run's validate-parameters task checks it first (:func:`merged`): a name no
-setting has, a per-run parameter or a value of the wrong type fails the run before any stage.
+(:func:`kfstack.settings.with_overrides`): KFP's DSL cannot index a dict parameter, so the run's
+validate-parameters task takes the object whole, checks it first (:func:`merged`: a name no
+setting has, a per-run parameter or a value of the wrong type fails the run before any stage),
+and hands each step the part it reads (:mod:`kfstack.pipelines.validate_run`).
 
 Not overridable (:func:`fixed_settings`): the run's frame (:data:`NOT_OVERRIDABLE`), which KFP
 applies before any component could read an override -- ``object_store_secret`` (the KFP driver
@@ -107,7 +108,10 @@ def _task_constants(spec: Mapping[str, Any]) -> Iterator[tuple[str, Any, bool]]:
     for dag in dags:
         for task in dag.get("tasks", {}).values():
             inputs = task.get("inputs", {}).get("parameters", {})
-            overridden = "componentInputParameter" in inputs.get(SETTINGS_OVERRIDES, {})
+            # The run's overrides, or the validate task's part of them for this step's component
+            # (which holds every setting the component takes by name): anything but a constant.
+            overrides = inputs.get(SETTINGS_OVERRIDES)
+            overridden = overrides is not None and "runtimeValue" not in overrides
             for name, given in inputs.items():
                 if "constant" in given.get("runtimeValue", {}):
                     yield name, given["runtimeValue"]["constant"], overridden

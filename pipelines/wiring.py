@@ -10,6 +10,7 @@ output, a placeholder) is given. The examples' pipelines and a team's use these 
 from __future__ import annotations
 
 import contextlib
+import contextvars
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -20,7 +21,7 @@ from kfstack.components.common.cleanup_run.component import cleanup_run
 from kfstack.kubernetes import node_pools
 from kfstack.kubernetes.naming import NAMESPACE_ENV, SERVICE_ACCOUNT_ENV, SIDECAR_INJECT_LABEL
 from kfstack.kubernetes.pods import OBJECT_STORE_KEYS
-from kfstack.pipelines.validate_run import validate_run
+from kfstack.pipelines.validate_run import part_output, settings_read, validate_run
 from kfstack.settings import SETTINGS_OVERRIDES
 
 # Before any pipeline is defined with these steps: kfp's resource setters' fixed cost, cut.
@@ -40,21 +41,41 @@ JSON_PARAMETERS = ("tuning_search_space", "tuning_algorithm_settings")
 # The pipeline parameters the run's frame reads besides its steps' inputs: the cleanup exit
 # handler's (guarded) and every task pod's object-store Secret (on_cluster).
 FRAME_PARAMETERS = ("platform", "launch_namespace", "object_store_secret")
+# The validate-parameters task of the run whose steps are being wired (within guarded): it hands
+# each step its part of the run's overrides.
+_CHECKED: contextvars.ContextVar[dsl.PipelineTask | None] = contextvars.ContextVar("checked", default=None)
 
 
 def call(component: Any, parameters: Mapping[str, Any], **given: Any) -> dsl.PipelineTask:
     """``component`` as a task whose every input is the pipeline parameter of the same name,
     unless ``given`` (upstream outputs, placeholders, constants); the run's
-    ``settings_overrides`` among them, in a version's run form."""
+    ``settings_overrides`` among them, in a version's run form: within :func:`guarded`, the part
+    of them the component reads (:func:`run_overrides`)."""
     inputs = component.component_spec.inputs or {}
     taken = {name: parameters[name] for name in inputs if name in parameters and name not in given}
+    if SETTINGS_OVERRIDES in inputs and SETTINGS_OVERRIDES not in given:
+        taken.update(run_overrides(parameters, component))
     return component(**taken, **given)
 
 
-def run_overrides(parameters: Mapping[str, Any]) -> dict[str, Any]:
+def run_overrides(parameters: Mapping[str, Any], component: Any = None) -> dict[str, Any]:
     """The run's ``settings_overrides`` as a step's argument, for a step whose inputs are given by
-    hand rather than by :func:`call`; empty for a pipeline function without a run form."""
-    return {SETTINGS_OVERRIDES: parameters[SETTINGS_OVERRIDES]} if SETTINGS_OVERRIDES in parameters else {}
+    hand rather than by :func:`call`; empty for a pipeline function without a run form.
+
+    Given the step's ``component``, within :func:`guarded`: the part of the overrides that
+    component reads, an output of the run's validate-parameters task
+    (:mod:`kfstack.pipelines.validate_run`), so that the step's inputs, and with them its cache
+    key, change with its own settings only. Without it, or for a component the task holds no
+    part for (a team's own), the whole object.
+    """
+    if SETTINGS_OVERRIDES not in parameters:
+        return {}
+    checked = _CHECKED.get()
+    output = part_output(component) if component is not None and checked is not None else None
+    if output is None:
+        return {SETTINGS_OVERRIDES: parameters[SETTINGS_OVERRIDES]}
+    assert checked is not None  # (output is only found with it)
+    return {SETTINGS_OVERRIDES: checked.outputs[output]}
 
 
 def on_cluster(task: dsl.PipelineTask, parameters: Mapping[str, Any], name: str) -> dsl.PipelineTask:
@@ -101,7 +122,9 @@ def uncached(task: dsl.PipelineTask) -> dsl.PipelineTask:
 def guarded(pipeline: str, parameters: Mapping[str, Any]) -> Iterator[dsl.PipelineTask]:
     """The run's frame: an exit handler that cleans up whatever the run left on the cluster
     (unfinished batch jobs, an undecided canary), around a first task that checks every
-    parameter. Yields that task; the body's first steps go ``.after`` it."""
+    parameter. Yields that task; the body's first steps go ``.after`` it, and the steps that
+    :func:`call` (or :func:`run_overrides`) makes within it take their part of the run's
+    overrides from it."""
     cleanup = cleanup_run(
         platform=parameters["platform"],
         run_id=RUN_ID,
@@ -112,6 +135,14 @@ def guarded(pipeline: str, parameters: Mapping[str, Any]) -> Iterator[dsl.Pipeli
     own_inputs = (*JSON_PARAMETERS, SETTINGS_OVERRIDES)
     checked_values = {name: value for name, value in parameters.items() if name not in own_inputs}
     json_values = {name: parameters[name] for name in own_inputs if name in parameters}
+    # Which of the pipeline's settings each component reads: the task splits the overrides so.
+    parts = {"settings_read": settings_read(parameters)} if SETTINGS_OVERRIDES in parameters else {}
     with dsl.ExitHandler(cleanup, name=f"{pipeline}-run"):
-        checked = validate_run(pipeline=pipeline, parameters=checked_values, run_id=RUN_ID, **json_values)
-        yield on_cluster(uncached(checked), parameters, "validate-parameters")
+        checked = validate_run(
+            pipeline=pipeline, parameters=checked_values, run_id=RUN_ID, **json_values, **parts
+        )
+        token = _CHECKED.set(checked)
+        try:
+            yield on_cluster(uncached(checked), parameters, "validate-parameters")
+        finally:
+            _CHECKED.reset(token)

@@ -5,24 +5,29 @@ kfstack's entrypoint.
         python -m benchmarks.by_hand.digits_worker --hidden_units=64 --dropout=0.1 ...
 
 Calls the team's ``kfstack_examples.digits.trainer:train`` with the ``--name=value`` arguments as
-keyword arguments of the types the code declares (``HYPERPARAMETERS``); the locations come from
+keyword arguments of the types its signature declares; the locations come from
 the contract's environment, which the caller sets (the model folder must exist).
 """
 
 from __future__ import annotations
 
+import inspect
 import sys
 
-from kfstack_examples.digits.trainer import HYPERPARAMETERS, train
+from kfstack_examples.digits.trainer import train
 
-TYPES = {"int": int, "float": float, "str": str}
+# Each hyperparameter's type, as train()'s signature declares it (a Literal's: str).
+TYPES = {
+    name: parameter.annotation if parameter.annotation in (int, float) else str
+    for name, parameter in inspect.signature(train, eval_str=True).parameters.items()
+}
 
 
 def main(argv: list[str] | None = None) -> int:
     kwargs: dict[str, object] = {}
     for argument in sys.argv[1:] if argv is None else argv:
         name, _, value = argument.removeprefix("--").partition("=")
-        kwargs[name] = TYPES[HYPERPARAMETERS.get(name, "str")](value)
+        kwargs[name] = TYPES.get(name, str)(value)
     train(**kwargs)  # type: ignore[arg-type]
     return 0
 

@@ -13,7 +13,7 @@ cleanup exit handler): :func:`call` gives a task every input that names a pipeli
 component of its own as a :class:`Stage` in ``kfstack.stages`` (docs/pipelines.md).
 """
 
-from kfstack.components.argument_names import from_arguments as settings_from_arguments
+from kfstack.api import _deprecated
 from kfstack.components.common.cleanup_run.component import cleanup_run
 from kfstack.components.data.data_window.component import data_window
 from kfstack.components.data.spark_job.component import spark_job
@@ -27,10 +27,6 @@ from kfstack.components.training.distributed_training.component import distribut
 from kfstack.components.training.distributed_training.stage import train_locally
 from kfstack.components.tuning.hyperparameter_tuning.component import hyperparameter_tuning
 from kfstack.evaluation.task_metrics import BINARY, MULTICLASS, REGRESSION
-from kfstack.images import COMPONENT_IMAGE
-from kfstack.kubernetes.launcher import Cluster
-from kfstack.kubernetes.naming import RunContext
-from kfstack.kubernetes.placement import Placement
 from kfstack.kubernetes.training_apis import AUTO
 from kfstack.monitoring.drift import DriftThresholds, feature_names
 from kfstack.monitoring.gate import PASS, GateRule
@@ -38,7 +34,6 @@ from kfstack.monitoring.window import resolve_window
 from kfstack.pipelines.declared import (
     PRODUCTION_PROFILE,
     Evaluation,
-    Hyperparameter,
     Predictor,
     Registration,
     Retraining,
@@ -47,68 +42,48 @@ from kfstack.pipelines.declared import (
     TrainingPipeline,
     Tuning,
 )
-from kfstack.pipelines.parameters import CATALOG, PER_RUN, Parameter, ParameterSet, from_setting
+from kfstack.pipelines.parameters import PER_RUN, Parameter
 from kfstack.pipelines.wiring import (
-    JSON_PARAMETERS,
-    NAMESPACE_FIELD,
     RUN_ID,
     TASK_NAME,
     call,
     guarded,
     joins_mesh,
     on_cluster,
-    run_overrides,
     uncached,
 )
-from kfstack.platforms import ServiceStage, Stage, StageResult, Variant, run_stage
 from kfstack.serving.model_registry import RegistryEndpoint
-from kfstack.training.settings import JobTopology
 from kfstack.tuning.spec import TuningSettings
 
 __all__ = [
     "AUTO",
     "BINARY",
-    "CATALOG",
-    "COMPONENT_IMAGE",
-    "JSON_PARAMETERS",
     "MULTICLASS",
-    "NAMESPACE_FIELD",
     "PASS",
     "PER_RUN",
     "PRODUCTION_PROFILE",
     "REGRESSION",
     "RUN_ID",
     "TASK_NAME",
-    "Cluster",
     "DriftThresholds",
     "Evaluation",
     "GateRule",
-    "Hyperparameter",
-    "JobTopology",
     "Parameter",
-    "ParameterSet",
-    "Placement",
     "Predictor",
     "Registration",
     "RegistryEndpoint",
     "Retraining",
-    "RunContext",
-    "ServiceStage",
     "SparkApplication",
-    "Stage",
-    "StageResult",
     "Training",
     "TrainingPipeline",
     "Tuning",
     "TuningSettings",
-    "Variant",
     "call",
     "cleanup_run",
     "data_drift",
     "data_window",
     "distributed_training",
     "feature_names",
-    "from_setting",
     "gate_model",
     "guarded",
     "hyperparameter_tuning",
@@ -119,10 +94,49 @@ __all__ = [
     "production_model",
     "register_model",
     "resolve_window",
-    "run_overrides",
-    "run_stage",
-    "settings_from_arguments",
     "spark_job",
     "train_locally",
     "uncached",
 ]
+
+# Names this module no longer lists (0.1): answered with a DeprecationWarning until 0.2.
+_STAGES = "kfstack.api.stages"
+_INTERNAL = "internal: nothing replaces it in the API"
+_PARAMETERS = "kfstack.pipelines.parameters"
+__getattr__ = _deprecated.answering(
+    __name__,
+    {
+        "Hyperparameter": (
+            "kfstack.pipelines.declared",
+            "declare it as a Parameter in Training(hyperparameters=...)",
+        ),
+        "from_setting": (
+            "kfstack.pipelines.parameters",
+            "Parameter(name, description=..., owner=SettingsClass)",
+        ),
+        "ParameterSet": (
+            "kfstack.pipelines.parameters",
+            "declare a TrainingPipeline, or a plain @dsl.pipeline",
+        ),
+        "CATALOG": (_PARAMETERS, "`kfstack describe` and docs/parameters.md list it"),
+        "JobTopology": ("kfstack.training.settings", "kfstack.api.training.JobTopology"),
+        "run_overrides": ("kfstack.pipelines.wiring", "call() gives a task its overrides"),
+        "COMPONENT_IMAGE": ("kfstack.images", _INTERNAL),
+        "JSON_PARAMETERS": ("kfstack.pipelines.wiring", _INTERNAL),
+        "NAMESPACE_FIELD": ("kfstack.pipelines.wiring", _INTERNAL),
+        "Cluster": ("kfstack.kubernetes.launcher", _INTERNAL),
+        **{
+            name: (home, f"{_STAGES}.{name}")
+            for name, home in {
+                "Stage": "kfstack.platforms",
+                "ServiceStage": "kfstack.platforms",
+                "StageResult": "kfstack.platforms",
+                "Variant": "kfstack.platforms",
+                "run_stage": "kfstack.platforms",
+                "RunContext": "kfstack.kubernetes.naming",
+                "Placement": "kfstack.kubernetes.placement",
+            }.items()
+        },
+        "settings_from_arguments": ("kfstack.api.stages", f"{_STAGES}.settings_from_arguments"),
+    },
+)

@@ -21,6 +21,7 @@ MODULES = (
     "kfstack.api.spark",
     "kfstack.api.training",
     "kfstack.api.serving",
+    "kfstack.api.stages",
 )
 PAGE = pathlib.Path(__file__).resolve().parents[2] / "docs" / "api.md"
 

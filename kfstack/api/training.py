@@ -1,10 +1,11 @@
-"""For a team's training code: what it declares (:class:`TrainingCode`, the hyperparameter kinds),
+"""For a team's training code: what it declares (:class:`TrainingCode`),
 the operators' environment read as one object (PyTorch's ranks, TensorFlow's task), atomic
 checkpoints on any URI, the shards a rank reads, metrics and Katib's metric lines, throughput, and
 the termination message a failed replica leaves, and whether the code trains a tuning trial (whose
 model nothing keeps). Imports numpy and pyarrow, no framework."""
 
-from kfstack.contracts import BOOL, FLOAT, INT, STR, TrainingCode, tuning_trial
+from kfstack.api import _deprecated
+from kfstack.contracts import TrainingCode, tuning_trial
 from kfstack.training.checkpoints import list_checkpoints, load_checkpoint, save_checkpoint, to_bytes
 from kfstack.training.env_contract import DistributedEnv
 from kfstack.training.metrics import accuracy, katib_line, log_loss, numeric_report, roc_auc
@@ -15,14 +16,10 @@ from kfstack.training.tf_config import CHIEF, PS, WORKER, TFTask
 from kfstack.training.throughput import throughput
 
 __all__ = [
-    "BOOL",
     "CHIEF",
-    "FLOAT",
     "FRAMEWORKS",
-    "INT",
     "PS",
     "PYTORCH",
-    "STR",
     "TENSORFLOW",
     "THROUGHPUT_METRICS",
     "WORKER",
@@ -45,3 +42,14 @@ __all__ = [
     "to_bytes",
     "tuning_trial",
 ]
+
+# The hyperparameter kinds as constants (0.1): a declaration types a hyperparameter as Python does
+# (``int``; ``TrainingCode`` takes the kind's name, ``"int"``), and ``FLOAT``/``INT`` are the
+# served fields' kinds in kfstack.api.serving. Answered with a DeprecationWarning until 0.2.
+__getattr__ = _deprecated.answering(
+    __name__,
+    {
+        name: ("kfstack.contracts", f'the kind\'s name, "{name.lower()}", or the Python type')
+        for name in ("BOOL", "FLOAT", "INT", "STR")
+    },
+)

@@ -67,6 +67,7 @@ from kfstack.app.summary import (
     report_entry,
     serving_summary,
     tuning_summary,
+    unreported_data,
 )
 from kfstack.platforms import RUN_DIR_ENV
 from kfstack.serving import local_services, registry
@@ -457,7 +458,7 @@ def run_pipeline_locally(
     hooked = kfp_adapter.task_hooks_usable()
     cached = None
     if cache and kfp_adapter.step_cache_usable():
-        cached = step_cache.StepCache(run, step_cache.code_digest(entry(pipeline_name).function))
+        cached = step_cache.StepCache(run, step_cache.StepCode(entry(pipeline_name).function))
 
     def init(caching: bool) -> None:
         local.init(
@@ -549,6 +550,7 @@ def _summarise(
         arguments=arguments,
         stages=stages,
         data=data_counts(metrics),
+        data_unreported=unreported_data(outputs),
         metrics=metrics,
         artifacts=artifacts,
         kfp_log=run.log(KFP_LOG),

@@ -174,7 +174,7 @@ class Project:
                 "served_by": SERVINGS[self.serving],
             }
         return {
-            "predictor_import": "    Predictor,\n",
+            "predictor_import": "from kfstack.api.pipeline import Predictor\n",
             "predictor_line": (
                 f'    predictor=Predictor(\n        "{self.package}.predictor:Model",\n'
                 f'        runtime="{self.name}-predictor",  # manifests/serving-runtime.yaml\n'
@@ -185,8 +185,8 @@ class Project:
                 f"| `{self.package}/predictor.py` | the model server, a `kserve.Model` | loads `model.onnx` "
                 "from its model directory, answers V1 `instances` (rows of the features); a 400 for what "
                 "it cannot read |\n"
-                "| `manifests/serving-runtime.yaml` | its ServingRuntime on a cluster | runs kfstack's "
-                "format server with the class, in `images/predictor.Dockerfile`'s image |\n"
+                "| `manifests/serving-runtime.yaml` | its ServingRuntime on a cluster | runs `kfstack serve` "
+                "with the class, in `images/predictor.Dockerfile`'s image |\n"
             ),
             "predictor_cluster_step": (
                 "   Build and push `images/predictor.Dockerfile` the same way (role `predictor`), set the "

@@ -36,6 +36,7 @@ import dataclasses
 import fcntl
 import json
 import os
+import re
 import shutil
 import time
 from collections.abc import Iterator
@@ -106,24 +107,28 @@ class RunDirectory:
         clock: float | None = None,
         arguments: dict[str, Any] | None = None,
     ) -> RunDirectory:
-        """A new, empty run directory ``<pipeline_root>/<pipeline>-<YYYYmmdd-HHMMSS>[-n]``.
+        """A new, empty run directory ``<pipeline_root>/<pipeline>-<YYYYmmdd-HHMMSS>[-n]`` (a
+        character other than a letter, digit, ``.``, ``_`` or ``-`` in ``pipeline`` as ``-``).
 
         Raises:
             UsageError: The pipeline root cannot be created or written.
         """
         stamp = time.strftime(STARTED_FORMAT, time.localtime(clock))
+        # A pipeline named ``module:function`` names its folder without the colon: the run's name
+        # becomes a model version and a file name, where a colon is refused.
+        folder = re.sub(r"[^A-Za-z0-9._-]", "-", pipeline)
         try:
             os.makedirs(pipeline_root, exist_ok=True)
             with _root_locked(pipeline_root, exclusive=False):
                 for attempt in range(1000):
-                    name = f"{pipeline}-{stamp}" + (f"-{attempt}" if attempt else "")
+                    name = f"{folder}-{stamp}" + (f"-{attempt}" if attempt else "")
                     try:
                         os.mkdir(os.path.join(pipeline_root, name))
                         break
                     except FileExistsError:
                         continue
                 else:
-                    raise UsageError(f"{pipeline_root}: no free run directory name for {pipeline}-{stamp}")
+                    raise UsageError(f"{pipeline_root}: no free run directory name for {folder}-{stamp}")
                 run = cls(os.path.abspath(os.path.join(pipeline_root, name)))
                 if not run._lock():
                     raise UsageError(f"{run.path}: locked by another process as it was made")

@@ -13,6 +13,7 @@ import json
 import os
 from typing import Any
 
+from kfstack.contracts import REPORT_PATH_ENV
 from kfstack.training.metrics import UNDEFINED
 
 SUCCEEDED, FAILED, CANCELLED = "SUCCEEDED", "FAILED", "CANCELLED"
@@ -60,6 +61,9 @@ class RunSummary:
         arguments: Every parameter of the run, defaults included.
         stages: Task name -> outcome, seconds and log, in execution order.
         data: Row counts of the feature job (read / written / quarantined, per reason).
+        data_unreported: Why ``data`` is empty although the data step finished (its
+            application wrote no report, or one without row counts); empty otherwise
+            (:func:`unreported_data`).
         metrics: ``<output>.<metric>`` of every Metrics output; None where undefined.
         artifacts: Output name -> path, for every output that is a file or directory.
         kfp_log: kfp.local's own output (executor inputs, task outputs).
@@ -92,6 +96,7 @@ class RunSummary:
     serving: dict[str, Any] | None = None
     drift: dict[str, Any] | None = None
     gate: dict[str, Any] | None = None
+    data_unreported: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -134,6 +139,8 @@ class RunSummary:
                 + (f" (failed checks: {', '.join(v['failed_checks'])})" if v.get("failed_checks") else "")
             )
             lines += [f"  caution: {caution}" for caution in v.get("cautions", [])]
+        if self.data_unreported:
+            lines.append(f"data       {self.data_unreported}")
         for title, values in (("data", self.data), ("metrics", self.metrics)):
             if values:
                 lines.append(f"{title}:")
@@ -198,6 +205,33 @@ def data_counts(metrics: dict[str, Number | None]) -> dict[str, Number]:
         if value is not None:
             data[key.removeprefix(prefix)] = value
     return data
+
+
+def unreported_data(outputs: dict[str, Any]) -> str:
+    """What the summary says where the data step finished without row counts: its application
+    wrote no report to ``KFSTACK_REPORT_PATH`` (a report is optional, so the step succeeds), or a
+    report with none of the counts. Empty where the counts are there, or where no data step
+    finished (its ``report`` output is then absent).
+
+    A run's summary must not pass over that in silence: an empty ``data`` section reads as "no
+    rows" or as nothing at all.
+    """
+    report = outputs.get(DATA_REPORT)
+    if report is None or getattr(report, "schema_title", "") != METRICS_SCHEMA:
+        return ""
+    numbers = {key for key, value in (report.metadata or {}).items() if _number(value) is not None}
+    counts = ", ".join(DATA_COUNT_KEYS[:3])
+    if not numbers:
+        return (
+            f"no row counts: the data step's application wrote no report to ${REPORT_PATH_ENV} "
+            f'(a JSON object such as {{"rows_read": 1000, "rows_written": 997}}; docs/contracts.md)'
+        )
+    if not numbers & {*DATA_COUNT_KEYS, *(key for key in numbers if key.startswith("quarantined."))}:
+        return (
+            f"no row counts: the data step's report (${REPORT_PATH_ENV}) has {', '.join(sorted(numbers))} "
+            f"and none of {counts}"
+        )
+    return ""
 
 
 def tuning_summary(

@@ -89,6 +89,11 @@ KIND_SPECIFIC_READS: Mapping[str, tuple[Permission, ...]] = {
 }
 # A queued node pool's jobs name their Kueue LocalQueue; the review reads it (a get).
 LOCAL_QUEUE_GET = Permission("get", LOCAL_QUEUES, KUEUE_GROUP)
+# A team's own predictor is served by the ServingRuntime the pipeline names: the run's first task
+# and the deployment read it to check it against the pipeline (kfstack.kubernetes.serving_runtime).
+# A ClusterServingRuntime needs a ClusterRole, which a namespace's kustomization cannot grant:
+# without one, that check says the runtime could not be read and leaves it to KServe.
+SERVING_RUNTIME_GET = Permission("get", "servingruntimes", "serving.kserve.io")
 
 
 def kind_permissions(kind: ResourceKind) -> list[Permission]:
@@ -104,8 +109,9 @@ def permissions(kinds: Iterable[ResourceKind]) -> list[Permission]:
 
 def role_permissions() -> set[Permission]:
     """What the launcher's Role must grant: every kind kfstack launches (the exit handler's
-    cleanup and rollback use a subset of those verbs) and the LocalQueue get."""
-    return {*permissions(KINDS.values()), LOCAL_QUEUE_GET}
+    cleanup and rollback use a subset of those verbs), the LocalQueue get and the ServingRuntime
+    get."""
+    return {*permissions(KINDS.values()), LOCAL_QUEUE_GET, SERVING_RUNTIME_GET}
 
 
 # -- the review --------------------------------------------------------------------------------

@@ -11,10 +11,13 @@ a local process on the embedded platform -- runs ``python -m kfstack.training.en
    every replica gets one, as TensorFlow's non-chief workers must save somewhere too) and a
    local report file (:data:`~kfstack.contracts.REPORT_PATH_ENV`);
 3. runs the module as ``__main__`` with the arguments on its argv, or calls the function with
-   them as keyword arguments of their declared types, with the code's own fixed arguments
-   (``TrainingCode.arguments``) after them, their ``$KFSTACK_...`` locations replaced here:
-   ``$KFSTACK_INPUT_DIR`` is the input on this replica's disk (the dataset copied here first when
-   it lives in an object store; its own folder when it is a local path);
+   them as keyword arguments of their declared types -- or, when the function's first parameter
+   is named ``argv`` (:func:`takes_argv`), with them as its argv -- with the code's own fixed
+   arguments (``TrainingCode.arguments``) after them, their ``$KFSTACK_...`` locations replaced
+   here: ``$KFSTACK_INPUT_DIR`` is the input on this replica's disk (the dataset copied here first
+   when it lives in an object store; its own folder when it is a local path). Options on the
+   code's argv are spelled as the declaration's ``option_style`` says, whichever spelling this
+   wrapper's own argv used;
 4. watches what the code prints (stdout and stderr, as Katib's StdOut collector reads both) for
    the declared metrics' ``name=value`` lines;
 5. on the chief replica only (rank 0; TF's chief, or worker 0 without one), once the code
@@ -28,6 +31,8 @@ the step, naming the directory), so a broken contract is reported once, not retr
 
 from __future__ import annotations
 
+import importlib
+import inspect
 import io
 import json
 import logging
@@ -65,8 +70,10 @@ def step_env(
         "entry": code.entry,
         "hyperparameters": dict(code.hyperparameters),
         "metrics": list(code.metrics),
-        # Only where the code has its own: a job without them is written as it always was.
+        # Only where the code has its own, or spells its options otherwise: a job without
+        # them is written as it always was.
         **({"arguments": dict(code.arguments)} if code.arguments else {}),
+        **({"option_style": code.option_style} if code.option_style != contracts.UNDERSCORES else {}),
     }
     return {
         CODE_ENV: json.dumps(declared, separators=(",", ":")),
@@ -92,6 +99,7 @@ def declared_code(env: Mapping[str, str]) -> contracts.TrainingCode:
             hyperparameters=declared.get("hyperparameters", {}),
             metrics=tuple(declared.get("metrics", ())),
             arguments=declared.get("arguments", {}),
+            option_style=declared.get("option_style", contracts.UNDERSCORES),
         )
     except (ValueError, KeyError, TypeError, AttributeError) as err:
         raise InvalidParameterError(f"{CODE_ENV} is not a training code declaration: {err}") from err
@@ -151,24 +159,83 @@ class MetricWatcher(io.TextIOBase):
         return False
 
 
-def run_code(code: contracts.TrainingCode, argv: Sequence[str], env: Mapping[str, str] | None = None) -> None:
-    """Runs the module as ``__main__`` with ``argv``, or calls the function with the typed values;
-    either way with the code's own arguments after them, located as ``env`` (default: this
-    process's) says.
+# The first parameter that marks a function taking its hyperparameters as a command line.
+ARGV_PARAMETER = "argv"
+
+
+def takes_argv(function: Callable[..., Any]) -> bool:
+    """Whether ``function`` takes its hyperparameters as argv: its first parameter is named
+    ``argv`` and can be given by position (``def main(argv=None, *, data_dir, model_dir)``, the
+    usual shape of a trainer written around argparse). Read from the function's own signature
+    in the replica, so the declaration need not say it; a callable without a signature Python
+    can read is called with keyword arguments."""
+    try:
+        parameters = list(inspect.signature(function).parameters.values())
+    except (TypeError, ValueError):
+        return False
+    return (
+        bool(parameters)
+        and parameters[0].name == ARGV_PARAMETER
+        and parameters[0].kind
+        in (
+            inspect.Parameter.POSITIONAL_ONLY,
+            inspect.Parameter.POSITIONAL_OR_KEYWORD,
+        )
+    )
+
+
+def _call(
+    code: contracts.TrainingCode,
+    function: Callable[..., Any],
+    args: Sequence[Any],
+    kwargs: Mapping[str, Any],
+    how: str,
+) -> None:
+    """Calls ``function(*args, **kwargs)`` once its signature accepts them.
 
     Raises:
-        InvalidParameterError: An argument is undeclared or mistyped (before the code runs).
+        InvalidParameterError: The signature refuses them (a keyword-only location that no code
+            argument names, a code argument the function does not take), naming how it was called.
+    """
+    try:
+        inspect.signature(function).bind(*args, **kwargs)
+    except TypeError as err:
+        raise InvalidParameterError(
+            f"training code {code.entry}: {how}, which its signature refuses: {err} (the "
+            f"hyperparameters are declared by hyperparameter_types, its other arguments by "
+            f"code_arguments)"
+        ) from err
+    except ValueError:
+        pass  # no signature Python can read: the call itself says what is wrong
+    function(*args, **kwargs)
+
+
+def run_code(code: contracts.TrainingCode, argv: Sequence[str], env: Mapping[str, str] | None = None) -> None:
+    """Runs the module as ``__main__`` with the hyperparameters on its argv, or calls the function
+    with the typed values as keyword arguments (or, when it :func:`takes_argv`, with them on its
+    argv); either way with the code's own arguments after them, located as ``env`` (default:
+    this process's) says. Options are spelled as the declaration's ``option_style`` says.
+
+    Raises:
+        InvalidParameterError: An argument is undeclared or mistyped, or the function's
+            signature refuses what it would be called with (before the code runs).
         SystemExit: The module exited nonzero.
     """
     values = code.parse_argv(argv)
     own = code.located(os.environ if env is None else env)
-    if code.function:
-        import importlib
-
-        function: Callable[..., Any] = getattr(importlib.import_module(code.module), code.function)
-        function(**values, **own)
+    # Written again from the values, so the code gets its own spelling whichever one came in.
+    options = code.argv(values)
+    if not code.function:
+        run_as_main(code.module, [*options, *code.arguments_argv(own)])
         return
-    run_as_main(code.module, [*argv, *(f"--{name}={value}" for name, value in own.items())])
+    function: Callable[..., Any] = getattr(importlib.import_module(code.module), code.function)
+    if takes_argv(function):
+        keywords = ", ".join(f"{name}=..." for name in own)
+        how = f"called as {code.function}([{' '.join(options)}]{', ' if own else ''}{keywords})"
+        _call(code, function, [options], own, how)
+    else:
+        how = f"called with keyword arguments {', '.join([*values, *own]) or 'none'}"
+        _call(code, function, [], {**values, **own}, how)
 
 
 def stage_input(input_uri: str, scratch: str) -> str:

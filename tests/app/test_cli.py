@@ -545,6 +545,24 @@ def test_describe_lists_every_parameter_from_the_compiled_interface(capsys):
     assert "Global batch size, split evenly over ranks." in out
 
 
+def test_describe_shows_the_tuning_budget_of_an_embedded_run_beside_a_cluster_runs(capsys):
+    from kfstack.app.cli.run import local_arguments
+
+    assert cli.main(["describe", FLIGHTS]) == 0
+    out = capsys.readouterr().out
+    # The default is what a cluster run compiles in; an embedded run takes the local budget,
+    # which is what `kfstack run --local` really passes.
+    embedded = local_arguments(FLIGHTS, {})
+    assert embedded["tuning_max_trials"] == 4
+    assert (
+        "  tuning_max_trials  (int, default 12)\n"
+        "      a cluster run: 12; an embedded run (kfstack run --local): 4, unless set\n"
+    ) in out
+    assert f"an embedded run (kfstack run --local): {embedded['tuning_parallel_trials']}, unless set" in out
+    # A setting the embedded run does not change has no such line.
+    assert "  gpu_pool  (str, default 'h100')\n      a cluster run" not in out
+
+
 def test_describe_unknown_pipeline(capsys):
     line = bad_input(capsys, ["describe", "nope"])
     assert "unknown pipeline 'nope'" in line

@@ -35,6 +35,21 @@ COMBINATIONS = [(f, t, v) for f in project.FRAMEWORKS for t in project.TASKS for
 JOB_KIND = {"pytorch": {"PyTorchJob", "TrainJob"}, "tensorflow": {"TFJob"}}
 
 
+@pytest.fixture(autouse=True)
+def _forget_project_modules(tmp_path):
+    """A test that imports a project it wrote (render, compile) leaves its modules imported
+    under the project's names; they go when it ends, or a later test importing its own package
+    of that name would get this one."""
+    yield
+    written = [
+        name
+        for name, module in sys.modules.items()
+        if Path(getattr(module, "__file__", None) or "/").is_relative_to(tmp_path)
+    ]
+    for name in written:
+        del sys.modules[name]
+
+
 def init(capsys, directory: Path, *options: str) -> str:
     assert cli.main(["init", str(directory), *options]) == 0, capsys.readouterr().err
     return capsys.readouterr().out
@@ -107,7 +122,10 @@ def test_a_new_project_is_complete_and_its_pipeline_compiles_and_renders(
     monkeypatch.syspath_prepend(str(directory))
     monkeypatch.syspath_prepend(str(site))
     assert cli.main(["describe", f"{name}-training"]) == 0
-    assert "hidden_units" in capsys.readouterr().out
+    described = capsys.readouterr().out
+    assert "hidden_units" in described
+    # The project's 8 trials are a cluster run's; an embedded run takes its local budget of 4.
+    assert "a cluster run: 8; an embedded run (kfstack run --local): 4, unless set" in described
     rendered = tmp_path / "objects"
     assert cli.main(["render", f"{name}-training", "--out", str(rendered), "--param", "training_api=v1"]) == 0
     capsys.readouterr()
@@ -118,20 +136,23 @@ def test_a_new_project_is_complete_and_its_pipeline_compiles_and_renders(
 
 
 def _serves_with_its_own_runtime(tmp_path: Path, directory: Path, name: str, package: str, rendered: Path):
-    """The project's ServingRuntime is a valid object running kfstack's format server with the
-    project's model class, and the rendered InferenceService asks for it by name and format."""
-    from kfstack.serving.format_server import parser
-
+    """The project's ServingRuntime is a valid object running kfstack's public `kfstack serve`
+    with the project's model class, and the rendered InferenceService asks for it by name and
+    format."""
     (runtime,) = [
         o for o in yaml.safe_load_all((directory / "manifests/serving-runtime.yaml").read_text()) if o
     ]
     validate_with_crds(tmp_path, [runtime])
     (container,) = runtime["spec"]["containers"]
-    args = parser().parse_args(container["args"])
-    assert (args.model_format, args.custom_predictor, args.model_dir) == (
+    assert container["command"] == ["kfstack", "serve"]  # the console script, not an internal module
+    args, passed_on = cli.build_parser().parse_known_args([*container["command"][1:], *container["args"]])
+    assert (args.command, args.format, args.predictor, args.model, args.address, passed_on) == (
+        "serve",
         "custom",
         f"{package}.predictor:Model",
         "/mnt/models",
+        "0.0.0.0",  # a pod's port is reached from outside it
+        [],
     )
     (service,) = [
         doc
@@ -320,3 +341,36 @@ def test_a_project_made_from_the_wheel_passes_its_own_tests(tmp_path, framework,
     )  # fmt: skip
     assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-2000:]
     assert "reproduced" in again.stdout and " NO " not in again.stdout
+
+
+def test_a_predictor_the_shipped_runtime_does_not_serve_fails_render_naming_both(
+    tmp_path, capsys, monkeypatch
+):
+    """A team renames its model class on the page and not in manifests/serving-runtime.yaml:
+    render refuses, naming the file's class and the page's, before a cluster's pod would fail
+    to import it."""
+    directory = tmp_path / "diabetes"
+    init(capsys, directory, "--framework", "tensorflow", "--task", "binary", "--serving", "custom")
+    pipeline = directory / "diabetes" / "pipeline.py"
+    text = pipeline.read_text()
+    assert '"diabetes.predictor:Model"' in text
+    pipeline.write_text(text.replace('"diabetes.predictor:Model"', '"diabetes.predictor:DiabetesModel"'))
+    site = tmp_path / "site"
+    install(site, directory)
+    monkeypatch.syspath_prepend(str(directory))
+    monkeypatch.syspath_prepend(str(site))
+    argv = ["render", "diabetes-training", "--out", str(tmp_path / "objects"), "--param", "training_api=v1"]
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err
+    assert (
+        "diabetes-training: model-deployment: manifests/serving-runtime.yaml (ServingRuntime "
+        "diabetes-predictor) serves predictor diabetes.predictor:Model, but the pipeline's Predictor is "
+        "diabetes.predictor:DiabetesModel"
+    ) in err
+    assert not (tmp_path / "objects").exists()
+    # The file made to match the page: rendered, with a warning that its image is still the
+    # template's placeholder.
+    runtime = directory / "manifests" / "serving-runtime.yaml"
+    runtime.write_text(runtime.read_text().replace("predictor:Model", "predictor:DiabetesModel"))
+    assert cli.main(argv) == 0
+    assert "names image ghcr.io/your-team/diabetes-predictor:" in capsys.readouterr().err

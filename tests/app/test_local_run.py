@@ -21,7 +21,7 @@ import pytest
 from kfstack import progress
 from kfstack.app import cli, local_run, run_directory
 from kfstack.app.console import DONE, RunConsole
-from kfstack.app.summary import RunSummary, collect_outputs, data_counts
+from kfstack.app.summary import RunSummary, collect_outputs, data_counts, unreported_data
 from kfstack.errors import UsageError
 from kfstack.training.metrics import UNDEFINED
 
@@ -251,6 +251,43 @@ def test_summary_lists_existing_paths_only_and_types_metrics(tmp_path):
     data = data_counts(metrics)
     assert data == {"rows_read": 10, "rows_written": 9, "rows_quarantined": 1, "quarantined.bad_date": 1}
     assert all(type(v) is int for v in data.values())
+
+
+def test_a_data_step_without_a_report_is_said_plainly_not_left_an_empty_section(tmp_path):
+    # The Spark step finished and logged nothing on its report: its application wrote none.
+    outputs = {"report": _Artifact(str(tmp_path / "report"), "system.Metrics", {"display_name": "report"})}
+    metrics, _ = collect_outputs(outputs)
+    assert data_counts(metrics) == {}
+    said = unreported_data(outputs)
+    assert said.startswith(
+        "no row counts: the data step's application wrote no report to $KFSTACK_REPORT_PATH"
+    )
+    summary = RunSummary(
+        pipeline="p",
+        status="SUCCEEDED",
+        run_dir="/r",
+        wall_seconds=1.0,
+        peak_rss_bytes=0,
+        arguments={},
+        stages={},
+        data={},
+        metrics=metrics,
+        artifacts={},
+        kfp_log="",
+        data_unreported=said,
+    )
+    assert f"data       {said}" in summary.render().splitlines()
+    assert summary.to_dict()["data_unreported"] == said
+    # A report of other figures only: it is there, but it has no row counts.
+    other = {"report": _Artifact(str(tmp_path / "report"), "system.Metrics", {"mean_amount": 3.5})}
+    assert unreported_data(other) == (
+        "no row counts: the data step's report ($KFSTACK_REPORT_PATH) has mean_amount and none of "
+        "rows_read, rows_written, rows_quarantined"
+    )
+    # Counts (or quarantine reasons alone) there, or no data step that finished: nothing to say.
+    counted = {"report": _Artifact(str(tmp_path / "report"), "system.Metrics", {"rows_read": 3.0})}
+    reasons = {"report": _Artifact(str(tmp_path / "report"), "system.Metrics", {"quarantined.bad": 1.0})}
+    assert unreported_data(counted) == unreported_data(reasons) == unreported_data({}) == ""
 
 
 def test_the_printed_summary_shows_small_figures_rather_than_zeros():

@@ -10,6 +10,7 @@ runs kfstack's own Spark step and a component of the team's. The KFP API is
 from __future__ import annotations
 
 import json
+import sys
 import textwrap
 
 import pytest
@@ -178,3 +179,97 @@ def test_run_a_teams_pipeline_embedded(team_project, tmp_path, capsys):
         result = json.load(f)
     assert result["status"] == "SUCCEEDED" and result["pipeline"] == PIPELINE
     assert "summarize" in result["stages"] and "spark-job" not in result["stages"]
+
+
+def test_a_data_step_that_writes_no_report_is_said_so_in_the_summary(team_project, tmp_path, capsys):
+    """The team's Spark application (a plain script) writes nothing to KFSTACK_REPORT_PATH: the
+    run succeeds, as a report is optional, and its summary says there are no row counts."""
+    summary = tmp_path / "summary.json"
+    argv = [
+        "run",
+        "--local",
+        PIPELINE,
+        "--pipeline-root",
+        str(tmp_path / "runs"),
+        "--summary-json",
+        str(summary),
+    ]
+    out = main(capsys, argv)
+    with open(summary, encoding="utf-8") as f:
+        result = json.load(f)
+    assert result["status"] == "SUCCEEDED" and "spark-job" in result["stages"]
+    assert result["data"] == {}
+    assert result["data_unreported"].startswith(
+        "no row counts: the data step's application wrote no report to $KFSTACK_REPORT_PATH"
+    )
+    assert f"data       {result['data_unreported']}" in out.splitlines()
+
+
+# A default computed from __file__ is a path of the machine that renders: a cluster's pods have
+# no such file.
+LOCAL_DEFAULT_MODULE = """
+    from pathlib import Path
+
+    from kfp import dsl
+
+    from kfstack.components.data.spark_job.component import spark_job
+
+    HERE = Path(__file__).parent
+    SAMPLE = str(HERE / "sample.csv")
+
+
+    @dsl.pipeline(name="team-local-default")
+    def with_a_local_default(platform: str = "kubernetes", input_uri: str = SAMPLE):
+        spark_job(
+            platform=platform,
+            spark_application="team_churn.prepare",
+            input_uri=input_uri,
+            run_id=dsl.PIPELINE_JOB_ID_PLACEHOLDER,
+            task_name=dsl.PIPELINE_TASK_NAME_PLACEHOLDER,
+        )
+
+
+    @dsl.pipeline(name="team-local-argument")
+    def with_a_local_argument(platform: str = "kubernetes"):
+        spark_job(
+            platform=platform,
+            spark_application="team_churn.prepare",
+            spark_arguments=["--lookup=" + str(HERE / "lookup.csv"), "--rows=100"],
+            run_id=dsl.PIPELINE_JOB_ID_PLACEHOLDER,
+            task_name=dsl.PIPELINE_TASK_NAME_PLACEHOLDER,
+        )
+"""
+
+
+def test_a_path_of_the_machine_that_renders_is_refused_naming_the_parameter(
+    team_project, tmp_path, capsys, monkeypatch
+):
+    # The package as this test's site has it, not as an earlier test imported it from its own.
+    for module in [name for name in sys.modules if name.partition(".")[0] == "team_churn"]:
+        monkeypatch.delitem(sys.modules, module)
+    (team_project / "team_churn" / "local_default.py").write_text(textwrap.dedent(LOCAL_DEFAULT_MODULE))
+    for name in ("sample.csv", "lookup.csv"):
+        (team_project / "team_churn" / name).write_text("x\n1\n")
+    sample = str(team_project / "team_churn" / "sample.csv")
+    pipeline = "team_churn.local_default:with_a_local_default"
+    out = tmp_path / "objects"
+    assert cli.main(["render", pipeline, "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert f"a path of this machine would reach the cluster, where no pod has it: input_uri={sample!r}" in err
+    assert "--param NAME=VALUE" in err and not out.exists()  # nothing written
+    # A location the cluster reads renders; so does a path this machine has not (an image's).
+    for location in ("s3://team-data/churn/sample.csv", "/opt/data/sample.csv"):
+        assert cli.main(["render", pipeline, "--out", str(out), "--param", f"input_uri={location}"]) == 0
+        capsys.readouterr()
+    # Given with --param it is refused the same way.
+    lookup = str(team_project / "team_churn" / "lookup.csv")
+    assert cli.main(["render", pipeline, "--out", str(out), "--param", f"input_uri=file://{lookup}"]) == 2
+    assert f"input_uri={lookup!r}" in capsys.readouterr().err
+    # A path the pipeline writes into a step's arguments itself is named as that step's.
+    argument = "team_churn.local_default:with_a_local_argument"
+    assert cli.main(["render", argument, "--out", str(tmp_path / "other")]) == 2
+    assert f"spark-job's spark_arguments={lookup!r}" in capsys.readouterr().err
+    # An embedded run's checks take the same path: this machine has it.
+    from kfstack.pipelines import rendering
+
+    assert rendering.render(pipeline, {"platform": "local"}, run_id="local-check")

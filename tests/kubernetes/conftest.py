@@ -1,6 +1,9 @@
 """Shared builders for the Kubernetes tests: small, valid requests for every kind."""
 
+from pathlib import Path
+
 import pytest
+import yaml
 
 from kfstack.kubernetes import naming, node_pools, pods
 from kfstack.kubernetes.spark_application import SparkApplicationRequest, build_spark_application
@@ -8,6 +11,18 @@ from kfstack.kubernetes.training_jobs import TrainingJobRequest, build_pytorchjo
 
 RUN_ID = "3f9c1e2a-5b7d-4c8e-9a0b-1c2d3e4f5a6b"
 NAMESPACE = "team-ml"
+# The flights example's ClusterServingRuntime, as its install guide applies it to a cluster.
+FLIGHTS_RUNTIME = (
+    Path(__file__).parents[2] / "examples" / "manifests" / "flights-predictor" / "serving-runtime.yaml"
+)
+
+
+def put_flights_runtime(api) -> dict:
+    """On a fake API: the flights example's ClusterServingRuntime, cluster-wide, as a cluster
+    that runs flights-training has it; returns it."""
+    (runtime,) = [doc for doc in yaml.safe_load_all(FLIGHTS_RUNTIME.read_text()) if doc]
+    api.put_cluster_scoped("clusterservingruntimes", runtime)
+    return runtime
 
 
 def training_request(profile: str = "h100", workers: int = 3, **overrides) -> TrainingJobRequest:

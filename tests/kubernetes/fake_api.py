@@ -1,7 +1,8 @@
 """A fake Kubernetes API server on loopback, for the launchers' state-machine tests.
 
 It serves the few endpoints the official client calls -- API discovery of a group/version,
-custom objects (get, list, create, delete; Kueue's LocalQueues among them), pod list (by label or
+custom objects (get, list, create, delete; Kueue's LocalQueues among them; a get of a
+cluster-scoped one, such as a ClusterServingRuntime), pod list (by label or
 by name, with the containers' statuses), pod log, and ``SelfSubjectAccessReview`` -- over real
 HTTP, so the tests exercise the client, its serialisation and our error handling exactly as
 against a cluster. It is not a cluster: no controller runs; a test scripts the ``status`` an
@@ -39,6 +40,8 @@ _CUSTOM = re.compile(
     r"^/apis/(?P<group>[^/]+)/(?P<version>[^/]+)/namespaces/(?P<ns>[^/]+)/(?P<plural>[^/]+)(?:/(?P<name>[^/]+))?$"
 )
 _DISCOVERY = re.compile(r"^/apis/(?P<group>[^/]+)/(?P<version>[^/]+)$")
+# A cluster-scoped custom object (a ClusterServingRuntime): kept under the namespace "".
+_CLUSTER_SCOPED = re.compile(r"^/apis/(?P<group>[^/]+)/(?P<version>[^/]+)/(?P<plural>[^/]+)/(?P<name>[^/]+)$")
 _PODS = re.compile(r"^/api/v1/namespaces/(?P<ns>[^/]+)/pods(?:/(?P<name>[^/]+)/log)?$")
 ACCESS_REVIEWS = "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews"
 # Kueue is installed on the fake cluster whatever ``served`` says about the launched kinds.
@@ -106,6 +109,7 @@ class FakeKubernetesApi:
 
     Attributes:
         objects: ``(plural, namespace, name)`` -> stored object.
+        cluster_objects: ``(plural, name)`` -> a cluster-scoped object (read-only here).
         statuses: ``name`` -> statuses the object shows on its next reads, one per read (the
             last one sticks).
         pods: Pods the list endpoint returns (``{"name", "namespace", "labels",
@@ -139,6 +143,7 @@ class FakeKubernetesApi:
 
     def __init__(self) -> None:
         self.objects: dict[tuple[str, str, str], dict] = {}
+        self.cluster_objects: dict[tuple[str, str], dict] = {}
         self.statuses: dict[str, list[dict]] = {}
         self.pods: list[dict] = []
         self.logs: dict[tuple[str, str], str] = {}
@@ -181,6 +186,11 @@ class FakeKubernetesApi:
         stored["metadata"]["resourceVersion"] = str(next(self._versions))
         stored["metadata"]["namespace"] = namespace
         self.objects[(plural, namespace, stored["metadata"]["name"])] = stored
+
+    def put_cluster_scoped(self, plural: str, obj: dict) -> None:
+        """Stores a cluster-scoped ``obj`` (a ClusterServingRuntime applied by the cluster's
+        admin) in :attr:`cluster_objects`; only a GET reads it."""
+        self.cluster_objects[(plural, obj["metadata"]["name"])] = copy.deepcopy(obj)
 
     def put_local_queues(self, namespace: str) -> list[str]:
         """Puts the LocalQueues the manifests ship into ``namespace``; returns their names."""
@@ -309,6 +319,8 @@ class FakeKubernetesApi:
                 if m := _DISCOVERY.match(parsed.path):
                     return self._discovery(m)
                 m = _CUSTOM.match(parsed.path)
+                if not m and method == "GET" and (scoped := _CLUSTER_SCOPED.match(parsed.path)):
+                    return self._cluster_scoped(scoped)
                 if not m:
                     return self._status(404, "NotFound", f"no route {parsed.path}")
                 if m["plural"] in fake.forbidden:
@@ -378,6 +390,15 @@ class FakeKubernetesApi:
                         return self._status(404, "NotFound", f"{m['plural']} {m['name']} not found")
                     return self._reply(200, {"kind": "Status", "apiVersion": "v1", "status": "Success"})
                 return self._status(405, "MethodNotAllowed", method)
+
+            def _cluster_scoped(self, m) -> None:
+                if m["plural"] in fake.forbidden:
+                    return self._status(403, "Forbidden", f"{m['plural']} is forbidden")
+                with fake._lock:
+                    obj = copy.deepcopy(fake.cluster_objects.get((m["plural"], m["name"])))
+                if obj is None:
+                    return self._status(404, "NotFound", f"{m['plural']} {m['name']} not found")
+                return self._reply(200, obj)
 
             def _create(self, key_prefix, body) -> None:
                 if not body["metadata"].get("name"):

@@ -28,6 +28,7 @@ from tests.kubernetes.conftest import (
     RUN_ID,
     master_pod_labels,
     put_a_runs_objects,
+    put_flights_runtime,
     training_request,
 )
 from tests.kubernetes.fake_kserve import FakeKServeController
@@ -290,6 +291,7 @@ def test_the_run_is_refused_before_its_first_step_naming_all_that_is_missing(val
 def test_the_run_passes_where_everything_is_there(validate_pod):
     fake_api = validate_pod
     fake_api.put_local_queues(NAMESPACE)
+    put_flights_runtime(fake_api)
     rendering.check_run_parameters(
         "flights-training", {"platform": "kubernetes", "launch_namespace": NAMESPACE}, RUN_ID
     )

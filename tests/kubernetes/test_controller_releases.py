@@ -25,7 +25,7 @@ from kfstack.kubernetes.launcher import Cluster, launch
 from kfstack.kubernetes.placement import Placement
 from kfstack.kubernetes.train_job import build_trainjob, for_trainer_v2_1
 from kfstack.pipelines import rendering
-from tests.kubernetes.conftest import NAMESPACE, RUN_ID, training_request
+from tests.kubernetes.conftest import NAMESPACE, RUN_ID, put_flights_runtime, training_request
 from tests.kubernetes.test_inference_service import request as serving_request
 from tests.kubernetes.test_katib_experiment import experiment_request
 from tests.kubernetes.test_launcher import FakeClock
@@ -340,6 +340,7 @@ def test_on_kubeflow_1_11s_trainer_the_run_goes_on_with_the_v2_1_form(validate_p
     """The training step's TrainJob and the tuning step's trial template both fall back."""
     fake_api = validate_pod
     fake_api.serve_schema("trainjobs", TRAINER_V2_1)
+    put_flights_runtime(fake_api)
     with caplog.at_level(logging.WARNING, logger="kfstack.kubernetes.dry_run"):
         rendering.check_run_parameters("flights-training", RUN, RUN_ID)
     lines = [r.getMessage() for r in caplog.records]

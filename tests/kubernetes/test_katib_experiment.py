@@ -42,12 +42,15 @@ from kfstack.settings import katib_parameter
 from kfstack.training.settings import PARAMETER_SERVER, PYTORCH, TENSORFLOW
 from kfstack.tuning import metric_lines, trials
 from kfstack.tuning.spec import TuningSettings
-from kfstack_examples.flights.training.settings import OBJECTIVE, SEARCH_SPACE, TRAINER_CODE
+from kfstack_examples.flights.pipelines.training import FLIGHTS
+from kfstack_examples.flights.training.settings import OBJECTIVE, TRAINER_CODE
 from tests.kubernetes.conftest import NAMESPACE, RUN_ID, master_pod_labels, training_request
 from tests.kubernetes.test_launcher import FakeClock, condition
 from tests.upstream_crds import validate_with_crds
 
 # The flights trainers' tuning, as the flights pipelines declare it.
+# The flights pipelines' search space, as their declaration writes it.
+SEARCH_SPACE = json.dumps(FLIGHTS.search_space())
 FLIGHTS_TUNING = {"code": TRAINER_CODE, "search_space": SEARCH_SPACE, "objective": OBJECTIVE}
 
 

@@ -80,6 +80,8 @@ LAUNCHER_RULES = {
     ("", "pods/log"): {"get"},
     # Before the first create, the LocalQueue its jobs name (kfstack/kubernetes/access.py).
     ("kueue.x-k8s.io", "localqueues"): {"get"},
+    # The ServingRuntime a team's predictor runs in, checked against the pipeline.
+    ("serving.kserve.io", "servingruntimes"): {"get"},
 }
 # What KFP 2.17's own pods need of a run's account (overlays/prod/namespace/runner.yaml says
 # where each comes from): (group, resource, resourceNames) -> verbs.

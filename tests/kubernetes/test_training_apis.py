@@ -12,7 +12,7 @@ from kfstack.pipelines import rendering
 from kfstack.platforms import choose_variant, run_stage
 from kfstack.training.settings import PYTORCH, TENSORFLOW
 from kfstack_examples.flights.pipelines.steps import TRAINING_CODE
-from tests.kubernetes.conftest import RUN_ID
+from tests.kubernetes.conftest import RUN_ID, put_flights_runtime
 from tests.kubernetes.test_render import arguments, cluster, training_arguments
 
 V1_ONLY = (resources.PYTORCHJOB, resources.TFJOB)
@@ -123,6 +123,7 @@ def test_the_parameter_check_finds_an_unserved_api_before_the_first_step(fake_ap
     fake_api.serve_only(
         *V1_ONLY, resources.SPARK_APPLICATION, resources.EXPERIMENT, resources.INFERENCE_SERVICE
     )
+    put_flights_runtime(fake_api)  # the deployment's ServingRuntime, as the cluster has it
     rendering.check_run_parameters("flights-training", {"platform": "kubernetes"}, RUN_ID)
     # The tuning step's trials are training jobs too: it is the first to need the API.
     with pytest.raises(

@@ -110,19 +110,27 @@ def test_flights_training_task_graph(flights_spec):
         "taskOutputArtifact": {"outputArtifactKey": "output", "producerTask": "spark-job"}
     }
     # A per-run parameter reaches the step as the run's value; a setting as the version's, with
-    # the run's overrides beside it.
+    # the part of the run's overrides training reads beside it, which the check hands on.
     assert train["parameters"]["framework"] == {"componentInputParameter": "pipelinechannel--framework"}
     assert train["parameters"]["gpu_pool"] == {"runtimeValue": {"constant": "h100"}}
     assert train["parameters"]["settings_overrides"] == {
-        "componentInputParameter": "pipelinechannel--settings_overrides"
+        "taskOutputParameter": {
+            "outputParameterKey": "distributed_training_overrides",
+            "producerTask": "validate-run",
+        }
     }
     assert tasks["model-evaluation"]["inputs"]["artifacts"]["model"] == {
         "taskOutputArtifact": {"outputArtifactKey": "model", "producerTask": "distributed-training"}
     }
     # The evaluated model is deployed after its evaluation, never from cache, and its canary
-    # replays the feature job's holdout.
+    # replays the feature job's holdout; its part of the overrides comes from the check.
     deploy = tasks["model-deployment"]
-    assert deploy["dependentTasks"] == ["distributed-training", "model-evaluation", "spark-job"]
+    assert deploy["dependentTasks"] == [
+        "distributed-training",
+        "model-evaluation",
+        "spark-job",
+        "validate-run",
+    ]
     assert deploy["cachingOptions"] == {}
     assert deploy["inputs"]["artifacts"] == {
         "model": {

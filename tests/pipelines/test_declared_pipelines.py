@@ -7,17 +7,15 @@ loads. A pipeline of another shape stays a plain ``@dsl.pipeline`` over the same
 
 import dataclasses
 import json
+import sys
 
 import pytest
 from kfp import dsl
 
 from kfstack.api.pipeline import (
-    CATALOG,
-    PER_RUN,
     RUN_ID,
     TASK_NAME,
     Evaluation,
-    Hyperparameter,
     Parameter,
     Predictor,
     SparkApplication,
@@ -31,7 +29,9 @@ from kfstack.api.pipeline import (
     spark_job,
 )
 from kfstack.errors import InvalidParameterError
+from kfstack.pipelines.parameters import CATALOG
 from kfstack.pipelines.run_form import version_function
+from kfstack.pipelines.validate_run import settings_read
 from tests.pipelines.declared_pipelines import cases, golden_path, resolved
 from tests.pipelines.resolved_spec import compile_pipeline, resolved_tasks
 
@@ -53,8 +53,9 @@ def test_a_declared_pipeline_runs_as_it_did_when_written_by_hand(name):
     """Its version as ``kfstack compile`` writes it (the run form, the settings compiled in at
     their defaults) resolves task for task to the values the hand-written pipeline's did. By
     design each step that takes a setting also takes the run's ``settings_overrides`` (empty
-    here), and the evaluation's ``threshold`` input is named ``decision_threshold``, as the
-    setting a binary pipeline gives it."""
+    here), or the part of them its component reads, from the run's check; and the evaluation's
+    ``threshold`` input is named ``decision_threshold``, as the setting a binary pipeline gives
+    it."""
     golden = json.loads(golden_path(name).read_text())
     with CASES[name]() as function:
         now = resolved(version_function(function))
@@ -62,17 +63,40 @@ def test_a_declared_pipeline_runs_as_it_did_when_written_by_hand(name):
     assert sorted(now) == sorted(golden), "the same tasks"
     for task, before in golden.items():
         after = now[task]
-        assert {k: after[k] for k in ("component", "after", "exit", "pod")} == {
-            k: before[k] for k in ("component", "after", "exit", "pod")
+        # A step takes its part of the run's overrides from the check (validate-parameters), by
+        # design: the one upstream task it gained (its condition's group's, within one).
+        part = f"<validate-parameters.{after['component'].replace('-', '_')}_overrides>"
+        takes_part = after["inputs"].get("settings_overrides") == part
+        gained = sorted({*before["after"], "validate-parameters"})
+        assert {k: after[k] for k in ("component", "exit", "pod")} == {
+            k: before[k] for k in ("component", "exit", "pod")
         }, task
+        assert after["after"] in ((before["after"], gained) if takes_part else (before["after"],)), task
         assert after["when"] == before.get("when", []), task  # the golden views before conditions had none
         inputs = dict(after["inputs"])
-        # Inputs the components gained since (the run's overrides, the code's own arguments),
-        # each empty here.
-        for added in ("settings_overrides", "code_arguments"):
+        # Inputs the components gained since (the run's overrides, the code's own arguments, how
+        # its options are spelled), each empty or at its default here.
+        for added, unchanged in (
+            ("settings_overrides", part if takes_part else {}),
+            ("code_arguments", {}),
+            ("option_style", "underscores"),
+        ):
             if added in inputs:
-                assert inputs.pop(added) == {}, task
+                assert inputs.pop(added) == unchanged, task
                 before["inputs"].pop(added, None)
+        if name.startswith("template-") and isinstance(inputs.get("hyperparameters"), dict):
+            # By design: the template's train() declares seed in its signature, a run-form field now,
+            # at the code's default (the value the code took when the page left it out).
+            assert inputs["hyperparameters"].pop("seed") == 7
+        if name == "digits-training" and task in ("tuning", "training"):
+            # By design: every hyperparameter of the trainer's signature is a run-form field now.
+            # The two it did not declare before (learning_rate, seed) and the one it declared but
+            # left to the code (batch_size) go in at the code's defaults: the values it took.
+            for undeclared in ("learning_rate", "seed"):
+                inputs["hyperparameter_types"].pop(undeclared)
+            if isinstance(inputs["hyperparameters"], dict):  # the run's values (tuning's start)
+                code_defaults = {"learning_rate": 0.003, "seed": 7, "batch_size": 64}
+                assert {k: inputs["hyperparameters"].pop(k) for k in code_defaults} == code_defaults
         if "threshold" in before["inputs"]:  # the evaluation's threshold has its setting's name now
             before["inputs"]["decision_threshold"] = before["inputs"].pop("threshold")
         if name == "flights-retraining" and task == "champion-challenger":
@@ -89,9 +113,18 @@ def test_a_declared_pipeline_runs_as_it_did_when_written_by_hand(name):
         # resolve anyway (a tuning objective the hand-written pipeline gave its step), else at
         # the catalog's default.
         checked, was = inputs.pop("parameters"), before["inputs"].pop("parameters")
+        # And which of them each step's component reads: the parts of the overrides it hands on.
+        assert inputs.pop("settings_read") == settings_read(declared.names)
         assert inputs == before["inputs"]
         assert {k: checked[k] for k in was} == was
+        # By design (above): the hyperparameters of the code's signature the page left out.
+        signature_only = {"digits-training": {"learning_rate", "seed", "batch_size"}}.get(
+            name, {"seed"} if name.startswith("template-") else set()
+        )
         for added in set(checked) - set(was):
+            if added in signature_only:
+                assert checked[added] == declared[added].default  # its run-form field, above
+                continue
             assert added in CATALOG, added
             resolved_anyway = {
                 json.dumps(t["inputs"][added]) for t in golden.values() if added in t["inputs"]
@@ -105,12 +138,11 @@ def _declaration(**changes) -> TrainingPipeline:
         "name": "churn-training",
         "description": "Churn.",
         "data": SparkApplication("churn.prepare", arguments=["--rows={rows}"]),
-        "parameters": [Parameter("rows", int, 100, "Rows kept.", PER_RUN, {"ge": 1})],
+        "parameters": [Parameter("rows", int, 100, "Rows kept.", ge=1)],
         "training": Training(
-            "churn.train:train",
-            declared={"epochs": "int", "seed": "int"},
+            "churn.train",  # a module run as ``python -m``: the declaration writes its hyperparameters
             metrics=("val_accuracy",),
-            hyperparameters=[Hyperparameter("epochs", 3, "Epochs.", {"ge": 1})],
+            hyperparameters=[Parameter("epochs", int, 3, "Epochs.", ge=1)],
         ),
         "evaluation": Evaluation(label="churned", task="binary"),
     }
@@ -153,13 +185,12 @@ def test_without_tuning_or_deployment_the_steps_follow_the_declaration():
         (
             {
                 "training": Training(
-                    "churn.train:train",
-                    declared={"epochs": "int"},
+                    "churn.train",
                     metrics=("val_accuracy",),
-                    hyperparameters=[Hyperparameter("depth", 3, "Depth.")],
+                    hyperparameters=[Parameter("depth", ge=1)],
                 )
             },
-            "hyperparameters not declared by churn.train:train: depth",
+            "churn.train takes its hyperparameters on argv.*give depth a type and a default",
         ),
         ({"defaults": {"tuning_max_trials": 4}}, "settings this pipeline has not: tuning_max_trials"),
         ({"descriptions": {"no_such_setting": "x"}}, "settings this pipeline has not: no_such_setting"),
@@ -181,13 +212,17 @@ def test_a_bad_declaration_is_refused_naming_what_is_wrong(changes, refused):
 def test_a_tuning_objective_must_be_one_of_the_metrics():
     from kfstack.api.pipeline import Tuning
 
-    tuning = Tuning(search_space={"epochs": {"type": "int", "min": 1, "max": 4}}, objective="val_loss")
-    with pytest.raises(InvalidParameterError, match="tuning objective val_loss is not one of the metrics"):
-        _declaration(tuning=tuning)
-    # The metric the code prints is accepted.
-    assert _declaration(tuning=dataclasses.replace(tuning, objective="val_accuracy")).tuning.objective == (
-        "val_accuracy"
+    training = Training(
+        "churn.train",
+        metrics=("val_accuracy",),
+        hyperparameters=[Parameter("epochs", int, 3, "Epochs.", ge=1, search=(1, 4))],
     )
+    tuning = Tuning(objective="val_loss")
+    with pytest.raises(InvalidParameterError, match="tuning objective val_loss is not one of the metrics"):
+        _declaration(training=training, tuning=tuning)
+    # The metric the code prints is accepted.
+    accepted = _declaration(training=training, tuning=dataclasses.replace(tuning, objective="val_accuracy"))
+    assert accepted.tuning.objective == ("val_accuracy")
 
 
 def test_a_pipeline_of_another_shape_is_a_plain_dsl_pipeline_with_the_same_frame():
@@ -254,8 +289,9 @@ def test_a_pipeline_of_another_shape_is_a_plain_dsl_pipeline_with_the_same_frame
         assert tasks[name]["pod"]["nodeSelector"] == {"nodeSelectorJson": {"kfstack.dev/pool": "cpu"}}, name
 
 
-def test_the_declaration_in_docs_pipelines_md_compiles(tmp_path):
-    """What a team copies from the docs works as written."""
+def test_the_declaration_in_docs_pipelines_md_compiles(tmp_path, monkeypatch, request):
+    """What a team copies from the docs works as written, over training code of the signature
+    its comment shows."""
     import re
 
     from kfp import compiler
@@ -265,12 +301,25 @@ def test_the_declaration_in_docs_pipelines_md_compiles(tmp_path):
     page = (REPO_ROOT / "docs" / "pipelines.md").read_text()
     block = re.search(r"## A training pipeline, declared.*?```python\n(.*?)```", page, re.S)
     assert block, "the declared example in docs/pipelines.md"
+    signature = re.search(r"# (def train\(.*?\) -> None)", block.group(1))
+    assert signature, "the example shows the training function's signature"
+    (tmp_path / "churn").mkdir()
+    (tmp_path / "churn" / "__init__.py").write_text("")
+    (tmp_path / "churn" / "train.py").write_text(f"{signature.group(1)}:\n    pass\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    # Reading the signature imports the package (not the module): gone again after the test.
+    request.addfinalizer(
+        lambda: [sys.modules.pop(name) for name in list(sys.modules) if name.split(".")[0] == "churn"]
+    )
     namespace: dict = {}
     exec(compile(block.group(1), "docs/pipelines.md", "exec"), namespace)
     compiler.Compiler().compile(namespace["churn_training"], str(tmp_path / "churn.yaml"))
     tasks = resolved_tasks(*compile_pipeline(namespace["churn_training"]))
     assert tasks["spark-job"]["inputs"]["spark_arguments"] == ["--since=2026-01-01"]
     assert tasks["training"]["inputs"]["workers"] == 4
+    assert json.loads(tasks["tuning"]["inputs"]["tuning_search_space"]) == {
+        "learning_rate": {"type": "double", "min": 1e-4, "max": 0.1}
+    }
 
 
 @pytest.mark.parametrize(

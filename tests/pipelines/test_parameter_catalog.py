@@ -211,10 +211,11 @@ def test_the_catalogs_reference_page_is_written_from_the_catalog():
 
 def test_the_declaration_example_in_the_docs_compiles():
     page = pathlib.Path(__file__).resolve().parents[2] / "docs" / "pipelines.md"
-    section = page.read_text(encoding="utf-8").split("### Where a parameter is declared", 1)[1]
-    (example,) = re.findall(r"```python\n(.*?)```", section.split("\n### ", 1)[0], re.S)
+    section = page.read_text(encoding="utf-8").split("### A pipeline of another shape", 1)[1]
+    (example,) = re.findall(r"```python\n(.*?)```", section.split("\n## ", 1)[0], re.S)
     namespace: dict = {}
     exec(example, namespace)  # the page's own code, as a reader would paste it
-    inputs = compiled_spec(namespace["churn_training"])["root"]["inputDefinitions"]["parameters"]
-    assert sorted(inputs) == ["gpu_pool", "object_store_secret", "platform", "table", "workers"]
-    assert inputs["workers"]["defaultValue"] == 4.0
+    spec = compiled_spec(namespace["churn_prepare"])
+    inputs = spec["root"]["inputDefinitions"]["parameters"]
+    assert sorted(inputs) == ["object_store_secret", "platform", "table"]
+    assert inputs["table"]["description"] == "The churn table's URI."

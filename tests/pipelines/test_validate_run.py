@@ -105,6 +105,9 @@ def test_the_component_runs_under_kfp_local(team_pipeline, tmp_path):
     def team_validate():
         validate_run(pipeline=team_pipeline, parameters={"platform": "local"}, run_id="run-1")
 
-    # The task checks in a fresh interpreter (its own runs kfp's executor only) and succeeds.
+    # The task checks in a fresh interpreter (its own runs kfp's executor only) and succeeds;
+    # a run without overrides hands every step an empty part of them.
     run = run_pipeline(team_validate, tmp_path / "root")
-    assert task_outputs(run, "validate-run") == {}  # no outputs: it succeeds or fails the run
+    parts = task_outputs(run, "validate-run")["parameterValues"]
+    assert parts == {output: {} for output in validate_run.component_spec.outputs}
+    assert len(parts) == 10

@@ -50,6 +50,24 @@ def test_the_server_listens_on_loopback_unless_address_says_otherwise(tmp_path, 
         assert binds == [f"--bind_address={address}"]
 
 
+def test_the_server_flags_a_deployment_appends_are_handed_to_the_server(tmp_path, monkeypatch, capsys):
+    """On a cluster KServe appends the InferenceService's args (kfstack's server flags) to the
+    ServingRuntime's `kfstack serve` command line: the server gets them, and checks them."""
+    from tests.serving import standard_models
+
+    standard_models.sklearn_digits(str(tmp_path))
+    started: list[list[str]] = []
+    monkeypatch.setattr("os.execv", lambda _path, argv: started.append(argv))
+    flags = ["--live_drift_ignore_features=f0,f1", "--max_body_bytes=1024"]
+    main(["serve", "--model", str(tmp_path), "--format", "sklearn", *flags])
+    assert started[-1][-2:] == flags
+    # A word that is no flag is refused; so is an unknown flag of any other command.
+    assert main(["serve", "--model", str(tmp_path), "--format", "sklearn", "stray"]) == EXIT_BAD_INPUT
+    assert "serve: unexpected stray" in capsys.readouterr().err
+    assert main(["list", "--live_drift_ignore_features=f0"]) == EXIT_BAD_INPUT
+    assert "unrecognized arguments: --live_drift_ignore_features=f0" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("bad", [["--format", "pickle"], []])
 def test_the_format_is_one_of_the_contracts(tmp_path, bad):
     assert main(["serve", "--model", str(tmp_path), *bad]) == EXIT_BAD_INPUT

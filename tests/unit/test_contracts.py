@@ -70,6 +70,41 @@ def test_argv_parsing_refuses_what_is_not_name_value():
         CODE.parse_argv(["--width=3"])
 
 
+def test_the_dash_style_spells_options_as_argparse_code_names_them():
+    """``option_style="dashes"``: ``learning_rate`` is ``--learning-rate=`` on argv (a Katib
+    reference keeps its parameter's name), and either spelling reads back to the declared name."""
+    dashes = contracts.TrainingCode(
+        entry="my_team.train", hyperparameters=CODE.hyperparameters, option_style=contracts.DASHES
+    )
+    argv = dashes.argv({"learning_rate": 0.1, "depth": katib_parameter("depth")})
+    assert argv == ["--learning-rate=0.1", "--depth=${trialParameters.depth}"]
+    for spelled in (["--learning-rate=0.1"], ["--learning_rate=0.1"]):
+        assert dashes.parse_argv(spelled) == CODE.parse_argv(spelled) == {"learning_rate": 0.1}
+    # A module's own arguments follow its hyperparameters in the same spelling.
+    assert dashes.arguments_argv({"data_dir": "/data"}) == ["--data-dir=/data"]
+    assert CODE.arguments_argv({"data_dir": "/data"}) == ["--data_dir=/data"]
+
+
+def test_option_styles_are_checked():
+    with pytest.raises(InvalidParameterError, match=r"option_style='kebab': expected underscores or dashes"):
+        contracts.TrainingCode(entry="m", option_style="kebab")
+    # Two names that one option would stand for: the code could not tell them apart.
+    with pytest.raises(
+        InvalidParameterError, match=r"batch_size and batch-size are both written --batch-size="
+    ):
+        contracts.TrainingCode(
+            entry="m", hyperparameters={"batch_size": "int", "batch-size": "int"}, option_style="dashes"
+        )
+    with pytest.raises(InvalidParameterError, match=r"data_dir and data-dir are both written --data-dir="):
+        contracts.TrainingCode(
+            entry="m", hyperparameters={"data_dir": "str"}, arguments={"data-dir": "x"}, option_style="dashes"
+        )
+    # A function's own arguments are keywords, not options: no clash there.
+    contracts.TrainingCode(
+        entry="m:f", hyperparameters={"data_dir": "str"}, arguments={"data-dir": "x"}, option_style="dashes"
+    )
+
+
 def test_an_objective_must_be_a_declared_metric():
     CODE.check_metric("val_loss", "objective_metric")
     with pytest.raises(

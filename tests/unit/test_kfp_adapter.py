@@ -356,13 +356,12 @@ def test_where_the_replaced_function_takes_a_new_parameter_the_run_goes_on_witho
 def test_where_kfps_cache_singleton_is_gone_every_step_runs(tmp_path, monkeypatch, fresh_reports, caplog):
     counts = tmp_path / "counts"
     counts.mkdir()
+    monkeypatch.setenv("COUNT_DIR", str(counts))
     root = str(tmp_path / "runs")
     for _ in range(2):
         # Gone before each run: kfp.local.init's reset of its cache sets the name again.
         monkeypatch.delattr(kfp_cache, "_cache_singleton_root")
-        summary = run_pipeline_locally(
-            CACHED_PIPELINE, {"count_dir": str(counts)}, root, console_stream=io.StringIO()
-        )
+        summary = run_pipeline_locally(CACHED_PIPELINE, {}, root, console_stream=io.StringIO())
         assert summary.status == SUCCEEDED, summary.error
         assert {stage.status for stage in summary.stages.values()} == {SUCCEEDED}  # the hooks still work
         assert not os.path.exists(os.path.join(summary.run_dir, step_cache.CACHE_DIR))
@@ -376,6 +375,7 @@ def test_where_kfp_local_ignores_the_step_cache_its_own_stays_off(
 ):
     counts = tmp_path / "counts"
     counts.mkdir()
+    monkeypatch.setenv("COUNT_DIR", str(counts))
     kfps = kfp_cache.get_local_cache
     made = []
 
@@ -389,9 +389,7 @@ def test_where_kfp_local_ignores_the_step_cache_its_own_stays_off(
     monkeypatch.setattr(kfp_cache, "get_local_cache", get_local_cache)
     root = str(tmp_path / "runs")
     for _ in range(2):
-        summary = run_pipeline_locally(
-            CACHED_PIPELINE, {"count_dir": str(counts)}, root, console_stream=io.StringIO()
-        )
+        summary = run_pipeline_locally(CACHED_PIPELINE, {}, root, console_stream=io.StringIO())
         assert summary.status == SUCCEEDED, summary.error
         assert CACHED not in {stage.status for stage in summary.stages.values()}
     assert len(os.listdir(counts)) == 6  # three steps, twice

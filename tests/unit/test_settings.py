@@ -1,6 +1,7 @@
 """Typed settings: validated once, errors name the field (the argument, at the edge),
 placeholders stand in for values."""
 
+import json
 import re
 
 import pytest
@@ -18,7 +19,11 @@ from kfstack.settings import Placeholder, katib_parameter, named
 from kfstack.tuning.spec import TuningSettings
 from kfstack_examples.flights.features_job.config import PIPELINE_NAMES, FeatureJobConfig
 from kfstack_examples.flights.pipelines.steps import TRAINING_CODE, check_run
-from kfstack_examples.flights.training.settings import SEARCH_SPACE, TRAINER_CODE, TrainingSettings
+from kfstack_examples.flights.pipelines.training import FLIGHTS
+from kfstack_examples.flights.training.settings import TRAINER_CODE, TrainingSettings
+
+# The flights pipelines' search space, as their declaration writes it.
+SEARCH_SPACE = json.dumps(FLIGHTS.search_space())
 
 
 def test_every_problem_is_reported_at_once_by_field_name():

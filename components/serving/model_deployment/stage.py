@@ -32,6 +32,7 @@ from kfstack.components import argument_names
 from kfstack.errors import InvalidParameterError
 from kfstack.evaluation.task_metrics import check_task
 from kfstack.kubernetes import inference_service as isvc
+from kfstack.kubernetes import serving_runtime
 from kfstack.kubernetes.launcher import Cluster
 from kfstack.kubernetes.naming import RunContext
 from kfstack.kubernetes.placement import ServingPlacement
@@ -181,6 +182,30 @@ class ModelDeploymentStage:
     def variants(self, settings: ModelDeploymentSettings) -> list[Variant[ModelDeploymentSettings]]:
         return [Variant(settings, requires=(INFERENCE_SERVICE,) if settings.deploy else ())]
 
+    def declared_runtime(self, settings: ModelDeploymentSettings) -> serving_runtime.Declared | None:
+        """The team's own server this deployment relies on on a cluster (its class, the
+        ServingRuntime that runs it, the model format that runtime lists); None for a standard
+        format, which KServe's own runtime serves, or a value only the run knows."""
+        declared = (settings.custom_predictor, settings.request.runtime, settings.request.model_format)
+        if not settings.deploy or settings.model_format != contracts.CUSTOM:
+            return None
+        if any(isinstance(value, Placeholder) or not value for value in declared):
+            return None
+        return serving_runtime.Declared(*declared)
+
+    def check_cluster(self, settings: ModelDeploymentSettings, cluster: Cluster) -> None:
+        """Before anything is deployed (the run's first task, and this step again): the
+        cluster's runtime serves the pipeline's class, format and package
+        (:func:`kfstack.kubernetes.serving_runtime.check_cluster`); a mismatch would otherwise
+        show only as an InferenceService that never gets Ready, after the training.
+
+        Raises:
+            InvalidParameterError: Naming the cluster's value and the pipeline's.
+        """
+        declared = self.declared_runtime(settings)
+        if declared is not None:
+            serving_runtime.check_cluster(self.component, cluster, declared)
+
     def build(self, settings: ModelDeploymentSettings, context: RunContext) -> list[dict]:
         """The InferenceService of a first deployment (a later run turns it into a canary)."""
         if not settings.deploy:
@@ -226,6 +251,7 @@ class ModelDeploymentStage:
     ) -> StageResult:
         if not settings.deploy:
             return skipped_deployment()
+        self.check_cluster(settings, cluster)
         rollout = KServeRollout(
             settings.request.labelled(context.labels()),
             cluster,

@@ -21,6 +21,7 @@ def distributed_training(
     hyperparameters: dict = {},  # noqa: B006
     metric_names: list = [],  # noqa: B006
     code_arguments: dict = {},  # noqa: B006
+    option_style: str = "underscores",
     model_format: str = "custom",
     # Settings from the parameter catalog, written by python -m kfstack.pipelines.signatures.
     framework: str = "pytorch",
@@ -59,7 +60,8 @@ def distributed_training(
         data: The input dataset, handed to the code as ``KFSTACK_INPUT_URI``.
         training_code: ``package.module`` (run as ``python -m``, hyperparameters on its argv as
             ``--name=value``) or ``package.module:function`` (called with them as keyword
-            arguments of their declared types), importable in ``trainer_image``.
+            arguments of their declared types; a function whose first parameter is named
+            ``argv`` gets them as its argv), importable in ``trainer_image``.
         model: The model directory rank 0 wrote, as declared by ``model_format``, with the
             step's ``lineage.json`` beside it (the dataset's lineage, the hyperparameters, the
             declared metrics).
@@ -79,6 +81,9 @@ def distributed_training(
         code_arguments: Name -> text: arguments the code takes on every run besides the
             hyperparameters, e.g. its locations (``{"data_dir": "$KFSTACK_INPUT_DIR"}``: each
             ``$KFSTACK_...`` location is replaced in the replica; docs/contracts.md).
+        option_style: How options are spelled on the code's argv: ``underscores``
+            (``--learning_rate=``) or ``dashes`` (``--learning-rate=``, as argparse code often
+            names them); the hyperparameters' names stay as declared.
         model_format: ``sklearn``, ``xgboost``, ``lightgbm``, ``onnx`` (the file KServe's runtime
             for it loads must be there) or ``custom`` (any files; a team's own predictor).
         framework: ``pytorch`` (DDP; TrainJob or PyTorchJob, see training_api) or ``tensorflow`` (TFJob).

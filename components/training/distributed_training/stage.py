@@ -200,6 +200,7 @@ def code_from_arguments(arguments: Mapping[str, Any]) -> contracts.TrainingCode:
         hyperparameters=_dict(arguments, "hyperparameter_types"),
         metrics=tuple(_list(arguments, "metric_names")),
         arguments=_dict(arguments, "code_arguments"),
+        option_style=arguments.get("option_style", contracts.UNDERSCORES),
     )
 
 

@@ -26,6 +26,7 @@ def hyperparameter_tuning(
     hyperparameters: dict = {},  # noqa: B006
     metric_names: list = [],  # noqa: B006
     code_arguments: dict = {},  # noqa: B006
+    option_style: str = "underscores",
     model_format: str = "custom",
     # Settings from the parameter catalog, written by python -m kfstack.pipelines.signatures.
     tune: bool = True,
@@ -96,6 +97,8 @@ def hyperparameter_tuning(
         metric_names: As the training step: the metrics the code prints; the objective is one,
             the others are recorded per trial.
         code_arguments: As the training step: the code's own arguments, its locations among them.
+        option_style: As the training step: ``underscores`` or ``dashes``, how options are
+            spelled on the code's argv (Katib's trial template writes each trial's that way).
         model_format: As the training step (each trial's model is checked against it).
         tune: Tune the declared hyperparameters before training (a Katib Experiment on Kubernetes, the
             embedded tuner locally); false: train with the values given.

@@ -10,17 +10,7 @@ declared hyperparameters that are not the learning rate or the batch size, multi
 Run it embedded with ``kfstack run --local digits-training``.
 """
 
-from kfstack.api.pipeline import (
-    PER_RUN,
-    Evaluation,
-    Hyperparameter,
-    Parameter,
-    SparkApplication,
-    Training,
-    TrainingPipeline,
-    Tuning,
-)
-from kfstack_examples.digits.trainer import HYPERPARAMETERS, METRICS
+from kfstack.api.pipeline import Evaluation, Parameter, SparkApplication, Training, TrainingPipeline, Tuning
 
 DIGITS = TrainingPipeline(
     name="digits-training",
@@ -30,45 +20,23 @@ DIGITS = TrainingPipeline(
         arguments=["--sample-percent={sample_percent}"],
         task_name="spark-digits",
     ),
-    parameters=[
-        Parameter("sample_percent", int, 100, "Share of the images kept.", PER_RUN, {"ge": 1, "le": 100})
-    ],
+    parameters=[Parameter("sample_percent", int, 100, "Share of the images kept.", ge=1, le=100)],
     training=Training(
+        # Its signature declares each hyperparameter's type, default and description; the ranges
+        # (checked before the run's first step) and the tuning ranges are here, by name.
         "kfstack_examples.digits.trainer:train",
-        declared=HYPERPARAMETERS,
-        metrics=METRICS,
+        metrics=("val_accuracy", "val_loss"),
         framework="tensorflow",
         hyperparameters=[
-            # Ranges checked before the run's first step: a bad value never waits for the Spark job.
-            Hyperparameter(
-                "hidden_units",
-                64,
-                "The MLP's hidden layer width (tuning's when ``tune``).",
-                {"ge": 1, "le": 4096},
-            ),
-            Hyperparameter(
-                "dropout",
-                0.1,
-                "Dropout after the hidden layer (0-1; tuning's when ``tune``).",
-                {"ge": 0.0, "lt": 1.0},
-            ),
-            Hyperparameter(
-                "activation",
-                "relu",
-                "``relu`` or ``tanh`` (tuning's when ``tune``).",
-                {"choices": ("relu", "tanh")},
-            ),
-            Hyperparameter("epochs", 10, "Epochs of the final training.", {"ge": 1}),
+            Parameter("hidden_units", ge=1, le=4096, search=(16, 128)),
+            Parameter("dropout", ge=0.0, lt=1.0, search=(0.0, 0.4)),
+            Parameter("activation", search=True),
+            Parameter("epochs", ge=1),
+            Parameter("batch_size", ge=1),
+            Parameter("learning_rate", gt=0.0),
         ],
     ),
-    tuning=Tuning(
-        search_space={
-            "hidden_units": {"type": "int", "min": 16, "max": 128},
-            "dropout": {"type": "double", "min": 0.0, "max": 0.4},
-            "activation": {"type": "categorical", "values": ["relu", "tanh"]},
-        },
-        objective="val_accuracy",
-    ),
+    tuning=Tuning(objective="val_accuracy"),
     evaluation=Evaluation(label="digit", task="multiclass"),
     defaults={
         "workers": 2,

@@ -8,6 +8,7 @@ it mirrors a local checkpoint folder to with fsspec: TensorFlow opens no object 
 tensorflow-io), prints ``epoch=N val_accuracy=...
 val_loss=...`` (Katib's StdOut format) every epoch, and on the chief (worker 0) exports the
 trained network to ``$KFSTACK_MODEL_DIR/model.onnx``: the ``onnx`` format, which Triton serves.
+Its signature declares the hyperparameters (the pipeline reads it without importing the module).
 In a tuning trial (``$KFSTACK_TRIAL`` set) it exports nothing: nothing keeps a trial's model.
 """
 
@@ -15,17 +16,10 @@ from __future__ import annotations
 
 import json
 import os
+from typing import Literal
 
 PIXELS = 64
 CLASSES = 10
-HYPERPARAMETERS = {
-    "hidden_units": "int",
-    "dropout": "float",
-    "activation": "str",
-    "epochs": "int",
-    "batch_size": "int",
-}
-METRICS = ("val_accuracy", "val_loss")
 
 
 def _load(uri: str, split: str):
@@ -91,14 +85,24 @@ class _CheckpointStore:
 def train(
     hidden_units: int = 64,
     dropout: float = 0.1,
-    activation: str = "relu",
-    epochs: int = 8,
+    activation: Literal["relu", "tanh"] = "relu",
+    epochs: int = 10,
     batch_size: int = 64,
     learning_rate: float = 0.003,
     seed: int = 7,
 ) -> None:
     """Trains with a custom loop over ``strategy.run`` (Keras 3's ``fit`` takes no multi-worker
-    strategy): every worker reads its shard of each global batch, gradients are all-reduced."""
+    strategy): every worker reads its shard of each global batch, gradients are all-reduced.
+
+    Args:
+        hidden_units: The MLP's hidden layer width (tuning's when ``tune``).
+        dropout: Dropout after the hidden layer (tuning's when ``tune``).
+        activation: The hidden layer's activation (tuning's when ``tune``).
+        epochs: Epochs of the final training.
+        batch_size: Images per step, across the workers.
+        learning_rate: Adam's step size.
+        seed: Seeds the initialisation and the order of the images.
+    """
     import tempfile
 
     import keras

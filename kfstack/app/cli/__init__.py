@@ -52,6 +52,7 @@ from kfstack.app.cli import (
     upload,
 )
 from kfstack.app.cli.exit_codes import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK
+from kfstack.app.cli.options import PASSED_ON
 from kfstack.errors import BadInputError, CancelledError, KfstackError
 from kfstack.version import __version__
 
@@ -83,8 +84,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """Runs one command; returns its exit code (see the module docstring)."""
+    parser = build_parser()
     try:
-        args = build_parser().parse_args(argv)
+        args, unknown = parser.parse_known_args(argv)
+        # A command that hands flags it does not know to a program it starts takes them (a
+        # ServingRuntime's `kfstack serve`, to which KServe appends the deployment's server
+        # flags); every other command refuses them, as parse_args would.
+        if unknown and not hasattr(args, PASSED_ON):
+            parser.error(f"unrecognized arguments: {' '.join(unknown)}")
+        if hasattr(args, PASSED_ON):
+            setattr(args, PASSED_ON, unknown)
     except SystemExit as exit_:  # argparse has printed the usage line and the problem
         return EXIT_BAD_INPUT if exit_.code else EXIT_OK
     # This process's own log lines are for debugging: the console shows task lines, messages

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import argparse
 import textwrap
+from typing import Any
 
 from kfstack import pipeline_spec
 from kfstack.app.cli.exit_codes import EXIT_OK
 from kfstack.app.cli.options import PIPELINE_NAME_HELP, Subparsers
+from kfstack.app.cli.parameters import embedded_budget
 from kfstack.pipelines import chosen, environments, load_pipeline, rendering, run_form
 from kfstack.pipelines.parameters import PER_RUN, declared_parameters
 from kfstack.settings import SETTINGS_OVERRIDES
@@ -59,10 +61,17 @@ def handle(args: argparse.Namespace) -> int:
             f'the run form\'s {SETTINGS_OVERRIDES} {{"NAME": VALUE}}, except those marked not overridable'
         )
     fixed = run_form.fixed_settings(pipeline_func) if declared is not None else set()
+    # An embedded run takes a smaller tuning budget than the defaults, which are a cluster run's:
+    # shown beside them, so that a person sees what each run will use.
+    embedded = embedded_budget(pipeline_func)
     for title, names in sections.items():
         print(f"\n{title}:")
         for name in names:
-            show(documented[name], "compiled in, not overridable per run" if name in fixed else "")
+            show(
+                documented[name],
+                "compiled in, not overridable per run" if name in fixed else "",
+                embedded.get(name),
+            )
     return EXIT_OK
 
 
@@ -74,9 +83,16 @@ def heading(group: str, environment: environments.Environment | None) -> str:
     return f"{group} (settings: the defaults, which an environment file can set)"
 
 
-def show(parameter: pipeline_spec.ParameterDoc, note: str = "") -> None:
+def show(parameter: pipeline_spec.ParameterDoc, note: str = "", embedded: Any = None) -> None:
+    """One parameter: its line, then where ``embedded`` is given (what an embedded run takes
+    where a person sets none) a line saying so, then its description."""
     default = "required" if parameter.required else f"default {parameter.default!r}"
     print(f"  {parameter.name}  ({parameter.type}, {default}{'; ' + note if note else ''})")
+    if embedded is not None:
+        print(
+            f"      a cluster run: {parameter.default!r}; an embedded run (kfstack run --local): "
+            f"{embedded!r}, unless set"
+        )
     if parameter.description:
         print(
             textwrap.fill(

@@ -26,6 +26,9 @@ ENV_HELP = (
     "per-run parameters and settings_overrides; the file and the "
     "uploaded version are named <version>.<env> (the tasks and the model's lineage keep <version>)"
 )
+# The attribute a command's parser sets (to []) when it takes the flags it does not know, to hand
+# them to the program it starts; main() puts those flags there.
+PASSED_ON = "passed_on"
 PIPELINE_NAME_HELP = "pipeline name (kfstack list), or module:function; optional when one is installed"
 
 # What ``add_subparsers`` returns, to which each command adds its own parser (argparse gives the

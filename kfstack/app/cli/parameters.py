@@ -6,8 +6,10 @@ from __future__ import annotations
 from typing import Any
 
 from kfstack import platforms
+from kfstack.components.argument_names import argument
 from kfstack.errors import UsageError
 from kfstack.pipelines import environments, load_pipeline, rendering, run_form
+from kfstack.tuning.spec import LOCAL_BUDGET, TuningSettings
 
 # Stands in for the KFP run id when parameters are checked before a cluster run or schedule is
 # submitted.
@@ -37,16 +39,26 @@ def parse_params(pairs: list[str], pipeline: str) -> dict[str, Any]:
     return arguments
 
 
+def embedded_budget(pipeline_func: Any) -> dict[str, Any]:
+    """The tuning budget an embedded run (``kfstack run --local``) takes where a person sets none:
+    :data:`~kfstack.tuning.spec.LOCAL_BUDGET` under the names of the pipeline's parameters that
+    carry it (those the pipeline has). The compiled defaults are a cluster run's."""
+    parameters = rendering.parameter_types(pipeline_func)
+    budget = {argument(TuningSettings, field): value for field, value in LOCAL_BUDGET.items()}
+    return {name: value for name, value in budget.items() if name in parameters}
+
+
 def check_cluster_arguments(pipeline: str, arguments: dict[str, Any]) -> None:
     """Every check a cluster run of ``pipeline`` makes of ``arguments`` before it starts a task
     (stage settings, node pools, the pipeline's rules across stages), here, before anything is
-    submitted. Parameters not given take the compiled defaults, as on the cluster.
+    submitted, and that no value is a path of this machine, which no pod of the cluster has.
+    Parameters not given take the compiled defaults, as on the cluster.
 
     Raises:
         UsageError, InvalidParameterError: What the run would refuse.
     """
     if arguments.get(platforms.PLATFORM_ARGUMENT, platforms.KUBERNETES) == platforms.KUBERNETES:
-        rendering.render(pipeline, arguments, run_id=CLUSTER_CHECK_RUN_ID)
+        rendering.render(pipeline, arguments, run_id=CLUSTER_CHECK_RUN_ID, for_a_cluster=True)
     else:
         rendering.run_check(pipeline)(rendering.run_parameters(pipeline, arguments))
 

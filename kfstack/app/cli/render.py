@@ -31,7 +31,18 @@ def add_parser(subparsers: Subparsers) -> None:
 
 def handle(args: argparse.Namespace) -> int:
     args.name = chosen(args.name)
-    rendered = rendering.render(args.name, parse_params(args.param, args.name), run_id=args.run_id)
+    # The objects are for a cluster: a path of this machine in them is refused, naming its
+    # parameter, and so is a ServingRuntime the project ships that serves another predictor.
+    warnings: list[str] = []
+    rendered = rendering.render(
+        args.name,
+        parse_params(args.param, args.name),
+        run_id=args.run_id,
+        for_a_cluster=True,
+        warnings=warnings,
+    )
+    for warning in warnings:
+        print(f"kfstack render: warning: {warning}", file=sys.stderr)
     for path in rendering.write_objects(rendered, writable_dir(args.out)):
         print(path)
     alternatives = sum(len(task.objects) for task in rendered if task.when)

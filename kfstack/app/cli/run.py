@@ -28,13 +28,11 @@ from kfstack.app.cli.options import (
     run_service_account,
     writable_dir,
 )
-from kfstack.app.cli.parameters import cluster_run_arguments, parse_params
+from kfstack.app.cli.parameters import cluster_run_arguments, embedded_budget, parse_params
 from kfstack.app.local_run import run_pipeline_locally
 from kfstack.app.summary import CANCELLED, SUCCEEDED
-from kfstack.components.argument_names import argument
 from kfstack.errors import KfpAuthError, KfpRequestError, KfpServerUnavailableError, UsageError
 from kfstack.pipelines import chosen, load_pipeline, rendering
-from kfstack.tuning.spec import LOCAL_BUDGET, TuningSettings
 from kfstack.uris import URI_LOCATIONS_ENV
 
 # Stands in for the KFP run id when parameters are checked before a local run.
@@ -136,10 +134,7 @@ def local_arguments(pipeline: str, arguments: dict[str, Any]) -> dict[str, Any]:
     """
     if arguments.get("platform", "local") != "local":
         raise UsageError(f"run --local sets platform=local; drop --param platform={arguments['platform']}")
-    parameters = rendering.parameter_types(load_pipeline(pipeline))
-    local_budget = {argument(TuningSettings, field): value for field, value in LOCAL_BUDGET.items()}
-    budget = {name: value for name, value in local_budget.items() if name in parameters}
-    return {**budget, **arguments, "platform": "local"}
+    return {**embedded_budget(load_pipeline(pipeline)), **arguments, "platform": "local"}
 
 
 def handle(args: argparse.Namespace) -> int:

@@ -1,5 +1,11 @@
 """``kfstack serve``: serves a trained model directory as its KServe runtime would (V1/V2 HTTP,
-``/metrics``), with kfstack's format server (:mod:`kfstack.serving.format_server`)."""
+``/metrics``), with kfstack's format server (:mod:`kfstack.serving.format_server`).
+
+It is also the public command a team's ServingRuntime runs on a cluster (``kfstack serve
+--model /mnt/models --format custom --predictor package.module:Class --name {{.Name}} --port 8080
+--address 0.0.0.0``): the flags KServe appends from the InferenceService (kfstack's server
+flags, such as ``--live_drift_ignore_features=...``) are handed to the server, which checks them.
+"""
 
 from __future__ import annotations
 
@@ -10,7 +16,7 @@ import tempfile
 
 from kfstack import contracts
 from kfstack.app.cli.exit_codes import EXIT_FAILED
-from kfstack.app.cli.options import Subparsers
+from kfstack.app.cli.options import PASSED_ON, Subparsers
 from kfstack.errors import UsageError
 
 
@@ -18,7 +24,9 @@ def add_parser(subparsers: Subparsers) -> None:
     parser = subparsers.add_parser(
         "serve",
         help="serve a trained model directory as its KServe runtime would (V1/V2 HTTP, /metrics)",
-        epilog="It listens on 127.0.0.1 (this machine alone) unless --address says otherwise.",
+        epilog="It listens on 127.0.0.1 (this machine alone) unless --address says otherwise. Any "
+        "other --flag=VALUE is handed to the model server (kfstack's server flags, such as "
+        "--live_drift_ignore_features, which a deployment appends on a cluster).",
     )
     parser.add_argument("--model", required=True, metavar="DIR", help="a trained model directory")
     parser.add_argument(
@@ -37,7 +45,7 @@ def add_parser(subparsers: Subparsers) -> None:
         help="the address to listen on (default 127.0.0.1; 0.0.0.0: every interface, as in a pod)",
     )
     parser.add_argument("--name", default="model", help="the model's name in the URLs (default model)")
-    parser.set_defaults(func=handle)
+    parser.set_defaults(func=handle, **{PASSED_ON: []})
 
 
 def handle(args: argparse.Namespace) -> int:
@@ -62,6 +70,10 @@ def handle(args: argparse.Namespace) -> int:
     )
     if problem:
         raise UsageError(f"--model {args.model}: not a {args.format} model directory: {problem}")
+    server_flags = list(getattr(args, PASSED_ON, []))
+    strays = [flag for flag in server_flags if not flag.startswith("--")]
+    if strays:
+        raise UsageError(f"serve: unexpected {' '.join(strays)}: the server takes --flag=VALUE only")
     served = model_dir
     if args.format == contracts.ONNX:  # served as Triton serves it: from a model repository
         # kserve, which the layout's module imports, parses sys.argv as its own flags at import.
@@ -80,7 +92,7 @@ def handle(args: argparse.Namespace) -> int:
         flush=True,
     )
     argv = format_server.command(
-        served, args.name, args.port, args.format, args.predictor, bind_address=args.address
+        served, args.name, args.port, args.format, args.predictor, *server_flags, bind_address=args.address
     )
     os.execv(sys.executable, argv)
     return EXIT_FAILED  # not reached: execv replaced this process

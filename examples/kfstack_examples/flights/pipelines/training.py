@@ -9,8 +9,6 @@ it serves. ``flights-retraining`` runs the same declaration on a schedule. Compi
 ``kfstack compile``; run embedded with ``kfstack run --local``.
 """
 
-import json
-
 from kfstack.api.pipeline import (
     BINARY,
     PRODUCTION_PROFILE,
@@ -27,7 +25,7 @@ from kfstack_examples.flights.feature_spec import HOLDOUT_FILE, LABEL_COLUMN, TE
 from kfstack_examples.flights.features import CLASS_NAMES
 from kfstack_examples.flights.features_job.config import PIPELINE_OPTIONS, SPARK_CONF
 from kfstack_examples.flights.pipelines import parameters
-from kfstack_examples.flights.training.settings import OBJECTIVE, SEARCH_SPACE, TRAINER_CODE
+from kfstack_examples.flights.training.settings import OBJECTIVE, TRAINER_CODE
 
 FLIGHTS = TrainingPipeline(
     name="flights-training",
@@ -50,13 +48,12 @@ FLIGHTS = TrainingPipeline(
     ),
     training=Training(
         TRAINER_CODE.entry,
-        declared=TRAINER_CODE.hyperparameters,
         metrics=TRAINER_CODE.metrics,
         hyperparameters=parameters.HYPERPARAMETERS,
         framework=None,  # the run's choice, and the trainers' hyperparameter
         model_format="custom",
     ),
-    tuning=Tuning(search_space=json.loads(SEARCH_SPACE), objective=OBJECTIVE),
+    tuning=Tuning(objective=OBJECTIVE),
     evaluation=Evaluation(
         label=LABEL_COLUMN,
         task=BINARY,

@@ -13,11 +13,10 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import os
 
 from kfstack.api import CHECKPOINT_URI_ENV, INPUT_URI_ENV, MODEL_DIR_ENV, InvalidParameterError, setting
-from kfstack.api.training import FLOAT, INT, STR, THROUGHPUT_METRICS, JobTopology, TrainingCode, katib_line
+from kfstack.api.training import THROUGHPUT_METRICS, JobTopology, TrainingCode, katib_line
 
 # What a trainer writes beside the model.
 MODEL_FILE = "model.onnx"
@@ -33,18 +32,18 @@ VALIDATION_METRICS = (VAL_AUC, VAL_LOG_LOSS, VAL_ACCURACY)
 # The flights trainers' code as the generic steps run it.
 TRAINER_CODE = TrainingCode(
     entry="kfstack_examples.flights.training.train",
-    hyperparameters={"framework": STR, "epochs": INT, "batch_size": INT, "learning_rate": FLOAT, "seed": INT},
+    hyperparameters={
+        "framework": "str",
+        "epochs": "int",
+        "batch_size": "int",
+        "learning_rate": "float",
+        "seed": "int",
+    },
     metrics=VALIDATION_METRICS,
     # The values each metric can take: a tuning goal outside them is never reached.
     metric_ranges={VAL_AUC: (0.0, 1.0), VAL_LOG_LOSS: (0.0, float("inf")), VAL_ACCURACY: (0.0, 1.0)},
 )
-# The flights pipelines' tuning defaults: the Adam step size and the global batch, for the AUC.
-SEARCH_SPACE = json.dumps(
-    {
-        "learning_rate": {"type": "double", "min": 0.0003, "max": 0.03, "scale": "log"},
-        "batch_size": {"type": "discrete", "values": [512, 1024, 2048]},
-    }
-)
+# The flights pipelines' tuning objective (the search: flights.pipelines.parameters).
 OBJECTIVE = VAL_AUC
 
 

@@ -174,6 +174,35 @@ def test_the_spark_application_runs_the_wrapper_with_the_applications_argv(tmp_p
     assert spec["driver"]["serviceAccount"] == "kfstack-spark"
 
 
+def test_locations_in_the_arguments_are_expanded_by_the_driver_from_its_pods_env(tmp_path, monkeypatch):
+    """``--input=$KFSTACK_INPUT_URI --output=$KFSTACK_OUTPUT_URI``: the SparkApplication carries
+    them as written (the operator and spark-submit pass arguments on, no shell expands them) and
+    the driver's env their values; the wrapper, run with that env, gives the application the
+    s3a URIs. Expanded in the driver, not at render: a rendered run's artifact locations are
+    placeholders only the backend fills in."""
+    from kfstack.contracts import SparkApplicationCode
+    from kfstack.spark import driver
+
+    app = build(
+        tmp_path,
+        spark_arguments=["--input=$KFSTACK_INPUT_URI", "--output=$KFSTACK_OUTPUT_URI"],
+        input_uri="s3://team-data/raw/",
+    )
+    spec = app["spec"]
+    assert spec["arguments"][1:] == ["--input=$KFSTACK_INPUT_URI", "--output=$KFSTACK_OUTPUT_URI"]
+    recorder = tmp_path / "recorder.py"
+    seen = tmp_path / "seen.json"
+    recorder.write_text(f"import json, sys\njson.dump(sys.argv[1:], open({str(seen)!r}, 'w'))\n")
+    for name, value in env_of(spec["driver"]).items():
+        if name.startswith("KFSTACK_") and value is not None:
+            monkeypatch.setenv(name, value)
+    driver.run(SparkApplicationCode(str(recorder), tuple(spec["arguments"][1:])))
+    assert json.loads(seen.read_text()) == [
+        "--input=s3a://team-data/raw/",
+        "--output=s3a://mlpipeline/v2/artifacts/team/run-1/spark-job/7/output",
+    ]
+
+
 def test_without_input_or_secrets_the_pods_get_neither(tmp_path):
     spec = build(tmp_path)["spec"]
     for role in ("driver", "executor"):

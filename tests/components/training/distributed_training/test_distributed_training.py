@@ -397,3 +397,73 @@ def test_without_the_switch_no_object_store_is_started(monkeypatch):
     monkeypatch.delenv(URI_LOCATIONS_ENV, raising=False)
     with object_store.for_step() as store:
         assert store is None
+
+
+# --- a team's main(argv=None, *, data_dir, model_dir), as written around argparse --------------
+
+ARGV_TEAM = {
+    "training_code": "argv_tunable:main",
+    "hyperparameter_types": {"learning_rate": "float", "depth": "int", "epochs": "int"},
+    "hyperparameters": {"learning_rate": 0.5, "depth": 4},
+    "metric_names": ["score"],
+    "code_arguments": {"data_dir": "$KFSTACK_INPUT_DIR", "model_dir": "$KFSTACK_MODEL_DIR"},
+    "option_style": "dashes",
+}
+
+
+def test_a_function_takes_argv_when_its_first_parameter_is_named_so():
+    def main(argv=None, *, data_dir, model_dir): ...
+    def positional_only(argv, /, data_dir): ...
+    def fit(learning_rate, argv=None): ...
+    def keyword_only(*, argv): ...
+
+    assert entrypoint.takes_argv(main) and entrypoint.takes_argv(positional_only)
+    assert not any(entrypoint.takes_argv(f) for f in (fit, keyword_only, lambda: None))
+
+
+def test_an_argv_function_gets_its_options_in_its_own_spelling(team_code, tmp_path, dataset):
+    """Whichever spelling reaches the entrypoint, the code gets the declared one on its argv,
+    and its locations as keyword arguments."""
+    code = STAGE.settings(arguments(tmp_path, dataset, ARGV_TEAM)).code
+    env = {contracts.INPUT_DIR_ENV: dataset, contracts.MODEL_DIR_ENV: str(tmp_path)}
+    entrypoint.run_code(code, ["--learning_rate=0.25", "--depth=6"], env)
+    model = json.loads((tmp_path / "model.json").read_text())
+    assert model == {"argv": ["--learning-rate=0.25", "--depth=6"], "learning_rate": 0.25, "depth": 6}
+
+
+def test_an_argv_function_its_signature_refuses_is_named_before_it_runs(team_code, dataset):
+    code = contracts.TrainingCode(
+        "argv_tunable:main",
+        ARGV_TEAM["hyperparameter_types"],
+        ("score",),
+        arguments={"data_dir": dataset},
+        option_style="dashes",
+    )
+    with pytest.raises(
+        InvalidParameterError,
+        match=r"argv_tunable:main: called as main\(\[--learning-rate=0.5\], data_dir=\.\.\.\), which its "
+        r"signature refuses: missing a required argument: 'model_dir'",
+    ):
+        entrypoint.run_code(code, ["--learning-rate=0.5"], {})
+
+
+def test_a_bad_option_style_fails_before_anything_starts(team_code, tmp_path, dataset):
+    with pytest.raises(InvalidParameterError, match=r"option_style='camel': expected underscores or dashes"):
+        STAGE.settings(arguments(tmp_path, dataset, {**ARGV_TEAM, "option_style": "camel"}))
+
+
+def test_a_job_writes_the_options_in_the_codes_spelling(team_code, tmp_path):
+    settings = STAGE.settings(cluster_arguments(**ARGV_TEAM, training_api="v1"))
+    (job,) = STAGE.build(STAGE.variants(settings)[0].settings, RunContext("run-1", "distributed-training"))
+    master = job["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]["containers"][0]
+    assert master["command"] == ["python", "-m", entrypoint.MODULE, "--learning-rate=0.5", "--depth=4"]
+    env = {var["name"]: var.get("value") for var in master["env"]}
+    assert json.loads(env[entrypoint.CODE_ENV])["option_style"] == "dashes"
+    validate_with_crds(tmp_path, [job])
+
+
+def test_an_argv_function_trains_through_the_step(team_code, tmp_path, dataset):
+    result = run_locally(arguments(tmp_path, dataset, ARGV_TEAM, workers=1))
+    assert result.metrics["training_metrics"]["score"] == pytest.approx(0.8)
+    model = json.loads((tmp_path / "model" / "model.json").read_text())
+    assert model == {"argv": ["--learning-rate=0.5", "--depth=4"], "learning_rate": 0.5, "depth": 4}

@@ -146,6 +146,52 @@ def test_the_codes_own_arguments_ride_in_its_declaration_never_on_the_trials_she
     assert json.loads(env["KFSTACK_TRAINING_CODE"])["arguments"] == {"data_dir": "$KFSTACK_INPUT_DIR"}
 
 
+# A team's main(argv=None, *, data_dir, model_dir) around argparse, options spelled with dashes.
+ARGV_TEAM = {
+    "training_code": "argv_tunable:main",
+    "hyperparameter_types": {"learning_rate": "float", "depth": "int", "epochs": "int"},
+    "hyperparameters": {"learning_rate": 0.1, "depth": 2},
+    "metric_names": ["score"],
+    "code_arguments": {"data_dir": "$KFSTACK_INPUT_DIR", "model_dir": "$KFSTACK_MODEL_DIR"},
+    "option_style": "dashes",
+}
+
+
+def test_the_trial_template_spells_the_options_as_the_code_does(team_code, tmp_path):
+    """Katib substitutes each trial's value into an option spelled as the code's argparse names
+    it; the reference keeps the parameter's own name."""
+    space = json.dumps({"depth": SPACE["depth"]})
+    experiment = experiment_on_kubernetes(
+        tmp_path, **ARGV_TEAM, tuning_search_space=space, tuning_algorithm="tpe"
+    )
+    job = experiment["spec"]["trialTemplate"]["trialSpec"]
+    master = job["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]["containers"][0]
+    assert master["command"][-3:] == ["--learning-rate=0.1", "--depth=${trialParameters.depth}", "--epochs=3"]
+    env = {var["name"]: var.get("value") for var in master["env"]}
+    assert json.loads(env["KFSTACK_TRAINING_CODE"])["option_style"] == "dashes"
+
+
+def test_embedded_trials_call_an_argv_function_as_it_is(team_code, tmp_path, dataset):
+    """Each trial runs ``main([--learning-rate=0.1, --depth=N, --epochs=3], data_dir=...,
+    model_dir=...)`` through the training step's replicas: no adapter of the team's."""
+    settings = STAGE.settings(
+        arguments(
+            tmp_path,
+            dataset,
+            **ARGV_TEAM,
+            tuning_search_space=json.dumps({"depth": SPACE["depth"]}),
+            tuning_max_trials=2,
+        )
+    )
+    result = STAGE.run_local(STAGE.variants(settings)[0].settings)
+    assert result.outputs[BEST] == {"depth": 6, "learning_rate": 0.1}
+    assert result.metrics["tuning_metrics"]["trials_succeeded"] == 2
+    models = sorted((tmp_path / "trials").glob("*/model/model.json"))
+    assert sorted(json.loads(path.read_text())["argv"] for path in models) == [
+        ["--learning-rate=0.1", f"--depth={depth}", "--epochs=3"] for depth in (5, 6)
+    ]
+
+
 @pytest.mark.slow
 def test_grid_tuning_of_a_team_function_finds_its_best(team_code, tmp_path, dataset):
     settings = STAGE.settings(arguments(tmp_path, dataset))
