@@ -23,9 +23,10 @@ LOCK := constraints/py$(PY).txt
 # 3.13. PyPI's Linux torch wheels are CUDA builds (gigabytes of GPU libraries); a CPU build comes
 # from PyTorch's own index, which CI cannot reach, and CI's machines carry one for CPython 3.11
 # only (docs/testing.md "What runs where"). Every venv adds the CPU distributions of ONNX Runtime,
-# TensorFlow and XGBoost and the Model Registry client (its step's tests run the real client).
+# TensorFlow and XGBoost, the Model Registry client (its step's tests run the real client) and MLflow
+# (the embedded tracking store and its UI, tested against a real tracking server).
 FRAMEWORKS := $(if $(filter 3.11,$(PY)),local,local-tf)
-COMMON_EXTRAS := registry,tensorflow-cpu,onnxruntime,xgboost-cpu
+COMMON_EXTRAS := registry,tensorflow-cpu,onnxruntime,xgboost-cpu,mlflow
 EXTRAS ?= dev,$(FRAMEWORKS),$(COMMON_EXTRAS)
 # The frameworks whose tests must run, not skip, where a venv of $(1) (local or local-tf) installs
 # them (tests/frameworks.py).

@@ -14,6 +14,12 @@ from tests.frameworks import REQUIRED
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
 
+# Embedded runs track to an MLflow store under their pipeline root by default, a tracking server
+# per run. The tests of tracking (tests/tracking) turn it on where they check it; every other
+# embedded run of the suite, and the processes it starts, runs without one, as a team's CI may
+# (docs/tracking.md).
+os.environ["KFSTACK_TRACKING"] = "off"
+
 
 @pytest.fixture(scope="session")
 def spark():

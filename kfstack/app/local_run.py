@@ -71,7 +71,8 @@ from kfstack.app.summary import (
 )
 from kfstack.platforms import RUN_DIR_ENV
 from kfstack.serving import local_services, registry
-from kfstack.version import VERSION_ENV, pipeline_version
+from kfstack.tracking import embedded as tracking
+from kfstack.version import VERSION_ENV, __version__, pipeline_version
 
 LOG_TAIL_LINES = 40
 PROGRESS_POLL_SECONDS = 0.3
@@ -135,9 +136,14 @@ class _TaskRunner:
     """Starts, routes, watches and, on Ctrl-C, stops the processes of a run's tasks."""
 
     def __init__(
-        self, run: RunDirectory, console: RunConsole, verbose: bool, cache: step_cache.StepCache | None
+        self,
+        run: RunDirectory,
+        console: RunConsole,
+        verbose: bool,
+        cache: step_cache.StepCache | None,
+        tracked: tracking.RunTracking | None = None,
     ) -> None:
-        self.run, self.console, self.verbose, self.cache = run, console, verbose, cache
+        self.run, self.console, self.verbose, self.cache, self.tracked = run, console, verbose, cache, tracked
         self.pipeline_version = pipeline_version()
         # The run's creation time, as KFP writes it (RFC 3339, UTC).
         self.created = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -177,6 +183,8 @@ class _TaskRunner:
             name = _stage_name(component)
             self.attempts.append(_TaskAttempt(name, CACHED, 0.0, result.outputs, cached_from=origin))
             self.console.task_cached(name, os.path.basename(origin))
+            if self.tracked is not None:
+                self.tracked.task_cached(name, result.outputs, origin)
 
     def run_task(
         self,
@@ -192,14 +200,24 @@ class _TaskRunner:
         with self._lock:
             self._progress_offsets[name] = 0
         start = time.perf_counter()
+        # The task's MLflow run, made before its processes start: they log into it.
+        tracked_run = self.tracked.task_started(name) if self.tracked is not None else None
+        self._task.tracking_env = (
+            self.tracked.task_environment(tracked_run) if self.tracked is not None else {}
+        )
         try:
             result = run(self._with_run_times(arguments))
         except KeyboardInterrupt:
             self._finish(name, CANCELLED, time.perf_counter() - start, {})
+            if self.tracked is not None:
+                with _sigint_ignored():
+                    self.tracked.task_finished(tracked_run, None, {})
             raise
         self._finish(
             name, SUCCEEDED if result.succeeded else FAILED, time.perf_counter() - start, result.outputs
         )
+        if self.tracked is not None:
+            self.tracked.task_finished(tracked_run, result.succeeded, result.outputs)
 
     def _with_run_times(self, arguments: dict[str, Any]) -> dict[str, Any]:
         """The task's arguments with the run-time placeholders a KFP backend fills in and
@@ -242,6 +260,7 @@ class _TaskRunner:
             **os.environ,
             **(env_vars or {}),
             **self.run_environment(),
+            **getattr(self._task, "tracking_env", {}),
             progress.PROGRESS_FILE_ENV: self.run.progress_file(name),
         }
         with open(self.run.log(name), "a", encoding="utf-8", buffering=1) as own:
@@ -419,6 +438,8 @@ def run_pipeline_locally(
     console_stream: TextIO | None = None,
     resume: RunDirectory | None = None,
     cache: bool = True,
+    track: bool = True,
+    tracking_uri: str | None = None,
 ) -> RunSummary:
     """Runs a registered pipeline with kfp.local on this machine, in a new run directory.
 
@@ -432,6 +453,9 @@ def run_pipeline_locally(
             (the tuner's finished trials) pick up where it stopped.
         cache: Answer a step from an earlier run under the same root that ran it with the same
             inputs and code (:mod:`kfstack.app.step_cache`); False runs every step.
+        track: Track the run in MLflow (:mod:`kfstack.tracking.embedded`): at ``tracking_uri``,
+            else ``$MLFLOW_TRACKING_URI``, else the store under ``pipeline_root``.
+        tracking_uri: A tracking server of the team's.
 
     Returns:
         The run's summary, also written to ``<run_dir>/summary.json``. A failed task or a
@@ -475,8 +499,15 @@ def run_pipeline_locally(
         cached = None
         init(caching=False)  # kfp's own cache keys no code: off rather than stale
     stream = console_stream or sys.stderr
+    # The experiment is the pipeline's own name (a `module:function` pipeline's too).
+    experiment = getattr(pipeline_func, "name", None) or pipeline_name
+    tracked, off_reason, said = _tracking(
+        pipeline_root, tracking_uri, track, hooked, run, experiment, effective
+    )
+    if said:  # once, where the person did not ask for it
+        print(f"kfstack: tracking off: {off_reason}", file=stream, flush=True)
     console = RunConsole(stream, live=False if verbose else None)
-    runner = _TaskRunner(run, console, verbose, cached)
+    runner = _TaskRunner(run, console, verbose, cached, tracked)
     status, crash = SUCCEEDED, ""
     start = time.perf_counter()
     memory = PeakMemorySampler()
@@ -501,10 +532,13 @@ def run_pipeline_locally(
             finally:
                 run.remove_tmp()
     wall = time.perf_counter() - start
+    with _sigint_ignored():  # the parent run's end and the server's stop, whatever happened
+        tracking_entry = tracked.finish(status) if tracked is not None else tracking.off_entry(off_reason)
 
     summary = _summarise(
         pipeline_name, status, runner.attempts, run, effective, wall, memory.peak_bytes, hooked=hooked
     )
+    summary.tracking = tracking_entry
     if crash:
         summary.error = f"{crash} (see {run.log(KFP_LOG)})"
     with _sigint_ignored():
@@ -513,6 +547,27 @@ def run_pipeline_locally(
     if cached is not None:
         cached.release()  # and the runs whose outputs it reused
     return summary
+
+
+def _tracking(
+    pipeline_root: str,
+    tracking_uri: str | None,
+    track: bool,
+    hooked: bool,
+    run: RunDirectory,
+    pipeline: str,
+    parameters: dict[str, Any],
+) -> tuple[tracking.RunTracking | None, str, bool]:
+    """The run's tracking, started (its server and parent run on a thread of their own); or
+    None, why not, and whether to say so (not where the person turned it off)."""
+    where = tracking.destination(pipeline_root, tracking_uri, track)
+    if where.off:
+        return None, where.off, not where.chosen
+    if not hooked:  # no task hooks: no task's run to make, nor its processes' environment to set
+        return None, "this kfp release's tasks cannot be hooked, so none of them would be tracked", True
+    tracked = tracking.RunTracking(where, run.path, pipeline, pipeline_version(), __version__, parameters)
+    tracked.start()
+    return tracked, "", False
 
 
 def _summarise(

@@ -77,6 +77,10 @@ class RunSummary:
             PSI, the label rates and the production model compared with.
         gate: A retraining run's champion/challenger gate: both models' figures on the new
             window's holdout, the rule and the decision.
+        tracking: Where the run was tracked in MLflow (``uri``, ``experiment``, the parent
+            ``run_id``) and, where the server failed, the first ``error`` and what was
+            ``not_tracked``; ``{"off": why}`` for a run not tracked
+            (:mod:`kfstack.tracking.embedded`).
     """
 
     pipeline: str
@@ -97,6 +101,7 @@ class RunSummary:
     drift: dict[str, Any] | None = None
     gate: dict[str, Any] | None = None
     data_unreported: str = ""
+    tracking: dict[str, Any] = dataclasses.field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -145,6 +150,7 @@ class RunSummary:
             if values:
                 lines.append(f"{title}:")
                 lines += [f"  {key:<40} {_fmt(value)}" for key, value in values.items()]
+        lines += _tracking_lines(self.tracking)
         if self.artifacts:
             lines.append("artifacts:")
             lines += [f"  {name:<20} {path}" for name, path in self.artifacts.items()]
@@ -154,6 +160,20 @@ class RunSummary:
                 lines.append("log tail of that task:")
                 lines += [f"  {line}" for line in self.failed_task_log_tail]
         return "\n".join(lines)
+
+
+def _tracking_lines(tracking: dict[str, Any]) -> list[str]:
+    if not tracking:
+        return []
+    if "off" in tracking:
+        return [f"tracking   off: {tracking['off']}"]
+    lines = [f"tracking   {tracking['uri']}, experiment {tracking['experiment']}, run {tracking['run_id']}"]
+    if tracking.get("error"):
+        lines.append(
+            f"  not tracked after {tracking['error']}: {', '.join(tracking.get('not_tracked', []))} "
+            "(the run itself went on)"
+        )
+    return lines
 
 
 def _fmt(value: Number | None) -> str:

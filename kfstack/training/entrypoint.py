@@ -19,7 +19,9 @@ a local process on the embedded platform -- runs ``python -m kfstack.training.en
    code's argv are spelled as the declaration's ``option_style`` says, whichever spelling this
    wrapper's own argv used;
 4. watches what the code prints (stdout and stderr, as Katib's StdOut collector reads both) for
-   the declared metrics' ``name=value`` lines;
+   the declared metrics' ``name=value`` lines, and on the chief tracks each in MLflow where the
+   environment names a tracking server (:mod:`kfstack.tracking.replica`; in a tuning trial,
+   into the trial's own run, which it makes before the code starts);
 5. on the chief replica only (rank 0; TF's chief, or worker 0 without one), once the code
    returned: copies the model directory to :data:`MODEL_URI_ENV` and writes the step's result
    (:data:`RESULT_FILE`: the last value of each metric, the report, the seconds the code ran,
@@ -48,7 +50,8 @@ import fsspec
 from kfstack import contracts
 from kfstack.errors import InvalidParameterError
 from kfstack.team_code import run_as_main
-from kfstack.tuning.metric_lines import parse_line
+from kfstack.tracking.replica import ReplicaTracking
+from kfstack.tuning.metric_lines import MetricReport, parse_line
 from kfstack.uris import join
 
 logger = logging.getLogger(__name__)
@@ -122,12 +125,20 @@ def is_chief(env: Mapping[str, str]) -> bool:
 
 class MetricWatcher(io.TextIOBase):
     """A text stream that passes everything on to ``target`` and keeps the last value of each
-    declared metric printed on a whole line (Katib's StdOut collector reads lines)."""
+    declared metric printed on a whole line (Katib's StdOut collector reads lines); ``on_line``
+    hears each such line with its values (the run's tracking)."""
 
-    def __init__(self, target: TextIO, metrics: Sequence[str], last: dict[str, float]) -> None:
+    def __init__(
+        self,
+        target: TextIO,
+        metrics: Sequence[str],
+        last: dict[str, float],
+        on_line: Callable[[str, list[MetricReport]], None] | None = None,
+    ) -> None:
         self._target = target
         self._metrics = tuple(metrics)
         self._last = last
+        self._on_line = on_line
         self._partial = ""
 
     def write(self, text: str) -> int:
@@ -136,8 +147,11 @@ class MetricWatcher(io.TextIOBase):
             lines = (self._partial + text).split("\n")
             self._partial = lines.pop()
             for line in lines:
-                for report in parse_line(line, self._metrics):
+                reports = parse_line(line, self._metrics)
+                for report in reports:
                     self._last[report.name] = report.value
+                if reports and self._on_line is not None:
+                    self._on_line(line, reports)
         return len(text)
 
     def flush(self) -> None:
@@ -288,9 +302,12 @@ def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None
         located = {**env, contracts.MODEL_DIR_ENV: model_dir, contracts.REPORT_PATH_ENV: report_path}
         if code.names_input_dir():
             located[contracts.INPUT_DIR_ENV] = stage_input(env.get(contracts.INPUT_URI_ENV, ""), scratch)
+        # The chief tracks the metric lines (in a trial, into the trial's run it makes first).
+        tracked = ReplicaTracking.for_chief(env, contracts.tuning_trial(env), argv) if chief else None
+        on_line = tracked.line if tracked is not None else None
         stdout, stderr = (
-            MetricWatcher(sys.stdout, code.metrics, last),
-            MetricWatcher(sys.stderr, code.metrics, last),
+            MetricWatcher(sys.stdout, code.metrics, last, on_line),
+            MetricWatcher(sys.stderr, code.metrics, last, on_line),
         )
         started = time.monotonic()
         saved = sys.stdout, sys.stderr

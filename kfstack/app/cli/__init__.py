@@ -1,11 +1,12 @@
 """The ``kfstack`` command line: compile, describe, run embedded or on a Kubeflow cluster, upload
-and schedule pipelines on a KFP API server, render cluster objects, clean, serve a model,
-reproduce a model from its lineage record (:mod:`kfstack.app.reproduce`).
+and schedule pipelines on a KFP API server, render cluster objects, clean, open the tracking UI,
+serve a model, reproduce a model from its lineage record (:mod:`kfstack.app.reproduce`).
 
 Each command is a module of this package that owns its sub-parser (``add_parser``) and its
 handler (``handle``): :mod:`~kfstack.app.cli.compile_`, :mod:`~kfstack.app.cli.list_`,
 :mod:`~kfstack.app.cli.describe`, :mod:`~kfstack.app.cli.run`, :mod:`~kfstack.app.cli.upload`,
-:mod:`~kfstack.app.cli.schedule`, :mod:`~kfstack.app.cli.clean`, :mod:`~kfstack.app.cli.render`,
+:mod:`~kfstack.app.cli.schedule`, :mod:`~kfstack.app.cli.clean`, :mod:`~kfstack.app.cli.ui`,
+:mod:`~kfstack.app.cli.render`,
 :mod:`~kfstack.app.cli.reproduce`, :mod:`~kfstack.app.cli.init`, :mod:`~kfstack.app.cli.serve`,
 :mod:`~kfstack.app.cli.alert_receiver`.
 This module assembles them and turns what a command raises into its exit code.
@@ -49,6 +50,7 @@ from kfstack.app.cli import (
     run,
     schedule,
     serve,
+    ui,
     upload,
 )
 from kfstack.app.cli.exit_codes import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK
@@ -65,6 +67,7 @@ COMMANDS = (
     upload,
     schedule,
     clean,
+    ui,
     render,
     reproduce,
     init,

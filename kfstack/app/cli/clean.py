@@ -1,9 +1,13 @@
 """``kfstack clean``: removes the directories of earlier embedded runs, nothing else under the
-pipeline root, and none in use (:mod:`kfstack.app.run_directory`)."""
+pipeline root, and none in use (:mod:`kfstack.app.run_directory`), with their entries in the
+tracking store under the root (:func:`kfstack.tracking.store.delete_runs`). A tracking server of
+the team's (``--tracking-uri``, ``MLFLOW_TRACKING_URI``) keeps its runs: kfstack never deletes
+there."""
 
 from __future__ import annotations
 
 import argparse
+import os
 
 from kfstack.app import run_directory
 from kfstack.app.cli.exit_codes import EXIT_OK
@@ -39,4 +43,22 @@ def handle(args: argparse.Namespace) -> int:
         f"{verb} {len(removed)} run(s) under {args.pipeline_root}"
         + (f"; skipped {len(skipped)}" if skipped else "")
     )
+    if removed and not args.dry_run:
+        print(_tracking_cleaned(args.pipeline_root, [run.path for run in removed]))
     return EXIT_OK
+
+
+def _tracking_cleaned(pipeline_root: str, run_dirs: list[str]) -> str:
+    from kfstack.tracking import store
+
+    if not os.path.isfile(store.database(pipeline_root)):
+        return "no tracking store under the root: nothing tracked to remove"
+    if not store.server_installed():
+        return (
+            f"their entries in the tracking store {store.store_dir(pipeline_root)} stay: removing "
+            f"them needs the full MLflow ({store.SERVER_INSTALL_HINT})"
+        )
+    count = store.delete_runs(pipeline_root, run_dirs)
+    return (
+        f"removed {count} MLflow run(s) of theirs (and their artifacts) from {store.store_dir(pipeline_root)}"
+    )

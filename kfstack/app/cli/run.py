@@ -45,6 +45,8 @@ _LOCAL_ONLY = {
     "--pipeline-root": "pipeline_root",
     "--verbose": "verbose",
     "--no-cache": "no_cache",
+    "--tracking-uri": "tracking_uri",
+    "--no-tracking": "no_tracking",
 }
 _CLUSTER_ONLY = {
     **RUN_TARGET_FLAGS,
@@ -95,6 +97,17 @@ def add_parser(subparsers: Subparsers) -> None:
         help="--local: run every step, none answered from an earlier run under the root that ran "
         "it with the same inputs and code (the step cache, on by default as KFP's is; a cluster "
         "version's steps are cached as compiled)",
+    )
+    parser.add_argument(
+        "--tracking-uri",
+        metavar="URI",
+        help="--local: the MLflow tracking server to track the run in (default: $MLFLOW_TRACKING_URI, "
+        "else the store under the pipeline root, which `kfstack ui` opens; docs/tracking.md)",
+    )
+    parser.add_argument(
+        "--no-tracking",
+        action="store_true",
+        help="--local: track nothing in MLflow (a cluster run tracks as its environment says)",
     )
     parser.add_argument(
         "--uri-locations",
@@ -167,6 +180,8 @@ def handle(args: argparse.Namespace) -> int:
         verbose=args.verbose,
         resume=resume,
         cache=not args.no_cache,
+        track=not args.no_tracking,
+        tracking_uri=args.tracking_uri,
     )
     if args.summary_json:
         summary.write_json(args.summary_json)

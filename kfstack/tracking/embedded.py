@@ -1,0 +1,204 @@
+"""What an embedded run tracks, playing the part KFP's MLflow plugin plays on a cluster: the
+pipeline run's parent run when the run starts, a nested run per task when it starts (its
+``MLFLOW_RUN_ID`` set in the task's processes), the task's outputs and outcome when it ends, and
+for a step the cache answered, what it reused and from which run.
+
+Where: a tracking URI given (``--tracking-uri``, else ``MLFLOW_TRACKING_URI``) wins; otherwise
+the store under the pipeline root (:mod:`kfstack.tracking.store`), its server started with the
+run and stopped when it ends. Without MLflow (or, for the store, without the full MLflow) the run
+is not tracked and says so in one line with what to install.
+
+The server starts, and the parent run is made, on a thread of its own while the run sets up; the
+first task waits for it, at most :data:`kfstack.tracking.store.START_TIMEOUT_SECONDS`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import getpass
+import os
+import threading
+from collections.abc import Mapping
+from typing import Any
+
+from kfstack.tracking import runs
+from kfstack.tracking.client import (
+    INSTALL_HINT,
+    TRACKING_URI_ENV,
+    Tracker,
+    process_environment,
+    reachable,
+    read_notices,
+)
+from kfstack.tracking.store import SERVER_INSTALL_HINT, LocalServer, ServerNotReady, server_installed
+
+SWITCH_ENV = "KFSTACK_TRACKING"
+"""``off``: the environment's ``--no-tracking`` (a team's CI, a test suite)."""
+NOTICE_FILE = "tracking-notices.jsonl"
+"""In the run directory: what the run's processes could not track (:mod:`kfstack.tracking.client`)."""
+
+FINISHED, FAILED, KILLED = "FINISHED", "FAILED", "KILLED"
+
+
+@dataclasses.dataclass(frozen=True)
+class Destination:
+    """Where a run tracks: ``uri`` (and the store's ``server`` to start), or ``off`` saying why;
+    ``chosen``: off because the person asked (nothing to say while the run starts)."""
+
+    uri: str = ""
+    server: LocalServer | None = None
+    off: str = ""
+    chosen: bool = False
+
+
+def destination(
+    pipeline_root: str, tracking_uri: str | None, enabled: bool, environ: Mapping[str, str] | None = None
+) -> Destination:
+    """Where a run under ``pipeline_root`` tracks (module docstring)."""
+    environ = os.environ if environ is None else environ
+    if not enabled:
+        return Destination(off="turned off (--no-tracking)", chosen=True)
+    if environ.get(SWITCH_ENV, "").strip().lower() == "off":
+        return Destination(off=f"turned off ({SWITCH_ENV}=off)", chosen=True)
+    uri = tracking_uri or environ.get(TRACKING_URI_ENV, "")
+    if uri:
+        if not reachable(uri):
+            return Destination(
+                off=f"{TRACKING_URI_ENV} is {uri}, and no MLflow client is installed: {INSTALL_HINT}"
+            )
+        return Destination(uri=uri)
+    if not server_installed():
+        return Destination(
+            off="the embedded store needs the full MLflow (its server): "
+            f"{SERVER_INSTALL_HINT}; or set {TRACKING_URI_ENV} to a tracking server; --no-tracking "
+            "turns tracking off without this line"
+        )
+    server = LocalServer(pipeline_root)
+    return Destination(uri=server.uri, server=server)
+
+
+def started_by(arguments: Mapping[str, Any]) -> str:
+    """What started an embedded run: a drift alert (its ``trigger`` parameter, which the alert
+    receiver fills in), else the person running it (an embedded run has no schedule)."""
+    trigger = str(arguments.get("trigger") or "")
+    if trigger:
+        return f"alert: {trigger}"
+    try:
+        return f"person: {getpass.getuser()}"
+    except (KeyError, OSError):
+        return "person"
+
+
+class RunTracking:
+    """The MLflow runs of one embedded pipeline run.
+
+    Args:
+        where: From :func:`destination` (not off).
+        run_dir: The run's directory (tagged on every run, so ``kfstack clean`` finds them).
+        pipeline: The pipeline's name: the experiment's and the parent run's.
+        version: The pipeline version the run runs.
+        code_version: kfstack's version.
+        parameters: The run's effective per-run values and settings.
+    """
+
+    def __init__(
+        self,
+        where: Destination,
+        run_dir: str,
+        pipeline: str,
+        version: str,
+        code_version: str,
+        parameters: Mapping[str, Any],
+    ) -> None:
+        self.uri, self.server = where.uri, where.server
+        self.notices = os.path.join(run_dir, NOTICE_FILE)
+        self.tracker = Tracker(self.uri, self.notices, origin="run")
+        self.experiment = pipeline
+        self.parent: str | None = None
+        self._common = {runs.RUN_DIR_TAG: run_dir, runs.PIPELINE_TAG: pipeline}
+        self._parent_tags = {
+            **self._common,
+            runs.PIPELINE_VERSION_TAG: version,
+            runs.KFSTACK_VERSION_TAG: code_version,
+            runs.STARTED_BY_TAG: started_by(parameters),
+        }
+        self._parameters = dict(parameters)
+        self._run_name = os.path.basename(run_dir)
+        self._starting = threading.Thread(target=self._start, name="tracking", daemon=True)
+
+    def start(self) -> None:
+        """Starts the store's server (if any) and makes the parent run, on a thread of its own."""
+        if self.server is not None:
+            self.server.start()
+        self._starting.start()
+
+    def _start(self) -> None:
+        if self.server is not None:
+            try:
+                self.server.wait_ready()
+            except ServerNotReady as err:
+                self.tracker.give_up("the whole run", err)
+                return
+        self.parent = runs.start_pipeline_run(
+            self.tracker, self.experiment, self._run_name, self._parent_tags, self._parameters
+        )
+
+    def _parent(self) -> str | None:
+        self._starting.join()
+        return self.parent
+
+    def task_environment(self, run_id: str | None) -> dict[str, str]:
+        """What a task's processes are told so that their MLflow calls land in ``run_id``."""
+        return process_environment(self.uri, run_id, self.notices)
+
+    def task_started(self, task: str) -> str | None:
+        """A nested run for a task that runs now; its id, or None where tracking is off."""
+        parent = self._parent()
+        if parent is None:
+            return None
+        return runs.start_task_run(self.tracker, self.experiment, parent, task, self._common)
+
+    def task_finished(self, run_id: str | None, succeeded: bool | None, outputs: Mapping[str, Any]) -> None:
+        """``succeeded`` None: the task was stopped (Ctrl-C)."""
+        if run_id is None:
+            return
+        if outputs:
+            runs.log_outputs(self.tracker, run_id, outputs)
+        self.tracker.end_run(run_id, FINISHED if succeeded else KILLED if succeeded is None else FAILED)
+
+    def task_cached(self, task: str, outputs: Mapping[str, Any], cached_from: str) -> None:
+        """A step the cache answered: its run holds what it reused, tagged with where from."""
+        run_id = self.task_started(task)
+        if run_id is None:
+            return
+        self.tracker.set_tags(run_id, {runs.CACHED_FROM_TAG: cached_from}, what="the cached step's origin")
+        self.task_finished(run_id, True, outputs)
+
+    def finish(self, status: str) -> dict[str, Any]:
+        """Ends the parent run (``status``: the summary's SUCCEEDED, FAILED or CANCELLED) and
+        stops the store's server; returns the summary's ``tracking`` entry."""
+        try:
+            parent = self._parent()
+            if parent is not None:
+                mlflow_status = {"SUCCEEDED": FINISHED, "CANCELLED": KILLED}.get(status, FAILED)
+                self.tracker.end_run(parent, mlflow_status)
+        finally:
+            if self.server is not None:
+                self.server.stop()
+        return self.summary_entry()
+
+    def summary_entry(self) -> dict[str, Any]:
+        """Where the run was tracked, and what was not (said once, with why)."""
+        entry: dict[str, Any] = {"uri": self.uri, "experiment": self.experiment, "run_id": self.parent}
+        notices = read_notices(self.notices)
+        failures = [n for n in notices if n.get("error")]
+        if failures:
+            first = failures[0]
+            entry["error"] = f"{first.get('origin') or 'a process'}: {first['error']}"
+            entry["not_tracked"] = sorted({n["not_tracked"] for n in notices if n.get("not_tracked")})
+        return entry
+
+
+def off_entry(reason: str) -> dict[str, Any]:
+    """The summary's ``tracking`` entry of a run that was not tracked."""
+    return {"off": reason}

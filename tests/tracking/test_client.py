@@ -1,0 +1,175 @@
+"""The tracking client against a real tracking server and against failing ones: the layout of a
+pipeline run, a task and a trial, and a failure said once and never raised."""
+
+import json
+import os
+import time
+import types
+
+import pytest
+
+from kfstack import contracts
+from kfstack.lineage import document_hash
+from kfstack.tracking import client as tracking_client
+from kfstack.tracking import runs
+from kfstack.tracking.client import Tracker, read_notices
+from kfstack.tracking.replica import ReplicaTracking, assignments
+from kfstack.training import entrypoint
+from kfstack.tuning.metric_lines import parse_line
+
+
+def artifact(path, schema, metadata=None, uri=""):
+    return types.SimpleNamespace(
+        path=str(path), schema_title=schema, metadata=metadata or {}, uri=uri or str(path)
+    )
+
+
+def test_a_pipeline_run_its_task_and_their_outputs(server, client, tmp_path):
+    tracker = Tracker(server.uri)
+    parent = runs.start_pipeline_run(
+        tracker, "layout", "layout-run", {runs.PIPELINE_TAG: "layout"}, {"epochs": 3, "settings": {"a": 1}}
+    )
+    task = runs.start_task_run(tracker, "layout", parent, "train", {runs.PIPELINE_TAG: "layout"})
+    model = tmp_path / "model"
+    model.mkdir()
+    lineage = {"data": "s3://bucket/features", "code": "abc"}
+    (model / "lineage.json").write_text(json.dumps(lineage))
+    (model / "model.onnx").write_bytes(b"\0" * 64)
+    (tmp_path / "report.md").write_text("# report\n")
+    outputs = {
+        "metrics": artifact(tmp_path / "absent", "system.Metrics", {"auc": 0.9, "rows": 10}),
+        "report": artifact(tmp_path / "report.md", "system.Markdown"),
+        "model": artifact(model, "system.Model", uri="s3://bucket/model"),
+        "data": artifact(tmp_path / "report.md", "system.Dataset", uri="s3://bucket/data"),
+        "decision": json.dumps({"decision": "promote", "canary": {"error_rate": 0.01}}),
+        "Output": 0.5,
+    }
+    runs.log_outputs(tracker, task, outputs)
+    tracker.end_run(task, "FINISHED")
+
+    task_run = client.get_run(task)
+    assert task_run.data.tags["mlflow.parentRunId"] == parent
+    assert task_run.data.tags[runs.TASK_TAG] == "train"
+    assert task_run.data.metrics == {
+        "metrics.auc": 0.9,
+        "metrics.rows": 10,
+        "decision.canary.error_rate": 0.01,
+        "Output": 0.5,
+    }
+    assert task_run.data.tags["decision.decision"] == "promote"
+    assert task_run.data.tags["kfstack.uri.data"] == "s3://bucket/data"  # a dataset: referenced
+    assert task_run.data.tags[runs.LINEAGE_HASH_TAG] == document_hash(lineage)
+    assert task_run.info.status == "FINISHED"
+    listed = {entry.path for entry in client.list_artifacts(task)}
+    assert listed == {"report", "model"}
+    assert {entry.path for entry in client.list_artifacts(task, "model")} == {
+        "model/lineage.json",
+        "model/model.onnx",
+    }
+    parent_run = client.get_run(parent)
+    assert parent_run.data.params == {"epochs": "3", "settings": '{"a": 1}'}
+    assert parent_run.data.tags[runs.LINEAGE_HASH_TAG] == document_hash(lineage)  # the run's model
+
+
+def test_a_model_above_the_limit_is_referenced_not_copied(server, client, tmp_path, monkeypatch):
+    monkeypatch.setattr(runs, "MODEL_ARTIFACT_LIMIT", 10)
+    tracker = Tracker(server.uri)
+    task = tracker.start_run("layout", "big-model", {})
+    (tmp_path / "model").mkdir()
+    (tmp_path / "model" / "weights.bin").write_bytes(b"\0" * 100)
+    runs.log_outputs(
+        tracker, task, {"model": artifact(tmp_path / "model", "system.Model", uri="s3://b/model")}
+    )
+    assert client.list_artifacts(task) == []
+    assert client.get_run(task).data.tags["kfstack.uri.model"] == "s3://b/model"
+
+
+def test_a_refusing_server_is_said_once_and_never_raised(refusing_uri, tmp_path, capsys):
+    notices = str(tmp_path / "notices.jsonl")
+    tracker = Tracker(refusing_uri, notices, origin="train")
+    started = time.monotonic()
+    assert tracker.start_run("x", "run", {}) is None
+    tracker.log_metrics("some-run", {"auc": 0.9})
+    tracker.end_run("some-run", "FINISHED")
+    assert time.monotonic() - started < tracking_client.REQUEST_TIMEOUT_SECONDS
+    said = capsys.readouterr().err.strip().splitlines()
+    assert len(said) == 1 and said[0].startswith(f"kfstack: train: tracking off: {refusing_uri} failed (")
+    assert "the run goes on" in said[0]
+    first, *skipped = read_notices(notices)
+    assert first["origin"] == "train" and first["not_tracked"] == "experiment x"
+    assert [entry["not_tracked"] for entry in skipped] == ["metrics", "the run's end"]
+    # Another process of the run starts off, without a try of its own.
+    other = Tracker(refusing_uri, notices, origin="trial-1")
+    assert not other.active and "train failed" in other.error
+
+
+def test_a_server_that_never_answers_costs_one_timeout(silent_uri, tmp_path, capsys):
+    tracker = Tracker(silent_uri, str(tmp_path / "notices.jsonl"))
+    started = time.monotonic()
+    for step in range(5):
+        tracker.log_metrics("a-run", {"loss": 1.0 / (step + 1)}, step)
+    waited = time.monotonic() - started
+    assert tracking_client.REQUEST_TIMEOUT_SECONDS <= waited < tracking_client.REQUEST_TIMEOUT_SECONDS + 5
+    assert len(capsys.readouterr().err.strip().splitlines()) == 1
+    assert tracker.not_tracked() == ["metrics"]
+
+
+def test_assignments_read_either_spelling_of_an_option():
+    assert assignments(["--lr=0.1", "--depth", "4", "--flag", "--learning-rate=3"]) == {
+        "lr": "0.1",
+        "depth": "4",
+        "learning-rate": "3",
+    }
+
+
+def test_a_trial_makes_its_run_under_the_tuning_tasks_and_logs_each_epoch(server, client, monkeypatch):
+    tracker = Tracker(server.uri)
+    tuning = tracker.start_run("trials", "tune", {})
+    env = {"MLFLOW_TRACKING_URI": server.uri, "MLFLOW_RUN_ID": tuning}
+    monkeypatch.setenv("MLFLOW_RUN_ID", "")  # for_chief sets it: undone after the test
+    monkeypatch.delenv("MLFLOW_RUN_ID")
+    tracked = ReplicaTracking.for_chief(env, "trial-7", ["--lr=0.1", "--depth=4"])
+    assert tracked is not None
+    for line in ("epoch=1 score=0.5", "epoch=2 score=0.7", "done"):
+        tracked.line(line, parse_line(line, ("score",)))
+    trial = client.get_run(tracked.run_id)
+    assert trial.data.tags["mlflow.parentRunId"] == tuning
+    assert trial.data.tags[runs.TRIAL_TAG] == "trial-7" and trial.info.run_name == "trial-7"
+    assert trial.data.params == {"lr": "0.1", "depth": "4"}
+    assert [(m.step, m.value) for m in client.get_metric_history(tracked.run_id, "score")] == [
+        (1, 0.5),
+        (2, 0.7),
+    ]
+    # The team's own calls go to the trial's run.
+    assert os.environ["MLFLOW_RUN_ID"] == tracked.run_id
+    # A trial that restarts finds its run again.
+    again = ReplicaTracking.for_chief(env, "trial-7", ["--lr=0.1", "--depth=4"])
+    assert again is not None and again.run_id == tracked.run_id
+
+
+def test_the_training_entrypoint_tracks_its_epochs_and_the_teams_own_logging_joins(
+    server, client, team_code, tmp_path, monkeypatch
+):
+    tracker = Tracker(server.uri)
+    task = tracker.start_run("training", "train", {})
+    code = contracts.TrainingCode("epochs_team:train", {"epochs": "int", "rate": "float"}, ("score",))
+    env = {
+        **entrypoint.step_env(code, "custom", str(tmp_path / "model"), str(tmp_path / "result.json")),
+        "MLFLOW_TRACKING_URI": server.uri,
+        "MLFLOW_RUN_ID": task,
+    }
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    entrypoint.main(["--epochs=3", "--rate=0.25"], env)
+    import mlflow
+
+    mlflow.end_run()  # the team's call started the run in this process (a replica's exit ends it)
+    history = client.get_metric_history(task, "score")
+    assert [(m.step, m.value) for m in history] == [(1, 0.25), (2, 0.5), (3, 0.75)]
+    assert client.get_run(task).data.metrics["team_figure"] == 42.0
+    assert json.loads((tmp_path / "result.json").read_text())["metrics"] == {"score": 0.75}
+
+
+@pytest.mark.parametrize("env", [{}, {"MLFLOW_TRACKING_URI": "http://127.0.0.1:9"}])
+def test_a_chief_without_a_run_to_log_into_tracks_nothing(env):
+    assert ReplicaTracking.for_chief(env, "", []) is None
