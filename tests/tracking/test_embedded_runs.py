@@ -27,7 +27,7 @@ def store_client(root):
 
 
 def stored_artifacts(root, found_run):
-    """The run's artifact files in the store under ``root`` (mlflow-artifacts:/<experiment>/<run>/artifacts)."""
+    """The run's artifact files in the store under ``root``."""
     folder = root / store.STORE_DIR / store.ARTIFACTS / found_run.info.experiment_id / found_run.info.run_id
     return sorted(str(path.relative_to(folder / "artifacts")) for path in folder.rglob("*") if path.is_file())
 
@@ -90,10 +90,12 @@ def test_an_embedded_run_tracks_into_the_store_under_its_root_and_clean_removes_
 
 def test_no_tracking_and_the_off_switch_track_nothing_and_say_nothing(tracking_on, tmp_path, monkeypatch):
     stream = io.StringIO()
-    summary = run_pipeline_locally(PIPELINE, {}, str(tmp_path), console_stream=stream, track=False)
+    # (The step's own MLflow call would go where MLflow's defaults send it: ./mlflow.db.)
+    quiet = {"own_logging": False}
+    summary = run_pipeline_locally(PIPELINE, quiet, str(tmp_path), console_stream=stream, track=False)
     assert summary.tracking == {"off": "turned off (--no-tracking)"}
     monkeypatch.setenv("KFSTACK_TRACKING", "off")
-    summary = run_pipeline_locally(PIPELINE, {}, str(tmp_path), console_stream=stream)
+    summary = run_pipeline_locally(PIPELINE, quiet, str(tmp_path), console_stream=stream)
     assert summary.status == "SUCCEEDED" and summary.tracking == {"off": "turned off (KFSTACK_TRACKING=off)"}
     assert "tracking off" not in stream.getvalue()
     assert not (tmp_path / store.STORE_DIR).exists()
