@@ -4,9 +4,10 @@ pipeline run's parent run when the run starts, a nested run per task when it sta
 for a step the cache answered, what it reused and from which run.
 
 Where: a tracking URI given (``--tracking-uri``, else ``MLFLOW_TRACKING_URI``) wins; otherwise
-the store under the pipeline root (:mod:`kfstack.tracking.store`), its server started with the
-run and stopped when it ends. Without MLflow (or, for the store, without the full MLflow) the run
-is not tracked and says so in one line with what to install.
+the store under the pipeline root (:mod:`kfstack.tracking.store`): through ``kfstack ui``'s
+server where one serves it now, else a server started with the run and stopped when it ends.
+Without MLflow (or, for the store, without the full MLflow) the run is not tracked and says so
+in one line with what to install.
 
 The server starts, and the parent run is made, on a thread of its own while the run sets up; the
 first task waits for it, at most :data:`kfstack.tracking.store.START_TIMEOUT_SECONDS`.
@@ -30,7 +31,13 @@ from kfstack.tracking.client import (
     reachable,
     read_notices,
 )
-from kfstack.tracking.store import SERVER_INSTALL_HINT, LocalServer, ServerNotReady, server_installed
+from kfstack.tracking.store import (
+    SERVER_INSTALL_HINT,
+    LocalServer,
+    ServerNotReady,
+    open_ui,
+    server_installed,
+)
 
 SWITCH_ENV = "KFSTACK_TRACKING"
 """``off``: the environment's ``--no-tracking`` (a team's CI, a test suite)."""
@@ -67,6 +74,9 @@ def destination(
                 off=f"{TRACKING_URI_ENV} is {uri}, and no MLflow client is installed: {INSTALL_HINT}"
             )
         return Destination(uri=uri)
+    ui = open_ui(pipeline_root)
+    if ui:  # `kfstack ui` serves the store now: no server of the run's own to start
+        return Destination(uri=ui)
     if not server_installed():
         return Destination(
             off="the embedded store needs the full MLflow (its server): "

@@ -23,8 +23,8 @@ EPOCH = "epoch"
 class ReplicaTracking:
     """The chief's metric lines into its run (module docstring)."""
 
-    def __init__(self, tracker: Tracker, run_id: str) -> None:
-        self.tracker, self.run_id = tracker, run_id
+    def __init__(self, tracker: Tracker, run_id: str, owned: bool = False) -> None:
+        self.tracker, self.run_id, self.owned = tracker, run_id, owned
         self._lines = 0
 
     @classmethod
@@ -40,7 +40,7 @@ class ReplicaTracking:
             run_id = start_trial_run(tracker, trial, assignments(argv), env)
             if run_id:
                 os.environ[RUN_ID_ENV] = run_id
-        return cls(tracker, run_id) if run_id else None
+        return cls(tracker, run_id, owned=bool(trial)) if run_id else None
 
     def line(self, line: str, reports: Sequence[MetricReport]) -> None:
         """One printed line and the declared metrics' values on it."""
@@ -51,6 +51,12 @@ class ReplicaTracking:
         step = int(epochs[0].value) if epochs else self._lines
         values = {report.name: report.value for report in reports}
         self.tracker.log_metrics(self.run_id, values, step, what="the metric lines")
+
+    def finish(self, succeeded: bool) -> None:
+        """Ends the trial's run, which this replica made (a task's run is ended by whoever made
+        it: KFP's plugin, or the embedded run)."""
+        if self.owned:
+            self.tracker.end_run(self.run_id, "FINISHED" if succeeded else "FAILED")
 
 
 def assignments(argv: Sequence[str]) -> dict[str, str]:

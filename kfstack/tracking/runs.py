@@ -44,6 +44,10 @@ referenced by its URI (the model stays where the pipeline wrote it, the registry
 FILE_ARTIFACT_LIMIT = 20 * 1024 * 1024
 """A report, plot or other file output larger than this is referenced, not copied."""
 
+SETTINGS_PARTS_ENDING = "_overrides"
+"""The first task's outputs that hand each step its part of the run's settings overrides: the
+pipeline run's parameters hold them already, so a task's run leaves them out."""
+
 _METRICS_SCHEMA = "system.Metrics"
 _REFERENCE_ONLY = ("system.Dataset",)
 _MODEL = "system.Model"
@@ -110,7 +114,8 @@ def log_outputs(tracker: Tracker, run_id: str, outputs: Mapping[str, Any]) -> No
     for name, value in outputs.items():
         path = getattr(value, "path", None)
         if path is None:
-            _parameter_output(name, value, metrics, tags)
+            if not name.endswith(SETTINGS_PARTS_ENDING):
+                _parameter_output(name, value, metrics, tags)
             continue
         schema = getattr(value, "schema_title", "")
         if schema == _METRICS_SCHEMA:

@@ -29,6 +29,9 @@ STORE_DIR = "mlflow"
 DATABASE = "mlflow.db"
 ARTIFACTS = "artifacts"
 SERVER_LOG = "server.log"
+UI_FILE = "ui.json"
+"""Written by ``kfstack ui`` while its server runs: a run under the same root tracks through it
+rather than start a server of its own (seconds saved; :func:`open_ui`)."""
 
 START_TIMEOUT_SECONDS = 20.0
 """How long a run waits for its server to answer before it goes on without tracking (the
@@ -161,6 +164,36 @@ class LocalServer:
             yield self
         finally:
             self.stop()
+
+
+def open_ui(pipeline_root: str) -> str:
+    """The URI of a ``kfstack ui`` serving the store under ``pipeline_root`` now, or ``""``."""
+    import json
+
+    try:
+        with open(os.path.join(store_dir(pipeline_root), UI_FILE), encoding="utf-8") as f:
+            advertised = json.load(f)
+        os.kill(int(advertised["pid"]), 0)
+        with urllib.request.urlopen(f"{advertised['uri']}/health", timeout=1) as answer:
+            return str(advertised["uri"]) if answer.status == 200 else ""
+    except (OSError, ValueError, KeyError, TypeError):
+        return ""
+
+
+@contextlib.contextmanager
+def advertised(server: LocalServer) -> Iterator[None]:
+    """The UI file naming ``server`` while the block lasts (:data:`UI_FILE`)."""
+    import json
+
+    assert server.process is not None
+    path = os.path.join(server.root, UI_FILE)
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump({"uri": server.uri, "pid": server.process.pid}, f)
+    try:
+        yield
+    finally:
+        with contextlib.suppress(OSError):
+            os.remove(path)
 
 
 def delete_runs(pipeline_root: str, run_dirs: Sequence[str]) -> int:

@@ -312,12 +312,16 @@ def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None
         started = time.monotonic()
         saved = sys.stdout, sys.stderr
         sys.stdout, sys.stderr = stdout, stderr
+        succeeded = False
         try:
             run_code(code, argv, located)
+            succeeded = True
         finally:
             stdout.finish()
             stderr.finish()
             sys.stdout, sys.stderr = saved
+            if tracked is not None:
+                tracked.finish(succeeded)
         seconds = time.monotonic() - started
         if not chief:
             return

@@ -142,6 +142,8 @@ def test_a_trial_makes_its_run_under_the_tuning_tasks_and_logs_each_epoch(server
     ]
     # The team's own calls go to the trial's run.
     assert os.environ["MLFLOW_RUN_ID"] == tracked.run_id
+    tracked.finish(succeeded=True)
+    assert client.get_run(tracked.run_id).info.status == "FINISHED"
     # A trial that restarts finds its run again.
     again = ReplicaTracking.for_chief(env, "trial-7", ["--lr=0.1", "--depth=4"])
     assert again is not None and again.run_id == tracked.run_id

@@ -27,6 +27,7 @@ def handle(args: argparse.Namespace) -> int:
         SERVER_INSTALL_HINT,
         LocalServer,
         ServerNotReady,
+        advertised,
         server_installed,
         store_dir,
     )
@@ -42,9 +43,11 @@ def handle(args: argparse.Namespace) -> int:
         except ServerNotReady as err:
             raise UsageError(f"kfstack ui: {err} (is port {server.port} taken? --port)") from err
         print(
-            f"MLflow UI on {server.uri} (the store under {store_dir(args.pipeline_root)}); Ctrl-C stops it",
+            f"MLflow UI on {server.uri} (the store under {store_dir(args.pipeline_root)}); runs under "
+            f"{args.pipeline_root} track through it meanwhile; Ctrl-C stops it",
             flush=True,
         )
         assert server.process is not None
-        server.process.wait()
+        with advertised(server):
+            server.process.wait()
     return EXIT_OK
