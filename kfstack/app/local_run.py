@@ -532,12 +532,19 @@ def run_pipeline_locally(
             finally:
                 run.remove_tmp()
     wall = time.perf_counter() - start
-    with _sigint_ignored():  # the parent run's end and the server's stop, whatever happened
-        tracking_entry = tracked.finish(status) if tracked is not None else tracking.off_entry(off_reason)
 
-    summary = _summarise(
-        pipeline_name, status, runner.attempts, run, effective, wall, memory.peak_bytes, hooked=hooked
-    )
+    summary: RunSummary | None = None
+    try:
+        summary = _summarise(
+            pipeline_name, status, runner.attempts, run, effective, wall, memory.peak_bytes, hooked=hooked
+        )
+    finally:
+        with _sigint_ignored():  # the parent run's end and the server's stop, whatever happened
+            if tracked is not None:  # without a summary (a bug), the run is tracked as failed
+                figures = summary.metrics if summary else {}
+                tracking_entry = tracked.finish(summary.status if summary else FAILED, figures)
+            else:
+                tracking_entry = tracking.off_entry(off_reason)
     summary.tracking = tracking_entry
     if crash:
         summary.error = f"{crash} (see {run.log(KFP_LOG)})"

@@ -184,12 +184,15 @@ class RunTracking:
         self.tracker.set_tags(run_id, {runs.CACHED_FROM_TAG: cached_from}, what="the cached step's origin")
         self.task_finished(run_id, True, outputs)
 
-    def finish(self, status: str) -> dict[str, Any]:
-        """Ends the parent run (``status``: the summary's SUCCEEDED, FAILED or CANCELLED) and
-        stops the store's server; returns the summary's ``tracking`` entry."""
+    def finish(self, status: str, metrics: Mapping[str, Any]) -> dict[str, Any]:
+        """Ends the parent run (``status``: the summary's SUCCEEDED, FAILED or CANCELLED) with
+        the run's figures (the summary's ``metrics``: each task's, as ``<output>.<name>``, so that
+        the runs of a pipeline compare side by side) and stops the store's server; returns the
+        summary's ``tracking`` entry."""
         try:
             parent = self._parent()
             if parent is not None:
+                self.tracker.log_metrics(parent, metrics, what="the run's figures")
                 mlflow_status = {"SUCCEEDED": FINISHED, "CANCELLED": KILLED}.get(status, FAILED)
                 self.tracker.end_run(parent, mlflow_status)
         finally:

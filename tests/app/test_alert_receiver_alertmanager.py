@@ -24,7 +24,7 @@ from kfstack.training.process_group import free_port
 from tests.app import fake_kfp_server
 from tests.app.test_alert_receiver import SERVICE, add_schedule
 from tests.conftest import REPO_ROOT
-from tests.monitoring_manifests.debian_tools import debian_tool
+from tests.debian_tools import debian_tool
 
 fake_kfp = fake_kfp_server.fake_kfp
 

@@ -36,7 +36,7 @@ from benchmarks.drift_to_retraining import (
     retraining_route,
     rule_groups,
 )
-from tests.monitoring_manifests.debian_tools import debian_tool
+from tests.debian_tools import debian_tool
 
 SHORT = Settings(
     window_rows=500,

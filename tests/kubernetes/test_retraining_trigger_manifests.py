@@ -21,7 +21,7 @@ from kfstack import images
 from kfstack.app.cli import build_parser
 from kfstack.app.cli.alert_receiver import parse_duration
 from tests.conftest import REPO_ROOT
-from tests.monitoring_manifests.debian_tools import debian_tool
+from tests.debian_tools import debian_tool
 from tests.upstream_crds import openapi_round_trip, validate_with_crds
 
 COMPONENT = REPO_ROOT / "manifests" / "components" / "retraining-trigger"

@@ -9,7 +9,7 @@ import subprocess
 
 import yaml
 
-from tests.monitoring_manifests.debian_tools import debian_tool
+from tests.debian_tools import debian_tool
 from tests.monitoring_manifests.monitoring_objects import alerts, rule_groups
 
 CASES = pathlib.Path(__file__).parent / "fixtures" / "alert_cases.yaml"

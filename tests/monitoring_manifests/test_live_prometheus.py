@@ -32,7 +32,7 @@ import yaml
 from kfstack.monitoring.profiling import profile_dataset, write_profile
 from kfstack.serving.format_server import MODULE as FORMAT_SERVER
 from kfstack.training.process_group import free_port
-from tests.monitoring_manifests.debian_tools import debian_tool
+from tests.debian_tools import debian_tool
 from tests.monitoring_manifests.monitoring_objects import dashboard, panel_queries, rule_groups, rules
 from tests.serving import standard_models
 from tests.serving.conftest import Predictor

@@ -54,6 +54,7 @@ def test_an_embedded_run_tracks_into_the_store_under_its_root_and_clean_removes_
     parent = tracked.pop(first.run_dir.rsplit("/", 1)[1])
     assert parent.info.run_id == tracking["run_id"] and parent.info.status == "FINISHED"
     assert parent.data.params["rows"] == "5"
+    assert parent.data.metrics == {"figures.rows": 5}  # the summary's figures, to compare runs by
     assert parent.data.tags[runs.PIPELINE_TAG] == "tracked-steps"
     assert parent.data.tags[runs.STARTED_BY_TAG].startswith("person")
     assert parent.data.tags[runs.PIPELINE_VERSION_TAG] and parent.data.tags[runs.KFSTACK_VERSION_TAG]

@@ -1,7 +1,8 @@
-"""The Prometheus tools the tests run, from Debian's `prometheus` (2.42) and
-`prometheus-alertmanager` (0.25) packages: a test that needs one skips, saying why, where it is
-missing, and fails under CI (env CI set), whose .ci/run installs the packages, so CI never skips
-it silently."""
+"""The Debian tools the tests run: Prometheus 2.42 and Alertmanager 0.25 (`prometheus`,
+`prometheus-alertmanager`), and the browser that drives the MLflow UI (`chromium` and its
+`chromium-driver`; a browser a Python package downloads cannot be fetched where the tests run). A
+test that needs one skips, saying why, where it is missing, and fails under CI (env CI set), whose
+.ci/run installs the packages, so CI never skips it silently."""
 
 from __future__ import annotations
 
@@ -15,6 +16,8 @@ PACKAGE = {
     "prometheus": "prometheus",
     "prometheus-alertmanager": "prometheus-alertmanager",
     "amtool": "prometheus-alertmanager",
+    "chromium": "chromium",
+    "chromedriver": "chromium-driver",
 }
 
 
