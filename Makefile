@@ -94,7 +94,7 @@ NEWEST_PYTHON ?= $(call find_python,3.13)
 FLOORS_PYTHON ?= $(call find_python,3.11)
 COMPAT_TESTS ?= tests/unit tests/kubernetes tests/pipelines/test_compile.py \
   tests/app/test_local_run.py tests/app/test_step_cache.py tests/serving/test_standard_formats.py \
-  tests/spark_jobs tests/training
+  tests/spark_jobs tests/training tests/tracking
 test-newest:
 	@test -n "$(NEWEST_PYTHON)" || { echo "make test-newest: no Python 3.13 on PATH or under pyenv; set NEWEST_PYTHON" >&2; exit 1; }
 	rm -rf .venv-newest && $(NEWEST_PYTHON) -m venv .venv-newest

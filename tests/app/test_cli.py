@@ -60,9 +60,19 @@ def local_runs(monkeypatch):
     class Fake:
         result: object = None
 
-        def __call__(self, name, arguments, pipeline_root, verbose=False, resume=None, cache=True):
+        def __call__(
+            self,
+            name,
+            arguments,
+            pipeline_root,
+            verbose=False,
+            resume=None,
+            cache=True,
+            track=True,
+            tracking_uri=None,
+        ):
             calls.append((name, dict(arguments), pipeline_root))
-            self.resumed, self.cache = resume, cache
+            self.resumed, self.cache, self.track, self.tracking_uri = resume, cache, track, tracking_uri
             if isinstance(self.result, BaseException):
                 raise self.result
             return self.result
@@ -431,6 +441,27 @@ def test_run_local_no_cache_turns_the_step_cache_off(capsys, tmp_path, local_run
     code = cli.main(argv)
     assert code == 0, capsys.readouterr().err
     assert local_runs.cache is False
+
+
+@pytest.mark.parametrize(
+    ("flags", "track", "uri"),
+    [
+        ([], True, None),
+        (["--no-tracking"], False, None),
+        (["--tracking-uri", "http://mlflow:5000"], True, "http://mlflow:5000"),
+    ],
+)
+def test_run_local_hands_the_tracking_choice_to_the_run(capsys, tmp_path, local_runs, flags, track, uri):
+    local_runs.result = _summary("SUCCEEDED")
+    argv = ["run", "--local", FLIGHTS, "--pipeline-root", str(tmp_path / "runs"), *flags, *CHEAP]
+    assert cli.main(argv) == 0, capsys.readouterr().err
+    assert (local_runs.track, local_runs.tracking_uri) == (track, uri)
+
+
+@pytest.mark.parametrize("flag", [["--no-tracking"], ["--tracking-uri", "http://mlflow:5000"]])
+def test_tracking_flags_are_refused_for_a_cluster_run(capsys, flag):
+    line = bad_input(capsys, ["run", FLIGHTS, *flag])
+    assert f"{flag[0]}: only with --local" in line and "Nothing was submitted" in line
 
 
 def test_no_cache_is_refused_for_a_cluster_run(capsys, tmp_path):
