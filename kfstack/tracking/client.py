@@ -273,8 +273,11 @@ def read_notices(path: str | None) -> list[dict[str, str]]:
 
 def process_environment(uri: str, run_id: str | None, notices: str | None) -> dict[str, str]:
     """The variables that put a process's MLflow calls (kfstack's and the team's) in ``run_id``,
-    bounded as kfstack's are."""
-    values = {TRACKING_URI_ENV: uri, **_BOUNDS}
+    bounded as kfstack's are where this process's environment sets no bounds of its own."""
+    values = {
+        TRACKING_URI_ENV: uri,
+        **{name: value for name, value in _BOUNDS.items() if name not in os.environ},
+    }
     if run_id:
         values[RUN_ID_ENV] = run_id
     if notices:
