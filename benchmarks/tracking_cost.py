@@ -27,11 +27,11 @@ def _figures(summary: dict) -> dict:
     return {"metrics": summary["metrics"], "data": summary["data"], "tuning": summary.get("tuning")}
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pairs", type=int, default=5)
     parser.add_argument("--param", action="append", default=[], metavar="K=V")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     parameters = {**SEEDED, **dict(item.split("=", 1) for item in args.param)}
     scratch = tempfile.mkdtemp(prefix="kfstack-tracking-cost-")
     roots = {"off": os.path.join(scratch, "off"), "on": os.path.join(scratch, "on")}
