@@ -141,10 +141,11 @@ class _TaskRunner:
         console: RunConsole,
         verbose: bool,
         cache: step_cache.StepCache | None,
-        tracked: tracking.RunTracking | None = None,
+        tracked: tracking.RunTracking | None,
+        version_name: str,
     ) -> None:
         self.run, self.console, self.verbose, self.cache, self.tracked = run, console, verbose, cache, tracked
-        self.pipeline_version = pipeline_version()
+        self.pipeline_version = version_name
         # The run's creation time, as KFP writes it (RFC 3339, UTC).
         self.created = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         self.attempts: list[_TaskAttempt] = []
@@ -501,13 +502,14 @@ def run_pipeline_locally(
     stream = console_stream or sys.stderr
     # The experiment is the pipeline's own name (a `module:function` pipeline's too).
     experiment = getattr(pipeline_func, "name", None) or pipeline_name
+    version_name = pipeline_version()  # what the tasks are told and the run is tagged with
     tracked, off_reason, said = _tracking(
-        pipeline_root, tracking_uri, track, hooked, run, experiment, effective
+        pipeline_root, tracking_uri, track, hooked, run, experiment, version_name, effective
     )
     if said:  # once, where the person did not ask for it
         print(f"kfstack: tracking off: {off_reason}", file=stream, flush=True)
     console = RunConsole(stream, live=False if verbose else None)
-    runner = _TaskRunner(run, console, verbose, cached, tracked)
+    runner = _TaskRunner(run, console, verbose, cached, tracked, version_name)
     status, crash = SUCCEEDED, ""
     start = time.perf_counter()
     memory = PeakMemorySampler()
@@ -563,6 +565,7 @@ def _tracking(
     hooked: bool,
     run: RunDirectory,
     pipeline: str,
+    version_name: str,
     parameters: dict[str, Any],
 ) -> tuple[tracking.RunTracking | None, str, bool]:
     """The run's tracking, started (its server and parent run on a thread of their own); or
@@ -572,7 +575,7 @@ def _tracking(
         return None, where.off, not where.chosen
     if not hooked:  # no task hooks: no task's run to make, nor its processes' environment to set
         return None, "this kfp release's tasks cannot be hooked, so none of them would be tracked", True
-    tracked = tracking.RunTracking(where, run.path, pipeline, pipeline_version(), __version__, parameters)
+    tracked = tracking.RunTracking(where, run.path, pipeline, version_name, __version__, parameters)
     tracked.start()
     return tracked, "", False
 

@@ -37,8 +37,6 @@ TRACKING_URI_ENV = "MLFLOW_TRACKING_URI"
 """MLflow's own: where runs are tracked. Its presence turns tracking on in a task or replica."""
 RUN_ID_ENV = "MLFLOW_RUN_ID"
 """MLflow's own: the run the process logs into (KFP's plugin sets it to the task's run)."""
-EXPERIMENT_ENV = "MLFLOW_EXPERIMENT_NAME"
-"""MLflow's own: the experiment of a run kfstack makes; default: the pipeline's name."""
 PARENT_RUN_ENV = "KFSTACK_MLFLOW_PARENT_RUN_ID"
 """The run a tuning trial's own run nests under (the tuning task's), in the trial template."""
 NOTICE_FILE_ENV = "KFSTACK_TRACKING_NOTICES"
@@ -101,7 +99,6 @@ class Tracker:
         self._skipped: set[str] = set()
         self._lock = threading.Lock()
         self._client: Backend | None = None
-        self.waited_seconds = 0.0  # spent in calls that failed
 
     @classmethod
     def from_environment(cls, env: Mapping[str, str] | None = None, origin: str = "") -> Tracker | None:
@@ -134,11 +131,9 @@ class Tracker:
             if not self.active:
                 self._skip(what)
                 return None
-            started = time.monotonic()
             try:
                 return function(self._mlflow())
             except Exception as err:  # any failure of a server or client: never the run's
-                self.waited_seconds += time.monotonic() - started
                 self._fail(what, err)
                 return None
 
@@ -207,29 +202,23 @@ class Tracker:
         all_tags = {**_strings(tags, MAX_TAG_VALUE), **({"mlflow.parentRunId": parent} if parent else {})}
         return self.call(f"the run {name}", lambda client: client.create_run(experiment_id, name, all_tags))
 
-    def find_run(self, experiment: str, tags: Mapping[str, str]) -> str | None:
-        """The newest run of ``experiment`` carrying every tag given, or None."""
-        experiment_id = self.experiment_id(experiment)
-        if experiment_id is None:
-            return None
-        query = tag_filter(tags)
-        return self.call(f"the search for {query}", lambda client: client.find_run(experiment_id, query))
-
     def run_of(self, run_id: str, what: str) -> tuple[str, dict[str, str]] | None:
         """A run's experiment id and tags, or None."""
         return self.call(what, lambda client: client.get_run(run_id))
 
     def log_params(self, run_id: str, params: Mapping[str, Any], what: str = "parameters") -> None:
-        items = list(_strings(params, MAX_PARAM_VALUE).items())
-        for start in range(0, len(items), _BATCH):
-            chunk = dict(items[start : start + _BATCH])
-            self.call(what, functools.partial(_log_batch, run_id=run_id, params=chunk))
+        self._in_batches(run_id, "params", _strings(params, MAX_PARAM_VALUE), what)
 
     def set_tags(self, run_id: str, tags: Mapping[str, Any], what: str = "tags") -> None:
-        items = list(_strings(tags, MAX_TAG_VALUE).items())
+        self._in_batches(run_id, "tags", _strings(tags, MAX_TAG_VALUE), what)
+
+    def _in_batches(self, run_id: str, kind: str, values: dict[str, str], what: str) -> None:
+        """``values`` as the run's ``params`` or ``tags``, :data:`_BATCH` to a request."""
+        items = list(values.items())
         for start in range(0, len(items), _BATCH):
             chunk = dict(items[start : start + _BATCH])
-            self.call(what, functools.partial(_log_batch, run_id=run_id, tags=chunk))
+            params, tags = (chunk, None) if kind == "params" else (None, chunk)
+            self.call(what, functools.partial(_log_batch, run_id=run_id, params=params, tags=tags))
 
     def log_metrics(
         self, run_id: str, metrics: Mapping[str, float], step: int = 0, what: str = "metrics"
@@ -254,7 +243,7 @@ class Tracker:
         self.call("the run's end", lambda client: client.set_terminated(run_id, status))
 
     def not_tracked(self) -> list[str]:
-        """What this process could not track, in order."""
+        """What this process could not track, by name."""
         return sorted(self._skipped)
 
 

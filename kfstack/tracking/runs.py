@@ -35,7 +35,6 @@ CACHED_FROM_TAG = "kfstack.cached_from"
 LINEAGE_HASH_TAG = "kfstack.lineage_hash"
 REFERENCE_TAG_PREFIX = "kfstack.uri."
 """Followed by an output's name: where an output too large to copy (a dataset, a big model) is."""
-RUN_NAME_TAG = "mlflow.runName"
 PARENT_TAG = "mlflow.parentRunId"
 
 MODEL_ARTIFACT_LIMIT = 200 * 1024 * 1024
