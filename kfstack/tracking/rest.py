@@ -86,11 +86,23 @@ class RestBackend:
         self._fallback: Any = None
 
     def _request(
-        self, method: str, path: str, body: Any = None, query: Mapping[str, str] | None = None
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        query: Mapping[str, str] | None = None,
+        content: bytes | None = None,
     ) -> Any:
+        """One request: ``body`` as JSON, or ``content`` as bytes (an artifact's file); its
+        answer's JSON ({} for none)."""
         url = self.base + path + (f"?{urllib.parse.urlencode(query)}" if query else "")
-        data = json.dumps(body).encode() if body is not None else None
-        request = urllib.request.Request(url, data=data, method=method, headers=self.headers)
+        headers = self.headers
+        if content is not None:
+            data: bytes | None = content
+            headers = {**headers, "Content-Type": "application/octet-stream"}
+        else:
+            data = json.dumps(body).encode() if body is not None else None
+        request = urllib.request.Request(url, data=data, method=method, headers=headers)
         try:
             with urllib.request.urlopen(request, timeout=self.timeout, context=self.context) as answer:
                 text = answer.read()
@@ -174,19 +186,8 @@ class RestBackend:
         prefix = urllib.parse.urlparse(root).path.lstrip("/")
         for file, relative in _files(local_path, artifact_path):
             target = "/".join(part for part in (prefix, relative) if part)
-            url = f"{self.base}{ARTIFACTS_API}/{urllib.parse.quote(target)}"
             with open(file, "rb") as f:
-                request = urllib.request.Request(
-                    url, data=f.read(), method="PUT", headers=self._binary_headers()
-                )
-            try:
-                with urllib.request.urlopen(request, timeout=self.timeout, context=self.context):
-                    pass
-            except urllib.error.HTTPError as err:
-                raise TrackingError(f"PUT {target}: HTTP {err.code}") from err
-
-    def _binary_headers(self) -> dict[str, str]:
-        return {**self.headers, "Content-Type": "application/octet-stream"}
+                self._request("PUT", f"{ARTIFACTS_API}/{urllib.parse.quote(target)}", content=f.read())
 
 
 class MlflowBackend:
