@@ -17,7 +17,7 @@ What a runtime's container runs is read from its command and arguments:
 - ``python -m kfstack.serving.format_server ... --custom_predictor=package.module:Class``: the
   class it names, with a warning, as the module is internal (what earlier ``kfstack init``
   projects wrote);
-- ``python -m some.module`` (a team's own server, as the flights example's): its top-level
+- ``python -m some.module`` (a team's own server): its top-level
   package must be the class's;
 - anything else (a console script of the image's own): not read.
 """

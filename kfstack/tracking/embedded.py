@@ -161,12 +161,15 @@ class RunTracking:
         """What a task's processes are told so that their MLflow calls land in ``run_id``."""
         return process_environment(self.uri, run_id, self.notices)
 
-    def task_started(self, task: str) -> str | None:
-        """A nested run for a task that runs now; its id, or None where tracking is off."""
+    def task_started(self, task: str, tags: Mapping[str, str] | None = None) -> str | None:
+        """A nested run for a task that runs now (with ``tags`` besides the run's own); its id,
+        or None where tracking is off."""
         parent = self._parent()
         if parent is None:
             return None
-        return runs.start_task_run(self.tracker, self.experiment, parent, task, self._common)
+        return runs.start_task_run(
+            self.tracker, self.experiment, parent, task, {**self._common, **(tags or {})}
+        )
 
     def task_finished(self, run_id: str | None, succeeded: bool | None, outputs: Mapping[str, Any]) -> None:
         """``succeeded`` None: the task was stopped (Ctrl-C)."""
@@ -178,10 +181,7 @@ class RunTracking:
 
     def task_cached(self, task: str, outputs: Mapping[str, Any], cached_from: str) -> None:
         """A step the cache answered: its run holds what it reused, tagged with where from."""
-        run_id = self.task_started(task)
-        if run_id is None:
-            return
-        self.tracker.set_tags(run_id, {runs.CACHED_FROM_TAG: cached_from}, what="the cached step's origin")
+        run_id = self.task_started(task, {runs.CACHED_FROM_TAG: cached_from})
         self.task_finished(run_id, True, outputs)
 
     def finish(self, status: str, metrics: Mapping[str, Any]) -> dict[str, Any]:

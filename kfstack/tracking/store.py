@@ -16,6 +16,7 @@ entries with its directory (:func:`delete_runs`).
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import socket
 import subprocess
@@ -86,6 +87,7 @@ class LocalServer:
     """
 
     def __init__(self, pipeline_root: str, port: int = 0, host: str = "127.0.0.1") -> None:
+        self.pipeline_root = pipeline_root
         self.root = store_dir(pipeline_root)
         self.host, self.port = host, port or free_port()
         self.uri = f"http://{host}:{self.port}"
@@ -100,7 +102,7 @@ class LocalServer:
             "mlflow",
             "server",
             "--backend-store-uri",
-            "sqlite:///" + os.path.join(self.root, DATABASE),
+            backend_uri(self.pipeline_root),
             "--artifacts-destination",
             os.path.join(self.root, ARTIFACTS),
             "--host",
@@ -168,8 +170,6 @@ class LocalServer:
 
 def open_ui(pipeline_root: str) -> str:
     """The URI of a ``kfstack ui`` serving the store under ``pipeline_root`` now, or ``""``."""
-    import json
-
     try:
         with open(os.path.join(store_dir(pipeline_root), UI_FILE), encoding="utf-8") as f:
             advertised = json.load(f)
@@ -183,8 +183,6 @@ def open_ui(pipeline_root: str) -> str:
 @contextlib.contextmanager
 def advertised(server: LocalServer) -> Iterator[None]:
     """The UI file naming ``server`` while the block lasts (:data:`UI_FILE`)."""
-    import json
-
     assert server.process is not None
     path = os.path.join(server.root, UI_FILE)
     with open(path, "w", encoding="utf-8") as f:
@@ -208,6 +206,7 @@ def delete_runs(pipeline_root: str, run_dirs: Sequence[str]) -> int:
         subprocess.CalledProcessError: ``mlflow gc`` failed (the runs are deleted, not yet
             collected: a later clean collects them).
     """
+    from kfstack.tracking.client import tag_filter
     from kfstack.tracking.runs import RUN_DIR_TAG
 
     if not run_dirs or not os.path.isfile(database(pipeline_root)) or not server_installed():
@@ -221,7 +220,7 @@ def delete_runs(pipeline_root: str, run_dirs: Sequence[str]) -> int:
         experiments = [experiment.experiment_id for experiment in client.search_experiments()]
         doomed: list[str] = []
         for run_dir in run_dirs:
-            query = f"tags.`{RUN_DIR_TAG}` = '{run_dir}'"
+            query = tag_filter({RUN_DIR_TAG: run_dir})
             doomed += [run.info.run_id for run in client.search_runs(experiments, query, max_results=50000)]
         for run_id in doomed:
             client.delete_run(run_id)
