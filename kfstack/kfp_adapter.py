@@ -210,9 +210,14 @@ class TaskHooks(Protocol):
         """A task, run or answered from the cache: must call ``execute`` once."""
 
     def run_task(
-        self, component: str, arguments: dict[str, Any], run: Callable[[dict[str, Any]], TaskResult]
+        self,
+        component: str,
+        arguments: dict[str, Any],
+        run: Callable[[dict[str, Any]], TaskResult],
+        image: str = "",
     ) -> None:
-        """A task that runs: must call ``run`` once, with its ``arguments`` or others."""
+        """A task that runs: must call ``run`` once, with its ``arguments`` or others. ``image``:
+        its container's image, as compiled (empty where the call does not say)."""
 
     def run_process(self, full_command: list[str], env_vars: dict[str, str] | None) -> int:
         """Starts a task's process, waits for it and returns its exit code."""
@@ -241,11 +246,11 @@ def _result(returned: Any) -> TaskResult:
     return TaskResult(dict(outputs or {}), getattr(status, "name", None) == "SUCCESS")
 
 
-def _component(bound: inspect.BoundArguments, read: Callable[[Any], str]) -> str:
+def _component(bound: inspect.BoundArguments, read: Callable[[Any], str], unknown: str = "task") -> str:
     try:
         return read(bound.arguments)
     except (KeyError, AttributeError, TypeError):
-        return "task"  # a name is for display: a call of another form still runs
+        return unknown  # a name is for display: a call of another form still runs
 
 
 @contextlib.contextmanager
@@ -287,7 +292,8 @@ def task_hooks(hooks: TaskHooks) -> Iterator[bool]:
             return _result(returned[-1])
 
         component = _component(bound, lambda call: str(call["component_name"]))
-        hooks.run_task(component, dict(given) if isinstance(given, dict) else {}, run)
+        image = _component(bound, lambda call: str(call["executor_spec"].container.image), unknown="")
+        hooks.run_task(component, dict(given) if isinstance(given, dict) else {}, run, image=image)
         return returned[-1]
 
     def run_process_hooked(full_command: list[str], env_vars: dict[str, str] | None = None) -> int:

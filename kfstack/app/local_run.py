@@ -69,6 +69,7 @@ from kfstack.app.summary import (
     tuning_summary,
     unreported_data,
 )
+from kfstack.images import COMPONENT_IMAGE
 from kfstack.platforms import RUN_DIR_ENV
 from kfstack.serving import local_services, registry
 from kfstack.tracking import embedded as tracking
@@ -192,6 +193,7 @@ class _TaskRunner:
         component: str,
         arguments: dict[str, Any],
         run: Callable[[dict[str, Any]], kfp_adapter.TaskResult],
+        image: str = "",
     ) -> None:
         """A task that runs: its console line and progress, its time and outcome, with the
         run-time placeholders filled in its arguments."""
@@ -201,8 +203,14 @@ class _TaskRunner:
         with self._lock:
             self._progress_offsets[name] = 0
         start = time.perf_counter()
-        # The task's MLflow run, made before its processes start: they log into it.
-        tracked_run = self.tracked.task_started(name) if self.tracked is not None else None
+        # The task's MLflow run, which its processes log into: made before they start, or, for
+        # kfstack's own components while the store's server starts, as soon as it answers (their
+        # wrappers of the team's code wait for it; a team's own component is not wrapped).
+        tracked_run = (
+            self.tracked.task_started(name, wait=image != COMPONENT_IMAGE)
+            if self.tracked is not None
+            else None
+        )
         self._task.tracking_env = (
             self.tracked.task_environment(tracked_run) if self.tracked is not None else {}
         )

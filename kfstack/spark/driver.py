@@ -43,6 +43,7 @@ import fsspec
 
 from kfstack.contracts import REPORT_PATH_ENV, SparkApplicationCode, expand_locations, read_report
 from kfstack.team_code import run_as_main
+from kfstack.tracking.client import join_run
 
 # Where the wrapper copies the team's report once the application returned; set by the step.
 REPORT_UPLOAD_URI_ENV = "KFSTACK_REPORT_UPLOAD_URI"
@@ -129,6 +130,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         logger.addHandler(handler)
         logger.setLevel(logging.INFO)
         logger.propagate = False
+    join_run()  # the application's own MLflow calls join its task's run (kfstack.tracking)
     try:
         run(SparkApplicationCode(args[0], tuple(args[1:])), os.environ.get(REPORT_UPLOAD_URI_ENV, ""))
     except SystemExit as exit:

@@ -41,6 +41,14 @@ PARENT_RUN_ENV = "KFSTACK_MLFLOW_PARENT_RUN_ID"
 """The run a tuning trial's own run nests under (the tuning task's), in the trial template."""
 NOTICE_FILE_ENV = "KFSTACK_TRACKING_NOTICES"
 """A JSON-lines file the processes of one run share: what each could not track, and why."""
+RUN_FILE_ENV = "KFSTACK_MLFLOW_RUN_FILE"
+"""Embedded, in place of ``MLFLOW_RUN_ID`` for a task that started while the store's server was
+still starting: a file the run fills with the task's run id (empty: none) once it is made
+(:func:`join_run`)."""
+RUN_FILE_WAIT_SECONDS = 30.0
+"""The longest a process waits for its run file. The run fills it once its server answered or
+gave up (:data:`kfstack.tracking.store.START_TIMEOUT_SECONDS`) and one request more; this bound
+holds should the run itself be gone."""
 
 REQUEST_TIMEOUT_SECONDS = 5
 """How long one request to the tracking server may take (MLflow's ``MLFLOW_HTTP_REQUEST_TIMEOUT``)."""
@@ -272,6 +280,39 @@ def process_environment(uri: str, run_id: str | None, notices: str | None) -> di
     if notices:
         values[NOTICE_FILE_ENV] = notices
     return values
+
+
+def join_run(env: Mapping[str, str] | None = None, wait: float = RUN_FILE_WAIT_SECONDS) -> Mapping[str, str]:
+    """``env`` (default: this process's) with ``MLFLOW_RUN_ID`` set from its run file
+    (:data:`RUN_FILE_ENV`), waiting for the file at most ``wait`` seconds; the id is set in this
+    process's environment too, so the team's code (and what it starts) logs into the run. ``env``
+    unchanged where it names no run file, already names a run, or the run has none.
+
+    kfstack's wrappers of a team's code (the training entrypoint, the Spark driver) call it before
+    the code starts."""
+    env = os.environ if env is None else env
+    path = env.get(RUN_FILE_ENV, "")
+    if not path or env.get(RUN_ID_ENV):
+        return env
+    deadline = time.monotonic() + wait
+    while not os.path.exists(path) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    run_id = ""
+    with contextlib.suppress(OSError), open(path, encoding="utf-8") as f:
+        run_id = f.read().strip()
+    if not run_id:
+        return env
+    os.environ[RUN_ID_ENV] = run_id
+    return {**env, RUN_ID_ENV: run_id}
+
+
+def write_run_file(path: str, run_id: str | None) -> None:
+    """Fills a run file (:data:`RUN_FILE_ENV`) whole at once: a reader sees no file or the id."""
+    partial = f"{path}.partial"
+    with contextlib.suppress(OSError):
+        with open(partial, "w", encoding="utf-8") as f:
+            f.write(run_id or "")
+        os.replace(partial, path)
 
 
 def _log_batch(

@@ -9,27 +9,36 @@ server where one serves it now, else a server started with the run and stopped w
 Without MLflow (or, for the store, without the full MLflow) the run is not tracked and says so
 in one line with what to install.
 
-The server starts, and the parent run is made, on a thread of its own while the run sets up; the
-first task waits for it, at most :data:`kfstack.tracking.store.START_TIMEOUT_SECONDS`.
+The server starts, and the parent run is made, on a thread of its own while the run goes on (the
+server takes seconds to answer: 7 to 14 on two cores). A task of kfstack's own components that
+starts before then does not wait: its run is made (and, when it ends, its outputs logged) on a
+thread of its own once the server answers, and its processes are given a run file
+(:data:`kfstack.tracking.client.RUN_FILE_ENV`) in place of ``MLFLOW_RUN_ID``, which kfstack's
+wrappers of the team's code (the training entrypoint, the Spark driver) read before the code starts
+(:func:`kfstack.tracking.client.join_run`). Any other task (a team's own component, whose MLflow
+calls read ``MLFLOW_RUN_ID`` alone) starts once its run is made, as KFP's plugin makes it.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import getpass
+import itertools
 import os
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from kfstack.tracking import runs
 from kfstack.tracking.client import (
     INSTALL_HINT,
+    RUN_FILE_ENV,
     TRACKING_URI_ENV,
     Tracker,
     process_environment,
     reachable,
     read_notices,
+    write_run_file,
 )
 from kfstack.tracking.store import (
     SERVER_INSTALL_HINT,
@@ -43,6 +52,8 @@ SWITCH_ENV = "KFSTACK_TRACKING"
 """``off``: the environment's ``--no-tracking`` (a team's CI, a test suite)."""
 NOTICE_FILE = "tracking-notices.jsonl"
 """In the run directory: what the run's processes could not track (:mod:`kfstack.tracking.client`)."""
+RUN_FILES = "tracking-runs"
+"""In the run directory: the run files of tasks that started before their runs were made."""
 
 FINISHED, FAILED, KILLED = "FINISHED", "FAILED", "KILLED"
 
@@ -99,6 +110,31 @@ def started_by(arguments: Mapping[str, Any]) -> str:
         return "person"
 
 
+class TaskRun:
+    """A task's MLflow run: made at once where the parent run is, else on a thread of its own
+    once the parent is made, its id then written to :attr:`file` for the task's processes."""
+
+    def __init__(self, file: str) -> None:
+        self.file = file
+        self.id: str | None = None
+        self._made = threading.Event()
+
+    @property
+    def known(self) -> bool:
+        return self._made.is_set()
+
+    def made(self, run_id: str | None, tell_processes: bool) -> None:
+        self.id = run_id
+        if tell_processes:
+            write_run_file(self.file, run_id)
+        self._made.set()
+
+    def wait(self) -> str | None:
+        """The run's id once it is made (the wait is bounded by the parent's, and one request)."""
+        self._made.wait()
+        return self.id
+
+
 class RunTracking:
     """The MLflow runs of one embedded pipeline run.
 
@@ -134,7 +170,11 @@ class RunTracking:
         }
         self._parameters = dict(parameters)
         self._run_name = os.path.basename(run_dir)
+        self._run_files = os.path.join(run_dir, RUN_FILES)
         self._starting = threading.Thread(target=self._start, name="tracking", daemon=True)
+        self._pending: list[threading.Thread] = []  # tasks' runs waiting for the parent
+        self._count = itertools.count()
+        self._lock = threading.Lock()
 
     def start(self) -> None:
         """Starts the store's server (if any) and makes the parent run, on a thread of its own."""
@@ -157,32 +197,72 @@ class RunTracking:
         self._starting.join()
         return self.parent
 
-    def task_environment(self, run_id: str | None) -> dict[str, str]:
-        """What a task's processes are told so that their MLflow calls land in ``run_id``."""
-        return process_environment(self.uri, run_id, self.notices)
+    def _later(self, work: Callable[[], None], name: str) -> None:
+        """``work()`` on a thread of its own, which :meth:`finish` waits for."""
+        thread = threading.Thread(target=work, name=name, daemon=True)
+        with self._lock:
+            self._pending.append(thread)
+        thread.start()
 
-    def task_started(self, task: str, tags: Mapping[str, str] | None = None) -> str | None:
-        """A nested run for a task that runs now (with ``tags`` besides the run's own); its id,
-        or None where tracking is off."""
-        parent = self._parent()
-        if parent is None:
-            return None
-        return runs.start_task_run(
-            self.tracker, self.experiment, parent, task, {**self._common, **(tags or {})}
-        )
+    def task_environment(self, task_run: TaskRun | None) -> dict[str, str]:
+        """What a task's processes are told so that their MLflow calls land in its run: its id,
+        or where it is not made yet, the file that will hold it."""
+        if task_run is None:
+            return process_environment(self.uri, None, self.notices)
+        if task_run.known:
+            return process_environment(self.uri, task_run.id, self.notices)
+        return {**process_environment(self.uri, None, self.notices), RUN_FILE_ENV: task_run.file}
 
-    def task_finished(self, run_id: str | None, succeeded: bool | None, outputs: Mapping[str, Any]) -> None:
-        """``succeeded`` None: the task was stopped (Ctrl-C)."""
-        if run_id is None:
+    def task_started(self, task: str, tags: Mapping[str, str] | None = None, wait: bool = False) -> TaskRun:
+        """A nested run for a task that runs now (with ``tags`` besides the run's own): made now
+        where the parent run is, else once it is (module docstring). ``wait``: made now in any
+        case, after the parent (the task's processes would not read a run file)."""
+        os.makedirs(self._run_files, exist_ok=True)
+        task_run = TaskRun(os.path.join(self._run_files, f"{next(self._count)}-{task}"))
+        later = self._starting.is_alive() and not wait
+
+        def make() -> None:
+            run_id = None
+            try:
+                parent = self._parent()
+                if parent is not None:
+                    run_id = runs.start_task_run(
+                        self.tracker, self.experiment, parent, task, {**self._common, **(tags or {})}
+                    )
+            finally:  # the task's processes stop waiting, whatever happened
+                task_run.made(run_id, tell_processes=later)
+
+        if later:
+            self._later(make, f"tracking {task}")
+        else:
+            make()
+        return task_run
+
+    def task_finished(
+        self, task_run: TaskRun | None, succeeded: bool | None, outputs: Mapping[str, Any]
+    ) -> None:
+        """The task's outputs and outcome into its run (once it is made: the run does not wait
+        for it). ``succeeded`` None: the task was stopped (Ctrl-C)."""
+        if task_run is None:
             return
-        if outputs:
-            runs.log_outputs(self.tracker, run_id, outputs)
-        self.tracker.end_run(run_id, FINISHED if succeeded else KILLED if succeeded is None else FAILED)
+
+        def end() -> None:
+            run_id = task_run.wait()
+            if run_id is None:
+                return
+            if outputs:
+                runs.log_outputs(self.tracker, run_id, outputs)
+            self.tracker.end_run(run_id, FINISHED if succeeded else KILLED if succeeded is None else FAILED)
+
+        if task_run.known:
+            end()
+        else:
+            self._later(end, "tracking a task's end")
 
     def task_cached(self, task: str, outputs: Mapping[str, Any], cached_from: str) -> None:
         """A step the cache answered: its run holds what it reused, tagged with where from."""
-        run_id = self.task_started(task, {runs.CACHED_FROM_TAG: cached_from})
-        self.task_finished(run_id, True, outputs)
+        task_run = self.task_started(task, {runs.CACHED_FROM_TAG: cached_from})
+        self.task_finished(task_run, True, outputs)
 
     def finish(self, status: str, metrics: Mapping[str, Any]) -> dict[str, Any]:
         """Ends the parent run (``status``: the summary's SUCCEEDED, FAILED or CANCELLED) with
@@ -191,6 +271,10 @@ class RunTracking:
         summary's ``tracking`` entry."""
         try:
             parent = self._parent()
+            with self._lock:
+                pending = list(self._pending)
+            for thread in pending:  # each bounded: the parent's wait, then requests that time out
+                thread.join()
             if parent is not None:
                 self.tracker.log_metrics(parent, metrics, what="the run's figures")
                 mlflow_status = {"SUCCEEDED": FINISHED, "CANCELLED": KILLED}.get(status, FAILED)

@@ -50,6 +50,7 @@ import fsspec
 from kfstack import contracts
 from kfstack.errors import InvalidParameterError
 from kfstack.team_code import run_as_main
+from kfstack.tracking.client import join_run
 from kfstack.tracking.replica import ReplicaTracking
 from kfstack.tuning.metric_lines import MetricReport, parse_line
 from kfstack.uris import join
@@ -287,7 +288,8 @@ def _write_json(uri: str, document: Mapping[str, Any]) -> None:
 def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None) -> None:
     """The replica's whole run; see the module docstring."""
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    env = os.environ if env is None else env
+    # The task's MLflow run, where the embedded run was still making it when the task started.
+    env = join_run(os.environ if env is None else env)
     argv = list(sys.argv[1:] if argv is None else argv)
     code = declared_code(env)
     model_format = contracts.check_model_format(env.get(MODEL_FORMAT_ENV, contracts.CUSTOM))

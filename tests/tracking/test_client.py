@@ -3,6 +3,7 @@ pipeline run, a task and a trial, and a failure said once and never raised."""
 
 import json
 import os
+import threading
 import time
 import types
 
@@ -149,8 +150,9 @@ def test_a_trial_makes_its_run_under_the_tuning_tasks_and_logs_each_epoch(server
     assert again is not None and again.run_id == tracked.run_id
 
 
+@pytest.mark.parametrize("told", ["run id", "run file"])
 def test_the_training_entrypoint_tracks_its_epochs_and_the_teams_own_logging_joins(
-    server, client, team_code, tmp_path, monkeypatch
+    told, server, client, team_code, tmp_path, monkeypatch
 ):
     tracker = Tracker(server.uri)
     task = tracker.start_run("training", "train", {})
@@ -158,11 +160,22 @@ def test_the_training_entrypoint_tracks_its_epochs_and_the_teams_own_logging_joi
     env = {
         **entrypoint.step_env(code, "custom", str(tmp_path / "model"), str(tmp_path / "result.json")),
         "MLFLOW_TRACKING_URI": server.uri,
-        "MLFLOW_RUN_ID": task,
     }
+    filler = None
+    if told == "run id":
+        env["MLFLOW_RUN_ID"] = task
+    else:  # an embedded task that started while the store's server was starting: the run comes later
+        run_file = str(tmp_path / "task-run")
+        env[tracking_client.RUN_FILE_ENV] = run_file
+        filler = threading.Timer(0.5, tracking_client.write_run_file, (run_file, task))
+        filler.start()
+    monkeypatch.setenv("MLFLOW_RUN_ID", "")  # the entrypoint sets it: undone after the test
+    monkeypatch.delenv("MLFLOW_RUN_ID")
     for name, value in env.items():
         monkeypatch.setenv(name, value)
     entrypoint.main(["--epochs=3", "--rate=0.25"], env)
+    if filler is not None:
+        filler.join()
     import mlflow
 
     mlflow.end_run()  # the team's call started the run in this process (a replica's exit ends it)
@@ -175,3 +188,21 @@ def test_the_training_entrypoint_tracks_its_epochs_and_the_teams_own_logging_joi
 @pytest.mark.parametrize("env", [{}, {"MLFLOW_TRACKING_URI": "http://127.0.0.1:9"}])
 def test_a_chief_without_a_run_to_log_into_tracks_nothing(env):
     assert ReplicaTracking.for_chief(env, "", []) is None
+
+
+def test_a_run_file_gives_its_id_once_filled_and_nothing_when_empty_or_never_filled(tmp_path, monkeypatch):
+    monkeypatch.setenv("MLFLOW_RUN_ID", "")  # join_run sets it: undone after the test
+    monkeypatch.delenv("MLFLOW_RUN_ID")
+    run_file = str(tmp_path / "run")
+    env = {tracking_client.RUN_FILE_ENV: run_file}
+    assert tracking_client.join_run(env, wait=0.2) == env  # never filled: the code runs untracked
+    tracking_client.write_run_file(run_file, None)  # the run could not be made
+    assert tracking_client.join_run(env) == env and "MLFLOW_RUN_ID" not in os.environ
+    filler = threading.Timer(0.3, tracking_client.write_run_file, (str(tmp_path / "later"), "abc123"))
+    filler.start()
+    later = {tracking_client.RUN_FILE_ENV: str(tmp_path / "later")}
+    assert tracking_client.join_run(later)["MLFLOW_RUN_ID"] == "abc123"
+    assert os.environ["MLFLOW_RUN_ID"] == "abc123"  # for the team's code, and what it starts
+    filler.join()
+    # A process told its run outright keeps it.
+    assert tracking_client.join_run({**later, "MLFLOW_RUN_ID": "given"})["MLFLOW_RUN_ID"] == "given"

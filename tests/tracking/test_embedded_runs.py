@@ -4,6 +4,8 @@ answers or disappears midway goes on, its summary saying once what was not track
 
 import io
 import os
+import subprocess
+import sys
 import threading
 import time
 
@@ -12,6 +14,8 @@ import pytest
 from kfstack.app import run_directory
 from kfstack.app.local_run import run_pipeline_locally
 from kfstack.tracking import runs, store
+from kfstack.tracking.client import RUN_FILE_ENV, RUN_ID_ENV
+from kfstack.tracking.embedded import Destination, RunTracking
 
 PIPELINE = "tests.tracking.tracked_pipeline:pipeline"
 
@@ -158,3 +162,60 @@ def test_a_server_that_disappears_midway_costs_the_run_nothing(tracking_on, tmp_
     client = store_client(tmp_path)
     parent = client.get_run(summary.tracking["run_id"])
     assert parent.info.status == "RUNNING"  # its end was not tracked: said, not hidden
+
+
+def test_a_task_that_starts_before_the_server_answers_does_not_wait_and_its_process_finds_its_run(
+    tracking_on, server, client, tmp_path
+):
+    """The store's server takes seconds to answer: kfstack's own tasks start meanwhile, their
+    runs made once it answers; a team's own component (whose MLflow calls read MLFLOW_RUN_ID
+    alone) starts once its run is made."""
+    answered = threading.Event()
+
+    class Starting:  # the run's own server, until the test lets it answer (the real one)
+        uri = server.uri
+
+        def start(self):
+            pass
+
+        def wait_ready(self):
+            answered.wait(60)
+
+        def stop(self):
+            pass
+
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    where = Destination(uri=server.uri, server=Starting())
+    tracked = RunTracking(where, str(run_dir), "early-tasks", "v1", "0.0", {"rows": 3})
+    tracked.start()
+    early = tracked.task_started("validate-run")
+    assert not early.known and tracked.parent is None  # the task did not wait for the server
+    env = tracked.task_environment(early)
+    assert RUN_ID_ENV not in env and env[RUN_FILE_ENV] == early.file
+    # The task's process (its wrapper of the team's code) waits for the run file meanwhile.
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "from kfstack.tracking.client import join_run; print(join_run()['MLFLOW_RUN_ID'])",
+        ],
+        env={**os.environ, **env},
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    tracked.task_finished(early, True, {"Output": 0.5})  # its end is logged once its run is made
+    assert not early.known
+    answered.set()
+    told, _ = process.communicate(timeout=60)
+    assert process.returncode == 0
+    team = tracked.task_started("team-step", wait=True)
+    assert team.known and tracked.task_environment(team)[RUN_ID_ENV] == team.id
+    tracked.task_finished(team, True, {})
+    entry = tracked.finish("SUCCEEDED", {"figures.rows": 3})
+
+    task_run = client.get_run(told.strip())
+    assert task_run.info.run_id == early.id and task_run.info.run_name == "validate-run"
+    assert task_run.data.tags["mlflow.parentRunId"] == entry["run_id"]
+    assert task_run.data.metrics == {"Output": 0.5} and task_run.info.status == "FINISHED"
+    assert client.get_run(entry["run_id"]).info.status == "FINISHED" and "error" not in entry

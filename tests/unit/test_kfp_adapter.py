@@ -92,9 +92,9 @@ class _Hooks:
         result = execute()
         self.calls.append(("execute", component, result))
 
-    def run_task(self, component, arguments, run):
+    def run_task(self, component, arguments, run, image=""):
         result = run({**arguments, "filled": True})
-        self.calls.append(("run", component, result))
+        self.calls.append(("run", component, result, image))
 
     def run_process(self, full_command, env_vars):
         self.calls.append(("process", full_command, env_vars))
@@ -110,8 +110,10 @@ def test_the_hooks_wrap_kfps_calls_as_kfp_makes_them_and_are_taken_out_after(mon
         received["execute"] = (task_name, task_spec)
         return {"out": 1}, status.Status.SUCCESS
 
-    def run_single_task_implementation(pipeline_resource_name, component_name, arguments, **rest):
-        received["run"] = (component_name, arguments, rest)
+    def run_single_task_implementation(
+        pipeline_resource_name, component_name, arguments, executor_spec, **rest
+    ):
+        received["run"] = (component_name, arguments, executor_spec, rest)
         return {}, status.Status.FAILURE
 
     def run_local_subprocess(full_command, env_vars=None):
@@ -121,6 +123,7 @@ def test_the_hooks_wrap_kfps_calls_as_kfp_makes_them_and_are_taken_out_after(mon
     monkeypatch.setattr(task_dispatcher, "run_single_task_implementation", run_single_task_implementation)
     monkeypatch.setattr(subprocess_task_handler, "run_local_subprocess", run_local_subprocess)
     spec = type("Spec", (), {"component_ref": type("Ref", (), {"name": "comp-train"})()})()
+    executor = type("Executor", (), {"container": type("Container", (), {"image": "team/train:1"})()})()
     hooks = _Hooks()
     with kfp_adapter.task_hooks(hooks) as hooked:
         assert hooked
@@ -132,15 +135,24 @@ def test_the_hooks_wrap_kfps_calls_as_kfp_makes_them_and_are_taken_out_after(mon
             status.Status.SUCCESS,
         )
         outputs, failed = task_dispatcher.run_single_task_implementation(
-            "p", component_name="comp-train", arguments={"epochs": 2}, raise_on_error=False
+            "p",
+            component_name="comp-train",
+            arguments={"epochs": 2},
+            executor_spec=executor,
+            raise_on_error=False,
         )
         assert (outputs, failed) == ({}, status.Status.FAILURE)
         assert subprocess_task_handler.run_local_subprocess(["python3", "-c", "pass"], {"A": "1"}) == 3
     assert received["execute"] == ("train", spec)
-    assert received["run"] == ("comp-train", {"epochs": 2, "filled": True}, {"raise_on_error": False})
+    assert received["run"] == (
+        "comp-train",
+        {"epochs": 2, "filled": True},
+        executor,
+        {"raise_on_error": False},
+    )
     assert hooks.calls == [
         ("execute", "comp-train", kfp_adapter.TaskResult({"out": 1}, True)),
-        ("run", "comp-train", kfp_adapter.TaskResult({}, False)),
+        ("run", "comp-train", kfp_adapter.TaskResult({}, False), "team/train:1"),
         ("process", ["python3", "-c", "pass"], {"A": "1"}),
     ]
     assert task_executor.execute_single_task is execute_single_task
