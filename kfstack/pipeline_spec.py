@@ -399,11 +399,15 @@ def drop_pod_label(documents: list[dict[str, Any]], key: str, value: str) -> lis
     return dropped
 
 
-def stamp_version(documents: list[dict[str, Any]], version: str, label_value: str, env_name: str) -> None:
+def stamp_version(
+    documents: list[dict[str, Any]], version: str, label_value: str, env_name: str, name_env: str = ""
+) -> None:
     """Stamps ``version`` into a compiled pipeline's documents (IR spec, platform spec), in place:
 
     - ``pipelineInfo``: ``displayName`` ``<name> <version>`` and the description's last line;
-    - every executor's container: the env var ``env_name`` (tasks record it in what they make);
+    - every executor's container: the env var ``env_name`` (tasks record it in what they make)
+      and, given ``name_env``, that env var holding the pipeline's name (a task on a cluster has
+      no other way to tell it: its tracking experiment's);
     - every executor's pod: the label :data:`VERSION_LABEL` = ``label_value`` (a label value
       cannot hold ``+``), so ``kubectl get pods -l`` finds a version's pods.
     """
@@ -416,8 +420,9 @@ def stamp_version(documents: list[dict[str, Any]], version: str, label_value: st
     for executor in executors.values():
         container = executor.get("container")
         if container is not None:
-            env = [e for e in container.get("env", []) if e.get("name") != env_name]
-            container["env"] = [*env, {"name": env_name, "value": version}]
+            stamped = {env_name: version, **({name_env: info["name"]} if name_env else {})}
+            env = [e for e in container.get("env", []) if e.get("name") not in stamped]
+            container["env"] = [*env, *({"name": name, "value": value} for name, value in stamped.items())]
     if len(documents) < 2:
         documents.append({"platforms": {"kubernetes": {"deploymentSpec": {"executors": {}}}}})
     platform = documents[1].setdefault("platforms", {}).setdefault("kubernetes", {})

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 from collections.abc import Mapping
 from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 
@@ -45,6 +46,8 @@ from kfstack.kubernetes.naming import RunContext
 from kfstack.kubernetes.placement import Placement
 from kfstack.kubernetes.resources import ResourceKind
 from kfstack.settings import with_overrides
+from kfstack.tracking import cluster as cluster_tracking
+from kfstack.version import PIPELINE_ENV, VERSION_ENV
 
 LOCAL = "local"
 KUBERNETES = "kubernetes"
@@ -291,21 +294,33 @@ def run_stage(
             run_id=arguments.get(RUN_ID_ARGUMENT, ""),
             task_name=arguments.get(TASK_NAME_ARGUMENT) or stage.component,
         )
-        # Every variant is built first: a value its builder refuses fails before any API call.
-        built = {id(variant): stage.build(variant.settings, context) for variant in variants}
+        # Every variant is built first: a value its builder refuses fails before any API call
+        # (and before the task's MLflow run is made).
+        for variant in variants:
+            stage.build(variant.settings, context)
         cluster = cluster or Cluster.from_environment(stage.component, settings.placement.launch_namespace)
         variant = choose_variant(stage.component, variants, cluster)
-        # Before the first create: may this step's service account launch them there?
-        access.review(stage.component, cluster, built[id(variant)])
-        # And does the cluster's controller release accept each whole (a dry run), or an
-        # older form of it? A feature it lacks is refused here, never half done.
-        objects = [dry_run.fitted(stage.component, cluster, body) for body in built[id(variant)]]
-        # A service stage applies what the cluster already runs calls for (run_kubernetes): for it
-        # the dry run is the check alone (no service kind has an older form).
-        if isinstance(stage, ServiceStage):
-            result = stage.run_kubernetes(variant.settings, context, cluster)
-        else:
-            result = _launch_and_collect(stage, variant.settings, objects, cluster)
+        # The task's MLflow run, which the batch jobs' pods log into (kfstack.tracking.cluster);
+        # a service stage's pods (the predictors) are not tracked.
+        if not isinstance(stage, ServiceStage):
+            context = dataclasses.replace(context, tracking=_task_tracking(settings.placement, context))
+        built = stage.build(variant.settings, context)
+        succeeded = False
+        try:
+            # Before the first create: may this step's service account launch them there?
+            access.review(stage.component, cluster, built)
+            # And does the cluster's controller release accept each whole (a dry run), or an
+            # older form of it? A feature it lacks is refused here, never half done.
+            objects = [dry_run.fitted(stage.component, cluster, body) for body in built]
+            # A service stage applies what the cluster already runs calls for (run_kubernetes): for
+            # it the dry run is the check alone (no service kind has an older form).
+            if isinstance(stage, ServiceStage):
+                result = stage.run_kubernetes(variant.settings, context, cluster)
+            else:
+                result = _launch_and_collect(stage, variant.settings, objects, cluster)
+            succeeded = True
+        finally:
+            cluster_tracking.finish(context.tracking, succeeded)
         result = dataclasses.replace(result, reference={"platform": KUBERNETES, **result.reference})
     else:
         # The embedded platform has every variant's contract: the preferred one runs.
@@ -313,6 +328,19 @@ def run_stage(
         result = dataclasses.replace(local, reference={"platform": LOCAL, **local.reference})
     publish(result, stage, arguments)
     return result
+
+
+def _task_tracking(placement: Placement, context: RunContext) -> cluster_tracking.TaskTracking | None:
+    """The task's MLflow run: KFP's plugin's, or made here where the environment names a server."""
+    return cluster_tracking.task_tracking(
+        os.environ,
+        placement.tracking_uri,
+        placement.tracking_secret,
+        context.run_id,
+        os.environ.get(PIPELINE_ENV, ""),
+        context.task_name,
+        os.environ.get(VERSION_ENV, ""),
+    )
 
 
 def _launch_and_collect(

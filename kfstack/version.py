@@ -21,6 +21,8 @@ __version__ = "0.1.0"
 # An explicit pipeline version: set by `kfstack compile --pipeline-version` while it compiles,
 # and by the embedded runner for the tasks of a run.
 VERSION_ENV = "KFSTACK_PIPELINE_VERSION"
+# The pipeline's name, which `kfstack compile` stamps into every task beside its version.
+PIPELINE_ENV = "KFSTACK_PIPELINE"
 # Ends the version of a source tree whose tracked files have uncommitted changes.
 DIRTY_SUFFIX = "-dirty"
 # Kubernetes label values: at most 63 characters, alphanumeric at both ends, [-_.] between.

@@ -560,6 +560,22 @@ CATALOG = ParameterSet(
             _CLUSTER,
         ),
         from_setting(
+            Placement,
+            "tracking_uri",
+            "Kubernetes: the MLflow tracking server (``http(s)://``) the launched jobs, trials and "
+            "their tasks' runs are tracked to; empty: KFP's MLflow plugin's, where it is on, else "
+            "none (docs/tracking.md).",
+            _CLUSTER,
+        ),
+        from_setting(
+            Placement,
+            "tracking_secret",
+            "Kubernetes: the Secret the launched pods read the tracking server's credentials from "
+            "(keys MLFLOW_TRACKING_TOKEN, or MLFLOW_TRACKING_USERNAME and MLFLOW_TRACKING_PASSWORD; "
+            "optional); by default KFP's MLflow plugin's.",
+            _CLUSTER,
+        ),
+        from_setting(
             TrainingPlacement,
             "timeout_seconds",
             "Kubernetes: the training job's activeDeadlineSeconds and the longest wait for it (seconds).",

@@ -16,9 +16,11 @@ REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 # Embedded runs track to an MLflow store under their pipeline root by default, a tracking server
 # per run. The tests of tracking (tests/tracking) turn it on where they check it; every other
-# embedded run of the suite, and the processes it starts, runs without one, as a team's CI may
-# (docs/tracking.md).
+# run of the suite (embedded, or a launching task on a fake cluster), and the processes it starts,
+# runs without one, as a team's CI may (docs/tracking.md), whatever the shell names.
 os.environ["KFSTACK_TRACKING"] = "off"
+for _name in ("MLFLOW_TRACKING_URI", "MLFLOW_RUN_ID", "MLFLOW_EXPERIMENT_ID"):
+    os.environ.pop(_name, None)
 
 
 @pytest.fixture(scope="session")

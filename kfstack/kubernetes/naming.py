@@ -18,6 +18,7 @@ import re
 from collections.abc import Mapping
 
 from kfstack.errors import InvalidParameterError
+from kfstack.tracking.cluster import TaskTracking
 
 PART_OF_LABEL = "app.kubernetes.io/part-of"
 RUN_LABEL = "kfstack.dev/pipeline-run"
@@ -140,10 +141,22 @@ def run_selector(run_id: str) -> str:
 
 @dataclasses.dataclass(frozen=True)
 class RunContext:
-    """The pipeline run and task a launcher works for (KFP placeholders fill them in)."""
+    """The pipeline run and task a launcher works for (KFP placeholders fill them in), and the
+    task's MLflow run where it is tracked (the pods it launches log into it)."""
 
     run_id: str
     task_name: str
+    tracking: TaskTracking | None = None
+
+    def tracking_env(self, trial: bool = False) -> dict[str, str]:
+        """The launched pods' tracking variables (:meth:`TaskTracking.launched_env`); none where
+        the task is not tracked."""
+        return self.tracking.launched_env(trial) if self.tracking is not None else {}
+
+    def tracking_secret(self) -> str:
+        """The Secret the launched pods read the tracking credentials from; empty where the task
+        is not tracked."""
+        return self.tracking.secret if self.tracking is not None else ""
 
     def name(self, prefix: str) -> str:
         return resource_name(prefix, self.run_id, self.task_name)

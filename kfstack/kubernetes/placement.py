@@ -11,6 +11,7 @@ import dataclasses
 from kfstack.kubernetes import naming, node_pools, training_apis
 from kfstack.kubernetes.pods import SecretRefs
 from kfstack.settings import Placeholder, Settings, setting
+from kfstack.tracking.cluster import DEFAULT_TRACKING_SECRET
 
 DEFAULT_OBJECT_STORE_SECRET = "kfstack-object-store"
 
@@ -34,6 +35,13 @@ class Placement(Settings):
             False: no mesh labels at all.
         launch_namespace: Where the launched objects are created and read back (jobs, their
             pods and logs, Trials, the InferenceService); empty: the task pod's own namespace.
+        tracking_uri: The MLflow tracking server the runs are tracked to (``http(s)://``); empty:
+            the one KFP's MLflow plugin names, where it is on, else none
+            (:mod:`kfstack.tracking.cluster`).
+        tracking_secret: The Secret the launched pods read the tracking server's credentials
+            from, its keys named as MLflow's variables (``MLFLOW_TRACKING_TOKEN``, or
+            ``MLFLOW_TRACKING_USERNAME`` and ``MLFLOW_TRACKING_PASSWORD``); every reference is
+            optional. By default KFP's plugin's own.
     """
 
     concern = "cluster placement"
@@ -46,9 +54,17 @@ class Placement(Settings):
     poll_interval_seconds: int = setting(15, gt=0)
     istio_mesh: bool = True
     launch_namespace: str = ""
+    tracking_uri: str = ""
+    tracking_secret: str = DEFAULT_TRACKING_SECRET
 
     def check(self) -> list[str]:
         problems = []
+        uri = self.tracking_uri
+        if uri and not isinstance(uri, Placeholder) and not uri.startswith(("http://", "https://")):
+            problems.append(
+                f"{self.argument('tracking_uri')}={uri!r}: a cluster's pods reach a tracking server "
+                "over http:// or https://; empty: KFP's MLflow plugin's, where it is on"
+            )
         namespace = self.launch_namespace
         if namespace and not isinstance(namespace, Placeholder):
             problem = naming.check_namespace_name(namespace)
@@ -60,6 +76,7 @@ class Placement(Settings):
             ("object_store_secret", "a Secret"),
             ("image_pull_secret", "a Secret"),
             ("service_account", "a service account"),
+            ("tracking_secret", "a Secret"),
         ):
             value = getattr(self, field)
             if value and isinstance(value, str) and not isinstance(value, Placeholder):

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 from kfstack.kubernetes.naming import batch_pod_labels
 from kfstack.kubernetes.node_pools import NodePoolProfile
 from kfstack.kubernetes.sdk import lazy_module
+from kfstack.tracking.cluster import CREDENTIAL_KEYS
 
 if TYPE_CHECKING:
     from kubernetes import client
@@ -69,24 +70,20 @@ class SecretRefs:
         image_pull: Secret of type ``kubernetes.io/dockerconfigjson``; empty for public images.
         env_from: Secrets a team's code needs (database or feature-store credentials), every key
             of each becoming a variable of the container (``envFrom``); by name, never by value.
+        tracking: Secret holding the MLflow tracking server's credentials, each key named as
+            MLflow's variable (:data:`kfstack.tracking.cluster.CREDENTIAL_KEYS`); empty: the pods
+            do not track.
     """
 
     object_store: str = ""
     image_pull: str = ""
     env_from: tuple[str, ...] = ()
+    tracking: str = ""
 
     def env(self) -> list[client.V1EnvVar]:
-        if not self.object_store:
-            return []
-        return [
-            client.V1EnvVar(
-                name=key,
-                value_from=client.V1EnvVarSource(
-                    secret_key_ref=client.V1SecretKeySelector(name=self.object_store, key=key, optional=True)
-                ),
-            )
-            for key in OBJECT_STORE_KEYS
-        ]
+        return _optional_keys(self.object_store, OBJECT_STORE_KEYS) + _optional_keys(
+            self.tracking, CREDENTIAL_KEYS
+        )
 
     def env_from_sources(self) -> list[client.V1EnvFromSource] | None:
         return [
@@ -95,6 +92,21 @@ class SecretRefs:
 
     def image_pull_secrets(self) -> list[client.V1LocalObjectReference] | None:
         return [client.V1LocalObjectReference(name=self.image_pull)] if self.image_pull else None
+
+
+def _optional_keys(secret: str, keys: tuple[str, ...]) -> list[client.V1EnvVar]:
+    """A variable per key, each from the Secret's key of the same name where it has one."""
+    if not secret:
+        return []
+    return [
+        client.V1EnvVar(
+            name=key,
+            value_from=client.V1EnvVarSource(
+                secret_key_ref=client.V1SecretKeySelector(name=secret, key=key, optional=True)
+            ),
+        )
+        for key in keys
+    ]
 
 
 def container_security_context(read_only_root: bool = True) -> client.V1SecurityContext:

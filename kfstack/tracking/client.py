@@ -50,6 +50,9 @@ RUN_FILE_WAIT_SECONDS = 30.0
 gave up (:data:`kfstack.tracking.store.START_TIMEOUT_SECONDS`) and one request more; this bound
 holds should the run itself be gone."""
 
+SWITCH_ENV = "KFSTACK_TRACKING"
+"""``off``: the environment's ``--no-tracking`` (a team's CI, a test suite), on both platforms."""
+
 REQUEST_TIMEOUT_SECONDS = 5
 """How long one request to the tracking server may take (MLflow's ``MLFLOW_HTTP_REQUEST_TIMEOUT``)."""
 _BOUNDS = {
@@ -72,6 +75,12 @@ def bound_requests(environ: dict[str, str] | None = None) -> dict[str, str]:
     added = {name: value for name, value in _BOUNDS.items() if name not in target}
     target.update(added)
     return added
+
+
+def switched_off(environ: Mapping[str, str] | None = None) -> bool:
+    """Whether the environment turns tracking off (:data:`SWITCH_ENV`)."""
+    environ = os.environ if environ is None else environ
+    return environ.get(SWITCH_ENV, "").strip().lower() == "off"
 
 
 def client_installed() -> bool:
@@ -209,6 +218,33 @@ class Tracker:
             return None
         all_tags = {**_strings(tags, MAX_TAG_VALUE), **({"mlflow.parentRunId": parent} if parent else {})}
         return self.call(f"the run {name}", lambda client: client.create_run(experiment_id, name, all_tags))
+
+    def find_or_start_run(
+        self,
+        experiment: str,
+        name: str,
+        tags: Mapping[str, Any],
+        found_by: Mapping[str, str],
+        parent: str | None = None,
+    ) -> str | None:
+        """The run of ``experiment`` (nested under ``parent`` when given) that carries the tags
+        ``found_by``, made with ``tags`` where there is none; its id, or None. Where processes
+        race to make it, each takes the earliest made (the others' stay empty)."""
+        experiment_id = self.experiment_id(experiment)
+        if experiment_id is None:
+            return None
+        nested = {"mlflow.parentRunId": parent} if parent else {}
+        query = tag_filter({**found_by, **nested})
+        all_tags = {**_strings({**tags, **found_by}, MAX_TAG_VALUE), **nested}
+
+        def find_or_create(client: Backend) -> str | None:
+            found = client.find_run(experiment_id, query)
+            if found is None:
+                client.create_run(experiment_id, name, all_tags)
+                found = client.find_run(experiment_id, query)
+            return found
+
+        return self.call(f"the run {name}", find_or_create)
 
     def run_of(self, run_id: str, what: str) -> tuple[str, dict[str, str]] | None:
         """A run's experiment id and tags, or None."""

@@ -33,11 +33,13 @@ from kfstack.tracking import runs
 from kfstack.tracking.client import (
     INSTALL_HINT,
     RUN_FILE_ENV,
+    SWITCH_ENV,
     TRACKING_URI_ENV,
     Tracker,
     process_environment,
     reachable,
     read_notices,
+    switched_off,
     write_run_file,
 )
 from kfstack.tracking.store import (
@@ -48,8 +50,6 @@ from kfstack.tracking.store import (
     server_installed,
 )
 
-SWITCH_ENV = "KFSTACK_TRACKING"
-"""``off``: the environment's ``--no-tracking`` (a team's CI, a test suite)."""
 NOTICE_FILE = "tracking-notices.jsonl"
 """In the run directory: what the run's processes could not track (:mod:`kfstack.tracking.client`)."""
 RUN_FILES = "tracking-runs"
@@ -76,7 +76,7 @@ def destination(
     environ = os.environ if environ is None else environ
     if not enabled:
         return Destination(off="turned off (--no-tracking)", chosen=True)
-    if environ.get(SWITCH_ENV, "").strip().lower() == "off":
+    if switched_off(environ):
         return Destination(off=f"turned off ({SWITCH_ENV}=off)", chosen=True)
     uri = tracking_uri or environ.get(TRACKING_URI_ENV, "")
     if uri:

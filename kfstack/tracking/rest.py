@@ -59,7 +59,9 @@ class Backend(Protocol):
         """The run's experiment id and its tags."""
         ...
 
-    def find_run(self, experiment_id: str, filter_string: str) -> str | None: ...
+    def find_run(self, experiment_id: str, filter_string: str) -> str | None:
+        """The earliest run the filter matches (processes that raced to make one agree on it)."""
+        ...
 
     def log_batch(
         self,
@@ -146,7 +148,7 @@ class RestBackend:
             "experiment_ids": [experiment_id],
             "filter": filter_string,
             "max_results": 1,
-            "order_by": ["attributes.start_time DESC"],
+            "order_by": ["attributes.start_time ASC"],
         }
         found = self._request("POST", f"{API}/runs/search", body).get("runs", [])
         return str(found[0]["info"]["run_id"]) if found else None
@@ -220,7 +222,7 @@ class MlflowBackend:
             [experiment_id],
             filter_string=filter_string,
             max_results=1,
-            order_by=["attributes.start_time DESC"],
+            order_by=["attributes.start_time ASC"],
         )
         return str(found[0].info.run_id) if found else None
 

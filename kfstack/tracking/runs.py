@@ -36,6 +36,9 @@ LINEAGE_HASH_TAG = "kfstack.lineage_hash"
 REFERENCE_TAG_PREFIX = "kfstack.uri."
 """Followed by an output's name: where an output too large to copy (a dataset, a big model) is."""
 PARENT_TAG = "mlflow.parentRunId"
+DEFAULT_EXPERIMENT = "kfstack"
+"""A cluster run's experiment where its tasks cannot tell the pipeline's name (a pipeline not
+compiled by ``kfstack compile``, which stamps it into every task)."""
 
 MODEL_ARTIFACT_LIMIT = 200 * 1024 * 1024
 """A model directory up to this size is copied into the run's artifacts; a larger one is

@@ -38,6 +38,8 @@ START_TIMEOUT_SECONDS = 20.0
 """How long a run waits for its server to answer before it goes on without tracking (the
 first start over a new store creates its tables: seconds, on a slow machine)."""
 STOP_GRACE_SECONDS = 5.0
+JOB_EXECUTION_ENV = "MLFLOW_SERVER_ENABLE_JOB_EXECUTION"
+"""MLflow's own switch for its server's background jobs (MLflow 3.5 and later; on by default)."""
 
 SERVER_INSTALL_HINT = "pip install 'kfstack[mlflow]'"
 
@@ -113,12 +115,21 @@ class LocalServer:
             "1",
         ]
 
+    def environment(self) -> dict[str, str]:
+        """The server's environment: this process's, with MLflow's job execution off unless it
+        says otherwise. Those jobs (GenAI evaluation, trace roll-ups) are nothing a pipeline run
+        logs, and they cost a runner and seven consumer processes, each importing MLflow: about
+        half the server's start (measured: 10 processes and 16.5 s of CPU to answer, 2 and 8.6 s
+        without)."""
+        return {**os.environ, JOB_EXECUTION_ENV: os.environ.get(JOB_EXECUTION_ENV, "false")}
+
     def start(self) -> None:
         """Starts the server without waiting for it (:meth:`wait_ready` waits)."""
         os.makedirs(os.path.join(self.root, ARTIFACTS), exist_ok=True)
         with open(self.log_path, "ab") as log:
             self.process = subprocess.Popen(
                 self.command(),
+                env=self.environment(),
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,

@@ -682,8 +682,9 @@ def test_clean_negative_keep_is_bad_input(capsys, tmp_path):
 
 
 def test_compile_stamps_the_pipeline_version_everywhere_a_run_sees_it(capsys, tmp_path):
-    """An explicit version: the file name, the display name and description, every task's env,
-    and every task pod's label (with - where + is not allowed); KFP still loads the spec."""
+    """An explicit version: the file name, the display name and description, every task's env
+    (with the pipeline's name: a task's tracking experiment), and every task pod's label (with -
+    where + is not allowed); KFP still loads the spec."""
     from google.protobuf import json_format
     from kfp import components
 
@@ -697,9 +698,9 @@ def test_compile_stamps_the_pipeline_version_everywhere_a_run_sees_it(capsys, tm
     executors = spec["deploymentSpec"]["executors"]
     assert len(executors) >= 7
     for name, executor in executors.items():
-        assert {"name": "KFSTACK_PIPELINE_VERSION", "value": "0.1.0+abc1234"} in executor["container"][
-            "env"
-        ], name
+        env = executor["container"]["env"]
+        assert {"name": "KFSTACK_PIPELINE_VERSION", "value": "0.1.0+abc1234"} in env, name
+        assert {"name": "KFSTACK_PIPELINE", "value": FLIGHTS} in env, name
         pod = platform["platforms"]["kubernetes"]["deploymentSpec"]["executors"][name]["podMetadata"]
         assert pod["labels"]["kfstack.dev/pipeline-version"] == "0.1.0-abc1234"
     loaded = components.load_component_from_file(str(path))

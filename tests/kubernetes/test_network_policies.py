@@ -23,6 +23,7 @@ BATCH_POLICIES = (
     "kfstack-batch-katib",
     "kfstack-batch-object-store",
     "kfstack-batch-team-egress",
+    "kfstack-batch-tracking",
 )
 API_SERVER_POLICY = "kfstack-spark-driver-api-server"
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
@@ -324,20 +325,20 @@ def test_the_environment_egress_is_filled_and_the_team_egress_allows_nothing_yet
     assert (team["policyTypes"], team["egress"]) == (["Egress"], []), env
 
 
-def team_egress_example(env: str) -> list[dict]:
-    """The commented example of an overlay's team-egress.yaml, as YAML."""
+def commented_egress(path) -> list[dict]:
+    """The commented example egress of a policy file, as YAML."""
     import yaml
 
-    text = (MANIFESTS / "overlays" / env / "namespace" / "team-egress.yaml").read_text()
+    text = path.read_text()
     block = re.search(r"^#   egress:\n((?:#(?:   .*)?\n)+)", text, flags=re.MULTILINE)
-    assert block, f"{env}: team-egress.yaml has no commented example"
+    assert block, f"{path} has no commented example"
     lines = [line[4:] if line.startswith("#   ") else "" for line in block.group(0).splitlines()]
     return yaml.safe_load("\n".join(lines))["egress"]
 
 
 @pytest.mark.parametrize("env", OVERLAYS)
 def test_the_team_egress_example_is_a_valid_egress(env):
-    example = team_egress_example(env)
+    example = commented_egress(MANIFESTS / "overlays" / env / "namespace" / "team-egress.yaml")
     assert len(example) == 2
     policy = copy.deepcopy(policies(env)["kfstack-batch-team-egress"])
     policy["spec"]["egress"] = example
@@ -364,3 +365,18 @@ def test_dev_admits_its_namespace_at_kfps_object_store():
 def test_the_workload_label_is_the_one_the_builders_set():
     (policy,) = [p for p in policies("prod").values() if p["metadata"]["name"] == "kfstack-batch"]
     assert policy["spec"]["podSelector"] == {"matchLabels": {naming.WORKLOAD_LABEL: naming.BATCH_WORKLOAD}}
+
+
+def test_the_tracking_policy_allows_nothing_until_filled_and_its_example_reaches_the_server(overlay_policies):
+    env, found = overlay_policies
+    tracking = found["kfstack-batch-tracking"]
+    assert (tracking["spec"]["policyTypes"], tracking["spec"]["egress"]) == (["Egress"], []), env
+    example = commented_egress(MANIFESTS / "components" / "network-policies" / "tracking.yaml")
+    filled = copy.deepcopy(tracking)
+    filled["spec"]["egress"] = example
+    assert model_problems(filled) == []
+    server = ({NAMESPACE_NAME_LABEL: "mlflow"}, {"app.kubernetes.io/name": "mlflow"}, ("TCP", 5000))
+    assert allows(example, *server, own_namespace=False)
+    assert not allows(
+        example, {NAMESPACE_NAME_LABEL: "kubeflow"}, {"app": "seaweedfs"}, ("TCP", 5000), own_namespace=False
+    )

@@ -206,3 +206,14 @@ def test_a_run_file_gives_its_id_once_filled_and_nothing_when_empty_or_never_fil
     filler.join()
     # A process told its run outright keeps it.
     assert tracking_client.join_run({**later, "MLFLOW_RUN_ID": "given"})["MLFLOW_RUN_ID"] == "given"
+
+
+def test_the_store_server_runs_without_mlflows_job_processes(server):
+    """MLflow's server starts a job runner and its consumers unless told otherwise: the store's
+    server is one server and its one worker, none of them (kfstack.tracking.store)."""
+    import psutil
+
+    tree = [psutil.Process(server.process.pid), *psutil.Process(server.process.pid).children(recursive=True)]
+    commands = [" ".join(process.cmdline()) for process in tree]
+    assert len(tree) == 2, commands
+    assert not [command for command in commands if "huey" in command or "_job_runner" in command]

@@ -31,6 +31,8 @@ def spark_job(
     spark_timeout_seconds: int = 7200,
     istio_mesh: bool = True,
     launch_namespace: str = "",
+    tracking_uri: str = "",
+    tracking_secret: str = "kfp-mlflow-credentials",
     # End of the catalog's settings.
     spark_conf: dict = {},  # noqa: B006
     env_secrets: list = [],  # noqa: B006
@@ -90,6 +92,12 @@ def spark_job(
         launch_namespace: Kubernetes: the namespace the launchers create their jobs and the InferenceService
             in (and read back, clean up and roll back there); empty: the task pod's own. The run's service
             account needs the launcher Role there (manifests/README.md).
+        tracking_uri: Kubernetes: the MLflow tracking server (``http(s)://``) the launched jobs, trials and
+            their tasks' runs are tracked to; empty: KFP's MLflow plugin's, where it is on, else none
+            (docs/tracking.md).
+        tracking_secret: Kubernetes: the Secret the launched pods read the tracking server's credentials from
+            (keys MLFLOW_TRACKING_TOKEN, or MLFLOW_TRACKING_USERNAME and MLFLOW_TRACKING_PASSWORD; optional);
+            by default KFP's MLflow plugin's.
         local_cores: Local: ``local[N]``; 0: every core (``local[*]``).
         settings_overrides: The run's overrides of settings compiled into its version (setting
             -> value, ``kfstack describe``); the step applies those of its own arguments.

@@ -274,11 +274,13 @@ class SparkJobStage:
                     main_file=images.SPARK_DRIVER_FILE,
                     arguments=[settings.code.application, *settings.code.arguments],
                     profile=placement.profile,
-                    secrets=dataclasses.replace(placement.secrets, env_from=settings.env_secrets),
+                    secrets=dataclasses.replace(
+                        placement.secrets, env_from=settings.env_secrets, tracking=context.tracking_secret()
+                    ),
                     service_account=placement.service_account,
                     resources=settings.resources,
                     spark_conf=dict(settings.spark_conf),
-                    env=_remote_env(settings),
+                    env={**_remote_env(settings), **context.tracking_env()},
                     istio_mesh=placement.istio_mesh,
                 )
             )

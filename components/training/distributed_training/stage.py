@@ -290,11 +290,13 @@ class DistributedTrainingStage:
                 object_store=placement.object_store_secret,
                 image_pull=placement.image_pull_secret,
                 env_from=settings.env_secrets,
+                tracking=context.tracking_secret(),
             ),
             checkpoint_uri=fsspec_uri(settings.checkpoint_uri),
             max_restarts=topology.max_restarts,
             active_deadline_seconds=placement.timeout_seconds,
-            env=settings.env(remote=True),
+            # In Katib's trial template, each trial makes its own run under the tuning task's.
+            env={**settings.env(remote=True), **context.tracking_env(trial=bool(settings.trial))},
             istio_mesh=placement.istio_mesh,
         )
         if settings.training_api == TRAINER_V2:

@@ -17,7 +17,7 @@ from kfstack.app.cli.options import Subparsers, add_compiled_version_options, wr
 from kfstack.errors import UsageError
 from kfstack.images import COMPONENT_IMAGE
 from kfstack.pipelines import entry, environments, load_pipeline, pipeline_names, run_form
-from kfstack.version import VERSION_ENV, label_safe, pipeline_version
+from kfstack.version import PIPELINE_ENV, VERSION_ENV, label_safe, pipeline_version
 
 DEFAULT_DIST = os.path.join("dist", "pipelines")
 
@@ -90,7 +90,7 @@ def compile_pipelines(
         compiler.Compiler().compile(run_form.version_function(pipeline_func, settings), package_path=path)
         with open(path, encoding="utf-8") as f:
             documents = pipeline_spec.read_documents(f)
-        pipeline_spec.stamp_version(documents, stamped, label_safe(stamped), VERSION_ENV)
+        pipeline_spec.stamp_version(documents, stamped, label_safe(stamped), VERSION_ENV, PIPELINE_ENV)
         if settings:
             # A pipeline with a run form has them compiled in; one without takes them as defaults.
             environments.with_defaults(documents[0], run_form.still_parameters(documents[0], settings))

@@ -248,9 +248,10 @@ class FakeArtifact:
         self.metadata[name] = value
 
 
-def test_on_kubernetes_the_step_creates_the_application_and_reads_the_uploaded_report(tmp_path):
-    """Through a fake API server: the SparkApplication is created in the task's namespace, and
-    once it COMPLETED the report its driver uploaded becomes the Metrics."""
+def run_on_a_fake_cluster(tmp_path, **overrides):
+    """The step's whole run on Kubernetes, through a fake API server whose SparkApplication runs,
+    completes, and whose driver uploads its report; returns the created object, the step's
+    result and its artifacts."""
     import fsspec
 
     from kfstack.kubernetes.launcher import Cluster
@@ -260,7 +261,7 @@ def test_on_kubernetes_the_step_creates_the_application_and_reads_the_uploaded_r
         name: FakeArtifact(f"memory://kfstack-test/spark-run/{name}", str(tmp_path / name))
         for name in ("output", "report", "spark_job")
     }
-    args = {**remote(tmp_path, spark_arguments=["--day", "1"]), **outputs}
+    args = {**remote(tmp_path, spark_arguments=["--day", "1"], **overrides), **outputs}
     name = RunContext(RUN_ID, "spark-job").name(stage.NAME_PREFIX)
     with FakeKubernetesApi() as api:
 
@@ -281,7 +282,14 @@ def test_on_kubernetes_the_step_creates_the_application_and_reads_the_uploaded_r
             stage.STAGE, args, cluster=Cluster(api.api_client(), "team-ml", sleep=lambda s: None)
         )
         created = api.objects[("sparkapplications", "team-ml", name)]
+    return created, result, outputs
 
+
+def test_on_kubernetes_the_step_creates_the_application_and_reads_the_uploaded_report(tmp_path):
+    """Through a fake API server: the SparkApplication is created in the task's namespace, and
+    once it COMPLETED the report its driver uploaded becomes the Metrics."""
+    created, result, outputs = run_on_a_fake_cluster(tmp_path)
+    name = RunContext(RUN_ID, "spark-job").name(stage.NAME_PREFIX)
     assert created["spec"]["arguments"] == ["local:///opt/team/jobs/clean.py", "--day", "1"]
     assert (
         env_of(created["spec"]["executor"])["KFSTACK_OUTPUT_URI"] == "memory://kfstack-test/spark-run/output"
@@ -289,6 +297,8 @@ def test_on_kubernetes_the_step_creates_the_application_and_reads_the_uploaded_r
     assert outputs["report"].metadata == {"rows_read": 12.0, "rows_written": 11.0}
     assert result.reference["kind"] == "SparkApplication" and result.reference["name"] == name
     assert json.loads((tmp_path / "spark_job").read_text())["namespace"] == "team-ml"
+    # Not tracked (no tracking server named, nor KFP's MLflow plugin): no MLflow variable at all.
+    assert not [var for var in created["spec"]["driver"]["env"] if var["name"].startswith("MLFLOW_")]
 
 
 def test_collect_reads_the_report_the_driver_uploaded(tmp_path):

@@ -221,6 +221,42 @@ def test_every_job_runs_the_team_code_through_the_entrypoint(team_code, tmp_path
     validate_with_crds(tmp_path, objects)
 
 
+def test_a_tracked_tasks_jobs_tell_every_replica_its_run_and_the_tracking_secret(team_code, tmp_path):
+    """The task's MLflow run (here KFP's plugin's) reaches every replica of every training API
+    as plain variables, the credentials as optional references to the tracking Secret's keys."""
+    from kfstack.tracking.cluster import CREDENTIAL_KEYS, TaskTracking
+
+    tracking = TaskTracking(
+        "https://mlflow.example.com", "task-run-7", passed_on={"MLFLOW_TRACKING_AUTH": "kubernetes"}
+    )
+    context = RunContext("run-1", "distributed-training", tracking=tracking)
+    objects = []
+    for overrides in ({"training_api": "trainer-v2"}, {"training_api": "v1"}, {"framework": "tensorflow"}):
+        settings = STAGE.settings(cluster_arguments(**overrides))
+        objects += STAGE.build(STAGE.variants(settings)[0].settings, context)
+    trainjob, pytorchjob, tfjob = objects
+    containers = [
+        trainjob["spec"]["trainer"],
+        *(
+            spec["template"]["spec"]["containers"][0]
+            for spec in pytorchjob["spec"]["pytorchReplicaSpecs"].values()
+        ),
+        *(spec["template"]["spec"]["containers"][0] for spec in tfjob["spec"]["tfReplicaSpecs"].values()),
+    ]
+    for container in containers:
+        env = {var["name"]: var for var in container["env"]}
+        assert env["MLFLOW_TRACKING_URI"]["value"] == "https://mlflow.example.com"
+        assert env["MLFLOW_RUN_ID"]["value"] == "task-run-7"
+        assert env["MLFLOW_TRACKING_AUTH"]["value"] == "kubernetes"
+        for key in CREDENTIAL_KEYS:
+            assert env[key]["valueFrom"]["secretKeyRef"] == {
+                "name": "kfp-mlflow-credentials",
+                "key": key,
+                "optional": True,
+            }
+    validate_with_crds(tmp_path, objects)
+
+
 # --- local runs -------------------------------------------------------------------------------
 
 

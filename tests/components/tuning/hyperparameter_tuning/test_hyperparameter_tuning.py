@@ -80,7 +80,7 @@ def test_a_spec_the_code_cannot_run_is_refused_before_anything_starts(
         STAGE.settings(arguments(tmp_path, dataset, **overrides))
 
 
-def experiment_on_kubernetes(tmp_path, **overrides) -> dict:
+def experiment_on_kubernetes(tmp_path, context=None, **overrides) -> dict:
     """The Experiment the step builds for a cluster run (input and trials in the object store)."""
     settings = STAGE.settings(
         arguments(
@@ -93,7 +93,7 @@ def experiment_on_kubernetes(tmp_path, **overrides) -> dict:
         )
     )
     [variant] = STAGE.variants(settings)
-    [experiment] = STAGE.build(variant.settings, RunContext("run-1", "hyperparameter-tuning"))
+    [experiment] = STAGE.build(variant.settings, context or RunContext("run-1", "hyperparameter-tuning"))
     return experiment
 
 
@@ -127,6 +127,27 @@ def test_the_experiments_trial_is_the_training_steps_job(team_code, tmp_path):
     # The replicas know they train a trial, by the name Katib substitutes (its model is not kept).
     assert env["KFSTACK_TRIAL"] == "${trialParameters.trial_name}"
     # Katib names the trial's job (the trial's name); its CRD wants one.
+    validate_with_crds(
+        tmp_path, [{**job, "metadata": {**job["metadata"], "name": "kfs-tune-trial-abcdefgh"}}]
+    )
+
+
+def test_a_tracked_tuning_tasks_trials_each_make_their_run_under_its_run(team_code, tmp_path):
+    """Katib builds every trial's pods from one template: it names the tuning task's run as the
+    parent, and each trial's chief makes its own run under it (no MLFLOW_RUN_ID to share)."""
+    from kfstack.tracking.cluster import TaskTracking
+
+    tracking = TaskTracking("http://mlflow.mlflow:5000", "tuning-run-3", made_here=True, secret="mlflow-keys")
+    experiment = experiment_on_kubernetes(
+        tmp_path, RunContext("run-1", "hyperparameter-tuning", tracking=tracking), tuning_algorithm="tpe"
+    )
+    job = experiment["spec"]["trialTemplate"]["trialSpec"]
+    master = job["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]["containers"][0]
+    env = {var["name"]: var for var in master["env"]}
+    assert env["KFSTACK_MLFLOW_PARENT_RUN_ID"]["value"] == "tuning-run-3" and "MLFLOW_RUN_ID" not in env
+    assert env["MLFLOW_TRACKING_URI"]["value"] == "http://mlflow.mlflow:5000"
+    assert env["KFSTACK_TRIAL"]["value"] == "${trialParameters.trial_name}"  # the trial's run's name
+    assert env["MLFLOW_TRACKING_TOKEN"]["valueFrom"]["secretKeyRef"]["name"] == "mlflow-keys"
     validate_with_crds(
         tmp_path, [{**job, "metadata": {**job["metadata"], "name": "kfs-tune-trial-abcdefgh"}}]
     )

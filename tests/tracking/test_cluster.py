@@ -1,0 +1,126 @@
+"""Tracking on a cluster, without one: a launching task's run (KFP's plugin's, or made by the
+task under the KFP run's parent) against a real tracking server on loopback, the launched objects
+it renders (tested with the builders in the components' tests), and a task run through a fake
+Kubernetes API whose SparkApplication carries the task's run to its pods."""
+
+import pytest
+
+from kfstack.tracking import cluster, runs
+from kfstack.tracking.cluster import task_tracking
+
+KFP_RUN = "8d2f6a0c-1b3e-4f5a-9c7d-0e1f2a3b4c5d"
+
+
+def env_of(role):
+    return {var["name"]: var for var in role["env"]}
+
+
+def test_with_kfps_plugin_on_the_task_uses_its_run_and_passes_on_what_it_set(refusing_uri, capsys):
+    """KFP made the runs and set them in the task's container: nothing is asked of the server
+    (it refuses here: a request would fail and say so), and the launched pods get the same."""
+    plugin = {
+        "MLFLOW_TRACKING_URI": refusing_uri,
+        "MLFLOW_RUN_ID": "task-run-1",
+        "MLFLOW_EXPERIMENT_ID": "12",
+        "MLFLOW_TRACKING_AUTH": "kubernetes-namespaced",
+        "MLFLOW_WORKSPACE": "team-ml",
+    }
+    tracked = task_tracking(plugin, "", "kfp-mlflow-credentials", KFP_RUN, "flights-training", "train")
+    assert tracked is not None and tracked.run_id == "task-run-1" and not tracked.made_here
+    replicas = tracked.launched_env()
+    assert replicas["MLFLOW_TRACKING_URI"] == refusing_uri and replicas["MLFLOW_RUN_ID"] == "task-run-1"
+    assert (
+        replicas["MLFLOW_TRACKING_AUTH"] == "kubernetes-namespaced"
+        and replicas["MLFLOW_WORKSPACE"] == "team-ml"
+    )
+    assert replicas["MLFLOW_HTTP_REQUEST_TIMEOUT"] == "5"  # the team's calls bounded as kfstack's
+    trials = tracked.launched_env(trial=True)
+    assert trials["KFSTACK_MLFLOW_PARENT_RUN_ID"] == "task-run-1" and "MLFLOW_RUN_ID" not in trials
+    cluster.finish(tracked, succeeded=True)  # KFP ends its own runs
+    assert "tracking off" not in capsys.readouterr().err
+
+
+def test_without_the_plugin_tasks_of_one_run_share_a_parent_and_a_retry_finds_its_run(
+    tracking_on, server, client
+):
+    first = task_tracking({}, server.uri, "mlflow-keys", KFP_RUN, "flights-training", "spark-job", "1.2.0")
+    second = task_tracking({}, server.uri, "mlflow-keys", KFP_RUN, "flights-training", "train", "1.2.0")
+    assert first is not None and second is not None and first.made_here and second.secret == "mlflow-keys"
+    spark, train = client.get_run(first.run_id), client.get_run(second.run_id)
+    parent_id = spark.data.tags["mlflow.parentRunId"]
+    assert train.data.tags["mlflow.parentRunId"] == parent_id
+    parent = client.get_run(parent_id)
+    assert parent.info.run_name == KFP_RUN
+    assert parent.data.tags[runs.KFP_RUN_ID_TAG] == KFP_RUN
+    assert parent.data.tags[runs.PIPELINE_TAG] == "flights-training"
+    assert parent.data.tags[runs.PIPELINE_VERSION_TAG] == "1.2.0"
+    assert client.get_experiment(parent.info.experiment_id).name == "flights-training"
+    assert spark.data.tags[runs.TASK_TAG] == "spark-job" and spark.info.run_name == "spark-job"
+    # KFP retries the task: the same run, not a second one.
+    again = task_tracking({}, server.uri, "mlflow-keys", KFP_RUN, "flights-training", "spark-job", "1.2.0")
+    assert again is not None and again.run_id == first.run_id
+    cluster.finish(first, succeeded=True)
+    cluster.finish(second, succeeded=False)
+    assert client.get_run(first.run_id).info.status == "FINISHED"
+    assert client.get_run(second.run_id).info.status == "FAILED"
+
+
+def test_nothing_named_or_tracking_off_or_a_refusing_server_leave_the_task_untracked(
+    tracking_on, refusing_uri, monkeypatch, capsys
+):
+    assert task_tracking({}, "", "kfp-mlflow-credentials", KFP_RUN, "p", "train") is None
+    plugin = {"MLFLOW_TRACKING_URI": refusing_uri, "MLFLOW_RUN_ID": "r", "KFSTACK_TRACKING": "off"}
+    assert task_tracking(plugin, "", "kfp-mlflow-credentials", KFP_RUN, "p", "train") is None
+    assert capsys.readouterr().err == ""
+    assert task_tracking({}, refusing_uri, "kfp-mlflow-credentials", KFP_RUN, "p", "train") is None
+    said = capsys.readouterr().err.splitlines()
+    assert len(said) == 1 and "train: tracking off" in said[0] and "the run goes on" in said[0]
+
+
+def test_a_spark_task_on_a_fake_cluster_makes_its_run_and_its_pods_log_into_it(
+    tracking_on, server, client, tmp_path, monkeypatch
+):
+    """The task pod of a version ``kfstack compile`` stamped (its pipeline's name and version),
+    on a cluster without KFP's plugin, with the environment's tracking server."""
+    from tests.components.data.spark_job.test_spark_job_stage import RUN_ID, run_on_a_fake_cluster
+
+    monkeypatch.setenv("KFSTACK_PIPELINE", "flights-training")
+    monkeypatch.setenv("KFSTACK_PIPELINE_VERSION", "1.2.0")
+    created, _, outputs = run_on_a_fake_cluster(tmp_path, tracking_uri=server.uri)
+    assert outputs["report"].metadata == {"rows_read": 12.0, "rows_written": 11.0}
+    for role in ("driver", "executor"):
+        env = env_of(created["spec"][role])
+        assert env["MLFLOW_TRACKING_URI"]["value"] == server.uri
+        run_id = env["MLFLOW_RUN_ID"]["value"]
+        # The credentials by reference to the tracking Secret's keys, never a value.
+        for key in cluster.CREDENTIAL_KEYS:
+            assert env[key] == {
+                "name": key,
+                "valueFrom": {
+                    "secretKeyRef": {"name": "kfp-mlflow-credentials", "key": key, "optional": True}
+                },
+            }
+    task_run = client.get_run(run_id)
+    assert task_run.info.status == "FINISHED" and task_run.data.tags[runs.TASK_TAG] == "spark-job"
+    parent = client.get_run(task_run.data.tags["mlflow.parentRunId"])
+    assert parent.data.tags[runs.KFP_RUN_ID_TAG] == RUN_ID
+    assert client.get_experiment(parent.info.experiment_id).name == "flights-training"
+
+
+@pytest.mark.parametrize(
+    ("setting", "value", "message"),
+    [
+        (
+            "tracking_uri",
+            "file:///mlruns",
+            r"tracking_uri='file:///mlruns': a cluster's pods reach a tracking server over http",
+        ),
+        ("tracking_secret", "MLflow Keys", r"tracking_secret="),
+    ],
+)
+def test_a_tracking_setting_a_cluster_cannot_use_is_refused(setting, value, message):
+    from kfstack.errors import InvalidParameterError
+    from kfstack.kubernetes.placement import Placement
+
+    with pytest.raises(InvalidParameterError, match=message):
+        Placement(**{setting: value})
