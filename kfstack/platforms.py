@@ -289,44 +289,46 @@ def run_stage(
     settings = stage.settings(locate_artifacts(platform, arguments))
     variants = stage.variants(settings)
     stage.preflight(settings)
-    if platform == KUBERNETES:
-        context = RunContext(
-            run_id=arguments.get(RUN_ID_ARGUMENT, ""),
-            task_name=arguments.get(TASK_NAME_ARGUMENT) or stage.component,
-        )
-        # Every variant is built first: a value its builder refuses fails before any API call
-        # (and before the task's MLflow run is made).
-        for variant in variants:
-            stage.build(variant.settings, context)
-        cluster = cluster or Cluster.from_environment(stage.component, settings.placement.launch_namespace)
-        variant = choose_variant(stage.component, variants, cluster)
-        # The task's MLflow run, which the batch jobs' pods log into (kfstack.tracking.cluster);
-        # a service stage's pods (the predictors) are not tracked.
-        if not isinstance(stage, ServiceStage):
-            context = dataclasses.replace(context, tracking=_task_tracking(settings.placement, context))
-        built = stage.build(variant.settings, context)
-        succeeded = False
-        try:
-            # Before the first create: may this step's service account launch them there?
-            access.review(stage.component, cluster, built)
-            # And does the cluster's controller release accept each whole (a dry run), or an
-            # older form of it? A feature it lacks is refused here, never half done.
-            objects = [dry_run.fitted(stage.component, cluster, body) for body in built]
-            # A service stage applies what the cluster already runs calls for (run_kubernetes): for
-            # it the dry run is the check alone (no service kind has an older form).
-            if isinstance(stage, ServiceStage):
-                result = stage.run_kubernetes(variant.settings, context, cluster)
-            else:
-                result = _launch_and_collect(stage, variant.settings, objects, cluster)
-            succeeded = True
-        finally:
-            cluster_tracking.finish(context.tracking, succeeded)
-        result = dataclasses.replace(result, reference={"platform": KUBERNETES, **result.reference})
-    else:
+    if platform != KUBERNETES:
         # The embedded platform has every variant's contract: the preferred one runs.
         local = stage.run_local(variants[0].settings)
         result = dataclasses.replace(local, reference={"platform": LOCAL, **local.reference})
-    publish(result, stage, arguments)
+        publish(result, stage, arguments)
+        return result
+    context = RunContext(
+        run_id=arguments.get(RUN_ID_ARGUMENT, ""),
+        task_name=arguments.get(TASK_NAME_ARGUMENT) or stage.component,
+    )
+    # Every variant is built first: a value its builder refuses fails before any API call (and
+    # before the task's MLflow run is made).
+    for variant in variants:
+        stage.build(variant.settings, context)
+    cluster = cluster or Cluster.from_environment(stage.component, settings.placement.launch_namespace)
+    variant = choose_variant(stage.component, variants, cluster)
+    # The task's MLflow run, which the batch jobs' pods log into (kfstack.tracking.cluster); a
+    # service stage's pods (the predictors) are not tracked.
+    if not isinstance(stage, ServiceStage):
+        context = dataclasses.replace(context, tracking=_task_tracking(settings.placement, context))
+    built = stage.build(variant.settings, context)
+    succeeded = False
+    try:
+        # Before the first create: may this step's service account launch them there?
+        access.review(stage.component, cluster, built)
+        # And does the cluster's controller release accept each whole (a dry run), or an older
+        # form of it? A feature it lacks is refused here, never half done.
+        objects = [dry_run.fitted(stage.component, cluster, body) for body in built]
+        # A service stage applies what the cluster already runs calls for (run_kubernetes): for it
+        # the dry run is the check alone (no service kind has an older form).
+        if isinstance(stage, ServiceStage):
+            result = stage.run_kubernetes(variant.settings, context, cluster)
+        else:
+            result = _launch_and_collect(stage, variant.settings, objects, cluster)
+        result = dataclasses.replace(result, reference={"platform": KUBERNETES, **result.reference})
+        publish(result, stage, arguments)
+        cluster_tracking.log_outputs(context.tracking, _outputs(result, stage, arguments))
+        succeeded = True
+    finally:
+        cluster_tracking.finish(context.tracking, succeeded)
     return result
 
 
@@ -341,6 +343,13 @@ def _task_tracking(placement: Placement, context: RunContext) -> cluster_trackin
         context.task_name,
         os.environ.get(VERSION_ENV, ""),
     )
+
+
+def _outputs(result: StageResult, stage: StageBase[Any], arguments: Mapping[str, Any]) -> dict[str, Any]:
+    """What the stage output, as KFP hands a task's outputs over: its artifacts (``Metrics``,
+    documents, the model, the reference) and its parameter outputs."""
+    names = {*result.metrics, *result.documents, *result.artifact_metadata, stage.reference_output}
+    return {**{name: arguments[name] for name in names if name in arguments}, **result.outputs}
 
 
 def _launch_and_collect(

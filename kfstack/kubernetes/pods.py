@@ -6,9 +6,10 @@ Every job pod (trainer replicas, Spark driver and executors) gets the same treat
   privilege escalation, all capabilities dropped, read-only root filesystem. What the frameworks
   must write goes to a ``scratch`` emptyDir on ``/tmp`` (``HOME`` points there); GPU pods also get
   a memory-backed ``/dev/shm`` (NCCL's intra-node transport; the container default is 64 MiB).
-- **Credentials only as Secret references.** Object-store keys reach the container as ``env``
-  with ``secretKeyRef`` to a Secret the platform team created; images come through
-  ``imagePullSecrets``. A secret's *name* is a parameter, its value never is.
+- **Credentials only as Secret references.** Object-store keys (and a tracked task's MLflow
+  credentials) reach the container as ``env`` with ``secretKeyRef`` to a Secret the platform team
+  created; images come through ``imagePullSecrets``. A secret's *name* is a parameter, its value
+  never is.
 - **The node pool** of a :class:`~kfstack.kubernetes.node_pools.NodePoolProfile`.
 - **Batch labels** (:func:`job_pod_labels`): besides the run's labels, the fixed workload label the
   namespace's NetworkPolicies select and, in an Istio mesh, the labels that keep the pod out of it.

@@ -83,6 +83,14 @@ def switched_off(environ: Mapping[str, str] | None = None) -> bool:
     return environ.get(SWITCH_ENV, "").strip().lower() == "off"
 
 
+def request_bounds(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """MLflow's request bounds as ``environ`` (default: this process's) sets them, kfstack's
+    (:data:`REQUEST_TIMEOUT_SECONDS`, no retries) where it sets none: what a pod kfstack launches
+    is told."""
+    environ = os.environ if environ is None else environ
+    return {name: environ.get(name, value) for name, value in _BOUNDS.items()}
+
+
 def client_installed() -> bool:
     """Whether an MLflow client (``mlflow-skinny`` or ``mlflow``) can be imported here."""
     import importlib.util

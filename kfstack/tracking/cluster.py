@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
+from typing import Any
 
 from kfstack.tracking import runs
 from kfstack.tracking.client import (
@@ -35,8 +36,8 @@ from kfstack.tracking.client import (
     RUN_ID_ENV,
     TRACKING_URI_ENV,
     Tracker,
-    process_environment,
     reachable,
+    request_bounds,
     switched_off,
 )
 
@@ -70,12 +71,17 @@ class TaskTracking:
     made_here: bool = False
     passed_on: Mapping[str, str] = dataclasses.field(default_factory=dict)
     secret: str = DEFAULT_TRACKING_SECRET
+    tracker: Tracker | None = dataclasses.field(default=None, compare=False, repr=False)
+
+    def client(self) -> Tracker:
+        """The task's tracker (off from its first failure on), made here if none was given."""
+        return self.tracker or Tracker(self.uri)
 
     def launched_env(self, trial: bool = False) -> dict[str, str]:
         """The plain variables of the pods the task launches (credentials go as Secret
         references: :data:`CREDENTIAL_KEYS`). ``trial``: Katib's trial template, whose trials
         each make their own run under the task's."""
-        env = {**process_environment(self.uri, None, None), **self.passed_on}
+        env = {TRACKING_URI_ENV: self.uri, **request_bounds(), **self.passed_on}
         env[PARENT_RUN_ENV if trial else RUN_ID_ENV] = self.run_id
         return env
 
@@ -107,7 +113,10 @@ def task_tracking(
     plugin_uri, plugin_run = env.get(TRACKING_URI_ENV, ""), env.get(RUN_ID_ENV, "")
     passed_on = {name: env[name] for name in PLUGIN_VALUES if env.get(name)}
     if plugin_uri and plugin_run:
-        return TaskTracking(plugin_uri, plugin_run, passed_on=passed_on, secret=tracking_secret)
+        tracker = Tracker(plugin_uri, origin=task) if reachable(plugin_uri) else None
+        return TaskTracking(
+            plugin_uri, plugin_run, passed_on=passed_on, secret=tracking_secret, tracker=tracker
+        )
     uri = tracking_uri or plugin_uri
     if not uri or not reachable(uri):
         return None
@@ -123,10 +132,21 @@ def task_tracking(
     )
     if made is None:
         return None
-    return TaskTracking(uri, made, made_here=True, passed_on=passed_on, secret=tracking_secret)
+    return TaskTracking(
+        uri, made, made_here=True, passed_on=passed_on, secret=tracking_secret, tracker=tracker
+    )
+
+
+def log_outputs(tracking: TaskTracking | None, outputs: Mapping[str, Any]) -> None:
+    """The task's outputs (as KFP hands them over) into its run, as an embedded run logs a
+    task's (:func:`kfstack.tracking.runs.log_outputs`): its metrics, reports and plots, its model
+    where the task pod holds it (a training job's replicas write it to the object store: then
+    nothing is copied)."""
+    if tracking is not None:
+        runs.log_outputs(tracking.client(), tracking.run_id, outputs)
 
 
 def finish(tracking: TaskTracking | None, succeeded: bool) -> None:
     """Ends the task's run where the task made it (KFP's plugin ends its own)."""
     if tracking is not None and tracking.made_here:
-        Tracker(tracking.uri).end_run(tracking.run_id, "FINISHED" if succeeded else "FAILED")
+        tracking.client().end_run(tracking.run_id, "FINISHED" if succeeded else "FAILED")

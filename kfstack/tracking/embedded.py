@@ -292,7 +292,12 @@ class RunTracking:
         if failures:
             first = failures[0]
             entry["error"] = f"{first.get('origin') or 'a process'}: {first['error']}"
-            entry["not_tracked"] = sorted({n["not_tracked"] for n in notices if n.get("not_tracked")})
+            entry["not_tracked"] = (
+                # Without the parent run nothing of the run was tracked, whatever failed first.
+                ["the whole run"]
+                if self.parent is None
+                else sorted({n["not_tracked"] for n in notices if n.get("not_tracked")})
+            )
         return entry
 
 

@@ -75,11 +75,13 @@ def test_a_declared_pipeline_runs_as_it_did_when_written_by_hand(name):
         assert after["when"] == before.get("when", []), task  # the golden views before conditions had none
         inputs = dict(after["inputs"])
         # Inputs the components gained since (the run's overrides, the code's own arguments, how
-        # its options are spelled), each empty or at its default here.
+        # its options are spelled, where its jobs are tracked), each empty or at its default here.
         for added, unchanged in (
             ("settings_overrides", part if takes_part else {}),
             ("code_arguments", {}),
             ("option_style", "underscores"),
+            ("tracking_uri", ""),
+            ("tracking_secret", "kfp-mlflow-credentials"),
         ):
             if added in inputs:
                 assert inputs.pop(added) == unchanged, task

@@ -102,6 +102,8 @@ def test_a_spark_task_on_a_fake_cluster_makes_its_run_and_its_pods_log_into_it(
             }
     task_run = client.get_run(run_id)
     assert task_run.info.status == "FINISHED" and task_run.data.tags[runs.TASK_TAG] == "spark-job"
+    # The task's outputs, as an embedded run's: the report's counts as metrics.
+    assert task_run.data.metrics == {"report.rows_read": 12.0, "report.rows_written": 11.0}
     parent = client.get_run(task_run.data.tags["mlflow.parentRunId"])
     assert parent.data.tags[runs.KFP_RUN_ID_TAG] == RUN_ID
     assert client.get_experiment(parent.info.experiment_id).name == "flights-training"

@@ -239,10 +239,11 @@ def test_the_spark_applications_validate_against_the_upstream_crd(tmp_path):
 
 
 class FakeArtifact:
-    """A KFP artifact as a task's body sees it: a remote ``uri``, a local ``path``, metadata."""
+    """A KFP artifact as a task's body sees it: a remote ``uri``, a local ``path``, metadata, its
+    type's schema."""
 
-    def __init__(self, uri: str, path: str) -> None:
-        self.uri, self.path, self.metadata = uri, path, {}
+    def __init__(self, uri: str, path: str, schema_title: str = "system.Artifact") -> None:
+        self.uri, self.path, self.metadata, self.schema_title = uri, path, {}, schema_title
 
     def log_metric(self, name: str, value: float) -> None:
         self.metadata[name] = value
@@ -258,8 +259,12 @@ def run_on_a_fake_cluster(tmp_path, **overrides):
     from tests.kubernetes.fake_api import FakeKubernetesApi
 
     outputs = {
-        name: FakeArtifact(f"memory://kfstack-test/spark-run/{name}", str(tmp_path / name))
-        for name in ("output", "report", "spark_job")
+        name: FakeArtifact(f"memory://kfstack-test/spark-run/{name}", str(tmp_path / name), schema)
+        for name, schema in (
+            ("output", "system.Dataset"),
+            ("report", "system.Metrics"),
+            ("spark_job", "system.Artifact"),
+        )
     }
     args = {**remote(tmp_path, spark_arguments=["--day", "1"], **overrides), **outputs}
     name = RunContext(RUN_ID, "spark-job").name(stage.NAME_PREFIX)
