@@ -10,7 +10,7 @@ Without MLflow (or, for the store, without the full MLflow) the run is not track
 in one line with what to install.
 
 The server starts, and the parent run is made, on a thread of its own while the run goes on (the
-server takes seconds to answer: 7 to 14 on two cores). A task of kfstack's own components that
+server takes seconds to answer: 7 to 9 on two cores). A task of kfstack's own components that
 starts before then does not wait: its run is made (and, when it ends, its outputs logged) on a
 thread of its own once the server answers, and its processes are given a run file
 (:data:`kfstack.tracking.client.RUN_FILE_ENV`) in place of ``MLFLOW_RUN_ID``, which kfstack's
