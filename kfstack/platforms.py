@@ -325,8 +325,8 @@ def run_stage(
             result = _launch_and_collect(stage, variant.settings, objects, cluster)
         result = dataclasses.replace(result, reference={"platform": KUBERNETES, **result.reference})
         publish(result, stage, arguments)
-        cluster_tracking.log_outputs(context.tracking, _outputs(result, stage, arguments))
         succeeded = True
+        cluster_tracking.log_outputs(context.tracking, _outputs(result, stage, arguments))
     finally:
         cluster_tracking.finish(context.tracking, succeeded)
     return result

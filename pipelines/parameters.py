@@ -562,17 +562,17 @@ CATALOG = ParameterSet(
         from_setting(
             Placement,
             "tracking_uri",
-            "Kubernetes: the MLflow tracking server (``http(s)://``) the launched jobs, trials and "
-            "their tasks' runs are tracked to; empty: KFP's MLflow plugin's, where it is on, else "
-            "none (docs/tracking.md).",
+            "Kubernetes: the MLflow tracking server (``http(s)://``) the launching tasks, their "
+            "jobs and trials are tracked to; empty: none. Where KFP's MLflow plugin is on, its "
+            "server and runs are used whatever this says (docs/tracking.md).",
             _CLUSTER,
         ),
         from_setting(
             Placement,
             "tracking_secret",
-            "Kubernetes: the Secret the launched pods read the tracking server's credentials from "
-            "(keys MLFLOW_TRACKING_TOKEN, or MLFLOW_TRACKING_USERNAME and MLFLOW_TRACKING_PASSWORD; "
-            "optional); by default KFP's MLflow plugin's.",
+            "Kubernetes: the Secret the task pods and their jobs' pods read the tracking server's "
+            "credentials from (keys MLFLOW_TRACKING_TOKEN, or MLFLOW_TRACKING_USERNAME and "
+            "MLFLOW_TRACKING_PASSWORD; optional); by default KFP's MLflow plugin's.",
             _CLUSTER,
         ),
         from_setting(

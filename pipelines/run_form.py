@@ -11,11 +11,11 @@ setting has, a per-run parameter or a value of the wrong type fails the run befo
 and hands each step the part it reads (:mod:`kfstack.pipelines.validate_run`).
 
 Not overridable (:func:`fixed_settings`): the run's frame (:data:`NOT_OVERRIDABLE`), which KFP
-applies before any component could read an override -- ``object_store_secret`` (the KFP driver
-mounts it into every task pod), ``platform`` and ``launch_namespace`` (the cleanup exit
-handler's, which must clean up where the run launched) -- and any setting the pipeline composes
-into another value when compiled, or hands a step without the overrides. A version is compiled
-for their values: ``kfstack compile --env``.
+applies before any component could read an override -- ``object_store_secret`` and
+``tracking_secret`` (the KFP driver mounts them into every task pod), ``platform`` and
+``launch_namespace`` (the cleanup exit handler's, which must clean up where the run launched)
+-- and any setting the pipeline composes into another value when compiled, or hands a step
+without the overrides. A version is compiled for their values: ``kfstack compile --env``.
 
 Whoever starts a run by parameter name (``kfstack run``, ``schedule``, ``reproduce``, the alert
 receiver, ``--resume``) goes through :func:`run_arguments`, which puts every setting a person

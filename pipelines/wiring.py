@@ -23,6 +23,7 @@ from kfstack.kubernetes.naming import NAMESPACE_ENV, SERVICE_ACCOUNT_ENV, SIDECA
 from kfstack.kubernetes.pods import OBJECT_STORE_KEYS
 from kfstack.pipelines.validate_run import part_output, settings_read, validate_run
 from kfstack.settings import SETTINGS_OVERRIDES
+from kfstack.tracking.cluster import CREDENTIAL_KEYS
 
 # Before any pipeline is defined with these steps: kfp's resource setters' fixed cost, cut.
 kfp_adapter.cut_definition_cost()
@@ -39,8 +40,9 @@ SERVICE_ACCOUNT_FIELD = "spec.serviceAccountName"
 # The pipeline's JSON parameters go to the validate task on their own (see validate_run).
 JSON_PARAMETERS = ("tuning_search_space", "tuning_algorithm_settings")
 # The pipeline parameters the run's frame reads besides its steps' inputs: the cleanup exit
-# handler's (guarded) and every task pod's object-store Secret (on_cluster).
-FRAME_PARAMETERS = ("platform", "launch_namespace", "object_store_secret")
+# handler's (guarded) and every task pod's object-store and tracking Secrets (on_cluster).
+TRACKING_SECRET = "tracking_secret"
+FRAME_PARAMETERS = ("platform", "launch_namespace", "object_store_secret", TRACKING_SECRET)
 # The validate-parameters task of the run whose steps are being wired (within guarded): it hands
 # each step its part of the run's overrides.
 _CHECKED: contextvars.ContextVar[dsl.PipelineTask | None] = contextvars.ContextVar("checked", default=None)
@@ -81,7 +83,9 @@ def run_overrides(parameters: Mapping[str, Any], component: Any = None) -> dict[
 def on_cluster(task: dsl.PipelineTask, parameters: Mapping[str, Any], name: str) -> dsl.PipelineTask:
     """The task named ``name`` in the UI, with its pod settings for kubernetes runs (kfp.local
     ignores them): the CPU pool, the pod's namespace as KFSTACK_NAMESPACE and its service account
-    as KFSTACK_SERVICE_ACCOUNT, the object-store keys (to read the jobs' reports and the models)."""
+    as KFSTACK_SERVICE_ACCOUNT, the object-store keys (to read the jobs' reports and the models),
+    and, for a pipeline that takes ``tracking_secret``, the tracking server's credentials (a task
+    without KFP's MLflow plugin makes its own run: kfstack.tracking.cluster)."""
     task.set_display_name(name)
     node_pools.apply_to_task(task, node_pools.get_profile(node_pools.CPU_POOL))
     kubernetes.use_field_path_as_env(task, env_name=NAMESPACE_ENV, field_path=NAMESPACE_FIELD)
@@ -92,6 +96,13 @@ def on_cluster(task: dsl.PipelineTask, parameters: Mapping[str, Any], name: str)
         secret_key_to_env={key: key for key in OBJECT_STORE_KEYS},
         optional=True,
     )
+    if TRACKING_SECRET in parameters:
+        kubernetes.use_secret_as_env(
+            task,
+            secret_name=parameters[TRACKING_SECRET],
+            secret_key_to_env={key: key for key in CREDENTIAL_KEYS},
+            optional=True,
+        )
     return task
 
 

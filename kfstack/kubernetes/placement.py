@@ -36,7 +36,7 @@ class Placement(Settings):
         launch_namespace: Where the launched objects are created and read back (jobs, their
             pods and logs, Trials, the InferenceService); empty: the task pod's own namespace.
         tracking_uri: The MLflow tracking server the runs are tracked to (``http(s)://``); empty:
-            the one KFP's MLflow plugin names, where it is on, else none
+            none. Where KFP's MLflow plugin is on, its server and runs are used whatever this says
             (:mod:`kfstack.tracking.cluster`).
         tracking_secret: The Secret the launched pods read the tracking server's credentials
             from, its keys named as MLflow's variables (``MLFLOW_TRACKING_TOKEN``, or

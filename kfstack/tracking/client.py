@@ -46,9 +46,10 @@ RUN_FILE_ENV = "KFSTACK_MLFLOW_RUN_FILE"
 still starting: a file the run fills with the task's run id (empty: none) once it is made
 (:func:`join_run`)."""
 RUN_FILE_WAIT_SECONDS = 30.0
-"""The longest a process waits for its run file. The run fills it once its server answered or
-gave up (:data:`kfstack.tracking.store.START_TIMEOUT_SECONDS`) and one request more; this bound
-holds should the run itself be gone."""
+"""The longest a process waits for its run file: the 30 s a run may lose to tracking in all. The
+run fills it once its server answered (or gave up after
+:data:`kfstack.tracking.store.START_TIMEOUT_SECONDS`) and the parent's and the task's runs were
+made: a few requests, each bounded, the first failure ending them all."""
 
 SWITCH_ENV = "KFSTACK_TRACKING"
 """``off``: the environment's ``--no-tracking`` (a team's CI, a test suite), on both platforms."""
@@ -248,8 +249,10 @@ class Tracker:
         def find_or_create(client: Backend) -> str | None:
             found = client.find_run(experiment_id, query)
             if found is None:
-                client.create_run(experiment_id, name, all_tags)
+                made = client.create_run(experiment_id, name, all_tags)
                 found = client.find_run(experiment_id, query)
+                if found != made:  # another process made one first: this one stays empty
+                    client.set_terminated(made, "KILLED")
             return found
 
         return self.call(f"the run {name}", find_or_create)
@@ -344,6 +347,13 @@ def join_run(env: Mapping[str, str] | None = None, wait: float = RUN_FILE_WAIT_S
     run_id = ""
     with contextlib.suppress(OSError), open(path, encoding="utf-8") as f:
         run_id = f.read().strip()
+    if not os.path.exists(path):
+        print(
+            f"kfstack: tracking: this task's run was not made in {wait:.0f} s; what this process "
+            "logs is not tracked",
+            file=sys.stderr,
+            flush=True,
+        )
     if not run_id:
         return env
     os.environ[RUN_ID_ENV] = run_id

@@ -27,7 +27,8 @@ of them at most one request's timeout (:mod:`kfstack.tracking.client`).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+import sys
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from kfstack.tracking import runs
@@ -113,7 +114,7 @@ def task_tracking(
     plugin_uri, plugin_run = env.get(TRACKING_URI_ENV, ""), env.get(RUN_ID_ENV, "")
     passed_on = {name: env[name] for name in PLUGIN_VALUES if env.get(name)}
     if plugin_uri and plugin_run:
-        tracker = Tracker(plugin_uri, origin=task) if reachable(plugin_uri) else None
+        tracker = Tracker(plugin_uri, origin=task)
         return TaskTracking(
             plugin_uri, plugin_run, passed_on=passed_on, secret=tracking_secret, tracker=tracker
         )
@@ -139,14 +140,35 @@ def task_tracking(
 
 def log_outputs(tracking: TaskTracking | None, outputs: Mapping[str, Any]) -> None:
     """The task's outputs (as KFP hands them over) into its run, as an embedded run logs a
-    task's (:func:`kfstack.tracking.runs.log_outputs`): its metrics, reports and plots, its model
-    where the task pod holds it (a training job's replicas write it to the object store: then
-    nothing is copied)."""
+    task's (:func:`kfstack.tracking.runs.log_outputs`): its metrics (where KFP's plugin, which
+    logs them itself, did not make the run), reports and plots, its model where the task pod holds
+    it (a training job's replicas write it to the object store: then nothing is copied)."""
     if tracking is not None:
-        runs.log_outputs(tracking.client(), tracking.run_id, outputs)
+        _never_raising(
+            "the task's outputs",
+            lambda: runs.log_outputs(
+                tracking.client(), tracking.run_id, outputs, include_metrics=tracking.made_here
+            ),
+        )
 
 
 def finish(tracking: TaskTracking | None, succeeded: bool) -> None:
     """Ends the task's run where the task made it (KFP's plugin ends its own)."""
     if tracking is not None and tracking.made_here:
-        tracking.client().end_run(tracking.run_id, "FINISHED" if succeeded else "FAILED")
+        _never_raising(
+            "the task's end",
+            lambda: tracking.client().end_run(tracking.run_id, "FINISHED" if succeeded else "FAILED"),
+        )
+
+
+def _never_raising(what: str, call: Callable[[], None]) -> None:
+    """``call()``; whatever it raises is said on stderr, never the task's failure (the requests
+    themselves never raise: :class:`~kfstack.tracking.client.Tracker`)."""
+    try:
+        call()
+    except Exception as err:
+        print(
+            f"kfstack: tracking: {what} not tracked ({type(err).__name__}: {err})",
+            file=sys.stderr,
+            flush=True,
+        )

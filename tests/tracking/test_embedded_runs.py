@@ -192,7 +192,8 @@ def test_a_task_that_starts_before_the_server_answers_does_not_wait_and_its_proc
     early = tracked.task_started("validate-run")
     assert not early.known and tracked.parent is None  # the task did not wait for the server
     env = tracked.task_environment(early)
-    assert RUN_ID_ENV not in env and env[RUN_FILE_ENV] == early.file
+    # Its run file, and no MLFLOW_RUN_ID it could inherit from the shell that started the run.
+    assert env[RUN_ID_ENV] == "" and env[RUN_FILE_ENV] == early.file
     # The task's process (its wrapper of the team's code) waits for the run file meanwhile.
     process = subprocess.Popen(
         [

@@ -92,12 +92,12 @@ def spark_job(
         launch_namespace: Kubernetes: the namespace the launchers create their jobs and the InferenceService
             in (and read back, clean up and roll back there); empty: the task pod's own. The run's service
             account needs the launcher Role there (manifests/README.md).
-        tracking_uri: Kubernetes: the MLflow tracking server (``http(s)://``) the launched jobs, trials and
-            their tasks' runs are tracked to; empty: KFP's MLflow plugin's, where it is on, else none
-            (docs/tracking.md).
-        tracking_secret: Kubernetes: the Secret the launched pods read the tracking server's credentials from
-            (keys MLFLOW_TRACKING_TOKEN, or MLFLOW_TRACKING_USERNAME and MLFLOW_TRACKING_PASSWORD; optional);
-            by default KFP's MLflow plugin's.
+        tracking_uri: Kubernetes: the MLflow tracking server (``http(s)://``) the launching tasks, their jobs
+            and trials are tracked to; empty: none. Where KFP's MLflow plugin is on, its server and runs are
+            used whatever this says (docs/tracking.md).
+        tracking_secret: Kubernetes: the Secret the task pods and their jobs' pods read the tracking server's
+            credentials from (keys MLFLOW_TRACKING_TOKEN, or MLFLOW_TRACKING_USERNAME and
+            MLFLOW_TRACKING_PASSWORD; optional); by default KFP's MLflow plugin's.
         local_cores: Local: ``local[N]``; 0: every core (``local[*]``).
         settings_overrides: The run's overrides of settings compiled into its version (setting
             -> value, ``kfstack describe``); the step applies those of its own arguments.

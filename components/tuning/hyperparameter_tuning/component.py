@@ -155,12 +155,12 @@ def hyperparameter_tuning(
         trainer_runtime: Kubernetes, Trainer v2: the ClusterTrainingRuntime of the TrainJob
             (``torch-distributed`` upstream; ``kfstack-torch-distributed`` restarts the whole job from its
             checkpoint, see manifests/README.md).
-        tracking_uri: Kubernetes: the MLflow tracking server (``http(s)://``) the launched jobs, trials and
-            their tasks' runs are tracked to; empty: KFP's MLflow plugin's, where it is on, else none
-            (docs/tracking.md).
-        tracking_secret: Kubernetes: the Secret the launched pods read the tracking server's credentials from
-            (keys MLFLOW_TRACKING_TOKEN, or MLFLOW_TRACKING_USERNAME and MLFLOW_TRACKING_PASSWORD; optional);
-            by default KFP's MLflow plugin's.
+        tracking_uri: Kubernetes: the MLflow tracking server (``http(s)://``) the launching tasks, their jobs
+            and trials are tracked to; empty: none. Where KFP's MLflow plugin is on, its server and runs are
+            used whatever this says (docs/tracking.md).
+        tracking_secret: Kubernetes: the Secret the task pods and their jobs' pods read the tracking server's
+            credentials from (keys MLFLOW_TRACKING_TOKEN, or MLFLOW_TRACKING_USERNAME and
+            MLFLOW_TRACKING_PASSWORD; optional); by default KFP's MLflow plugin's.
         run_id: The pipeline run (names the Experiment so that a retried task adopts it).
         task_name: This task's name.
         settings_overrides: The run's overrides of settings compiled into its version (setting
