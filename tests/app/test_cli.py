@@ -563,7 +563,14 @@ def test_describe_lists_every_parameter_from_the_compiled_interface(capsys):
     out = capsys.readouterr().out
     parameters = pipeline_spec.pipeline_parameters(rendering.compiled_spec(load_pipeline(FLIGHTS)))
     assert len(parameters) == len(load_pipeline(FLIGHTS).component_spec.inputs)
-    fixed = {"platform", "launch_namespace", "object_store_secret", "num_shards", "max_quarantine_fraction"}
+    fixed = {
+        "platform",
+        "launch_namespace",
+        "object_store_secret",
+        "tracking_secret",
+        "num_shards",
+        "max_quarantine_fraction",
+    }
     for parameter in parameters:
         note = "; compiled in, not overridable per run" if parameter.name in fixed else ""
         assert f"  {parameter.name}  ({parameter.type}, default {parameter.default!r}{note})" in out
