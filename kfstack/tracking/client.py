@@ -318,10 +318,7 @@ def read_notices(path: str | None) -> list[dict[str, str]]:
 def process_environment(uri: str, run_id: str | None, notices: str | None) -> dict[str, str]:
     """The variables that put a process's MLflow calls (kfstack's and the team's) in ``run_id``,
     bounded as kfstack's are where this process's environment sets no bounds of its own."""
-    values = {
-        TRACKING_URI_ENV: uri,
-        **{name: value for name, value in _BOUNDS.items() if name not in os.environ},
-    }
+    values = {TRACKING_URI_ENV: uri, **request_bounds()}
     if run_id:
         values[RUN_ID_ENV] = run_id
     if notices:
@@ -344,9 +341,6 @@ def join_run(env: Mapping[str, str] | None = None, wait: float = RUN_FILE_WAIT_S
     deadline = time.monotonic() + wait
     while not os.path.exists(path) and time.monotonic() < deadline:
         time.sleep(0.05)
-    run_id = ""
-    with contextlib.suppress(OSError), open(path, encoding="utf-8") as f:
-        run_id = f.read().strip()
     if not os.path.exists(path):
         print(
             f"kfstack: tracking: this task's run was not made in {wait:.0f} s; what this process "
@@ -354,6 +348,10 @@ def join_run(env: Mapping[str, str] | None = None, wait: float = RUN_FILE_WAIT_S
             file=sys.stderr,
             flush=True,
         )
+        return env
+    run_id = ""
+    with contextlib.suppress(OSError), open(path, encoding="utf-8") as f:
+        run_id = f.read().strip()
     if not run_id:
         return env
     os.environ[RUN_ID_ENV] = run_id

@@ -124,13 +124,14 @@ def log_outputs(
             continue
         schema = getattr(value, "schema_title", "")
         if schema == _METRICS_SCHEMA:
-            for key, number in (getattr(value, "metadata", None) or {}).items():
-                if include_metrics:
-                    metrics[f"{name}.{key}"] = number
+            if include_metrics:
+                metrics.update(
+                    {f"{name}.{key}": n for key, n in (getattr(value, "metadata", None) or {}).items()}
+                )
             continue
         try:
             size = _size(path) if os.path.exists(path) else None
-        except OSError:  # a file that went away while it was measured: referenced, not copied
+        except OSError:  # a file that went away while it was measured: left out
             size = None
         if size is None:
             continue
