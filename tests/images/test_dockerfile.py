@@ -31,13 +31,15 @@ ROLE_EXTRAS = {
     # The launcher builds InferenceServices with the kserve SDK's models, and registers promoted
     # models with the Model Registry client.
     # It evaluates and checks ONNX models: the onnxruntime distribution (CPU, as the task pods run).
-    "launcher": {"serve", "s3", "registry", "onnxruntime"},
+    # Every role whose pods are tracked holds MLflow's client (tracking): a team's own mlflow
+    # calls, and kfstack's where KFP's plugin authenticates as the pod (MLFLOW_TRACKING_AUTH).
+    "launcher": {"serve", "s3", "registry", "onnxruntime", "tracking"},
     # No example's data: the examples' images add their package on top (examples/Dockerfile).
-    "spark": {"spark", "s3"},
+    "spark": {"spark", "s3", "tracking"},
     # Both trainers check the exported ONNX model against the trained one on rank 0.
-    "torch-trainer": {"torch", "s3", "onnxruntime"},
+    "torch-trainer": {"torch", "s3", "onnxruntime", "tracking"},
     # The tensorflow distribution (not tensorflow-cpu): the one with GPU support.
-    "tf-trainer": {"tensorflow", "s3", "onnxruntime"},
+    "tf-trainer": {"tensorflow", "s3", "onnxruntime", "tracking"},
     "predictor": {"serve", "s3", "onnxruntime"},
 }
 # Its and-cuda extra brings the CUDA libraries as wheels; the lock holds its release.
