@@ -44,6 +44,8 @@ def validate_run(
     tuning_algorithm_settings: str = "",
     settings_overrides: dict = {},  # noqa: B006 (a KFP default, never mutated)
     settings_read: dict = {},  # noqa: B006
+    scheduled_time: str = "",
+    created_time: str = "",
     # Outputs as KFP reads them: inline, for the task runs this function's source alone (no
     # module around it), which mypy cannot type -- hence the ignore. One per kfstack component
     # that takes the overrides: tests/pipelines/test_overrides_parts.py fails on one left out.
@@ -62,8 +64,9 @@ def validate_run(
         ("production_model_overrides", dict),
     ],
 ):
-    """Fails the run in seconds when a parameter is out of range or inconsistent; then returns
-    each stage's part of the run's overrides.
+    """Fails the run in seconds when a parameter is out of range or inconsistent; then makes the
+    run's MLflow parent where a cluster run tracks without KFP's plugin
+    (:mod:`kfstack.pipelines.run_tracking`), and returns each stage's part of the run's overrides.
 
     Every launching stage builds its typed settings from the run's parameters and its cluster
     objects are rendered, so a bad value (an unknown node pool, malformed Spark memory, too few
@@ -82,6 +85,9 @@ def validate_run(
             ``parameters`` before the check.
         settings_read: Output -> the settings its component reads (see the module docstring);
             an output it does not name holds no override.
+        scheduled_time: KFP's ``pipeline_job_schedule_time_utc``, and
+        created_time: its ``pipeline_job_create_time_utc``: whether a schedule started the run
+            (the MLflow parent's ``kfstack.started_by``).
 
     Returns:
         One output per kfstack component that takes overrides (``<component>_overrides``):
@@ -96,6 +102,10 @@ def validate_run(
     }
     values = {**parameters, **{k: v for k, v in texts.items() if v}}
     check_in_fresh_interpreter(pipeline, values, run_id, settings_overrides)
+    # Checked: on a cluster without KFP's MLflow plugin, the run's MLflow parent, with them.
+    from kfstack.pipelines.run_tracking import start_run
+
+    start_run(pipeline, values, settings_overrides, run_id, scheduled_time, created_time)
 
     # The outputs' names, from this function's own signature: where the task runs it (its source
     # alone, as a module of its own) validate_run is this function; where it is defined, the

@@ -21,6 +21,7 @@ from kfstack.components.common.cleanup_run.component import cleanup_run
 from kfstack.kubernetes import node_pools
 from kfstack.kubernetes.naming import NAMESPACE_ENV, SERVICE_ACCOUNT_ENV, SIDECAR_INJECT_LABEL
 from kfstack.kubernetes.pods import OBJECT_STORE_KEYS
+from kfstack.pipelines.run_tracking import TRACKING_URI
 from kfstack.pipelines.validate_run import part_output, settings_read, validate_run
 from kfstack.settings import SETTINGS_OVERRIDES
 from kfstack.tracking.cluster import CREDENTIAL_KEYS
@@ -40,9 +41,10 @@ SERVICE_ACCOUNT_FIELD = "spec.serviceAccountName"
 # The pipeline's JSON parameters go to the validate task on their own (see validate_run).
 JSON_PARAMETERS = ("tuning_search_space", "tuning_algorithm_settings")
 # The pipeline parameters the run's frame reads besides its steps' inputs: the cleanup exit
-# handler's (guarded) and every task pod's object-store and tracking Secrets (on_cluster).
+# handler's (guarded: it also ends the run's MLflow parent) and every task pod's object-store and
+# tracking Secrets (on_cluster).
 TRACKING_SECRET = "tracking_secret"
-FRAME_PARAMETERS = ("platform", "launch_namespace", "object_store_secret", TRACKING_SECRET)
+FRAME_PARAMETERS = ("platform", "launch_namespace", "object_store_secret", TRACKING_URI, TRACKING_SECRET)
 # The validate-parameters task of the run whose steps are being wired (within guarded): it hands
 # each step its part of the run's overrides.
 _CHECKED: contextvars.ContextVar[dsl.PipelineTask | None] = contextvars.ContextVar("checked", default=None)
@@ -140,6 +142,7 @@ def guarded(pipeline: str, parameters: Mapping[str, Any]) -> Iterator[dsl.Pipeli
         platform=parameters["platform"],
         run_id=RUN_ID,
         launch_namespace=parameters.get("launch_namespace", ""),
+        tracking_uri=parameters.get(TRACKING_URI, ""),
     )
     on_cluster(uncached(cleanup), parameters, "cleanup")
     # The JSON values travel as inputs of their own (validate_run); the overrides are one too.
@@ -150,7 +153,13 @@ def guarded(pipeline: str, parameters: Mapping[str, Any]) -> Iterator[dsl.Pipeli
     parts = {"settings_read": settings_read(parameters)} if SETTINGS_OVERRIDES in parameters else {}
     with dsl.ExitHandler(cleanup, name=f"{pipeline}-run"):
         checked = validate_run(
-            pipeline=pipeline, parameters=checked_values, run_id=RUN_ID, **json_values, **parts
+            pipeline=pipeline,
+            parameters=checked_values,
+            run_id=RUN_ID,
+            scheduled_time=dsl.PIPELINE_JOB_SCHEDULE_TIME_UTC_PLACEHOLDER,
+            created_time=dsl.PIPELINE_JOB_CREATE_TIME_UTC_PLACEHOLDER,
+            **json_values,
+            **parts,
         )
         token = _CHECKED.set(checked)
         try:

@@ -257,6 +257,16 @@ class Tracker:
 
         return self.call(f"the run {name}", find_or_create)
 
+    def find_run(self, experiment: str, found_by: Mapping[str, str]) -> str | None:
+        """The earliest run of ``experiment`` carrying the tags ``found_by``, or None (nothing
+        is made: neither the experiment nor the run)."""
+
+        def find(client: Backend) -> str | None:
+            experiment_id = client.experiment_id(experiment)
+            return None if experiment_id is None else client.find_run(experiment_id, tag_filter(found_by))
+
+        return self.call(f"the run of {experiment}", find)
+
     def run_of(self, run_id: str, what: str) -> tuple[str, dict[str, str]] | None:
         """A run's experiment id and tags, or None."""
         return self.call(what, lambda client: client.get_run(run_id))

@@ -8,10 +8,11 @@ two ways:
   ``MLFLOW_RUN_ID`` (and ``MLFLOW_EXPERIMENT_ID``, ``MLFLOW_TRACKING_AUTH``, ``MLFLOW_WORKSPACE``)
   in the task's container. kfstack makes neither run, and KFP ends them.
 - **Otherwise**, where the environment names a tracking server (the ``tracking_uri`` setting), the
-  task makes them: the parent, found by the KFP run's id (:data:`kfstack.tracking.runs.KFP_RUN_ID_TAG`)
-  in the experiment named after the pipeline, or made by the first task that needs it; and its
-  own nested run, found again when KFP retries the task. The task ends its own run; the parent
-  stays ``RUNNING`` (no task sees the pipeline run end).
+  tasks make them: the parent, found by the KFP run's id (:data:`kfstack.tracking.runs.KFP_RUN_ID_TAG`)
+  in the experiment named after the pipeline, made by the run's first task with the run's
+  parameters (:func:`start_pipeline_run`) and ended by its exit handler with the run's outcome
+  (:func:`end_pipeline_run`); and each task's own nested run, found again when KFP retries the
+  task, which the task ends.
 
 The pods the task launches are told the server and the run: a training job's replicas and a
 Spark application log into the task's run (``MLFLOW_RUN_ID``); Katib's trials are each a run of
@@ -41,6 +42,7 @@ from kfstack.tracking.client import (
     request_bounds,
     switched_off,
 )
+from kfstack.version import __version__
 
 CREDENTIAL_KEYS = ("MLFLOW_TRACKING_TOKEN", "MLFLOW_TRACKING_USERNAME", "MLFLOW_TRACKING_PASSWORD")
 """MLflow's credential variables, each read from the tracking Secret's key of the same name: a
@@ -111,20 +113,16 @@ def task_tracking(
     """
     if switched_off(env):
         return None
-    plugin_uri, plugin_run = env.get(TRACKING_URI_ENV, ""), env.get(RUN_ID_ENV, "")
     passed_on = {name: env[name] for name in PLUGIN_VALUES if env.get(name)}
-    if plugin_uri and plugin_run:
-        tracker = Tracker(plugin_uri, origin=task)
-        return TaskTracking(
-            plugin_uri, plugin_run, passed_on=passed_on, secret=tracking_secret, tracker=tracker
-        )
-    uri = tracking_uri or plugin_uri
-    if not uri or not reachable(uri):
+    if _plugin_is_on(env):
+        uri, run = env[TRACKING_URI_ENV], env[RUN_ID_ENV]
+        tracker = Tracker(uri, origin=task)
+        return TaskTracking(uri, run, passed_on=passed_on, secret=tracking_secret, tracker=tracker)
+    tracker = _own_tracker(env, tracking_uri, task)
+    if tracker is None:
         return None
-    tracker = Tracker(uri, origin=task)
     experiment = pipeline or runs.DEFAULT_EXPERIMENT
-    parent_tags = {runs.KFP_RUN_ID_TAG: run_id, runs.PIPELINE_TAG: experiment}
-    parent = tracker.find_or_start_run(experiment, run_id, {runs.PIPELINE_VERSION_TAG: version}, parent_tags)
+    parent = _find_or_make_parent(tracker, experiment, run_id, {runs.PIPELINE_VERSION_TAG: version})
     if parent is None:
         return None
     task_tags = {runs.KFP_RUN_ID_TAG: run_id, runs.TASK_TAG: task}
@@ -134,8 +132,98 @@ def task_tracking(
     if made is None:
         return None
     return TaskTracking(
-        uri, made, made_here=True, passed_on=passed_on, secret=tracking_secret, tracker=tracker
+        tracker.uri, made, made_here=True, passed_on=passed_on, secret=tracking_secret, tracker=tracker
     )
+
+
+def start_pipeline_run(
+    env: Mapping[str, str],
+    tracking_uri: str,
+    run_id: str,
+    pipeline: str,
+    version: str,
+    parameters: Mapping[str, Any],
+    started_by: str,
+) -> str | None:
+    """The pipeline run's parent, made (or found, by a retried first task) by the run's first
+    task where no KFP plugin made it: tagged as an embedded run's parent is, with the run's
+    effective parameters. Its id; None where the plugin is on (KFP made the parent), nothing
+    names a server, tracking is off, or the server failed (said once, on stderr).
+
+    Args:
+        env: The task container's environment.
+        tracking_uri: The environment's ``tracking_uri`` setting.
+        run_id: The KFP run's id.
+        pipeline: The pipeline's name (the experiment's).
+        version: The pipeline version the run runs.
+        parameters: The run's per-run values and effective settings.
+        started_by: What started the run (:func:`kfstack.tracking.runs.started_by`).
+    """
+    if switched_off(env) or _plugin_is_on(env):
+        return None
+    tracker = _own_tracker(env, tracking_uri, "the pipeline run")
+    if tracker is None:
+        return None
+    tags = {
+        runs.PIPELINE_VERSION_TAG: version,
+        runs.KFSTACK_VERSION_TAG: __version__,
+        runs.STARTED_BY_TAG: started_by,
+    }
+    parent = _find_or_make_parent(tracker, pipeline or runs.DEFAULT_EXPERIMENT, run_id, tags)
+    if parent is not None:
+        # Found rather than made (a task that raced ahead of this one, or this task retried):
+        # the tags again, and the parameters, which MLflow takes again where unchanged.
+        tracker.set_tags(parent, tags, "the pipeline run's tags")
+        tracker.log_params(parent, parameters, "the run's parameters")
+    return parent
+
+
+RUN_STATES = {"SUCCEEDED": "FINISHED", "CANCELED": "KILLED", "CANCELLED": "KILLED"}
+"""KFP's final state of a run (``dsl.PipelineTaskFinalStatus.state``) -> the MLflow status its
+parent ends with; any other state (``FAILED``, ``SYSTEM_ERROR``...) ends it ``FAILED``."""
+
+
+def end_pipeline_run(
+    env: Mapping[str, str], tracking_uri: str, run_id: str, pipeline: str, state: str
+) -> None:
+    """Ends the pipeline run's parent with KFP's final ``state`` of the run (:data:`RUN_STATES`):
+    the exit handler's part, where no KFP plugin made the parent (KFP ends its own). Nothing is
+    made here: a run whose first task made no parent has none to end."""
+    if switched_off(env) or _plugin_is_on(env):
+        return
+    tracker = _own_tracker(env, tracking_uri, "the pipeline run's end")
+    if tracker is None:
+        return
+    parent = tracker.find_run(pipeline or runs.DEFAULT_EXPERIMENT, _parent_found_by(run_id))
+    if parent is not None:
+        tracker.end_run(parent, RUN_STATES.get(state.upper(), "FAILED"))
+
+
+def _plugin_is_on(env: Mapping[str, str]) -> bool:
+    """Whether KFP's MLflow plugin made this task's run and set it in its container."""
+    return bool(env.get(TRACKING_URI_ENV) and env.get(RUN_ID_ENV))
+
+
+def _own_tracker(env: Mapping[str, str], tracking_uri: str, origin: str) -> Tracker | None:
+    """A tracker for the runs kfstack makes on a cluster: at the ``tracking_uri`` setting (else
+    the container's ``MLFLOW_TRACKING_URI``); None where neither names a server kfstack reaches."""
+    uri = tracking_uri or env.get(TRACKING_URI_ENV, "")
+    if not uri or not reachable(uri):
+        return None
+    return Tracker(uri, origin=origin)
+
+
+def _parent_found_by(run_id: str) -> dict[str, str]:
+    return {runs.KFP_RUN_ID_TAG: run_id}
+
+
+def _find_or_make_parent(
+    tracker: Tracker, experiment: str, run_id: str, tags: Mapping[str, str]
+) -> str | None:
+    """The KFP run's parent in ``experiment``, named and found by the run's id; made with
+    ``tags`` by the first task that asks."""
+    made_with = {runs.PIPELINE_TAG: experiment, **tags}
+    return tracker.find_or_start_run(experiment, run_id, made_with, _parent_found_by(run_id))
 
 
 def log_outputs(tracking: TaskTracking | None, outputs: Mapping[str, Any]) -> None:

@@ -100,15 +100,13 @@ def destination(
 
 
 def started_by(arguments: Mapping[str, Any]) -> str:
-    """What started an embedded run: a drift alert (its ``trigger`` parameter, which the alert
-    receiver fills in), else the person running it (an embedded run has no schedule)."""
-    trigger = str(arguments.get("trigger") or "")
-    if trigger:
-        return f"alert: {trigger}"
+    """What started an embedded run (:func:`kfstack.tracking.runs.started_by`): a drift alert,
+    else the person running it (an embedded run has no schedule)."""
     try:
-        return f"person: {getpass.getuser()}"
+        person = getpass.getuser()
     except (KeyError, OSError):
-        return "person"
+        person = ""
+    return runs.started_by(trigger=str(arguments.get("trigger") or ""), person=person)
 
 
 class TaskRun:

@@ -56,6 +56,18 @@ _MODEL = "system.Model"
 _LINEAGE_FILE = "lineage.json"
 
 
+def started_by(trigger: str = "", schedule: str = "", person: str = "") -> str:
+    """The pipeline run's :data:`STARTED_BY_TAG`: ``alert: <trigger>`` (a drift alert's run, whose
+    ``trigger`` parameter the alert receiver fills in), else ``schedule: <time>`` (a recurring
+    run, at the time it was scheduled for), else ``person: <name>``, or ``person`` where the
+    platform does not say who (a task on a cluster cannot tell who created its run)."""
+    if trigger:
+        return f"alert: {trigger}"
+    if schedule:
+        return f"schedule: {schedule}"
+    return f"person: {person}" if person else "person"
+
+
 def start_pipeline_run(
     tracker: Tracker,
     experiment: str,

@@ -3,10 +3,16 @@ task under the KFP run's parent) against a real tracking server on loopback, the
 it renders (tested with the builders in the components' tests), and a task run through a fake
 Kubernetes API whose SparkApplication carries the task's run to its pods."""
 
+import json
+import uuid
+
 import pytest
 
+from kfstack.components.common.cleanup_run.core import end_tracked_run
+from kfstack.pipelines import run_tracking
 from kfstack.tracking import cluster, runs
 from kfstack.tracking.cluster import task_tracking
+from kfstack.version import __version__
 
 KFP_RUN = "8d2f6a0c-1b3e-4f5a-9c7d-0e1f2a3b4c5d"
 
@@ -179,3 +185,105 @@ def test_mlflows_own_auth_goes_through_mlflows_client():
     assert isinstance(rest.backend("http://mlflow:5000", 5, {}), rest.RestBackend)
     kubernetes_auth = rest.backend("http://mlflow:5000", 5, {"MLFLOW_TRACKING_AUTH": "kubernetes"})
     assert isinstance(kubernetes_auth, rest.MlflowBackend)
+
+
+def a_kfp_run() -> str:
+    return str(uuid.uuid4())
+
+
+def test_without_the_plugin_the_first_task_makes_the_parent_the_tasks_share_it_and_the_exit_handler_ends_it(
+    tracking_on, server, client
+):
+    """The run's frame: validate-parameters makes the parent with the run's parameters and tags,
+    a launching task nests its run under it, and the exit handler ends it with the run's state."""
+    kfp_run = a_kfp_run()
+    values = {"platform": "kubernetes", "tracking_uri": server.uri, "trigger": "", "spark_executors": 2}
+    parent = run_tracking.start_run(
+        "flights-training",
+        values,
+        {"canary_records": 500},
+        kfp_run,
+        scheduled_time="2026-12-07T06:00:00Z",
+        created_time="2026-12-07T06:00:14Z",
+        env={"KFSTACK_PIPELINE": "flights-training", "KFSTACK_PIPELINE_VERSION": "1.2.0"},
+    )
+    assert parent is not None
+    made = client.get_run(parent)
+    assert made.info.run_name == kfp_run and made.info.status == "RUNNING"
+    assert client.get_experiment(made.info.experiment_id).name == "flights-training"
+    tags = made.data.tags
+    assert tags[runs.KFP_RUN_ID_TAG] == kfp_run and tags[runs.PIPELINE_TAG] == "flights-training"
+    assert tags[runs.PIPELINE_VERSION_TAG] == "1.2.0" and tags[runs.KFSTACK_VERSION_TAG] == __version__
+    assert tags[runs.STARTED_BY_TAG] == "schedule: 2026-12-07T06:00:00Z"
+    params = made.data.params
+    assert params["spark_executors"] == "2" and params["canary_records"] == "500"  # the override applied
+    assert json.loads(params["settings_overrides"]) == {"canary_records": 500}
+    task = task_tracking({}, server.uri, "mlflow-keys", kfp_run, "flights-training", "train", "1.2.0")
+    assert task is not None and client.get_run(task.run_id).data.tags["mlflow.parentRunId"] == parent
+    # A retried first task finds the same parent.
+    again = run_tracking.start_run(
+        "flights-training",
+        values,
+        {"canary_records": 500},
+        kfp_run,
+        env={"KFSTACK_PIPELINE": "flights-training"},
+    )
+    assert again == parent
+    end_tracked_run(
+        "kubernetes", server.uri, kfp_run, "SUCCEEDED", env={"KFSTACK_PIPELINE": "flights-training"}
+    )
+    assert client.get_run(parent).info.status == "FINISHED"
+
+
+@pytest.mark.parametrize(
+    ("state", "status"), [("FAILED", "FAILED"), ("CANCELED", "KILLED"), ("SYSTEM_ERROR", "FAILED")]
+)
+def test_the_parent_ends_with_the_runs_final_state(tracking_on, server, client, state, status):
+    kfp_run = a_kfp_run()
+    env = {"KFSTACK_PIPELINE": "ended-runs"}
+    parent = run_tracking.start_run(
+        "ended-runs", {"platform": "kubernetes", "tracking_uri": server.uri}, {}, kfp_run, env=env
+    )
+    assert parent is not None and client.get_run(parent).data.tags[runs.STARTED_BY_TAG] == "person"
+    end_tracked_run("kubernetes", server.uri, kfp_run, state, env=env)
+    assert client.get_run(parent).info.status == status
+
+
+def test_the_exit_handler_makes_nothing_where_no_parent_was_made(tracking_on, server, client):
+    """A run whose first task failed its check made no parent: the end finds none and makes
+    neither a run nor an experiment."""
+    end_tracked_run(
+        "kubernetes", server.uri, a_kfp_run(), "FAILED", env={"KFSTACK_PIPELINE": "never-started"}
+    )
+    assert client.get_experiment_by_name("never-started") is None
+
+
+def test_the_frame_tracks_nothing_embedded_or_under_kfps_plugin(tracking_on, refusing_uri, capsys):
+    """Embedded, the runner tracks from outside; with KFP's plugin on, KFP made and ends the parent:
+    no request is made (the server refuses here: one would be said on stderr)."""
+    local = {"platform": "local", "tracking_uri": refusing_uri}
+    assert run_tracking.start_run("p", local, {}, KFP_RUN, env={}) is None
+    plugin = {"MLFLOW_TRACKING_URI": refusing_uri, "MLFLOW_RUN_ID": "validate-task-run"}
+    on_cluster = {"platform": "kubernetes", "tracking_uri": refusing_uri}
+    assert run_tracking.start_run("p", on_cluster, {}, KFP_RUN, env=plugin) is None
+    end_tracked_run("local", refusing_uri, KFP_RUN, "SUCCEEDED", env={})
+    end_tracked_run("kubernetes", refusing_uri, KFP_RUN, "SUCCEEDED", env=plugin)
+    assert capsys.readouterr().err == ""
+    # Without the plugin the same refusing server is tried, and said once.
+    assert run_tracking.start_run("p", on_cluster, {}, KFP_RUN, env={}) is None
+    assert "tracking off" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("scheduled", "created", "schedule"),
+    [
+        ("2026-12-07T06:00:00Z", "2026-12-07T06:00:09Z", "2026-12-07T06:00:00Z"),  # a recurring run's tick
+        ("2026-12-07T06:00:09Z", "2026-12-07T06:00:09Z", ""),  # started once: KFP gives its creation time
+        ("2026-12-07T06:00:09+00:00", "2026-12-07T06:00:09.420Z", ""),  # the same second, written otherwise
+        ("{{$.pipeline_job_schedule_time_utc}}", "{{$.pipeline_job_create_time_utc}}", ""),  # kfp.local
+        ("", "", ""),
+        ("not a time", "2026-12-07T06:00:09Z", ""),
+    ],
+)
+def test_a_schedule_is_told_by_a_tick_earlier_than_the_runs_creation(scheduled, created, schedule):
+    assert run_tracking.schedule_of(scheduled, created) == schedule

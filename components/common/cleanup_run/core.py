@@ -1,9 +1,11 @@
-"""The exit handler's work: delete the unfinished batch jobs of a pipeline run, and roll back a
-canary it left unfinished."""
+"""The exit handler's work: delete the unfinished batch jobs of a pipeline run, roll back a
+canary it left unfinished, and end the run's MLflow parent."""
 
 from __future__ import annotations
 
 import logging
+import os
+from collections.abc import Mapping
 
 from kubernetes.client.rest import ApiException
 
@@ -11,6 +13,8 @@ from kfstack import platforms
 from kfstack.errors import InvalidParameterError, PlatformNotAvailableError, ResourceFailedError
 from kfstack.kubernetes.launcher import Cluster, delete_run_resources
 from kfstack.serving.kserve_rollout import roll_back_run_canaries
+from kfstack.tracking import cluster as cluster_tracking
+from kfstack.version import PIPELINE_ENV
 
 logger = logging.getLogger(__name__)
 
@@ -58,3 +62,15 @@ def cleanup_run_resources(
             f"cleanup of run {run_id}: {'; '.join(problems)} (done: {', '.join(done) or 'nothing'})"
         )
     return done
+
+
+def end_tracked_run(
+    platform: str, tracking_uri: str, run_id: str, state: str, env: Mapping[str, str] | None = None
+) -> None:
+    """On a cluster, the run's MLflow parent ends with KFP's final ``state`` of the run, where the
+    run's first task made it (:func:`kfstack.tracking.cluster.end_pipeline_run`): embedded, the
+    runner ends it; with KFP's plugin on, KFP does."""
+    if platform != platforms.KUBERNETES:
+        return
+    env = os.environ if env is None else env
+    cluster_tracking.end_pipeline_run(env, tracking_uri, run_id, env.get(PIPELINE_ENV, ""), state)

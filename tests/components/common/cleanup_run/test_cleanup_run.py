@@ -133,14 +133,20 @@ def test_the_exit_handler_leaves_a_canary_it_did_not_start(kserve_cluster, kserv
 
 # kfp.local warns that the component's image is not plain Python; this process has its packages.
 @pytest.mark.filterwarnings("ignore:You may be attemping to run a task:RuntimeWarning")
-def test_the_component_runs_under_kfp_local(tmp_path):
+def test_the_component_runs_under_kfp_local_as_a_team_pipelines_exit_handler(tmp_path):
+    """It takes the run's final status, which KFP gives an exit handler's task alone."""
     from kfp import dsl
 
     from kfstack.components.common.cleanup_run.component import cleanup_run
 
+    @dsl.component
+    def step():
+        print("the run's work")
+
     @dsl.pipeline(name="team-cleanup")
     def team_cleanup():
-        cleanup_run(platform="local", run_id="run-1")
+        with dsl.ExitHandler(cleanup_run(platform="local", run_id="run-1")):
+            step()
 
     run = run_pipeline(team_cleanup, tmp_path / "root")
     assert task_outputs(run, "cleanup-run")["parameterValues"] == {"Output": ""}  # nothing left
