@@ -33,10 +33,11 @@ field and the release that has it (:mod:`kfstack.kubernetes.dry_run`).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 
 from kfstack.errors import InvalidParameterError, PlatformNotAvailableError
@@ -47,6 +48,7 @@ from kfstack.kubernetes.placement import Placement
 from kfstack.kubernetes.resources import ResourceKind
 from kfstack.settings import with_overrides
 from kfstack.tracking import cluster as cluster_tracking
+from kfstack.tracking.cluster import DEFAULT_TRACKING_SECRET
 from kfstack.version import PIPELINE_ENV, VERSION_ENV
 
 LOCAL = "local"
@@ -58,6 +60,9 @@ PLATFORMS = (LOCAL, KUBERNETES)
 PLATFORM_ARGUMENT = "platform"
 RUN_ID_ARGUMENT = "run_id"
 TASK_NAME_ARGUMENT = "task_name"
+# The setting a component that launches nothing is tracked by (tracked_task); a launching one
+# reads it with its placement.
+TRACKING_URI_ARGUMENT = "tracking_uri"
 
 # Set by the embedded runner in every task process: the run's directory, where a stage keeps
 # what lets an interrupted run resume (``kfstack run --local --resume RUN_DIR``).
@@ -306,12 +311,11 @@ def run_stage(
     cluster = cluster or Cluster.from_environment(stage.component, settings.placement.launch_namespace)
     variant = choose_variant(stage.component, variants, cluster)
     # The task's MLflow run, which the batch jobs' pods log into (kfstack.tracking.cluster); a
-    # service stage's pods (the predictors) are not tracked.
-    if not isinstance(stage, ServiceStage):
-        context = dataclasses.replace(context, tracking=_task_tracking(settings.placement, context))
+    # service stage's pods (the predictors) are told nothing of it.
+    tracking = _task_tracking(settings.placement.tracking_uri, settings.placement.tracking_secret, context)
+    context = dataclasses.replace(context, tracking=tracking)
     built = stage.build(variant.settings, context)
-    succeeded = False
-    try:
+    with cluster_tracking.task_run(tracking) as outputs:
         # Before the first create: may this step's service account launch them there?
         access.review(stage.component, cluster, built)
         # And does the cluster's controller release accept each whole (a dry run), or an older
@@ -325,19 +329,41 @@ def run_stage(
             result = _launch_and_collect(stage, variant.settings, objects, cluster)
         result = dataclasses.replace(result, reference={"platform": KUBERNETES, **result.reference})
         publish(result, stage, arguments)
-        succeeded = True
-        cluster_tracking.log_outputs(context.tracking, _outputs(result, stage, arguments))
-    finally:
-        cluster_tracking.finish(context.tracking, succeeded)
+        outputs.update(_outputs(result, stage, arguments))
     return result
 
 
-def _task_tracking(placement: Placement, context: RunContext) -> cluster_tracking.TaskTracking | None:
+@contextlib.contextmanager
+def tracked_task(component: str, arguments: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
+    """The body of a component that launches nothing (the evaluation), tracked on a cluster as
+    :func:`run_stage` tracks a launching one: what the body puts into the yielded dict (its
+    outputs, as KFP hands them over) is logged into the task's MLflow run, and the run ends with
+    the body's outcome. In an embedded run (:data:`RUN_DIR_ENV` set) nothing is tracked here:
+    the runner tracks every task from outside it.
+
+    ``arguments``: the component's, with ``run_id``, ``task_name`` and the ``tracking_uri``
+    setting (each optional: without a run id the task is tracked only where KFP's plugin made
+    its run).
+    """
+    tracking = None
+    if RUN_DIR_ENV not in os.environ:
+        context = RunContext(
+            run_id=arguments.get(RUN_ID_ARGUMENT, ""),
+            task_name=arguments.get(TASK_NAME_ARGUMENT) or component,
+        )
+        tracking = _task_tracking(arguments.get(TRACKING_URI_ARGUMENT, ""), DEFAULT_TRACKING_SECRET, context)
+    with cluster_tracking.task_run(tracking) as outputs:
+        yield outputs
+
+
+def _task_tracking(
+    tracking_uri: str, tracking_secret: str, context: RunContext
+) -> cluster_tracking.TaskTracking | None:
     """The task's MLflow run: KFP's plugin's, or made here where the environment names a server."""
     return cluster_tracking.task_tracking(
         os.environ,
-        placement.tracking_uri,
-        placement.tracking_secret,
+        tracking_uri,
+        tracking_secret,
         context.run_id,
         os.environ.get(PIPELINE_ENV, ""),
         context.task_name,

@@ -45,6 +45,7 @@ from kfstack.errors import InvalidParameterError
 from kfstack.monitoring.gate import PASS
 from kfstack.pipelines import code_signature
 from kfstack.pipelines.parameters import CATALOG, FROM_CODE, PER_RUN, Parameter, ParameterSet
+from kfstack.pipelines.run_tracking import TRACKING_URI
 from kfstack.pipelines.wiring import (
     FRAME_PARAMETERS,
     RUN_ID,
@@ -605,6 +606,7 @@ class TrainingPipeline:
             distributed_training: code | {"pipeline"},
             # A threshold means something to a binary classifier only.
             model_evaluation: {"model", "dataset", "dataset_split", "class_names", *scoring}
+            | job
             | (set() if self.evaluation.task == "binary" else {"decision_threshold"}),
         }
         if self.tuning:
@@ -680,7 +682,8 @@ class TrainingPipeline:
         # batch_size), not a step's setting of the same name (the evaluation's rows per request).
         hyperparameters = {h.name for h in self.training.resolved}
         steps = {name: value for name, value in values.items() if name not in hyperparameters}
-        with guarded(self.name, values) as checked:
+        # A retraining run's data window reads the run's times; its check takes them too.
+        with guarded(self.name, values, run_times=self.retraining is not None) as checked:
             if self.retraining is None:
                 data = self._data(values, steps, {PRODUCTION_PROFILE: ""}).after(checked)
                 training, evaluation = self._train_and_evaluate(values, steps, data, self.name)
@@ -726,12 +729,12 @@ class TrainingPipeline:
             distributed_training, steps, **code, hyperparameters=hyperparameters, pipeline=reproduced_by
         )
         training = on_cluster(training, values, self.training.task_name)
-        # The evaluation's settings are the decision threshold and the run's overrides; its other
-        # inputs are the declaration's.
-        settings = (
-            {"decision_threshold": values["decision_threshold"]} if "decision_threshold" in values else {}
-        )
+        # The evaluation's settings are the decision threshold, the tracking server and the run's
+        # overrides; its other inputs are the declaration's.
+        settings = {name: values[name] for name in ("decision_threshold", TRACKING_URI) if name in values}
         evaluation = model_evaluation(
+            run_id=RUN_ID,
+            task_name=TASK_NAME,
             model=training.outputs["model"],
             dataset=data,
             dataset_split=self.evaluation.split,

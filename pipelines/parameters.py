@@ -562,7 +562,7 @@ CATALOG = ParameterSet(
         from_setting(
             Placement,
             "tracking_uri",
-            "Kubernetes: the MLflow tracking server (``http(s)://``) the launching tasks, their "
+            "Kubernetes: the MLflow tracking server (``http(s)://``) the run, its tasks, their "
             "jobs and trials are tracked to; empty: none. Where KFP's MLflow plugin is on, its "
             "server and runs are used whatever this says (docs/tracking.md).",
             _CLUSTER,

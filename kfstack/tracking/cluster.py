@@ -27,9 +27,10 @@ of them at most one request's timeout (:mod:`kfstack.tracking.client`).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from kfstack.tracking import runs
@@ -118,7 +119,9 @@ def task_tracking(
         uri, run = env[TRACKING_URI_ENV], env[RUN_ID_ENV]
         tracker = Tracker(uri, origin=task)
         return TaskTracking(uri, run, passed_on=passed_on, secret=tracking_secret, tracker=tracker)
-    tracker = _own_tracker(env, tracking_uri, task)
+    # Without the plugin the parent is found by the KFP run's id: a task not given it (a
+    # component called outside kfstack's wiring) is not tracked.
+    tracker = _own_tracker(env, tracking_uri, task) if run_id else None
     if tracker is None:
         return None
     experiment = pipeline or runs.DEFAULT_EXPERIMENT
@@ -224,6 +227,22 @@ def _find_or_make_parent(
     ``tags`` by the first task that asks."""
     made_with = {runs.PIPELINE_TAG: experiment, **tags}
     return tracker.find_or_start_run(experiment, run_id, made_with, _parent_found_by(run_id))
+
+
+@contextlib.contextmanager
+def task_run(tracking: TaskTracking | None) -> Iterator[dict[str, Any]]:
+    """The task's work, tracked: what the work puts into the yielded dict (its outputs, as KFP
+    hands them over) is logged into the task's run once the work is done (:func:`log_outputs`),
+    and the run ends with the work's outcome (:func:`finish`). Nothing is tracked where
+    ``tracking`` is None; nothing tracking raises reaches the work."""
+    outputs: dict[str, Any] = {}
+    succeeded = False
+    try:
+        yield outputs
+        succeeded = True
+        log_outputs(tracking, outputs)
+    finally:
+        finish(tracking, succeeded)
 
 
 def log_outputs(tracking: TaskTracking | None, outputs: Mapping[str, Any]) -> None:

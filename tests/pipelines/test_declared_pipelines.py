@@ -61,6 +61,7 @@ def test_a_declared_pipeline_runs_as_it_did_when_written_by_hand(name):
         now = resolved(version_function(function))
         declared = function.pipeline_func.parameters
     assert sorted(now) == sorted(golden), "the same tasks"
+    reads_times = "data-window" in now
     for task, before in golden.items():
         after = now[task]
         # By design since: every task pod has the tracking server's credentials too (optional).
@@ -83,13 +84,21 @@ def test_a_declared_pipeline_runs_as_it_did_when_written_by_hand(name):
         assert after["when"] == before.get("when", []), task  # the golden views before conditions had none
         inputs = dict(after["inputs"])
         # Inputs the components gained since (the run's overrides, the code's own arguments, how
-        # its options are spelled, where its jobs are tracked), each empty or at its default here.
+        # its options are spelled, where its jobs are tracked; the run and task a tracked task's
+        # MLflow run is found by, what started the run and how it ended), each empty, at its
+        # default or KFP's placeholder here.
         for added, unchanged in (
             ("settings_overrides", part if takes_part else {}),
             ("code_arguments", {}),
             ("option_style", "underscores"),
             ("tracking_uri", ""),
             ("tracking_secret", "kfp-mlflow-credentials"),
+            ("run_id", dsl.PIPELINE_JOB_ID_PLACEHOLDER),
+            ("task_name", dsl.PIPELINE_TASK_NAME_PLACEHOLDER),
+            # (the check of a retraining run, whose data window reads them, takes the run's times)
+            ("scheduled_time", dsl.PIPELINE_JOB_SCHEDULE_TIME_UTC_PLACEHOLDER if reads_times else ""),
+            ("created_time", dsl.PIPELINE_JOB_CREATE_TIME_UTC_PLACEHOLDER if reads_times else ""),
+            ("status", "<final status>"),
         ):
             if added in inputs:
                 assert inputs.pop(added) == unchanged, task

@@ -92,7 +92,7 @@ def spark_job(
         launch_namespace: Kubernetes: the namespace the launchers create their jobs and the InferenceService
             in (and read back, clean up and roll back there); empty: the task pod's own. The run's service
             account needs the launcher Role there (manifests/README.md).
-        tracking_uri: Kubernetes: the MLflow tracking server (``http(s)://``) the launching tasks, their jobs
+        tracking_uri: Kubernetes: the MLflow tracking server (``http(s)://``) the run, its tasks, their jobs
             and trials are tracked to; empty: none. Where KFP's MLflow plugin is on, its server and runs are
             used whatever this says (docs/tracking.md).
         tracking_secret: Kubernetes: the Secret the task pods and their jobs' pods read the tracking server's

@@ -25,9 +25,12 @@ def model_evaluation(
     custom_predictor: str = "",
     # Settings from the parameter catalog, written by python -m kfstack.pipelines.signatures.
     decision_threshold: float = 0.5,
+    tracking_uri: str = "",
     # End of the catalog's settings.
     class_names: list = [],  # noqa: B006
     batch_size: int = 512,
+    run_id: str = "",
+    task_name: str = "",
     settings_overrides: dict = {},  # noqa: B006
 ):
     """Scores the labelled rows through the server that will serve the model, by task.
@@ -57,9 +60,16 @@ def model_evaluation(
         custom_predictor: ``package.module:Class``: the team's ``kserve.Model``, built as
             ``Class(name, model_dir)`` (the runtimes' ``--model_name``/``--model_dir``).
         decision_threshold: Binary: a row is predicted positive at a probability at or above it.
+        tracking_uri: Kubernetes: the MLflow tracking server (``http(s)://``) the run, its tasks, their jobs
+            and trials are tracked to; empty: none. Where KFP's MLflow plugin is on, its server and runs are
+            used whatever this says (docs/tracking.md).
         class_names: Classification: the name of label ``i`` at ``class_names[i]`` (the
             confusion matrix's rows and columns); empty: the labels themselves.
         batch_size: Rows per request.
+        run_id: The pipeline run (``dsl.PIPELINE_JOB_ID_PLACEHOLDER``): on a cluster tracked
+            without KFP's MLflow plugin, the MLflow parent the task's run nests under; empty:
+            not tracked there.
+        task_name: This task's name (``dsl.PIPELINE_TASK_NAME_PLACEHOLDER``): its MLflow run's.
         settings_overrides: The run's overrides of settings compiled into its version (setting
             -> value, ``kfstack describe``); the step applies those of its own arguments.
     """
@@ -69,26 +79,32 @@ def model_evaluation(
     import os
 
     from kfstack.components.evaluation.model_evaluation.core import publish
+    from kfstack.platforms import tracked_task
     from kfstack.serving.scoring import evaluate_dataset, model_format_of
 
-    result = evaluate_dataset(
-        model_dir=model.path,
-        model_format=model_format_of(model_format, model.metadata),
-        dataset_uri=os.path.join(dataset.path, dataset_split) if dataset_split else dataset.path,
-        task=task,
-        label_column=label_column,
-        feature_columns=feature_columns,
-        request_format=request_format,
-        custom_predictor=custom_predictor,
-        threshold=arguments["decision_threshold"],
-        class_names=class_names,
-        batch_size=batch_size,
-    )
-    publish(
-        result,
-        threshold=arguments["decision_threshold"],
-        metrics=evaluation_metrics,
-        classification=classification,
-        report=evaluation_report,
-        charts=charts,
-    )
+    # On a cluster, the figures and reports go into the task's MLflow run too (docs/tracking.md).
+    with tracked_task("model_evaluation", arguments) as outputs:
+        result = evaluate_dataset(
+            model_dir=model.path,
+            model_format=model_format_of(model_format, model.metadata),
+            dataset_uri=os.path.join(dataset.path, dataset_split) if dataset_split else dataset.path,
+            task=task,
+            label_column=label_column,
+            feature_columns=feature_columns,
+            request_format=request_format,
+            custom_predictor=custom_predictor,
+            threshold=arguments["decision_threshold"],
+            class_names=class_names,
+            batch_size=batch_size,
+        )
+        publish(
+            result,
+            threshold=arguments["decision_threshold"],
+            metrics=evaluation_metrics,
+            classification=classification,
+            report=evaluation_report,
+            charts=charts,
+        )
+        outputs.update(
+            evaluation_metrics=evaluation_metrics, evaluation_report=evaluation_report, charts=charts
+        )

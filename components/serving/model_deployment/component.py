@@ -44,6 +44,7 @@ def model_deployment(
     serving_service_account: str = "",
     serving_timeout_seconds: int = 1800,
     launch_namespace: str = "",
+    tracking_uri: str = "",
     canary_traffic_percent: int = 10,
     canary_records: int = 2000,
     canary_batch_size: int = 20,
@@ -146,6 +147,9 @@ def model_deployment(
             this: its AUC or accuracy lower by this much, its RMSE higher by this share of the stable's (0.01:
             1%).
         drift_ignore_features: Comma-separated features the drift check measures but does not decide on.
+        tracking_uri: Kubernetes: the MLflow tracking server (``http(s)://``) the run, its tasks, their jobs
+            and trials are tracked to; empty: none. Where KFP's MLflow plugin is on, its server and runs are
+            used whatever this says (docs/tracking.md).
         settings_overrides: The run's overrides of settings compiled into its version (setting
             -> value, ``kfstack describe``); the step applies those of its own arguments.
 

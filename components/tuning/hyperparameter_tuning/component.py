@@ -155,7 +155,7 @@ def hyperparameter_tuning(
         trainer_runtime: Kubernetes, Trainer v2: the ClusterTrainingRuntime of the TrainJob
             (``torch-distributed`` upstream; ``kfstack-torch-distributed`` restarts the whole job from its
             checkpoint, see manifests/README.md).
-        tracking_uri: Kubernetes: the MLflow tracking server (``http(s)://``) the launching tasks, their jobs
+        tracking_uri: Kubernetes: the MLflow tracking server (``http(s)://``) the run, its tasks, their jobs
             and trials are tracked to; empty: none. Where KFP's MLflow plugin is on, its server and runs are
             used whatever this says (docs/tracking.md).
         tracking_secret: Kubernetes: the Secret the task pods and their jobs' pods read the tracking server's
