@@ -3,6 +3,7 @@ task under the KFP run's parent) against a real tracking server on loopback, the
 it renders (tested with the builders in the components' tests), and a task run through a fake
 Kubernetes API whose SparkApplication carries the task's run to its pods."""
 
+import inspect
 import json
 import uuid
 
@@ -287,3 +288,114 @@ def test_the_frame_tracks_nothing_embedded_or_under_kfps_plugin(tracking_on, ref
 )
 def test_a_schedule_is_told_by_a_tick_earlier_than_the_runs_creation(scheduled, created, schedule):
     assert run_tracking.schedule_of(scheduled, created) == schedule
+
+
+# kfp.local warns that the component's image is not plain Python; this process has its packages.
+@pytest.mark.filterwarnings("ignore:You may be attemping to run a task:RuntimeWarning")
+def test_the_evaluation_as_on_a_cluster_without_the_plugin_logs_its_figures_and_report_into_its_run(
+    tracking_on, server, client, monkeypatch, tmp_path
+):
+    """The real component under plain kfp.local, which is not kfstack's embedded runner (no run
+    directory in the task's environment): as in a cluster's task pod, the task finds the KFP
+    run's parent by the run's id and logs into a run of its own."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from kfp import dsl
+
+    from kfstack.components.evaluation.model_evaluation.component import model_evaluation
+    from tests.kfp_local import run_pipeline
+    from tests.serving import standard_models
+
+    model = standard_models.sklearn_digits(str(tmp_path / "sklearn"))
+    x, y = standard_models.digits()
+    rows = standard_models.DIGITS_TEST_ROWS
+    pq.write_table(
+        pa.table({**{f"p{i}": x[-rows:, i] for i in range(64)}, "digit": y[-rows:]}),
+        tmp_path / "holdout.parquet",
+    )
+    accuracy = float((model.predict(x[-rows:]) == y[-rows:]).mean())
+    monkeypatch.setenv("KFSTACK_PIPELINE", "evaluations")
+
+    @dsl.pipeline(name="evaluations")
+    def evaluations():
+        trained = dsl.importer(
+            artifact_uri=str(tmp_path / "sklearn"),
+            artifact_class=dsl.Model,
+            metadata={"model_format": "sklearn"},
+        )
+        data = dsl.importer(artifact_uri=str(tmp_path / "holdout.parquet"), artifact_class=dsl.Dataset)
+        model_evaluation(
+            model=trained.output,
+            dataset=data.output,
+            task="multiclass",
+            label_column="digit",
+            tracking_uri=server.uri,
+            run_id=dsl.PIPELINE_JOB_ID_PLACEHOLDER,
+            task_name=dsl.PIPELINE_TASK_NAME_PLACEHOLDER,
+        )
+
+    run_pipeline(evaluations, tmp_path / "root")
+    experiment = client.get_experiment_by_name("evaluations")
+    (task,) = client.search_runs([experiment.experiment_id], "tags.`kfstack.task` = 'model-evaluation'")
+    assert task.info.status == "FINISHED" and task.info.run_name == "model-evaluation"
+    assert task.data.metrics["evaluation_metrics.accuracy"] == pytest.approx(accuracy)
+    assert task.data.metrics["evaluation_metrics.rows"] == rows
+    logged = {artifact.path for artifact in client.list_artifacts(task.info.run_id)}
+    assert {"evaluation_report", "charts"} <= logged
+    parent = client.get_run(task.data.tags["mlflow.parentRunId"])
+    assert parent.data.tags[runs.KFP_RUN_ID_TAG] == parent.info.run_name  # found by the KFP run's id
+
+
+def test_the_deployment_as_on_a_cluster_makes_its_task_run_and_logs_its_decision(
+    tracking_on, server, client, monkeypatch, tmp_path
+):
+    """The deployment step runs as a service stage through run_stage; its task is tracked as a
+    launching task's (here with deploy=false: no InferenceService, the decision ``skipped``)."""
+    from kfstack.components.serving.model_deployment.component import model_deployment
+    from kfstack.components.serving.model_deployment.stage import STAGE
+    from kfstack.kubernetes.launcher import Cluster
+    from kfstack.platforms import run_stage
+    from tests.components.data.spark_job.test_spark_job_stage import FakeArtifact
+    from tests.kubernetes.fake_api import FakeKubernetesApi
+
+    monkeypatch.setenv("KFSTACK_PIPELINE", "deployments")
+    kfp_run = a_kfp_run()
+    outputs = {
+        name: FakeArtifact(f"memory://kfstack-test/deploy/{name}", str(tmp_path / name), schema)
+        for name, schema in (
+            ("serving_model", "system.Model"),
+            ("serving_metrics", "system.Metrics"),
+            ("deployment_report", "system.Markdown"),
+            ("deployment", "system.Artifact"),
+        )
+    }
+    defaults = {
+        name: parameter.default
+        for name, parameter in inspect.signature(model_deployment.python_func).parameters.items()
+        if parameter.default is not inspect.Parameter.empty
+    }
+    args = {
+        **defaults,
+        "platform": "kubernetes",
+        "model": FakeArtifact("s3://models/digits", str(tmp_path / "model"), "system.Model"),
+        "holdout": FakeArtifact("s3://data/holdout", str(tmp_path / "holdout"), "system.Dataset"),
+        "model_format": "sklearn",
+        "task": "multiclass",
+        "label_column": "digit",
+        "serving_name": "digits",
+        "run_id": kfp_run,
+        "task_name": "deployment",
+        "deploy": False,
+        "tracking_uri": server.uri,
+        **outputs,
+    }
+    with FakeKubernetesApi() as api:
+        result = run_stage(STAGE, args, cluster=Cluster(api.api_client(), "team-ml", sleep=lambda s: None))
+    assert result.outputs["decision"] == "skipped"
+    experiment = client.get_experiment_by_name("deployments")
+    (task,) = client.search_runs([experiment.experiment_id], "tags.`kfstack.task` = 'deployment'")
+    assert task.info.status == "FINISHED"
+    assert task.data.tags["serving_summary.decision"] == "skipped"
+    assert "deployment_report" in {artifact.path for artifact in client.list_artifacts(task.info.run_id)}
+    parent = client.get_run(task.data.tags["mlflow.parentRunId"])
+    assert parent.data.tags[runs.KFP_RUN_ID_TAG] == kfp_run
