@@ -117,8 +117,8 @@ def task_tracking(
     passed_on = {name: env[name] for name in PLUGIN_VALUES if env.get(name)}
     if _plugin_is_on(env):
         uri, run = env[TRACKING_URI_ENV], env[RUN_ID_ENV]
-        tracker = Tracker(uri, origin=task)
-        return TaskTracking(uri, run, passed_on=passed_on, secret=tracking_secret, tracker=tracker)
+        plugins = Tracker(uri, origin=task)
+        return TaskTracking(uri, run, passed_on=passed_on, secret=tracking_secret, tracker=plugins)
     # Without the plugin the parent is found by the KFP run's id: a task not given it (a
     # component called outside kfstack's wiring) is not tracked.
     tracker = _own_tracker(env, tracking_uri, task) if run_id else None
