@@ -567,6 +567,7 @@ def test_describe_lists_every_parameter_from_the_compiled_interface(capsys):
         "platform",
         "launch_namespace",
         "object_store_secret",
+        "tracking_uri",
         "tracking_secret",
         "num_shards",
         "max_quarantine_fraction",
