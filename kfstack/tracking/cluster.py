@@ -150,8 +150,9 @@ def start_pipeline_run(
 ) -> str | None:
     """The pipeline run's parent, made (or found, by a retried first task) by the run's first
     task where no KFP plugin made it: tagged as an embedded run's parent is, with the run's
-    effective parameters. Its id; None where the plugin is on (KFP made the parent), nothing
-    names a server, tracking is off, or the server failed (said once, on stderr).
+    effective parameters. Where the plugin made it, it gets kfstack's tags (the versions, what
+    started the run) and nothing else: its parameters are KFP's to log. Its id; None where
+    nothing names a server, tracking is off, or the server failed (said once, on stderr).
 
     Args:
         env: The task container's environment.
@@ -162,16 +163,22 @@ def start_pipeline_run(
         parameters: The run's per-run values and effective settings.
         started_by: What started the run (:func:`kfstack.tracking.runs.started_by`).
     """
-    if switched_off(env) or _plugin_is_on(env):
-        return None
-    tracker = _own_tracker(env, tracking_uri, "the pipeline run")
-    if tracker is None:
+    if switched_off(env):
         return None
     tags = {
         runs.PIPELINE_VERSION_TAG: version,
         runs.KFSTACK_VERSION_TAG: __version__,
         runs.STARTED_BY_TAG: started_by,
     }
+    if _plugin_is_on(env):
+        plugins = Tracker(env[TRACKING_URI_ENV], origin="the pipeline run")
+        made_by_kfp = runs.parent_of(plugins, env[RUN_ID_ENV])
+        if made_by_kfp:
+            plugins.set_tags(made_by_kfp, tags, "the pipeline run's tags")
+        return made_by_kfp
+    tracker = _own_tracker(env, tracking_uri, "the pipeline run")
+    if tracker is None:
+        return None
     parent = _find_or_make_parent(tracker, pipeline or runs.DEFAULT_EXPERIMENT, run_id, tags)
     if parent is not None:
         # Found rather than made (a task that raced ahead of this one, or this task retried):

@@ -259,20 +259,37 @@ def test_the_exit_handler_makes_nothing_where_no_parent_was_made(tracking_on, se
     assert client.get_experiment_by_name("never-started") is None
 
 
-def test_the_frame_tracks_nothing_embedded_or_under_kfps_plugin(tracking_on, refusing_uri, capsys):
-    """Embedded, the runner tracks from outside; with KFP's plugin on, KFP made and ends the parent:
-    no request is made (the server refuses here: one would be said on stderr)."""
+def test_the_frame_tracks_nothing_embedded_and_ends_nothing_under_kfps_plugin(
+    tracking_on, refusing_uri, capsys
+):
+    """Embedded, the runner tracks from outside; with KFP's plugin on, KFP ends the parent: no
+    request is made (the server refuses here: one would be said on stderr)."""
     local = {"platform": "local", "tracking_uri": refusing_uri}
     assert run_tracking.start_run("p", local, {}, KFP_RUN, env={}) is None
-    plugin = {"MLFLOW_TRACKING_URI": refusing_uri, "MLFLOW_RUN_ID": "validate-task-run"}
-    on_cluster = {"platform": "kubernetes", "tracking_uri": refusing_uri}
-    assert run_tracking.start_run("p", on_cluster, {}, KFP_RUN, env=plugin) is None
+    plugin = {"MLFLOW_TRACKING_URI": refusing_uri, "MLFLOW_RUN_ID": "cleanup-task-run"}
     end_tracked_run("local", refusing_uri, KFP_RUN, "SUCCEEDED", env={})
     end_tracked_run("kubernetes", refusing_uri, KFP_RUN, "SUCCEEDED", env=plugin)
     assert capsys.readouterr().err == ""
     # Without the plugin the same refusing server is tried, and said once.
+    on_cluster = {"platform": "kubernetes", "tracking_uri": refusing_uri}
     assert run_tracking.start_run("p", on_cluster, {}, KFP_RUN, env={}) is None
     assert "tracking off" in capsys.readouterr().err
+
+
+def test_under_kfps_plugin_the_first_task_tags_kfps_parent_and_makes_nothing(tracking_on, server, client):
+    """KFP made the parent and the first task's nested run (here by MLflow's own client, as the
+    plugin would): the task adds kfstack's tags to KFP's parent, and neither makes a run nor
+    logs a parameter."""
+    experiment = client.create_experiment(f"kfp-made-{a_kfp_run()}")
+    kfp_parent = client.create_run(experiment, run_name="kfp-run").info.run_id
+    nested = client.create_run(experiment, tags={"mlflow.parentRunId": kfp_parent}).info.run_id
+    plugin = {"MLFLOW_TRACKING_URI": server.uri, "MLFLOW_RUN_ID": nested, "KFSTACK_PIPELINE_VERSION": "1.2.0"}
+    values = {"platform": "kubernetes", "tracking_uri": "", "trigger": "drift on arr_delay"}
+    assert run_tracking.start_run("flights-retraining", values, {}, a_kfp_run(), env=plugin) == kfp_parent
+    tagged = client.get_run(kfp_parent).data
+    assert tagged.tags[runs.STARTED_BY_TAG] == "alert: drift on arr_delay"
+    assert tagged.tags[runs.PIPELINE_VERSION_TAG] == "1.2.0" and tagged.params == {}
+    assert len(client.search_runs([experiment])) == 2  # KFP's two, no more
 
 
 @pytest.mark.parametrize(
