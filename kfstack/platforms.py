@@ -48,8 +48,7 @@ from kfstack.kubernetes.placement import Placement
 from kfstack.kubernetes.resources import ResourceKind
 from kfstack.settings import with_overrides
 from kfstack.tracking import cluster as cluster_tracking
-from kfstack.tracking.cluster import DEFAULT_TRACKING_SECRET
-from kfstack.version import PIPELINE_ENV, VERSION_ENV
+from kfstack.version import VERSION_ENV
 
 LOCAL = "local"
 KUBERNETES = "kubernetes"
@@ -315,7 +314,7 @@ def run_stage(
     tracking = _task_tracking(settings.placement.tracking_uri, settings.placement.tracking_secret, context)
     context = dataclasses.replace(context, tracking=tracking)
     built = stage.build(variant.settings, context)
-    with cluster_tracking.task_run(tracking) as outputs:
+    with cluster_tracking.tracked_work(tracking) as outputs:
         # Before the first create: may this step's service account launch them there?
         access.review(stage.component, cluster, built)
         # And does the cluster's controller release accept each whole (a dry run), or an older
@@ -351,8 +350,9 @@ def tracked_task(component: str, arguments: Mapping[str, Any]) -> Iterator[dict[
             run_id=arguments.get(RUN_ID_ARGUMENT, ""),
             task_name=arguments.get(TASK_NAME_ARGUMENT) or component,
         )
-        tracking = _task_tracking(arguments.get(TRACKING_URI_ARGUMENT, ""), DEFAULT_TRACKING_SECRET, context)
-    with cluster_tracking.task_run(tracking) as outputs:
+        # It launches no pod: no Secret to pass on.
+        tracking = _task_tracking(arguments.get(TRACKING_URI_ARGUMENT, ""), "", context)
+    with cluster_tracking.tracked_work(tracking) as outputs:
         yield outputs
 
 
@@ -365,7 +365,7 @@ def _task_tracking(
         tracking_uri,
         tracking_secret,
         context.run_id,
-        os.environ.get(PIPELINE_ENV, ""),
+        cluster_tracking.experiment_of(os.environ),
         context.task_name,
         os.environ.get(VERSION_ENV, ""),
     )

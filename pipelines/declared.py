@@ -45,7 +45,6 @@ from kfstack.errors import InvalidParameterError
 from kfstack.monitoring.gate import PASS
 from kfstack.pipelines import code_signature
 from kfstack.pipelines.parameters import CATALOG, FROM_CODE, PER_RUN, Parameter, ParameterSet
-from kfstack.pipelines.run_tracking import TRACKING_URI
 from kfstack.pipelines.wiring import (
     FRAME_PARAMETERS,
     RUN_ID,
@@ -57,6 +56,7 @@ from kfstack.pipelines.wiring import (
     run_overrides,
     uncached,
 )
+from kfstack.platforms import TRACKING_URI_ARGUMENT
 from kfstack.settings import bound_problems
 
 # A hyperparameter's declared kind (kfstack.contracts: int, float, str, bool) as a parameter type,
@@ -731,7 +731,9 @@ class TrainingPipeline:
         training = on_cluster(training, values, self.training.task_name)
         # The evaluation's settings are the decision threshold, the tracking server and the run's
         # overrides; its other inputs are the declaration's.
-        settings = {name: values[name] for name in ("decision_threshold", TRACKING_URI) if name in values}
+        settings = {
+            name: values[name] for name in ("decision_threshold", TRACKING_URI_ARGUMENT) if name in values
+        }
         evaluation = model_evaluation(
             run_id=RUN_ID,
             task_name=TASK_NAME,

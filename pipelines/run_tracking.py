@@ -14,19 +14,15 @@ from collections.abc import Mapping
 from typing import Any
 
 from kfstack.monitoring.window import parse_time
-from kfstack.platforms import KUBERNETES, PLATFORM_ARGUMENT
+from kfstack.platforms import KUBERNETES, PLATFORM_ARGUMENT, TRACKING_URI_ARGUMENT
 from kfstack.settings import SETTINGS_OVERRIDES
 from kfstack.tracking import cluster, runs
-from kfstack.version import PIPELINE_ENV, VERSION_ENV
+from kfstack.version import VERSION_ENV
 
-TRACKING_URI = "tracking_uri"
-TRIGGER = "trigger"
-"""The parameter a drift alert's run is started with (the alert receiver fills it in)."""
 _SAME_SECOND = datetime.timedelta(seconds=1)
 
 
 def start_run(
-    pipeline: str,
     values: Mapping[str, Any],
     overrides: Mapping[str, Any],
     run_id: str,
@@ -45,13 +41,13 @@ def start_run(
     parameters = {**effective, **({SETTINGS_OVERRIDES: dict(overrides)} if overrides else {})}
     return cluster.start_pipeline_run(
         env,
-        str(effective.get(TRACKING_URI) or ""),
+        str(effective.get(TRACKING_URI_ARGUMENT) or ""),
         run_id,
-        env.get(PIPELINE_ENV) or pipeline,
         env.get(VERSION_ENV, ""),
         parameters,
         runs.started_by(
-            trigger=str(effective.get(TRIGGER) or ""), schedule=schedule_of(scheduled_time, created_time)
+            trigger=str(effective.get(runs.TRIGGER_PARAMETER) or ""),
+            schedule=schedule_of(scheduled_time, created_time),
         ),
     )
 

@@ -85,9 +85,10 @@ def validate_run(
             ``parameters`` before the check.
         settings_read: Output -> the settings its component reads (see the module docstring);
             an output it does not name holds no override.
-        scheduled_time: KFP's ``pipeline_job_schedule_time_utc``, and
-        created_time: its ``pipeline_job_create_time_utc``: whether a schedule started the run
-            (the MLflow parent's ``kfstack.started_by``).
+        scheduled_time: KFP's ``pipeline_job_schedule_time_utc``, given by a pipeline that
+            reads the run's times: with created_time, whether a schedule started the run (the
+            MLflow parent's ``kfstack.started_by``); empty: none.
+        created_time: KFP's ``pipeline_job_create_time_utc``; empty: none.
 
     Returns:
         One output per kfstack component that takes overrides (``<component>_overrides``):
@@ -105,7 +106,7 @@ def validate_run(
     # Checked: on a cluster without KFP's MLflow plugin, the run's MLflow parent, with them.
     from kfstack.pipelines.run_tracking import start_run
 
-    start_run(pipeline, values, settings_overrides, run_id, scheduled_time, created_time)
+    start_run(values, settings_overrides, run_id, scheduled_time, created_time)
 
     # The outputs' names, from this function's own signature: where the task runs it (its source
     # alone, as a module of its own) validate_run is this function; where it is defined, the

@@ -21,8 +21,8 @@ from kfstack.components.common.cleanup_run.component import cleanup_run
 from kfstack.kubernetes import node_pools
 from kfstack.kubernetes.naming import NAMESPACE_ENV, SERVICE_ACCOUNT_ENV, SIDECAR_INJECT_LABEL
 from kfstack.kubernetes.pods import OBJECT_STORE_KEYS
-from kfstack.pipelines.run_tracking import TRACKING_URI
 from kfstack.pipelines.validate_run import part_output, settings_read, validate_run
+from kfstack.platforms import TRACKING_URI_ARGUMENT
 from kfstack.settings import SETTINGS_OVERRIDES
 from kfstack.tracking.cluster import CREDENTIAL_KEYS
 
@@ -44,7 +44,13 @@ JSON_PARAMETERS = ("tuning_search_space", "tuning_algorithm_settings")
 # handler's (guarded: it also ends the run's MLflow parent) and every task pod's object-store and
 # tracking Secrets (on_cluster).
 TRACKING_SECRET = "tracking_secret"
-FRAME_PARAMETERS = ("platform", "launch_namespace", "object_store_secret", TRACKING_URI, TRACKING_SECRET)
+FRAME_PARAMETERS = (
+    "platform",
+    "launch_namespace",
+    "object_store_secret",
+    TRACKING_URI_ARGUMENT,
+    TRACKING_SECRET,
+)
 # The validate-parameters task of the run whose steps are being wired (within guarded): it hands
 # each step its part of the run's overrides.
 _CHECKED: contextvars.ContextVar[dsl.PipelineTask | None] = contextvars.ContextVar("checked", default=None)
@@ -150,7 +156,7 @@ def guarded(
         platform=parameters["platform"],
         run_id=RUN_ID,
         launch_namespace=parameters.get("launch_namespace", ""),
-        tracking_uri=parameters.get(TRACKING_URI, ""),
+        tracking_uri=parameters.get(TRACKING_URI_ARGUMENT, ""),
     )
     on_cluster(uncached(cleanup), parameters, "cleanup")
     # The JSON values travel as inputs of their own (validate_run); the overrides are one too.

@@ -1,7 +1,8 @@
-"""What a launching task tracks on a cluster, and what it tells the pods it launches.
+"""What a cluster run tracks in MLflow: the pipeline run's parent, each task's run, and what a
+launching task tells the pods it launches.
 
-A task of kfstack's launching components (training, tuning, Spark) finds its MLflow run one of
-two ways:
+A task of kfstack's components (the launching ones: training, tuning, Spark; the evaluation and
+the deployment) finds its MLflow run one of two ways:
 
 - **KFP's MLflow plugin is on** (KFP 2.17 ``plugins.mlflow`` with ``injectUserEnvVars``): KFP made
   the pipeline run's parent and this task's nested run, and set ``MLFLOW_TRACKING_URI``,
@@ -9,10 +10,10 @@ two ways:
   in the task's container. kfstack makes neither run, and KFP ends them.
 - **Otherwise**, where the environment names a tracking server (the ``tracking_uri`` setting), the
   tasks make them: the parent, found by the KFP run's id (:data:`kfstack.tracking.runs.KFP_RUN_ID_TAG`)
-  in the experiment named after the pipeline, made by the run's first task with the run's
-  parameters (:func:`start_pipeline_run`) and ended by its exit handler with the run's outcome
-  (:func:`end_pipeline_run`); and each task's own nested run, found again when KFP retries the
-  task, which the task ends.
+  in the experiment named after the pipeline (:func:`experiment_of`), made by the run's first
+  task with the run's parameters (:func:`start_pipeline_run`) and ended by its exit handler with
+  the run's outcome (:func:`end_pipeline_run`); and each task's own nested run, found again when
+  KFP retries the task, which the task ends.
 
 The pods the task launches are told the server and the run: a training job's replicas and a
 Spark application log into the task's run (``MLFLOW_RUN_ID``); Katib's trials are each a run of
@@ -31,7 +32,7 @@ import contextlib
 import dataclasses
 import sys
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 from kfstack.tracking import runs
 from kfstack.tracking.client import (
@@ -43,7 +44,9 @@ from kfstack.tracking.client import (
     request_bounds,
     switched_off,
 )
-from kfstack.version import __version__
+from kfstack.version import PIPELINE_ENV, __version__
+
+T = TypeVar("T")
 
 CREDENTIAL_KEYS = ("MLFLOW_TRACKING_TOKEN", "MLFLOW_TRACKING_USERNAME", "MLFLOW_TRACKING_PASSWORD")
 """MLflow's credential variables, each read from the tracking Secret's key of the same name: a
@@ -143,7 +146,6 @@ def start_pipeline_run(
     env: Mapping[str, str],
     tracking_uri: str,
     run_id: str,
-    pipeline: str,
     version: str,
     parameters: Mapping[str, Any],
     started_by: str,
@@ -158,13 +160,26 @@ def start_pipeline_run(
         env: The task container's environment.
         tracking_uri: The environment's ``tracking_uri`` setting.
         run_id: The KFP run's id.
-        pipeline: The pipeline's name (the experiment's).
         version: The pipeline version the run runs.
         parameters: The run's per-run values and effective settings.
         started_by: What started the run (:func:`kfstack.tracking.runs.started_by`).
     """
     if switched_off(env):
         return None
+    return _never_raising(
+        "the pipeline run",
+        lambda: _start_pipeline_run(env, tracking_uri, run_id, version, parameters, started_by),
+    )
+
+
+def _start_pipeline_run(
+    env: Mapping[str, str],
+    tracking_uri: str,
+    run_id: str,
+    version: str,
+    parameters: Mapping[str, Any],
+    started_by: str,
+) -> str | None:
     tags = {
         runs.PIPELINE_VERSION_TAG: version,
         runs.KFSTACK_VERSION_TAG: __version__,
@@ -179,34 +194,65 @@ def start_pipeline_run(
     tracker = _own_tracker(env, tracking_uri, "the pipeline run")
     if tracker is None:
         return None
-    parent = _find_or_make_parent(tracker, pipeline or runs.DEFAULT_EXPERIMENT, run_id, tags)
+    parent = _find_or_make_parent(tracker, experiment_of(env), run_id, tags)
     if parent is not None:
-        # Found rather than made (a task that raced ahead of this one, or this task retried):
-        # the tags again, and the parameters, which MLflow takes again where unchanged.
+        # Made here or found (this task retried, or a task that raced ahead of it made it
+        # without them): the tags, and the parameters, which MLflow takes again unchanged.
         tracker.set_tags(parent, tags, "the pipeline run's tags")
         tracker.log_params(parent, parameters, "the run's parameters")
     return parent
 
 
-RUN_STATES = {"SUCCEEDED": "FINISHED", "CANCELED": "KILLED", "CANCELLED": "KILLED"}
+RUN_STATES = {
+    # KFP's backend (its metadata store's states) says COMPLETE; kfp.local SUCCEEDED; a group
+    # whose every task was cached or skipped, CACHED or SKIPPED.
+    "COMPLETE": "FINISHED",
+    "SUCCEEDED": "FINISHED",
+    "CACHED": "FINISHED",
+    "SKIPPED": "FINISHED",
+    "FAILED": "FAILED",
+    "CANCELED": "KILLED",
+    "CANCELLED": "KILLED",
+    "CANCELING": "KILLED",
+}
 """KFP's final state of a run (``dsl.PipelineTaskFinalStatus.state``) -> the MLflow status its
-parent ends with; any other state (``FAILED``, ``SYSTEM_ERROR``...) ends it ``FAILED``."""
+parent ends with. A state not listed ends it ``FAILED``, and is said on stderr."""
 
 
-def end_pipeline_run(
-    env: Mapping[str, str], tracking_uri: str, run_id: str, pipeline: str, state: str
-) -> None:
+def end_pipeline_run(env: Mapping[str, str], tracking_uri: str, run_id: str, state: str) -> None:
     """Ends the pipeline run's parent with KFP's final ``state`` of the run (:data:`RUN_STATES`):
     the exit handler's part, where no KFP plugin made the parent (KFP ends its own). Nothing is
     made here: a run whose first task made no parent has none to end."""
     if switched_off(env) or _plugin_is_on(env):
         return
+    _never_raising("the pipeline run's end", lambda: _end_pipeline_run(env, tracking_uri, run_id, state))
+
+
+def _end_pipeline_run(env: Mapping[str, str], tracking_uri: str, run_id: str, state: str) -> None:
     tracker = _own_tracker(env, tracking_uri, "the pipeline run's end")
     if tracker is None:
         return
-    parent = tracker.find_run(pipeline or runs.DEFAULT_EXPERIMENT, _parent_found_by(run_id))
-    if parent is not None:
-        tracker.end_run(parent, RUN_STATES.get(state.upper(), "FAILED"))
+    parent = tracker.find_run(experiment_of(env), _parent_found_by(run_id))
+    if parent is None:
+        return
+    status = RUN_STATES.get(state.upper())
+    if status is None:
+        status = "FAILED"
+        print(
+            f"kfstack: tracking: the run's final state {state!r} is not one KFP documents: its "
+            "MLflow run ends FAILED",
+            file=sys.stderr,
+            flush=True,
+        )
+    tracker.end_run(parent, status)
+
+
+def experiment_of(env: Mapping[str, str]) -> str:
+    """The MLflow experiment of a cluster run: named after its pipeline, which ``kfstack
+    compile`` stamps into every task (:data:`kfstack.version.PIPELINE_ENV`); else
+    :data:`kfstack.tracking.runs.DEFAULT_EXPERIMENT`. Every task of a run, its first and its exit
+    handler, reads it the same way, so all find the same parent."""
+    return env.get(PIPELINE_ENV) or runs.DEFAULT_EXPERIMENT
 
 
 def _plugin_is_on(env: Mapping[str, str]) -> bool:
@@ -215,12 +261,12 @@ def _plugin_is_on(env: Mapping[str, str]) -> bool:
 
 
 def _own_tracker(env: Mapping[str, str], tracking_uri: str, origin: str) -> Tracker | None:
-    """A tracker for the runs kfstack makes on a cluster: at the ``tracking_uri`` setting (else
-    the container's ``MLFLOW_TRACKING_URI``); None where neither names a server kfstack reaches."""
-    uri = tracking_uri or env.get(TRACKING_URI_ENV, "")
-    if not uri or not reachable(uri):
+    """A tracker for the runs kfstack makes on a cluster, at the ``tracking_uri`` setting; None
+    where it is empty or names a server kfstack cannot reach. A ``MLFLOW_TRACKING_URI`` the
+    container has without KFP's plugin's run is the team's, not a run kfstack makes."""
+    if not tracking_uri or not reachable(tracking_uri):
         return None
-    return Tracker(uri, origin=origin)
+    return Tracker(tracking_uri, origin=origin)
 
 
 def _parent_found_by(run_id: str) -> dict[str, str]:
@@ -237,7 +283,7 @@ def _find_or_make_parent(
 
 
 @contextlib.contextmanager
-def task_run(tracking: TaskTracking | None) -> Iterator[dict[str, Any]]:
+def tracked_work(tracking: TaskTracking | None) -> Iterator[dict[str, Any]]:
     """The task's work, tracked: what the work puts into the yielded dict (its outputs, as KFP
     hands them over) is logged into the task's run once the work is done (:func:`log_outputs`),
     and the run ends with the work's outcome (:func:`finish`). Nothing is tracked where
@@ -275,14 +321,15 @@ def finish(tracking: TaskTracking | None, succeeded: bool) -> None:
         )
 
 
-def _never_raising(what: str, call: Callable[[], None]) -> None:
-    """``call()``; whatever it raises is said on stderr, never the task's failure (the requests
-    themselves never raise: :class:`~kfstack.tracking.client.Tracker`)."""
+def _never_raising(what: str, call: Callable[[], T]) -> T | None:
+    """``call()``'s value; whatever it raises is said on stderr (None then), never the task's
+    failure (the requests themselves never raise: :class:`~kfstack.tracking.client.Tracker`)."""
     try:
-        call()
+        return call()
     except Exception as err:
         print(
             f"kfstack: tracking: {what} not tracked ({type(err).__name__}: {err})",
             file=sys.stderr,
             flush=True,
         )
+        return None

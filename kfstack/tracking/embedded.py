@@ -106,7 +106,7 @@ def started_by(arguments: Mapping[str, Any]) -> str:
         person = getpass.getuser()
     except (KeyError, OSError):
         person = ""
-    return runs.started_by(trigger=str(arguments.get("trigger") or ""), person=person)
+    return runs.started_by(trigger=str(arguments.get(runs.TRIGGER_PARAMETER) or ""), person=person)
 
 
 class TaskRun:

@@ -36,6 +36,8 @@ LINEAGE_HASH_TAG = "kfstack.lineage_hash"
 REFERENCE_TAG_PREFIX = "kfstack.uri."
 """Followed by an output's name: where an output too large to copy (a dataset, a big model) is."""
 PARENT_TAG = "mlflow.parentRunId"
+TRIGGER_PARAMETER = "trigger"
+"""The parameter a drift alert's run is started with (the alert receiver fills it in)."""
 DEFAULT_EXPERIMENT = "kfstack"
 """A cluster run's experiment where its tasks cannot tell the pipeline's name (a pipeline not
 compiled by ``kfstack compile``, which stamps it into every task)."""

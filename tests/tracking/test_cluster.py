@@ -193,21 +193,21 @@ def a_kfp_run() -> str:
 
 
 def test_without_the_plugin_the_first_task_makes_the_parent_the_tasks_share_it_and_the_exit_handler_ends_it(
-    tracking_on, server, client
+    tracking_on, server, client, capsys
 ):
     """The run's frame: validate-parameters makes the parent with the run's parameters and tags,
     a launching task nests its run under it, and the exit handler ends it with the run's state."""
     kfp_run = a_kfp_run()
     values = {"platform": "kubernetes", "tracking_uri": server.uri, "trigger": "", "spark_executors": 2}
-    parent = run_tracking.start_run(
-        "flights-training",
-        values,
-        {"canary_records": 500},
-        kfp_run,
-        scheduled_time="2026-12-07T06:00:00Z",
-        created_time="2026-12-07T06:00:14Z",
-        env={"KFSTACK_PIPELINE": "flights-training", "KFSTACK_PIPELINE_VERSION": "1.2.0"},
-    )
+    first_task = {
+        "values": values,
+        "overrides": {"canary_records": 500},
+        "run_id": kfp_run,
+        "scheduled_time": "2026-12-07T06:00:00Z",
+        "created_time": "2026-12-07T06:00:14Z",
+        "env": {"KFSTACK_PIPELINE": "flights-training", "KFSTACK_PIPELINE_VERSION": "1.2.0"},
+    }
+    parent = run_tracking.start_run(**first_task)
     assert parent is not None
     made = client.get_run(parent)
     assert made.info.run_name == kfp_run and made.info.status == "RUNNING"
@@ -221,33 +221,87 @@ def test_without_the_plugin_the_first_task_makes_the_parent_the_tasks_share_it_a
     assert json.loads(params["settings_overrides"]) == {"canary_records": 500}
     task = task_tracking({}, server.uri, "mlflow-keys", kfp_run, "flights-training", "train", "1.2.0")
     assert task is not None and client.get_run(task.run_id).data.tags["mlflow.parentRunId"] == parent
-    # A retried first task finds the same parent.
-    again = run_tracking.start_run(
-        "flights-training",
-        values,
-        {"canary_records": 500},
-        kfp_run,
-        env={"KFSTACK_PIPELINE": "flights-training"},
-    )
-    assert again == parent
+    # A retried first task finds the same parent, and logs the same again without a complaint.
+    assert run_tracking.start_run(**first_task) == parent
+    assert client.get_run(parent).data.tags == tags and client.get_run(parent).data.params == params
+    assert capsys.readouterr().err == ""
     end_tracked_run(
-        "kubernetes", server.uri, kfp_run, "SUCCEEDED", env={"KFSTACK_PIPELINE": "flights-training"}
+        "kubernetes", server.uri, kfp_run, "COMPLETE", env={"KFSTACK_PIPELINE": "flights-training"}
     )
     assert client.get_run(parent).info.status == "FINISHED"
 
 
 @pytest.mark.parametrize(
-    ("state", "status"), [("FAILED", "FAILED"), ("CANCELED", "KILLED"), ("SYSTEM_ERROR", "FAILED")]
+    ("state", "status", "said"),
+    [
+        ("COMPLETE", "FINISHED", ""),  # KFP's backend
+        ("SUCCEEDED", "FINISHED", ""),  # kfp.local
+        ("FAILED", "FAILED", ""),
+        ("CANCELED", "KILLED", ""),
+        ("RUNNING", "FAILED", "the run's final state 'RUNNING' is not one KFP documents"),
+    ],
 )
-def test_the_parent_ends_with_the_runs_final_state(tracking_on, server, client, state, status):
+def test_the_parent_ends_with_the_runs_final_state(tracking_on, server, client, capsys, state, status, said):
     kfp_run = a_kfp_run()
     env = {"KFSTACK_PIPELINE": "ended-runs"}
     parent = run_tracking.start_run(
-        "ended-runs", {"platform": "kubernetes", "tracking_uri": server.uri}, {}, kfp_run, env=env
+        {"platform": "kubernetes", "tracking_uri": server.uri}, {}, kfp_run, env=env
     )
     assert parent is not None and client.get_run(parent).data.tags[runs.STARTED_BY_TAG] == "person"
     end_tracked_run("kubernetes", server.uri, kfp_run, state, env=env)
     assert client.get_run(parent).info.status == status
+    err = capsys.readouterr().err
+    assert (said in err) if said else err == ""
+
+
+def test_the_exit_handler_ends_the_parent_when_its_cleanup_fails_and_fails_with_the_cleanups_error(
+    tracking_on, server, client, monkeypatch
+):
+    """The component's own body: the parent ends whatever the cleanup met, and the cleanup's
+    error, not tracking's, is the task's."""
+    from kfp import dsl
+
+    from kfstack.components.common.cleanup_run import core
+    from kfstack.components.common.cleanup_run.component import cleanup_run
+    from kfstack.errors import ResourceFailedError
+
+    kfp_run = a_kfp_run()
+    monkeypatch.setenv("KFSTACK_PIPELINE", "cleanups")
+    parent = run_tracking.start_run(
+        {"platform": "kubernetes", "tracking_uri": server.uri},
+        {},
+        kfp_run,
+        env={"KFSTACK_PIPELINE": "cleanups"},
+    )
+
+    def forbidden(**_):
+        raise ResourceFailedError("cleanup of run: sparkapplications is forbidden")
+
+    monkeypatch.setattr(core, "cleanup_run_resources", forbidden)
+    status = dsl.PipelineTaskFinalStatus(
+        state="FAILED",
+        pipeline_job_resource_name="r",
+        pipeline_task_name="t",
+        error_code=None,
+        error_message=None,
+    )
+    with pytest.raises(ResourceFailedError, match="forbidden"):
+        cleanup_run.python_func(platform="kubernetes", run_id=kfp_run, status=status, tracking_uri=server.uri)
+    assert client.get_run(parent).info.status == "FAILED"
+
+
+def test_nothing_the_frames_tracking_raises_fails_its_task(tracking_on, server, monkeypatch, capsys):
+    def broken(*_, **__):
+        raise RuntimeError("a bug in tracking")
+
+    monkeypatch.setattr(cluster, "_find_or_make_parent", broken)
+    monkeypatch.setattr(cluster, "_end_pipeline_run", broken)
+    on_cluster = {"platform": "kubernetes", "tracking_uri": server.uri}
+    assert run_tracking.start_run(on_cluster, {}, a_kfp_run(), env={}) is None
+    end_tracked_run("kubernetes", server.uri, a_kfp_run(), "COMPLETE", env={})
+    said = capsys.readouterr().err
+    assert "the pipeline run not tracked (RuntimeError: a bug in tracking)" in said
+    assert "the pipeline run's end not tracked (RuntimeError: a bug in tracking)" in said
 
 
 def test_the_exit_handler_makes_nothing_where_no_parent_was_made(tracking_on, server, client):
@@ -265,14 +319,14 @@ def test_the_frame_tracks_nothing_embedded_and_ends_nothing_under_kfps_plugin(
     """Embedded, the runner tracks from outside; with KFP's plugin on, KFP ends the parent: no
     request is made (the server refuses here: one would be said on stderr)."""
     local = {"platform": "local", "tracking_uri": refusing_uri}
-    assert run_tracking.start_run("p", local, {}, KFP_RUN, env={}) is None
+    assert run_tracking.start_run(local, {}, KFP_RUN, env={}) is None
     plugin = {"MLFLOW_TRACKING_URI": refusing_uri, "MLFLOW_RUN_ID": "cleanup-task-run"}
     end_tracked_run("local", refusing_uri, KFP_RUN, "SUCCEEDED", env={})
     end_tracked_run("kubernetes", refusing_uri, KFP_RUN, "SUCCEEDED", env=plugin)
     assert capsys.readouterr().err == ""
     # Without the plugin the same refusing server is tried, and said once.
     on_cluster = {"platform": "kubernetes", "tracking_uri": refusing_uri}
-    assert run_tracking.start_run("p", on_cluster, {}, KFP_RUN, env={}) is None
+    assert run_tracking.start_run(on_cluster, {}, KFP_RUN, env={}) is None
     assert "tracking off" in capsys.readouterr().err
 
 
@@ -285,7 +339,7 @@ def test_under_kfps_plugin_the_first_task_tags_kfps_parent_and_makes_nothing(tra
     nested = client.create_run(experiment, tags={"mlflow.parentRunId": kfp_parent}).info.run_id
     plugin = {"MLFLOW_TRACKING_URI": server.uri, "MLFLOW_RUN_ID": nested, "KFSTACK_PIPELINE_VERSION": "1.2.0"}
     values = {"platform": "kubernetes", "tracking_uri": "", "trigger": "drift on arr_delay"}
-    assert run_tracking.start_run("flights-retraining", values, {}, a_kfp_run(), env=plugin) == kfp_parent
+    assert run_tracking.start_run(values, {}, a_kfp_run(), env=plugin) == kfp_parent
     tagged = client.get_run(kfp_parent).data
     assert tagged.tags[runs.STARTED_BY_TAG] == "alert: drift on arr_delay"
     assert tagged.tags[runs.PIPELINE_VERSION_TAG] == "1.2.0" and tagged.params == {}

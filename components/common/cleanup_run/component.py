@@ -45,4 +45,4 @@ def cleanup_run(
             cleanup_run_resources(platform=platform, run_id=run_id, launch_namespace=launch_namespace)
         )
     finally:
-        end_tracked_run(platform, tracking_uri, run_id, status.state)
+        end_tracked_run(platform, tracking_uri, run_id, status.state or "")

@@ -14,7 +14,6 @@ from kfstack.errors import InvalidParameterError, PlatformNotAvailableError, Res
 from kfstack.kubernetes.launcher import Cluster, delete_run_resources
 from kfstack.serving.kserve_rollout import roll_back_run_canaries
 from kfstack.tracking import cluster as cluster_tracking
-from kfstack.version import PIPELINE_ENV
 
 logger = logging.getLogger(__name__)
 
@@ -73,4 +72,4 @@ def end_tracked_run(
     if platform != platforms.KUBERNETES:
         return
     env = os.environ if env is None else env
-    cluster_tracking.end_pipeline_run(env, tracking_uri, run_id, env.get(PIPELINE_ENV, ""), state)
+    cluster_tracking.end_pipeline_run(env, tracking_uri, run_id, state)

@@ -106,5 +106,8 @@ def model_evaluation(
             charts=charts,
         )
         outputs.update(
-            evaluation_metrics=evaluation_metrics, evaluation_report=evaluation_report, charts=charts
+            evaluation_metrics=evaluation_metrics,
+            classification=classification,
+            evaluation_report=evaluation_report,
+            charts=charts,
         )
