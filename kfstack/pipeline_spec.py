@@ -430,3 +430,27 @@ def stamp_version(
     for name in executors:
         metadata = platform_executors.setdefault(name, {}).setdefault("podMetadata", {})
         metadata.setdefault("labels", {})[VERSION_LABEL] = label_value
+
+
+def give_run_times(spec: dict[str, Any], times: Mapping[str, str]) -> list[str]:
+    """Gives KFP's run-time placeholders to every task whose component declares an input of
+    ``times`` (input -> placeholder, ``{{$.pipeline_job_schedule_time_utc}}``) that the pipeline
+    left unset, in place; returns those tasks' names.
+
+    For a version compiled for a cluster, whose backend fills the placeholders in: kfp.local 2.17
+    fails resolving them, so a pipeline function cannot pass them to a task that every run has
+    (the run's check) without breaking a run under plain kfp.local.
+    """
+    components = spec.get("components", {})
+    dags = [spec.get("root", {}), *components.values()]
+    given = []
+    for dag in dags:
+        for name, task in dag.get("dag", {}).get("tasks", {}).items():
+            component = components.get(task.get("componentRef", {}).get("name", ""), {})
+            declared = component.get("inputDefinitions", {}).get("parameters", {})
+            inputs = task.setdefault("inputs", {}).setdefault("parameters", {})
+            for parameter, placeholder in times.items():
+                if parameter in declared and parameter not in inputs:
+                    inputs[parameter] = {"runtimeValue": {"constant": placeholder}}
+                    given.append(name)
+    return sorted(set(given))

@@ -682,8 +682,7 @@ class TrainingPipeline:
         # batch_size), not a step's setting of the same name (the evaluation's rows per request).
         hyperparameters = {h.name for h in self.training.resolved}
         steps = {name: value for name, value in values.items() if name not in hyperparameters}
-        # A retraining run's data window reads the run's times; its check takes them too.
-        with guarded(self.name, values, run_times=self.retraining is not None) as checked:
+        with guarded(self.name, values) as checked:
             if self.retraining is None:
                 data = self._data(values, steps, {PRODUCTION_PROFILE: ""}).after(checked)
                 training, evaluation = self._train_and_evaluate(values, steps, data, self.name)

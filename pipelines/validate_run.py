@@ -33,6 +33,13 @@ from kfstack.settings import SETTINGS_OVERRIDES
 # validate_run's output holding a component's part of the overrides: the component's function
 # name and this ending (``spark_job_overrides``).
 PART_ENDING = "_overrides"
+# Its inputs KFP's run times fill, in a version compiled for a cluster (kfstack compile:
+# kfstack.pipeline_spec.give_run_times), never in the pipeline function: kfp.local 2.17 fails
+# resolving them.
+RUN_TIMES = {
+    "scheduled_time": dsl.PIPELINE_JOB_SCHEDULE_TIME_UTC_PLACEHOLDER,
+    "created_time": dsl.PIPELINE_JOB_CREATE_TIME_UTC_PLACEHOLDER,
+}
 
 
 @dsl.component(base_image=COMPONENT_IMAGE, install_kfp_package=False)
@@ -85,9 +92,9 @@ def validate_run(
             ``parameters`` before the check.
         settings_read: Output -> the settings its component reads (see the module docstring);
             an output it does not name holds no override.
-        scheduled_time: KFP's ``pipeline_job_schedule_time_utc``, given by a pipeline that
-            reads the run's times: with created_time, whether a schedule started the run (the
-            MLflow parent's ``kfstack.started_by``); empty: none.
+        scheduled_time: KFP's ``pipeline_job_schedule_time_utc``, which ``kfstack compile``
+            gives a version (:data:`RUN_TIMES`): with created_time, whether a schedule started
+            the run (the MLflow parent's ``kfstack.started_by``); empty: none (kfp.local).
         created_time: KFP's ``pipeline_job_create_time_utc``; empty: none.
 
     Returns:

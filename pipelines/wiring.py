@@ -138,20 +138,12 @@ def uncached(task: dsl.PipelineTask) -> dsl.PipelineTask:
 
 
 @contextlib.contextmanager
-def guarded(
-    pipeline: str, parameters: Mapping[str, Any], run_times: bool = False
-) -> Iterator[dsl.PipelineTask]:
+def guarded(pipeline: str, parameters: Mapping[str, Any]) -> Iterator[dsl.PipelineTask]:
     """The run's frame: an exit handler that cleans up whatever the run left on the cluster
     (unfinished batch jobs, an undecided canary) and ends the run's MLflow parent, around a
     first task that checks every parameter and makes that parent. Yields that task; the body's
     first steps go ``.after`` it, and the steps that :func:`call` (or :func:`run_overrides`)
-    makes within it take their part of the run's overrides from it.
-
-    ``run_times``: the first task takes KFP's creation and schedule times of the run, which tell
-    a recurring run's parent from one started once (``kfstack.started_by``). Only for a pipeline
-    that reads them anyway (a retraining pipeline's data window): kfp.local 2.17 fails resolving
-    them, and ``kfstack run --local`` fills them in for it.
-    """
+    makes within it take their part of the run's overrides from it."""
     cleanup = cleanup_run(
         platform=parameters["platform"],
         run_id=RUN_ID,
@@ -166,16 +158,8 @@ def guarded(
     # Which of the pipeline's settings each component reads: the task splits the overrides so.
     parts = {"settings_read": settings_read(parameters)} if SETTINGS_OVERRIDES in parameters else {}
     with dsl.ExitHandler(cleanup, name=f"{pipeline}-run"):
-        times = (
-            {
-                "scheduled_time": dsl.PIPELINE_JOB_SCHEDULE_TIME_UTC_PLACEHOLDER,
-                "created_time": dsl.PIPELINE_JOB_CREATE_TIME_UTC_PLACEHOLDER,
-            }
-            if run_times
-            else {}
-        )
         checked = validate_run(
-            pipeline=pipeline, parameters=checked_values, run_id=RUN_ID, **times, **json_values, **parts
+            pipeline=pipeline, parameters=checked_values, run_id=RUN_ID, **json_values, **parts
         )
         token = _CHECKED.set(checked)
         try:

@@ -17,6 +17,7 @@ from kfstack.app.cli.options import Subparsers, add_compiled_version_options, wr
 from kfstack.errors import UsageError
 from kfstack.images import COMPONENT_IMAGE
 from kfstack.pipelines import entry, environments, load_pipeline, pipeline_names, run_form
+from kfstack.pipelines.validate_run import RUN_TIMES
 from kfstack.version import PIPELINE_ENV, VERSION_ENV, label_safe, pipeline_version
 
 DEFAULT_DIST = os.path.join("dist", "pipelines")
@@ -91,6 +92,9 @@ def compile_pipelines(
         with open(path, encoding="utf-8") as f:
             documents = pipeline_spec.read_documents(f)
         pipeline_spec.stamp_version(documents, stamped, label_safe(stamped), VERSION_ENV, PIPELINE_ENV)
+        # The run's check tells a recurring run from one started once by KFP's times of the run
+        # (the MLflow parent's kfstack.started_by); a KFP backend fills them in.
+        pipeline_spec.give_run_times(documents[0], RUN_TIMES)
         if settings:
             # A pipeline with a run form has them compiled in; one without takes them as defaults.
             environments.with_defaults(documents[0], run_form.still_parameters(documents[0], settings))
