@@ -68,4 +68,4 @@ def schedule_of(scheduled_time: str, created_time: str) -> str:
         return ""
     if scheduled is None or created is None or created - scheduled < _SAME_SECOND:
         return ""
-    return scheduled.strftime("%Y-%m-%dT%H:%M:%SZ")
+    return scheduled.astimezone(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -350,6 +350,7 @@ def test_under_kfps_plugin_the_first_task_tags_kfps_parent_and_makes_nothing(tra
     ("scheduled", "created", "schedule"),
     [
         ("2026-12-07T06:00:00Z", "2026-12-07T06:00:09Z", "2026-12-07T06:00:00Z"),  # a recurring run's tick
+        ("2026-12-07T07:00:00+01:00", "2026-12-07T06:00:09Z", "2026-12-07T06:00:00Z"),  # told in UTC
         ("2026-12-07T06:00:09Z", "2026-12-07T06:00:09Z", ""),  # started once: KFP gives its creation time
         ("2026-12-07T06:00:09+00:00", "2026-12-07T06:00:09.420Z", ""),  # the same second, written otherwise
         ("{{$.pipeline_job_schedule_time_utc}}", "{{$.pipeline_job_create_time_utc}}", ""),  # kfp.local
