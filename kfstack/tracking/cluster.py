@@ -30,9 +30,10 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import sys
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any, TypeVar
+from typing import Any, ParamSpec, TypeVar
 
 from kfstack.tracking import runs
 from kfstack.tracking.client import (
@@ -47,6 +48,7 @@ from kfstack.tracking.client import (
 from kfstack.version import PIPELINE_ENV, __version__
 
 T = TypeVar("T")
+P = ParamSpec("P")
 
 CREDENTIAL_KEYS = ("MLFLOW_TRACKING_TOKEN", "MLFLOW_TRACKING_USERNAME", "MLFLOW_TRACKING_PASSWORD")
 """MLflow's credential variables, each read from the tracking Secret's key of the same name: a
@@ -58,6 +60,34 @@ PLUGIN_VALUES = ("MLFLOW_EXPERIMENT_ID", "MLFLOW_TRACKING_AUTH", "MLFLOW_WORKSPA
 """What KFP's plugin sets in a task's container besides the server and the run, passed on to the
 pods the task launches (``MLFLOW_TRACKING_AUTH=kubernetes``: each pod authenticates as its own
 service account)."""
+
+
+def _never_failing(what: str) -> Callable[[Callable[P, T]], Callable[P, T | None]]:
+    """A function of the run's frame (the first task's, the exit handler's) that never fails its
+    task: :func:`_never_raising` around each call."""
+
+    def wrap(function: Callable[P, T]) -> Callable[P, T | None]:
+        @functools.wraps(function)
+        def never_failing(*args: P.args, **kwargs: P.kwargs) -> T | None:
+            return _never_raising(what, lambda: function(*args, **kwargs))
+
+        return never_failing
+
+    return wrap
+
+
+def _never_raising(what: str, call: Callable[[], T]) -> T | None:
+    """``call()``'s value; whatever it raises is said on stderr (None then), never the task's
+    failure (the requests themselves never raise: :class:`~kfstack.tracking.client.Tracker`)."""
+    try:
+        return call()
+    except Exception as err:
+        print(
+            f"kfstack: tracking: {what} not tracked ({type(err).__name__}: {err})",
+            file=sys.stderr,
+            flush=True,
+        )
+        return None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -142,6 +172,7 @@ def task_tracking(
     )
 
 
+@_never_failing("the pipeline run")
 def start_pipeline_run(
     env: Mapping[str, str],
     tracking_uri: str,
@@ -166,20 +197,6 @@ def start_pipeline_run(
     """
     if switched_off(env):
         return None
-    return _never_raising(
-        "the pipeline run",
-        lambda: _start_pipeline_run(env, tracking_uri, run_id, version, parameters, started_by),
-    )
-
-
-def _start_pipeline_run(
-    env: Mapping[str, str],
-    tracking_uri: str,
-    run_id: str,
-    version: str,
-    parameters: Mapping[str, Any],
-    started_by: str,
-) -> str | None:
     tags = {
         runs.PIPELINE_VERSION_TAG: version,
         runs.KFSTACK_VERSION_TAG: __version__,
@@ -219,16 +236,13 @@ RUN_STATES = {
 parent ends with. A state not listed ends it ``FAILED``, and is said on stderr."""
 
 
+@_never_failing("the pipeline run's end")
 def end_pipeline_run(env: Mapping[str, str], tracking_uri: str, run_id: str, state: str) -> None:
     """Ends the pipeline run's parent with KFP's final ``state`` of the run (:data:`RUN_STATES`):
     the exit handler's part, where no KFP plugin made the parent (KFP ends its own). Nothing is
     made here: a run whose first task made no parent has none to end."""
     if switched_off(env) or _plugin_is_on(env):
         return
-    _never_raising("the pipeline run's end", lambda: _end_pipeline_run(env, tracking_uri, run_id, state))
-
-
-def _end_pipeline_run(env: Mapping[str, str], tracking_uri: str, run_id: str, state: str) -> None:
     tracker = _own_tracker(env, tracking_uri, "the pipeline run's end")
     if tracker is None:
         return
@@ -319,17 +333,3 @@ def finish(tracking: TaskTracking | None, succeeded: bool) -> None:
             "the task's end",
             lambda: tracking.client().end_run(tracking.run_id, "FINISHED" if succeeded else "FAILED"),
         )
-
-
-def _never_raising(what: str, call: Callable[[], T]) -> T | None:
-    """``call()``'s value; whatever it raises is said on stderr (None then), never the task's
-    failure (the requests themselves never raise: :class:`~kfstack.tracking.client.Tracker`)."""
-    try:
-        return call()
-    except Exception as err:
-        print(
-            f"kfstack: tracking: {what} not tracked ({type(err).__name__}: {err})",
-            file=sys.stderr,
-            flush=True,
-        )
-        return None

@@ -295,7 +295,7 @@ def test_nothing_the_frames_tracking_raises_fails_its_task(tracking_on, server, 
         raise RuntimeError("a bug in tracking")
 
     monkeypatch.setattr(cluster, "_find_or_make_parent", broken)
-    monkeypatch.setattr(cluster, "_end_pipeline_run", broken)
+    monkeypatch.setattr(cluster, "_parent_found_by", broken)  # the exit handler's lookup
     on_cluster = {"platform": "kubernetes", "tracking_uri": server.uri}
     assert run_tracking.start_run(on_cluster, {}, a_kfp_run(), env={}) is None
     end_tracked_run("kubernetes", server.uri, a_kfp_run(), "COMPLETE", env={})
